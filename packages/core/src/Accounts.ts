@@ -1,0 +1,20 @@
+/**
+ * API keys to accounts. Keys are stored hashed by every backend.
+ */
+import type { Effect, Option, Redacted } from "effect"
+import { Context } from "effect"
+import type { StoreError } from "./Errors.js"
+
+/** An account: the owner of tasks. */
+export interface Account {
+  readonly id: string
+  readonly name: string
+}
+
+/** Looks up the account of an API key. */
+export class Accounts extends Context.Tag("@mediagate/core/Accounts")<Accounts, {
+  readonly authenticate: (apiKey: Redacted.Redacted<string>) => Effect.Effect<Option.Option<Account>, StoreError>
+}>() {}
+
+/** The account of the current request, provided by the HTTP auth middleware. */
+export class CurrentAccount extends Context.Tag("@mediagate/core/CurrentAccount")<CurrentAccount, Account>() {}

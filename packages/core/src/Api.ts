@@ -1,0 +1,131 @@
+/**
+ * The HTTP contract (spec sections 4, 5 and 7): endpoints, envelope and errors. Handlers
+ * live in @mediagate/http; the typed client and the OpenAPI document come from here too.
+ */
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { CurrentAccount } from "./Accounts.js"
+import { moderationCategories } from "./Moderation.js"
+import { Task } from "./Task.js"
+
+const envelopeError = <const Code extends number>(code: Code, description: string) =>
+  ({
+    code: Schema.Literal(code),
+    msg: Schema.String.annotations({ description }),
+    data: Schema.optional(Schema.Unknown)
+  }) as const
+
+/** 400: the request broke a rule; `msg` names the field and the rule. */
+export class BadRequest extends Schema.Class<BadRequest>("BadRequest")(
+  envelopeError(400, "What is wrong with the request, naming the field and the rule."),
+  HttpApiSchema.annotations({ status: 400 })
+) {}
+
+/** 400: pre-submission moderation rejected the prompt. */
+export class ModerationRejectedResponse extends Schema.Class<ModerationRejectedResponse>("ModerationRejected")(
+  {
+    code: Schema.Literal(400),
+    msg: Schema.Literal("content rejected by moderation"),
+    data: Schema.Struct({
+      flagged: Schema.Boolean,
+      categories: Schema.Struct(
+        Object.fromEntries(moderationCategories.map((category) => [category, Schema.Boolean])) as Record<
+          typeof moderationCategories[number],
+          typeof Schema.Boolean
+        >
+      )
+    })
+  },
+  HttpApiSchema.annotations({ status: 400 })
+) {}
+
+/** 401: missing or invalid bearer key. */
+export class Unauthorized extends Schema.Class<Unauthorized>("Unauthorized")(
+  envelopeError(401, "Always 'unauthorized'."),
+  HttpApiSchema.annotations({ status: 401 })
+) {}
+
+/** 404: unknown task (msg 'task not found') or unknown route. */
+export class NotFound extends Schema.Class<NotFound>("NotFound")(
+  envelopeError(404, "'task not found' for an unknown task."),
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+
+/** 413: request body over the limit. */
+export class PayloadTooLarge extends Schema.Class<PayloadTooLarge>("PayloadTooLarge")(
+  envelopeError(413, "The body limit."),
+  HttpApiSchema.annotations({ status: 413 })
+) {}
+
+/** 500: something failed on our side; the cause is logged, never returned. */
+export class InternalServerError extends Schema.Class<InternalServerError>("InternalServerError")(
+  envelopeError(500, "Always 'internal server error'."),
+  HttpApiSchema.annotations({ status: 500 })
+) {}
+
+/** The envelope of every error answer. */
+export const errorEnvelope = (code: number, msg: string, data?: unknown) =>
+  data === undefined ? { code, msg } : { code, msg, data }
+
+/** Shorthands for the fixed messages. */
+export const unauthorized = () => new Unauthorized({ code: 401, msg: "unauthorized" })
+export const taskNotFound = () => new NotFound({ code: 404, msg: "task not found" })
+export const internalError = () => new InternalServerError({ code: 500, msg: "internal server error" })
+
+/** Bearer-key authentication; provides the caller's account. */
+export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("@mediagate/core/Authorization", {
+  failure: Unauthorized,
+  provides: CurrentAccount,
+  security: { bearer: HttpApiSecurity.bearer }
+}) {}
+
+/** Body of POST /api/v1/task/submit. */
+export const SubmitRequest = Schema.Struct({
+  model: Schema.String.annotations({ description: "Model identifier, e.g. alpha-image-2/text-to-image." }),
+  input: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+    description: "Model input. input.prompt is required for every model; other fields are model specific."
+  }),
+  callBackUrl: Schema.optional(Schema.String.annotations({
+    description: "Webhook address; a POST is sent there when the task reaches a terminal state."
+  })),
+  user_id: Schema.optional(Schema.String.annotations({ description: "Caller's user identifier, for tracing." }))
+}).annotations({ identifier: "SubmitRequest" })
+
+const ok = <S extends Schema.Schema.Any>(data: S) =>
+  Schema.Struct({ code: Schema.Literal(0), msg: Schema.Literal("ok"), data })
+
+/** 200 answer of submit. */
+export const SubmitResponse = ok(Schema.Struct({ taskId: Schema.String })).annotations({ identifier: "SubmitResponse" })
+
+/** 200 answer of query. */
+export const TaskResponse = ok(Task).annotations({ identifier: "TaskResponse" })
+
+/** The task endpoints. */
+export class TasksGroup extends HttpApiGroup.make("tasks")
+  .add(
+    HttpApiEndpoint.post("submit", "/task/submit")
+      .setPayload(SubmitRequest)
+      .addSuccess(SubmitResponse)
+      .addError(BadRequest)
+      .addError(ModerationRejectedResponse)
+      .addError(PayloadTooLarge)
+      .annotate(OpenApi.Summary, "Submit a task")
+  )
+  .add(
+    HttpApiEndpoint.get("query", "/task/:taskId")
+      .setPath(Schema.Struct({ taskId: Schema.String }))
+      .addSuccess(TaskResponse)
+      .addError(NotFound)
+      .annotate(OpenApi.Summary, "Query a task")
+  )
+  .middleware(Authorization)
+  .prefix("/api/v1")
+{}
+
+/** The whole mediagate API. */
+export class MediagateApi extends HttpApi.make("mediagate")
+  .add(TasksGroup)
+  .addError(InternalServerError)
+  .annotate(OpenApi.Title, "mediagate")
+  .annotate(OpenApi.Description, "Asynchronous media generation: one submit endpoint and one query endpoint.")
+{}

@@ -1,0 +1,57 @@
+/**
+ * Domain errors. They never carry HTTP shapes; the HTTP layer maps them to the envelope.
+ */
+import { Schema } from "effect"
+import { FailureReason, TaskStatus } from "./Task.js"
+
+/** A submit request broke a rule; `message` names the field and the rule. */
+export class ValidationError extends Schema.TaggedError<ValidationError>()("ValidationError", {
+  message: Schema.String
+}) {}
+
+/** Pre-submission moderation flagged the prompt. */
+export class ModerationRejected extends Schema.TaggedError<ModerationRejected>()("ModerationRejected", {
+  categories: Schema.Record({ key: Schema.String, value: Schema.Boolean })
+}) {}
+
+/** No task with this id belongs to the caller. */
+export class TaskNotFound extends Schema.TaggedError<TaskNotFound>()("TaskNotFound", {
+  taskId: Schema.String
+}) {}
+
+/** A transition the state machine does not allow, e.g. anything out of a terminal state. */
+export class IllegalTransition extends Schema.TaggedError<IllegalTransition>()("IllegalTransition", {
+  taskId: Schema.String,
+  from: TaskStatus,
+  to: TaskStatus
+}) {
+  override get message() {
+    return `task ${this.taskId}: illegal transition ${this.from} -> ${this.to}`
+  }
+}
+
+/** Another writer changed the task since it was read (optimistic check failed). */
+export class TaskConflict extends Schema.TaggedError<TaskConflict>()("TaskConflict", {
+  taskId: Schema.String,
+  expectedVersion: Schema.Int
+}) {}
+
+/** The store could not do its job; the cause is logged where it happened. */
+export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {}
+
+/** An upstream refused or failed a job. */
+export class UpstreamError extends Schema.TaggedError<UpstreamError>()("UpstreamError", {
+  message: Schema.String,
+  reason: Schema.NullOr(FailureReason),
+  /** True when trying the same call again later may succeed. */
+  retryable: Schema.Boolean
+}) {}
+
+/** The media store could not keep or serve bytes. */
+export class MediaError extends Schema.TaggedError<MediaError>()("MediaError", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {}

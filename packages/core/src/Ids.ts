@@ -1,0 +1,41 @@
+/**
+ * Identifiers. Everything random goes through this service, so tests can pin it.
+ */
+import { Clock, Context, Effect, Layer, Random } from "effect"
+
+/** Makes task ids (UUIDv7) and opaque random tokens. */
+export class Ids extends Context.Tag("@mediagate/core/Ids")<Ids, {
+  /** A UUIDv7: time-ordered, so ids sort by creation. */
+  readonly taskId: Effect.Effect<string>
+  /** `bytes` random bytes as lowercase hex. */
+  readonly token: (bytes: number) => Effect.Effect<string>
+}>() {}
+
+const hex = (byte: number) => byte.toString(16).padStart(2, "0")
+
+const randomBytes = (count: number) =>
+  Effect.forEach(Array.from({ length: count }), () => Random.nextIntBetween(0, 256))
+
+/** Formats a UUIDv7 from a millisecond timestamp and 10 random bytes. */
+export const uuidV7 = (millis: number, random: ReadonlyArray<number>): string => {
+  const bytes = new Array<number>(16)
+  let time = Math.max(0, Math.floor(millis))
+  for (let i = 5; i >= 0; i--) {
+    bytes[i] = time % 256
+    time = Math.floor(time / 256)
+  }
+  for (let i = 0; i < 10; i++) bytes[6 + i] = random[i] ?? 0
+  bytes[6] = 0x70 | (bytes[6]! & 0x0f)
+  bytes[8] = 0x80 | (bytes[8]! & 0x3f)
+  const h = bytes.map(hex).join("")
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
+}
+
+/** Ids from Effect's Clock and Random: deterministic under TestClock and a seeded Random. */
+export const make: Effect.Effect<Context.Tag.Service<Ids>> = Effect.sync(() => ({
+  taskId: Effect.zipWith(Clock.currentTimeMillis, randomBytes(10), uuidV7),
+  token: (count) => Effect.map(randomBytes(count), (bytes) => bytes.map(hex).join(""))
+}))
+
+/** The default Ids layer. */
+export const layer: Layer.Layer<Ids> = Layer.effect(Ids, make)

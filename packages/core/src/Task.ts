@@ -1,0 +1,108 @@
+/**
+ * The task: its statuses, failure classes, result, the internal record the store keeps
+ * and the wire shape the query endpoint returns (spec section 2).
+ */
+import { Schema } from "effect"
+
+/** Every status a task can be in (spec section 3). */
+export const TaskStatus = Schema.Literal(
+  "PENDING",
+  "PROCESSING",
+  "SUBMITTED",
+  "SUCCESS",
+  "FAILURE",
+  "TIMEOUT",
+  "CANCELLED"
+)
+export type TaskStatus = typeof TaskStatus.Type
+
+/** The statuses nothing leaves. */
+export const terminalStatuses: ReadonlySet<TaskStatus> = new Set(["SUCCESS", "FAILURE", "TIMEOUT", "CANCELLED"])
+
+/** True for SUCCESS, FAILURE, TIMEOUT and CANCELLED. */
+export const isTerminal = (status: TaskStatus): boolean => terminalStatuses.has(status)
+
+/** Machine-readable failure class of a failed task (spec section 7). */
+export const FailureReason = Schema.Literal("CONTENT_MODERATION", "INVALID_PARAMETERS", "INSUFFICIENT_POINTS")
+export type FailureReason = typeof FailureReason.Type
+
+/** What a task produced: images or a video, as URLs. */
+export const TaskResult = Schema.Struct({
+  type: Schema.Literal("image", "video"),
+  urls: Schema.Array(Schema.String)
+})
+export type TaskResult = typeof TaskResult.Type
+
+/** The echoed input: what the client sent inside `input`, plus `model`. */
+export const TaskInput = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+export type TaskInput = typeof TaskInput.Type
+
+/** The normalised job an upstream runs: the model actually run and every resolved default. */
+export const UpstreamJob = Schema.Struct({
+  model: Schema.String,
+  mode: Schema.String,
+  output: Schema.Literal("image", "video"),
+  prompt: Schema.String,
+  n: Schema.Int,
+  ratio: Schema.NullOr(Schema.String),
+  resolution: Schema.NullOr(Schema.String),
+  width: Schema.NullOr(Schema.Int),
+  height: Schema.NullOr(Schema.Int),
+  imageUrls: Schema.Array(Schema.String),
+  /** Whether the upstream answers the submit call with the result itself. */
+  sync: Schema.Boolean,
+  /** Price of the job in integer micro-USD. */
+  priceMicroUsd: Schema.Int
+})
+export type UpstreamJob = typeof UpstreamJob.Type
+
+/** The task as the store keeps it: the public fields plus what the engine needs. Times are epoch milliseconds. */
+export class TaskRecord extends Schema.Class<TaskRecord>("TaskRecord")({
+  id: Schema.String,
+  ownerId: Schema.String,
+  status: TaskStatus,
+  input: TaskInput,
+  job: UpstreamJob,
+  result: Schema.NullOr(TaskResult),
+  failureReason: Schema.NullOr(FailureReason),
+  /** Human-readable cause of a non-success terminal state; internal, for logs and operators. */
+  errorMessage: Schema.NullOr(Schema.String),
+  callBackUrl: Schema.NullOr(Schema.String),
+  userId: Schema.NullOr(Schema.String),
+  upstreamId: Schema.NullOr(Schema.String),
+  createdAt: Schema.Number,
+  updatedAt: Schema.Number,
+  deadlineAt: Schema.Number,
+  /** When the engine should next look at the task; null once terminal. */
+  dueAt: Schema.NullOr(Schema.Number),
+  leaseOwner: Schema.NullOr(Schema.String),
+  leaseUntil: Schema.NullOr(Schema.Number),
+  /** Incremented by every write; the optimistic check compares it. */
+  version: Schema.Int
+}) {}
+
+/** The task as the query endpoint returns it (spec section 2). */
+export const Task = Schema.Struct({
+  taskId: Schema.String,
+  status: TaskStatus,
+  input: TaskInput,
+  result: Schema.NullOr(TaskResult),
+  failure_reason: Schema.NullOr(FailureReason),
+  created_at: Schema.String,
+  updated_at: Schema.String
+}).annotations({ identifier: "Task" })
+export type Task = typeof Task.Type
+
+/** ISO 8601 UTC with milliseconds. */
+export const isoTime = (epochMillis: number): string => new Date(epochMillis).toISOString()
+
+/** The wire shape of a stored task. */
+export const toWire = (record: TaskRecord): Task => ({
+  taskId: record.id,
+  status: record.status,
+  input: record.input,
+  result: record.status === "SUCCESS" ? record.result : null,
+  failure_reason: record.failureReason,
+  created_at: isoTime(record.createdAt),
+  updated_at: isoTime(record.updatedAt)
+})

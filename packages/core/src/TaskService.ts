@@ -1,0 +1,144 @@
+/**
+ * The use cases: submit a task and query it (spec sections 4.1 and 4.2).
+ */
+import { Clock, Context, Duration, Effect, Either, Option } from "effect"
+import type { Account } from "./Accounts.js"
+import { ModerationRejected, StoreError, TaskNotFound, ValidationError } from "./Errors.js"
+import { Ids } from "./Ids.js"
+import { ModelCatalog } from "./models/ModelCatalog.js"
+import { Moderation } from "./Moderation.js"
+import type { Task, TaskInput } from "./Task.js"
+import { TaskRecord, toWire } from "./Task.js"
+import { TaskWakeup } from "./TaskEvents.js"
+import { TaskStore } from "./TaskStore.js"
+import { checkUrl } from "./UrlPolicy.js"
+
+/** What the submit use case accepts beyond the model's own rules. */
+export class SubmitPolicy extends Context.Reference<SubmitPolicy>()("@mediagate/core/SubmitPolicy", {
+  defaultValue: () => ({
+    /** Accept localhost and private addresses in callBackUrl and media URLs (development and tests only). */
+    allowPrivateUrls: false as boolean,
+    /** Longest accepted user_id. */
+    maxUserIdLength: 256 as number
+  })
+}) {}
+
+const topLevelFields = new Set(["model", "input", "callBackUrl", "user_id"])
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const fail = (message: string) => Either.left(new ValidationError({ message }))
+
+interface Envelope {
+  readonly model: string
+  readonly input: Record<string, unknown>
+  readonly callBackUrl: string | null
+  readonly userId: string | null
+}
+
+/** Checks the request fields common to every model. */
+const checkEnvelope = (
+  body: unknown,
+  policy: Context.Tag.Service<SubmitPolicy>
+): Either.Either<Envelope, ValidationError> => {
+  if (!isPlainObject(body)) return fail("request body must be a JSON object")
+  const unknownField = Object.keys(body).find((key) => !topLevelFields.has(key))
+  if (unknownField !== undefined) return fail(`${unknownField} is not a supported field`)
+  const { callBackUrl, input, model, user_id } = body
+  if (model === undefined || model === null || model === "") return fail("model is required")
+  if (typeof model !== "string") return fail("model must be a string")
+  if (input === undefined || input === null) return fail("input is required")
+  if (!isPlainObject(input)) return fail("input must be an object")
+  if (callBackUrl !== undefined && callBackUrl !== null) {
+    if (typeof callBackUrl !== "string") return fail("callBackUrl must be a string")
+    const problem = checkUrl(callBackUrl, { protocols: ["http:", "https:"], allowPrivate: policy.allowPrivateUrls })
+    if (problem !== undefined) return fail(`callBackUrl ${problem}`)
+  }
+  if (user_id !== undefined && user_id !== null) {
+    if (typeof user_id !== "string") return fail("user_id must be a string")
+    if (user_id.length > policy.maxUserIdLength) {
+      return fail(`user_id must be at most ${policy.maxUserIdLength} characters`)
+    }
+  }
+  return Either.right({
+    model,
+    input,
+    callBackUrl: typeof callBackUrl === "string" ? callBackUrl : null,
+    userId: typeof user_id === "string" ? user_id : null
+  })
+}
+
+/** Submit and query, independent of any transport. */
+export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/TaskService", {
+  effect: Effect.gen(function*() {
+    const store = yield* TaskStore
+    const ids = yield* Ids
+    const catalog = yield* ModelCatalog
+    const moderation = yield* Moderation
+    const wakeup = yield* Effect.serviceOption(TaskWakeup)
+
+    /** Validates, moderates and stores a new PENDING task; returns its id. */
+    const submit = Effect.fn("TaskService.submit")(function*(account: Account, body: unknown) {
+      const policy = yield* SubmitPolicy
+      const request = yield* checkEnvelope(body, policy)
+      const model = yield* Option.match(catalog.find(request.model), {
+        onNone: () => Effect.fail(new ValidationError({ message: `model '${request.model}' is not supported` })),
+        onSome: Effect.succeed
+      })
+      const job = yield* model.normalize(request.input)
+      for (const [index, url] of job.imageUrls.entries()) {
+        const problem = checkUrl(url, { protocols: ["https:"], allowPrivate: policy.allowPrivateUrls })
+        if (problem !== undefined) {
+          return yield* new ValidationError({ message: `input.imageUrls[${index}] ${problem} for ${model.id}` })
+        }
+      }
+      const verdict = yield* moderation.check(job.prompt)
+      if (verdict.flagged) return yield* new ModerationRejected({ categories: verdict.categories })
+
+      const now = yield* Clock.currentTimeMillis
+      const taskId = yield* ids.taskId
+      const input: TaskInput = { model: request.model, ...request.input }
+      yield* store.create(
+        new TaskRecord({
+          id: taskId,
+          ownerId: account.id,
+          status: "PENDING",
+          input,
+          job,
+          result: null,
+          failureReason: null,
+          errorMessage: null,
+          callBackUrl: request.callBackUrl,
+          userId: request.userId,
+          upstreamId: null,
+          createdAt: now,
+          updatedAt: now,
+          deadlineAt: now + Duration.toMillis(model.deadline),
+          dueAt: now,
+          leaseOwner: null,
+          leaseUntil: null,
+          version: 1
+        })
+      )
+      if (Option.isSome(wakeup)) yield* wakeup.value.wake
+      return { taskId }
+    })
+
+    /** The caller's task with this id, as the query endpoint shows it. */
+    const query = Effect.fn("TaskService.query")(
+      function*(account: Account, taskId: string) {
+        const record = yield* store.get(taskId, account.id)
+        return yield* Option.match(record, {
+          onNone: () => Effect.fail(new TaskNotFound({ taskId })),
+          onSome: (found): Effect.Effect<Task> => Effect.succeed(toWire(found))
+        })
+      }
+    )
+
+    return { submit, query } as const
+  })
+}) {}
+
+/** Re-exported so handlers can name every failure of submit. */
+export type SubmitError = ValidationError | ModerationRejected | StoreError

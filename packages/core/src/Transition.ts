@@ -1,0 +1,91 @@
+/**
+ * The task state machine (DESIGN.md section 2) as a pure, total function.
+ *
+ * (new) -> PENDING; PENDING -> SUBMITTED | PROCESSING; SUBMITTED -> PROCESSING;
+ * any non-terminal -> SUCCESS | FAILURE | TIMEOUT | CANCELLED. Nothing leaves a terminal state.
+ */
+import { Either } from "effect"
+import { IllegalTransition } from "./Errors.js"
+import type { FailureReason, TaskResult, TaskStatus } from "./Task.js"
+import { isTerminal, TaskRecord } from "./Task.js"
+
+/** A requested change of status with the data that status needs. */
+export type TaskChange =
+  | { readonly to: "SUBMITTED"; readonly upstreamId: string; readonly dueAt: number }
+  | { readonly to: "PROCESSING"; readonly upstreamId?: string | null; readonly dueAt: number }
+  | { readonly to: "SUCCESS"; readonly result: TaskResult }
+  | { readonly to: "FAILURE"; readonly reason: FailureReason | null; readonly message: string }
+  | { readonly to: "TIMEOUT"; readonly message?: string }
+  | { readonly to: "CANCELLED"; readonly message?: string }
+
+const allowed: Readonly<Record<TaskStatus, ReadonlySet<TaskStatus>>> = {
+  PENDING: new Set(["SUBMITTED", "PROCESSING", "SUCCESS", "FAILURE", "TIMEOUT", "CANCELLED"]),
+  SUBMITTED: new Set(["PROCESSING", "SUCCESS", "FAILURE", "TIMEOUT", "CANCELLED"]),
+  PROCESSING: new Set(["SUCCESS", "FAILURE", "TIMEOUT", "CANCELLED"]),
+  SUCCESS: new Set(),
+  FAILURE: new Set(),
+  TIMEOUT: new Set(),
+  CANCELLED: new Set()
+}
+
+/** Whether the state machine allows `from -> to`. */
+export const canTransition = (from: TaskStatus, to: TaskStatus): boolean => allowed[from].has(to)
+
+/**
+ * Applies a change to a record at `now`. Succeeds with the next record (version + 1,
+ * lease released) or fails with IllegalTransition; never overwrites silently.
+ */
+export const apply = (
+  record: TaskRecord,
+  change: TaskChange,
+  now: number
+): Either.Either<TaskRecord, IllegalTransition> => {
+  if (!canTransition(record.status, change.to)) {
+    return Either.left(new IllegalTransition({ taskId: record.id, from: record.status, to: change.to }))
+  }
+  const base = {
+    ...record,
+    status: change.to,
+    updatedAt: Math.max(now, record.updatedAt),
+    version: record.version + 1,
+    leaseOwner: null,
+    leaseUntil: null
+  }
+  switch (change.to) {
+    case "SUBMITTED":
+      return Either.right(new TaskRecord({ ...base, upstreamId: change.upstreamId, dueAt: change.dueAt }))
+    case "PROCESSING":
+      return Either.right(
+        new TaskRecord({ ...base, upstreamId: change.upstreamId ?? record.upstreamId, dueAt: change.dueAt })
+      )
+    case "SUCCESS":
+      return Either.right(new TaskRecord({ ...base, result: change.result, failureReason: null, dueAt: null }))
+    case "FAILURE":
+      return Either.right(
+        new TaskRecord({ ...base, failureReason: change.reason, errorMessage: change.message, dueAt: null })
+      )
+    case "TIMEOUT":
+    case "CANCELLED":
+      return Either.right(new TaskRecord({ ...base, errorMessage: change.message ?? null, dueAt: null }))
+  }
+}
+
+/**
+ * Moves a non-terminal task's next look to `dueAt` without changing its status (polling,
+ * retry backoff). `updated_at` stays: nothing the client sees has changed.
+ */
+export const reschedule = (
+  record: TaskRecord,
+  dueAt: number
+): Either.Either<TaskRecord, IllegalTransition> =>
+  isTerminal(record.status)
+    ? Either.left(new IllegalTransition({ taskId: record.id, from: record.status, to: record.status }))
+    : Either.right(
+      new TaskRecord({
+        ...record,
+        dueAt,
+        version: record.version + 1,
+        leaseOwner: null,
+        leaseUntil: null
+      })
+    )

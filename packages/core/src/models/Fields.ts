@@ -1,0 +1,82 @@
+/**
+ * Building blocks of model input schemas. Each carries the message a client sees when
+ * the rule is broken; `formatIssue` turns the first broken rule into
+ * `input.<field> <rule> for <model>`.
+ */
+import { Either, ParseResult, Schema } from "effect"
+import { ValidationError } from "../Errors.js"
+
+/** Longest prompt accepted (characters). */
+export const MAX_PROMPT_LENGTH = 10_000
+
+/** A required, non-blank prompt of at most MAX_PROMPT_LENGTH characters. */
+export const Prompt = Schema.String.annotations({ message: () => "must be a string" }).pipe(
+  Schema.filter((s) => s.trim().length > 0, { message: () => "must not be empty" }),
+  Schema.filter((s) => s.length <= MAX_PROMPT_LENGTH, {
+    message: () => `must be at most ${MAX_PROMPT_LENGTH} characters`
+  })
+).annotations({ description: "Text description." })
+
+/** One of the given string values. */
+export const oneOf = <const L extends ReadonlyArray<string>>(values: L, description?: string) =>
+  Schema.Literal(...values).annotations({
+    message: () => ({ message: `must be one of ${values.join(", ")}`, override: true }),
+    ...(description ? { description } : {})
+  })
+
+/** An integer in [min, max]. */
+export const intBetween = (min: number, max: number, description?: string) =>
+  Schema.Number.pipe(Schema.int(), Schema.between(min, max)).annotations({
+    message: () => ({ message: `must be an integer between ${min} and ${max}`, override: true }),
+    ...(description ? { description } : {})
+  })
+
+/** An absolute https URL. Whether its host is public is checked by the submit policy. */
+export const HttpsUrl = Schema.String.pipe(
+  Schema.filter((s) => {
+    try {
+      return new URL(s).protocol === "https:"
+    } catch {
+      return false
+    }
+  })
+).annotations({
+  message: () => ({ message: "must be an absolute https URL", override: true }),
+  jsonSchema: { type: "string", format: "uri", pattern: "^https://" }
+})
+
+/** An array of https URLs with between `min` and `max` items. */
+export const urlList = (min: number, max: number, description?: string) =>
+  Schema.Array(HttpsUrl).annotations({ message: () => "must be an array of URLs" }).pipe(
+    Schema.filter((urls) => urls.length >= min && urls.length <= max, {
+      message: () =>
+        min === max
+          ? `must contain exactly ${min} URL${min === 1 ? "" : "s"}`
+          : `must contain between ${min} and ${max} URLs`
+    })
+  ).annotations(description ? { description } : {})
+
+const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
+  path.map((key, i) => (typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`)).join("")
+
+/** Decodes `input` with a model's schema; the first broken rule becomes a ValidationError naming field and rule. */
+export const decodeInput = <A, I>(
+  modelId: string,
+  schema: Schema.Schema<A, I>,
+  input: unknown
+): Either.Either<A, ValidationError> =>
+  Schema.decodeUnknownEither(schema, { errors: "first", onExcessProperty: "error" })(input).pipe(
+    Either.mapLeft((error) => {
+      const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+      if (issue === undefined) return new ValidationError({ message: `input is invalid for ${modelId}` })
+      const field = issue.path.length === 0 ? "input" : `input.${formatPath(issue.path)}`
+      const rule = issue._tag === "Missing"
+        ? "is required"
+        : issue._tag === "Unexpected"
+        ? "is not a supported field"
+        : issue.path.length === 0
+        ? "must be an object"
+        : issue.message
+      return new ValidationError({ message: `${field} ${rule} for ${modelId}` })
+    })
+  )
