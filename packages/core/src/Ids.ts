@@ -13,7 +13,12 @@ export class Ids extends Context.Tag("@mediagate/core/Ids")<Ids, {
 
 const hex = (byte: number) => byte.toString(16).padStart(2, "0")
 
-const randomBytes = (count: number) =>
+/** Bytes from the platform's cryptographic generator (Web Crypto, global in Node 20). */
+const secureBytes = (count: number): Effect.Effect<ReadonlyArray<number>> =>
+  Effect.sync(() => Array.from(globalThis.crypto.getRandomValues(new Uint8Array(count))))
+
+/** Bytes from Effect's Random service: deterministic under a seeded or test Random. */
+const effectRandomBytes = (count: number): Effect.Effect<ReadonlyArray<number>> =>
   Effect.forEach(Array.from({ length: count }), () => Random.nextIntBetween(0, 256))
 
 /** Formats a UUIDv7 from a millisecond timestamp and 10 random bytes. */
@@ -31,11 +36,14 @@ export const uuidV7 = (millis: number, random: ReadonlyArray<number>): string =>
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
 }
 
-/** Ids from Effect's Clock and Random: deterministic under TestClock and a seeded Random. */
-export const make: Effect.Effect<Context.Tag.Service<Ids>> = Effect.sync(() => ({
+/** Ids from Effect's Clock and the given source of random bytes. */
+export const make = (randomBytes: (count: number) => Effect.Effect<ReadonlyArray<number>>): Context.Tag.Service<Ids> => ({
   taskId: Effect.zipWith(Clock.currentTimeMillis, randomBytes(10), uuidV7),
   token: (count) => Effect.map(randomBytes(count), (bytes) => bytes.map(hex).join(""))
-}))
+})
 
-/** The default Ids layer. */
-export const layer: Layer.Layer<Ids> = Layer.effect(Ids, make)
+/** Ids for production: time from the Clock, randomness from the platform's cryptographic generator. */
+export const layer: Layer.Layer<Ids> = Layer.succeed(Ids, make(secureBytes))
+
+/** Ids for tests: time from the Clock, randomness from Effect's Random, so a seed pins every id. */
+export const layerTest: Layer.Layer<Ids> = Layer.succeed(Ids, make(effectRandomBytes))

@@ -1,0 +1,73 @@
+/**
+ * An existing node:http application with routes of its own that mounts the mediagate API.
+ * Requests under /api/v1/ and /media/ go to mediagate; everything else stays the host's.
+ */
+import { Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
+import { MediagateHttp } from "@mediagate/http"
+import { Engine } from "@mediagate/scheduler"
+import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
+import { Simulator } from "@mediagate/upstream"
+import { Layer, Redacted } from "effect"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+
+/** Options of the host application. */
+export interface HostOptions {
+  readonly port: number
+  readonly host: string
+  readonly apiKey: string
+  readonly simulatorProfile?: "instant" | "demo" | "realistic"
+}
+
+/** The mediagate services this host composes: memory store, simulator, engine. */
+const mediagate = (publicUrl: string, options: HostOptions) => {
+  const media = MemoryMediaStore.layer({ baseUrl: `${publicUrl}/media` })
+  const upstream = Simulator.layer({ profile: options.simulatorProfile ?? "demo" }).pipe(Layer.provide(media))
+  const tasks = TaskService.DefaultWithoutDependencies.pipe(
+    Layer.provide([Engine.layer().pipe(Layer.provide(upstream)), ModelCatalog.layer, Moderation.layerAllowAll])
+  )
+  return Layer.mergeAll(
+    tasks,
+    media,
+    MemoryAccounts.layer([{ id: "acct_host", name: "host", apiKey: Redacted.make(options.apiKey) }])
+  ).pipe(Layer.provideMerge(MemoryTaskStore.layer), Layer.provideMerge(Ids.layer))
+}
+
+/** Starts the host application; resolves once it listens. */
+export const start = async (options: HostOptions) => {
+  const server = Http.createServer()
+  await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve))
+  const { port } = server.address() as AddressInfo
+  const publicUrl = `http://${options.host}:${port}`
+  const api = await MediagateHttp.makeNodeHandler(mediagate(publicUrl, options))
+
+  server.on("request", (request, response) => {
+    const path = (request.url ?? "/").split("?")[0]!
+    if (path.startsWith("/api/v1/") || path.startsWith("/media/")) return api.handler(request, response)
+    // The host's own routes.
+    if (request.method === "GET" && path === "/health") {
+      response.writeHead(200, { "content-type": "application/json" })
+      return response.end(JSON.stringify({ status: "ok", app: "host" }))
+    }
+    response.writeHead(404, { "content-type": "text/plain" })
+    response.end("host: no such page\n")
+  })
+
+  return {
+    url: publicUrl,
+    close: async () => {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await api.dispose()
+    }
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const app = await start({
+    port: Number(process.env["PORT"] ?? 3000),
+    host: "127.0.0.1",
+    apiKey: process.env["MEDIAGATE_API_KEY"] ?? "host-demo-key"
+  })
+  console.log(`host app on ${app.url}: GET /health is the host's, /api/v1/* is mediagate's`)
+}

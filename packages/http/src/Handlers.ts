@@ -1,0 +1,86 @@
+/**
+ * Handlers of the task endpoints.
+ */
+import { HttpApiBuilder, HttpIncomingMessage } from "@effect/platform"
+import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
+import { Accounts, Api, TaskService } from "@mediagate/core"
+import type { Layer } from "effect"
+import { Effect, Option } from "effect"
+
+/** Largest accepted request body (DESIGN.md section 3). */
+export const maxBodyBytes = 1024 * 1024
+
+const badRequest = (msg: string) => new Api.BadRequest({ code: 400, msg })
+const tooLarge = () => new Api.PayloadTooLarge({ code: 413, msg: `request body must be at most ${maxBodyBytes} bytes` })
+
+const isJson = (contentType: string | undefined) =>
+  contentType !== undefined && /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(contentType.trim())
+
+/** Reads and parses the JSON body, with the envelope errors a client should see. */
+export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function*() {
+    if (!isJson(request.headers["content-type"])) {
+      return yield* Effect.fail(badRequest("Content-Type must be application/json"))
+    }
+    const declared = Number(request.headers["content-length"] ?? "0")
+    if (declared > maxBodyBytes) return yield* Effect.fail(tooLarge())
+    const text = yield* request.text.pipe(
+      HttpIncomingMessage.withMaxBodySize(Option.some(maxBodyBytes)),
+      Effect.mapError((error) =>
+        String((error as { cause?: unknown }).cause).includes("maxBytes") ? tooLarge() : badRequest("the request body could not be read")
+      )
+    )
+    if (text.trim() === "") return yield* Effect.fail(badRequest("request body is required"))
+    return yield* Effect.try({
+      try: () => JSON.parse(text) as unknown,
+      catch: () => badRequest("request body is not valid JSON")
+    })
+  })
+
+/** The handlers of the "tasks" group. */
+export const layer: Layer.Layer<
+  HttpApiGroup.ApiGroup<"mediagate", "tasks">,
+  never,
+  TaskService | Api.Authorization
+> = HttpApiBuilder.group(Api.MediagateApi, "tasks", (handlers) =>
+  Effect.gen(function*() {
+    const tasks = yield* TaskService
+    return handlers
+      .handleRaw("submit", ({ request }) =>
+        Effect.gen(function*() {
+          const account = yield* Accounts.CurrentAccount
+          const body = yield* readJsonBody(request)
+          const { taskId } = yield* tasks.submit(account, body)
+          return { code: 0, msg: "ok", data: { taskId } } as const
+        }).pipe(
+          Effect.catchTags({
+            ValidationError: (error) => Effect.fail(badRequest(error.message)),
+            ModerationRejected: (error) =>
+              Effect.fail(
+                new Api.ModerationRejectedResponse({
+                  code: 400,
+                  msg: "content rejected by moderation",
+                  data: { flagged: true, categories: error.categories as never }
+                })
+              ),
+            StoreError: (error) =>
+              Effect.logError("mediagate: submit failed in the store", error).pipe(
+                Effect.zipRight(Effect.fail(Api.internalError()))
+              )
+          })
+        ))
+      .handle("query", ({ path }) =>
+        Effect.gen(function*() {
+          const account = yield* Accounts.CurrentAccount
+          const task = yield* tasks.query(account, path.taskId)
+          return { code: 0, msg: "ok", data: task } as const
+        }).pipe(
+          Effect.catchTags({
+            TaskNotFound: () => Effect.fail(Api.taskNotFound()),
+            StoreError: (error) =>
+              Effect.logError("mediagate: query failed in the store", error).pipe(
+                Effect.zipRight(Effect.fail(Api.internalError()))
+              )
+          })
+        ))
+  }))

@@ -1,0 +1,10 @@
+/** Bearer-key authentication. */
+export * as Auth from "./Auth.js"
+/** The envelope on every answer. */
+export * as Envelope from "./Envelope.js"
+/** Task endpoint handlers. */
+export * as Handlers from "./Handlers.js"
+/** The composed HTTP app: serve it, or mount it in a node:http server. */
+export * as MediagateHttp from "./MediagateHttp.js"
+/** OpenAPI document and result files. */
+export * as Routes from "./Routes.js"

@@ -1,0 +1,168 @@
+/**
+ * The lifecycle engine (DESIGN.md section 5). All state lives in the TaskStore: a worker
+ * claims due tasks with a lease, runs one step, writes the next state and due time.
+ * A crashed worker's leases expire and another worker carries on.
+ */
+import { Ids, TaskEvents, TaskStore, Transition, Upstream } from "@mediagate/core"
+import type { Task, UpstreamError } from "@mediagate/core"
+import { Clock, Duration, Effect, Either, FiberSet, Layer, Option, Queue, Ref } from "effect"
+
+/** Engine settings. */
+export interface Options {
+  /** How often the engine looks for due work when nothing wakes it. Default 1 s. */
+  readonly pollInterval?: Duration.DurationInput
+  /** Tasks worked on at once by this engine. Default 16. */
+  readonly concurrency?: number
+  /** How long a claim holds before another worker may take the task. Default 60 s. */
+  readonly leaseDuration?: Duration.DurationInput
+  /** How long after a retryable upstream error the step is tried again. Default 5 s. */
+  readonly retryDelay?: Duration.DurationInput
+  /** How often an accepted async job is polled. Default 2 s. */
+  readonly upstreamPollInterval?: Duration.DurationInput
+}
+
+const resolve = (options: Options) => ({
+  pollInterval: Duration.decode(options.pollInterval ?? "1 second"),
+  concurrency: options.concurrency ?? 16,
+  leaseDuration: Duration.toMillis(options.leaseDuration ?? "60 seconds"),
+  retryDelay: Duration.toMillis(options.retryDelay ?? "5 seconds"),
+  upstreamPollInterval: Duration.toMillis(options.upstreamPollInterval ?? "2 seconds")
+})
+
+/** Runs one step of one claimed task. Exported for tests of single steps. */
+export const makeStep = (options: Options = {}) =>
+  Effect.gen(function*() {
+    const settings = resolve(options)
+    const store = yield* TaskStore.TaskStore
+    const upstream = yield* Upstream.Upstream
+
+    const write = (current: Task.TaskRecord, next: Either.Either<Task.TaskRecord, unknown>) =>
+      Either.match(next, {
+        onLeft: (error) => Effect.logWarning("engine: transition refused", error).pipe(Effect.as(current)),
+        onRight: (record) =>
+          store.update(record, current.version).pipe(
+            Effect.as(record),
+            Effect.catchTag("TaskConflict", () =>
+              Effect.logInfo(`engine: task ${current.id} changed under us; leaving it`).pipe(Effect.as(current)))
+          )
+      })
+
+    const fail = (record: Task.TaskRecord, error: UpstreamError, now: number) =>
+      error.retryable
+        ? write(record, Transition.reschedule(record, now + settings.retryDelay))
+        : write(record, Transition.apply(record, { to: "FAILURE", reason: error.reason, message: error.message }, now))
+
+    const timeOut = (record: Task.TaskRecord, now: number) =>
+      write(record, Transition.apply(record, { to: "TIMEOUT", message: "the model's deadline passed" }, now))
+
+    const runSync = (record: Task.TaskRecord) =>
+      Effect.gen(function*() {
+        const outcome = yield* upstream.submit(record.job, { taskId: record.id }).pipe(
+          Effect.either,
+          Effect.timeoutOption(Duration.millis(Math.max(0, record.deadlineAt - (yield* Clock.currentTimeMillis))))
+        )
+        const now = yield* Clock.currentTimeMillis
+        if (Option.isNone(outcome)) return yield* timeOut(record, now)
+        if (Either.isLeft(outcome.value)) return yield* fail(record, outcome.value.left, now)
+        const submitted = outcome.value.right
+        return submitted._tag === "Completed"
+          ? yield* write(record, Transition.apply(record, { to: "SUCCESS", result: submitted.result }, now))
+          : yield* write(
+            record,
+            Transition.apply(record, { to: "PROCESSING", upstreamId: submitted.upstreamId, dueAt: now }, now)
+          )
+      })
+
+    const submitAsync = (record: Task.TaskRecord, now: number) =>
+      upstream.submit(record.job, { taskId: record.id }).pipe(
+        Effect.matchEffect({
+          onFailure: (error) => fail(record, error, now),
+          onSuccess: (outcome) =>
+            outcome._tag === "Completed"
+              ? write(record, Transition.apply(record, { to: "SUCCESS", result: outcome.result }, now))
+              : write(
+                record,
+                Transition.apply(record, {
+                  to: "SUBMITTED",
+                  upstreamId: outcome.upstreamId,
+                  dueAt: now + settings.upstreamPollInterval
+                }, now)
+              )
+        })
+      )
+
+    const poll = (record: Task.TaskRecord, upstreamId: string, now: number) =>
+      upstream.poll(upstreamId, record.job).pipe(
+        Effect.matchEffect({
+          onFailure: (error) => fail(record, error, now),
+          onSuccess: (outcome) => {
+            if (outcome._tag === "Completed") {
+              return write(record, Transition.apply(record, { to: "SUCCESS", result: outcome.result }, now))
+            }
+            const dueAt = now + settings.upstreamPollInterval
+            return record.status === "SUBMITTED"
+              ? write(record, Transition.apply(record, { to: "PROCESSING", dueAt }, now))
+              : write(record, Transition.reschedule(record, dueAt))
+          }
+        })
+      )
+
+    return (record: Task.TaskRecord): Effect.Effect<Task.TaskRecord, never> =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        if (now >= record.deadlineAt) return yield* timeOut(record, now)
+        if (record.upstreamId !== null) return yield* poll(record, record.upstreamId, now)
+        if (!record.job.sync) return yield* submitAsync(record, now)
+        // A sync upstream answers the call itself: mark the task PROCESSING for the whole
+        // call, not due again before its deadline, so no other worker starts it twice.
+        const processing = record.status === "PENDING"
+          ? yield* write(record, Transition.apply(record, { to: "PROCESSING", dueAt: record.deadlineAt }, now))
+          : record
+        return processing.status === "PROCESSING" ? yield* runSync(processing) : processing
+      }).pipe(
+        Effect.catchAll((error) => Effect.logError(`engine: step of task ${record.id} failed`, error).pipe(Effect.as(record))),
+        Effect.withSpan("Engine.step", { attributes: { taskId: record.id, status: record.status } })
+      )
+  })
+
+/** The engine: a loop that claims due work and runs it, woken early by new submissions. */
+export const make = (options: Options = {}) =>
+  Effect.gen(function*() {
+    const settings = resolve(options)
+    const store = yield* TaskStore.TaskStore
+    const ids = yield* Ids.Ids
+    const step = yield* makeStep(options)
+    const worker = `worker-${yield* ids.token(6)}`
+    const wakeups = yield* Queue.sliding<void>(1)
+    const inflight = yield* Ref.make(0)
+    const fibers = yield* FiberSet.make<Task.TaskRecord>()
+
+    const claimAndRun = Effect.gen(function*() {
+      const free = settings.concurrency - (yield* Ref.get(inflight))
+      if (free <= 0) return
+      const now = yield* Clock.currentTimeMillis
+      const claimed = yield* store.claimDue({ now, limit: free, worker, leaseUntil: now + settings.leaseDuration })
+      for (const record of claimed) {
+        yield* Ref.update(inflight, (n) => n + 1)
+        yield* FiberSet.run(
+          fibers,
+          step(record).pipe(Effect.ensuring(Ref.update(inflight, (n) => n - 1).pipe(Effect.zipRight(wakeups.offer()))))
+        )
+      }
+    }).pipe(Effect.catchAll((error) => Effect.logError("engine: claiming due work failed", error)))
+
+    yield* claimAndRun.pipe(
+      Effect.zipRight(Effect.race(Effect.sleep(settings.pollInterval), wakeups.take)),
+      Effect.forever,
+      Effect.forkScoped,
+      Effect.interruptible
+    )
+
+    return { wake: wakeups.offer().pipe(Effect.asVoid) }
+  })
+
+/** The engine running in the background for the layer's lifetime; provides the wakeup nudge. */
+export const layer = (
+  options: Options = {}
+): Layer.Layer<TaskEvents.TaskWakeup, never, TaskStore.TaskStore | Upstream.Upstream | Ids.Ids> =>
+  Layer.scoped(TaskEvents.TaskWakeup, make(options))

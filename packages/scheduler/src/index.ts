@@ -1,0 +1,2 @@
+/** The task lifecycle engine. */
+export * as Engine from "./Engine.js"

@@ -1,0 +1,6 @@
+/** Accounts in memory, keys hashed. */
+export * as MemoryAccounts from "./MemoryAccounts.js"
+/** Files in memory. */
+export * as MemoryMediaStore from "./MemoryMediaStore.js"
+/** Tasks in memory. */
+export * as MemoryTaskStore from "./MemoryTaskStore.js"

@@ -1,0 +1,44 @@
+/**
+ * Shared pieces of the black-box suites: the standalone composition on a loopback test server.
+ */
+import { HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import type { Engine } from "@mediagate/scheduler"
+import { MediagateHttp } from "@mediagate/http"
+import { services } from "@mediagate/example-standalone-server/Server"
+import { Effect, Layer, Redacted } from "effect"
+
+/** The key of the test account. */
+export const apiKey = "mg_test_key_0123456789"
+
+/** The key of a second account, to check that tasks are private to their owner. */
+export const otherApiKey = "mg_other_key_9876543210"
+
+/** The standalone composition served by NodeHttpServer.layerTest; media URLs point at that server. */
+export const testServer = (options: {
+  readonly profile?: "instant" | "demo" | "realistic"
+  readonly allowPrivateUrls?: boolean
+  readonly engine?: Engine.Options
+} = {}) =>
+  Layer.unwrapEffect(
+    Effect.gen(function*() {
+      const server = yield* HttpServer.HttpServer
+      const port = server.address._tag === "TcpAddress" ? server.address.port : 0
+      return MediagateHttp.serve.pipe(
+        Layer.provide(
+          services(
+            {
+              publicUrl: `http://127.0.0.1:${port}`,
+              simulatorProfile: options.profile ?? "instant",
+              allowPrivateUrls: options.allowPrivateUrls ?? false
+            },
+            [
+              { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey) },
+              { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey) }
+            ],
+            options.engine
+          )
+        )
+      )
+    })
+  ).pipe(Layer.provideMerge(NodeHttpServer.layerTest))
