@@ -2,7 +2,7 @@
  * Every error case of the HTTP contract, over a real loopback server, with raw requests:
  * each answer is the envelope with the status equal to its code.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { HttpBody, HttpClient, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { apiKey, otherApiKey, testServer } from "./support.js"
@@ -82,9 +82,9 @@ describe("HTTP errors", () => {
         )
         const noType = HttpClientRequest.post("/api/v1/task/submit").pipe(
           auth,
-          HttpClientRequest.bodyUint8Array(new TextEncoder().encode(body), "")
+          HttpClientRequest.setBody(HttpBody.raw(body))
         )
-        const answer = yield* send(noType.pipe(HttpClientRequest.removeHeader("content-type")))
+        const answer = yield* send(noType)
         expectEnvelope(answer, 400, "Content-Type must be application/json")
       }))
 

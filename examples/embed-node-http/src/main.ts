@@ -23,7 +23,7 @@ export interface HostOptions {
 const mediagate = (publicUrl: string, options: HostOptions) => {
   const media = MemoryMediaStore.layer({ baseUrl: `${publicUrl}/media` })
   const upstream = Simulator.layer({ profile: options.simulatorProfile ?? "demo" }).pipe(Layer.provide(media))
-  const tasks = TaskService.DefaultWithoutDependencies.pipe(
+  const tasks = TaskService.Default.pipe(
     Layer.provide([Engine.layer().pipe(Layer.provide(upstream)), ModelCatalog.layer, Moderation.layerAllowAll])
   )
   return Layer.mergeAll(

@@ -22,7 +22,7 @@ export const services = (
   const media = MemoryMediaStore.layer({ baseUrl: `${config.publicUrl}${Routes.mediaPrefix}` })
   const upstream = Simulator.layer({ profile: config.simulatorProfile }).pipe(Layer.provide(media))
   const wakeup = Engine.layer(engine).pipe(Layer.provide(upstream))
-  const tasks = TaskService.DefaultWithoutDependencies.pipe(
+  const tasks = TaskService.Default.pipe(
     Layer.provide([wakeup, ModelCatalog.layer, SimulatedModeration.layer])
   )
   return Layer.mergeAll(
