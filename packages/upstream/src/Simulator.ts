@@ -1,0 +1,130 @@
+/**
+ * The simulator: the embedded default upstream (DESIGN.md section 6). Deterministic for a
+ * seed, timed only by Effect's Clock, producing real files through the MediaStore.
+ */
+import { AlphaImage2, Ids, MediaStore, Upstream, UpstreamError } from "@mediagate/core"
+import type { Task } from "@mediagate/core"
+import { Clock, Effect, Layer } from "effect"
+import { encodePng } from "./Png.js"
+
+/** Latency profiles: none, a few seconds (the standalone default), or the spec's typical times. */
+export type Profile = "instant" | "demo" | "realistic"
+
+/** Simulator settings. */
+export interface Options {
+  readonly profile: Profile
+  /** Varies latencies and images; the same seed gives the same run. Default 0. */
+  readonly seed?: number
+}
+
+/** FNV-1a of a string: a stable number per task for latencies and colours. */
+export const hash = (text: string, seed = 0): number => {
+  let h = (0x811c9dc5 ^ seed) >>> 0
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0
+  return h
+}
+
+/** Typical generation times per family, [min, max] milliseconds, for the realistic profile. */
+const realisticLatency: Readonly<Record<string, readonly [number, number]>> = {
+  "alpha-image-2": [5_000, 20_000]
+}
+
+/** How long the simulated upstream takes for a job. */
+export const latencyMillis = (options: Options, job: Task.UpstreamJob, taskId: string): number => {
+  const spread = (min: number, max: number) => min + (hash(taskId, options.seed ?? 0) % (max - min + 1))
+  const base = options.profile === "instant"
+    ? 0
+    : options.profile === "demo"
+    ? spread(2_000, 4_000)
+    : spread(...(realisticLatency[job.model] ?? [5_000, 20_000]))
+  return job.prompt.includes("[sim:slow]") ? base * 10 : base
+}
+
+/** The failure a prompt marker asks for, if any. */
+const markedFailure = (prompt: string): UpstreamError | undefined =>
+  prompt.includes("[sim:fail]")
+    ? new UpstreamError({ message: "simulated upstream failure", reason: null, retryable: false })
+    : prompt.includes("[sim:rejected]")
+    ? new UpstreamError({ message: "simulated content rejection", reason: "CONTENT_MODERATION", retryable: false })
+    : prompt.includes("[sim:insufficient]")
+    ? new UpstreamError({ message: "simulated insufficient credits", reason: "INSUFFICIENT_POINTS", retryable: false })
+    : undefined
+
+const neverFinishes = (prompt: string) => prompt.includes("[sim:timeout]")
+
+/** The pixel size the upstream produces: the job's, or the model's choice when the client named no ratio. */
+export const pixelSize = (job: Task.UpstreamJob): readonly [number, number] => {
+  if (job.width !== null && job.height !== null) return [job.width, job.height]
+  const resolution = (job.resolution ?? "1k") as AlphaImage2.Resolution
+  return AlphaImage2.pixelSizes[AlphaImage2.defaultRatio(resolution)][resolution] ?? [1024, 1024]
+}
+
+/** Upstream ids carry their completion time, so polling needs no memory and survives restarts. */
+const upstreamIdOf = (readyAt: number, token: string) => `sim_${readyAt}_${token}`
+const readyAtOf = (upstreamId: string): number | undefined => {
+  const match = /^sim_(\d+)_[0-9a-f]+$/.exec(upstreamId)
+  return match === null ? undefined : Number(match[1])
+}
+
+/** Builds the simulator. */
+export const make = (options: Options) =>
+  Effect.gen(function*() {
+    const media = yield* MediaStore.MediaStore
+    const ids = yield* Ids.Ids
+
+    const render = (job: Task.UpstreamJob, taskId: string) =>
+      Effect.gen(function*() {
+        const failure = markedFailure(job.prompt)
+        if (failure !== undefined) return yield* failure
+        if (job.output !== "image") {
+          return yield* new UpstreamError({ message: `simulator cannot produce ${job.output} yet`, reason: null, retryable: false })
+        }
+        const [width, height] = pixelSize(job)
+        const urls = yield* Effect.forEach(
+          Array.from({ length: job.n }, (_, i) => i),
+          (i) =>
+            Effect.suspend(() =>
+              media.put({
+                bytes: encodePng({ width, height, seed: hash(`${taskId}#${i}`, options.seed ?? 0) }),
+                contentType: "image/png",
+                extension: "png"
+              })
+            ).pipe(
+              Effect.mapError((error) =>
+                new UpstreamError({ message: `storing the result failed: ${error.message}`, reason: null, retryable: true })
+              )
+            )
+        )
+        return { type: "image" as const, urls }
+      })
+
+    const service: Upstream.Upstream["Type"] = {
+      submit: (job, { taskId }) =>
+        Effect.gen(function*() {
+          const latency = latencyMillis(options, job, taskId)
+          if (job.sync) {
+            if (neverFinishes(job.prompt)) return yield* Effect.never
+            yield* Effect.sleep(latency)
+            return { _tag: "Completed" as const, result: yield* render(job, taskId) }
+          }
+          const now = yield* Clock.currentTimeMillis
+          const token = yield* ids.token(8)
+          return { _tag: "Accepted" as const, upstreamId: upstreamIdOf(now + latency, token) }
+        }),
+      poll: (upstreamId, job) =>
+        Effect.gen(function*() {
+          const readyAt = readyAtOf(upstreamId)
+          if (readyAt === undefined) {
+            return yield* new UpstreamError({ message: `unknown upstream job ${upstreamId}`, reason: null, retryable: false })
+          }
+          const now = yield* Clock.currentTimeMillis
+          if (neverFinishes(job.prompt) || now < readyAt) return { _tag: "Running" as const }
+          return { _tag: "Completed" as const, result: yield* render(job, upstreamId) }
+        })
+    }
+    return service
+  })
+
+/** The simulator as the Upstream. */
+export const layer = (options: Options): Layer.Layer<Upstream.Upstream, never, MediaStore.MediaStore | Ids.Ids> =>
+  Layer.effect(Upstream.Upstream, make(options))

@@ -1,0 +1,6 @@
+/** PNG encoding and reading. */
+export * as Png from "./Png.js"
+/** Moderation driven by prompt markers. */
+export * as SimulatedModeration from "./SimulatedModeration.js"
+/** The simulated upstream. */
+export * as Simulator from "./Simulator.js"
