@@ -1,8 +1,8 @@
 /**
  * The mediagate HTTP app, ready to serve on its own server or inside a host's.
  */
-import type { HttpApi, HttpApp, HttpServer } from "@effect/platform"
-import { HttpApiBuilder, HttpRouter } from "@effect/platform"
+import type { HttpApi, HttpApp } from "@effect/platform"
+import { HttpApiBuilder, HttpRouter, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Accounts, MediaStore, TaskService } from "@mediagate/core"
 import { Api } from "@mediagate/core"
@@ -23,19 +23,25 @@ export const layer: Layer.Layer<HttpApi.Api, never, Requirements> = HttpApiBuild
   Layer.merge(Routes.layer)
 )
 
-/** Serves the API on the HttpServer in context, every answer in the envelope. */
-export const serve: Layer.Layer<
-  never,
-  never,
-  HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices | Requirements
-> = HttpApiBuilder.serve(Envelope.middleware).pipe(Layer.provide(layer))
-
 /** The HttpApp of the API, for hosts that route requests to it themselves. */
 export const httpApp: Effect.Effect<
   HttpApp.Default<never, Accounts.Accounts | HttpRouter.HttpRouter.DefaultServices>,
   never,
   HttpApi.Api | HttpApiBuilder.Router | HttpApiBuilder.Middleware
 > = Effect.map(HttpApiBuilder.httpApp, Envelope.middleware)
+
+/**
+ * Serves the API on the HttpServer in context, every answer in the envelope. The envelope
+ * wraps the app itself: a server middleware would only see answers already made.
+ */
+export const serve: Layer.Layer<
+  never,
+  never,
+  HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices | Requirements
+> = Layer.unwrapEffect(Effect.map(httpApp, (app) => HttpServer.serve(app))).pipe(
+  Layer.provide(layer),
+  Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer])
+)
 
 /** A `node:http` request listener and its disposal, built from a layer that provides the requirements. */
 export interface NodeHandler {
