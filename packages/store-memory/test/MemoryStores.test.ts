@@ -1,0 +1,102 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Ids, MediaStore, Task, TaskConflict, TaskStore } from "@mediagate/core"
+import { Effect, Option, Redacted } from "effect"
+import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "../src/index.js"
+
+const record = (id: string, owner: string, dueAt: number | null = 0) =>
+  new Task.TaskRecord({
+    id,
+    ownerId: owner,
+    status: dueAt === null ? "SUCCESS" : "PENDING",
+    input: { model: "m", prompt: "p" },
+    job: {
+      model: "alpha-image-2", mode: "text-to-image", output: "image", prompt: "p", n: 1, ratio: null,
+      resolution: "1k", width: null, height: null, imageUrls: [], sync: true, priceMicroUsd: 20_000
+    },
+    result: null,
+    failureReason: null,
+    errorMessage: null,
+    callBackUrl: null,
+    userId: null,
+    upstreamId: null,
+    createdAt: 0,
+    updatedAt: 0,
+    deadlineAt: 1_000_000,
+    dueAt,
+    leaseOwner: null,
+    leaseUntil: null,
+    version: 1
+  })
+
+describe("MemoryTaskStore", () => {
+  it.effect("get is scoped to the owner", () =>
+    Effect.gen(function*() {
+      const store = yield* TaskStore.TaskStore
+      yield* store.create(record("t1", "alice"))
+      expect(Option.isSome(yield* store.get("t1", "alice"))).toBe(true)
+      expect(Option.isNone(yield* store.get("t1", "bob"))).toBe(true)
+      expect(Option.isSome(yield* store.get("t1"))).toBe(true)
+      expect(Option.isNone(yield* store.get("nope"))).toBe(true)
+    }).pipe(Effect.provide(MemoryTaskStore.layer)))
+
+  it.effect("update checks the version: of two writers from the same read, exactly one wins", () =>
+    Effect.gen(function*() {
+      const store = yield* TaskStore.TaskStore
+      yield* store.create(record("t1", "alice"))
+      const read = Option.getOrThrow(yield* store.get("t1"))
+      const first = new Task.TaskRecord({ ...read, status: "PROCESSING", version: read.version + 1 })
+      const second = new Task.TaskRecord({ ...read, status: "FAILURE", version: read.version + 1 })
+      const outcomes = yield* Effect.all([store.update(first, read.version), store.update(second, read.version)].map(Effect.either), {
+        concurrency: "unbounded"
+      })
+      expect(outcomes.filter((o) => o._tag === "Right")).toHaveLength(1)
+      const loser = outcomes.find((o) => o._tag === "Left")
+      expect(loser?._tag === "Left" && loser.left).toBeInstanceOf(TaskConflict)
+      expect(Option.getOrThrow(yield* store.get("t1")).status).toBe("PROCESSING")
+    }).pipe(Effect.provide(MemoryTaskStore.layer)))
+
+  it.effect("claimDue leases due, non-terminal tasks once until the lease expires", () =>
+    Effect.gen(function*() {
+      const store = yield* TaskStore.TaskStore
+      yield* store.create(record("due", "a", 100))
+      yield* store.create(record("later", "a", 5_000))
+      yield* store.create(record("done", "a", null))
+      const first = yield* store.claimDue({ now: 1_000, limit: 10, worker: "w1", leaseUntil: 2_000 })
+      expect(first.map((t) => t.id)).toEqual(["due"])
+      expect(first[0]).toMatchObject({ leaseOwner: "w1", leaseUntil: 2_000, version: 2 })
+      expect(yield* store.claimDue({ now: 1_500, limit: 10, worker: "w2", leaseUntil: 2_500 })).toEqual([])
+      const taken = yield* store.claimDue({ now: 2_001, limit: 10, worker: "w2", leaseUntil: 3_000 })
+      expect(taken.map((t) => [t.id, t.leaseOwner])).toEqual([["due", "w2"]])
+      const limited = yield* store.claimDue({ now: 10_000, limit: 1, worker: "w3", leaseUntil: 11_000 })
+      expect(limited).toHaveLength(1)
+    }).pipe(Effect.provide(MemoryTaskStore.layer)))
+})
+
+describe("MemoryAccounts", () => {
+  const accounts = MemoryAccounts.make([{ id: "a1", name: "one", apiKey: Redacted.make("secret-key") }])
+
+  it.effect("authenticates the right key only", () =>
+    Effect.gen(function*() {
+      expect(yield* accounts.authenticate(Redacted.make("secret-key"))).toEqual(Option.some({ id: "a1", name: "one" }))
+      expect(Option.isNone(yield* accounts.authenticate(Redacted.make("secret-kez")))).toBe(true)
+      expect(Option.isNone(yield* accounts.authenticate(Redacted.make("")))).toBe(true)
+    }))
+
+  it("keeps only hashes of keys", () => {
+    expect(MemoryAccounts.hashKey("secret-key").toString("hex")).toHaveLength(64)
+    expect(JSON.stringify(accounts)).not.toContain("secret-key")
+  })
+})
+
+describe("MemoryMediaStore", () => {
+  it.effect("put returns a URL under the base whose key get finds", () =>
+    Effect.gen(function*() {
+      const media = yield* MediaStore.MediaStore
+      const bytes = new Uint8Array([1, 2, 3])
+      const url = yield* media.put({ bytes, contentType: "image/png", extension: "png" })
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:8080\/media\/[0-9a-f]{32}\.png$/)
+      const stored = yield* media.get(url.split("/").pop()!)
+      expect(Option.getOrThrow(stored)).toEqual({ bytes, contentType: "image/png" })
+      expect(Option.isNone(yield* media.get("missing.png"))).toBe(true)
+    }).pipe(Effect.provide(MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1:8080/media/" })), Effect.provide(Ids.layerTest)))
+})
