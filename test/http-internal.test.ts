@@ -32,7 +32,8 @@ const server = (mode: "error" | "defect") =>
       Layer.mergeAll(
         TaskService.Default.pipe(Layer.provide([brokenStore(mode), ModelCatalog.layer, Moderation.layerAllowAll])),
         MemoryAccounts.layer([{ id: "a", name: "a", apiKey: Redacted.make(key) }]),
-        MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" })
+        MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" }),
+        ModelCatalog.layer
       ).pipe(Layer.provide(Ids.layerTest))
     ),
     Layer.provideMerge(NodeHttpServer.layerTest)

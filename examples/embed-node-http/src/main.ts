@@ -24,13 +24,13 @@ const mediagate = (publicUrl: string, options: HostOptions) => {
   const media = MemoryMediaStore.layer({ baseUrl: `${publicUrl}/media` })
   const upstream = Simulator.layer({ profile: options.simulatorProfile ?? "demo" }).pipe(Layer.provide(media))
   const tasks = TaskService.Default.pipe(
-    Layer.provide([Engine.layer().pipe(Layer.provide(upstream)), ModelCatalog.layer, Moderation.layerAllowAll])
+    Layer.provide([Engine.layer().pipe(Layer.provide(upstream)), Moderation.layerAllowAll])
   )
   return Layer.mergeAll(
     tasks,
     media,
     MemoryAccounts.layer([{ id: "acct_host", name: "host", apiKey: Redacted.make(options.apiKey) }])
-  ).pipe(Layer.provideMerge(MemoryTaskStore.layer), Layer.provideMerge(Ids.layer))
+  ).pipe(Layer.provideMerge(ModelCatalog.layer), Layer.provideMerge(MemoryTaskStore.layer), Layer.provideMerge(Ids.layer))
 }
 
 /** Starts the host application; resolves once it listens. */

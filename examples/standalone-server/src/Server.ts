@@ -23,14 +23,18 @@ export const services = (
   const upstream = Simulator.layer({ profile: config.simulatorProfile }).pipe(Layer.provide(media))
   const wakeup = Engine.layer(engine).pipe(Layer.provide(upstream))
   const tasks = TaskService.Default.pipe(
-    Layer.provide([wakeup, ModelCatalog.layer, SimulatedModeration.layer])
+    Layer.provide([wakeup, SimulatedModeration.layer])
   )
   return Layer.mergeAll(
     tasks,
     media,
     MemoryAccounts.layer(accounts),
     Layer.succeed(SubmitPolicy, { ...SubmitPolicy.defaultValue(), allowPrivateUrls: config.allowPrivateUrls })
-  ).pipe(Layer.provideMerge(MemoryTaskStore.layer), Layer.provideMerge(Ids.layer))
+  ).pipe(
+    Layer.provideMerge(ModelCatalog.layer),
+    Layer.provideMerge(MemoryTaskStore.layer),
+    Layer.provideMerge(Ids.layer)
+  )
 }
 
 /** The HTTP server on `host:port` serving the API. */

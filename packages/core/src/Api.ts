@@ -5,6 +5,7 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { CurrentAccount } from "./Accounts.js"
+import { ModelInfo } from "./models/ModelInfo.js"
 import { moderationCategories } from "./Moderation.js"
 import { Task } from "./Task.js"
 
@@ -122,9 +123,24 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
   .prefix("/api/v1")
 {}
 
+/** 200 answer of the catalog. */
+export const ModelsResponse = ok(Schema.Struct({ models: Schema.Array(ModelInfo) })).annotations({ identifier: "ModelsResponse" })
+
+/** The model catalog (additive: not in the spec). */
+export class CatalogGroup extends HttpApiGroup.make("catalog")
+  .add(
+    HttpApiEndpoint.get("models", "/models")
+      .addSuccess(ModelsResponse)
+      .annotate(OpenApi.Summary, "List the models with the JSON Schema of their input")
+  )
+  .middleware(Authorization)
+  .prefix("/api/v1")
+{}
+
 /** The whole mediagate API. */
 export class MediagateApi extends HttpApi.make("mediagate")
   .add(TasksGroup)
+  .add(CatalogGroup)
   .addError(InternalServerError)
   .annotate(OpenApi.Title, "mediagate")
   .annotate(OpenApi.Description, "Asynchronous media generation: one submit endpoint and one query endpoint.")

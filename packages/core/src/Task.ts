@@ -37,22 +37,44 @@ export type TaskResult = typeof TaskResult.Type
 export const TaskInput = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 export type TaskInput = typeof TaskInput.Type
 
+/**
+ * A change we made to what the client asked for, silently by the spec's rules (a 6-second
+ * clip3 i2v that runs 8 seconds) or by a fallback. Shown to the client in `adjustments`.
+ */
+export const Adjustment = Schema.Struct({
+  field: Schema.String,
+  requested: Schema.Unknown,
+  applied: Schema.Unknown,
+  reason: Schema.String
+}).annotations({ identifier: "Adjustment" })
+export type Adjustment = typeof Adjustment.Type
+
 /** The normalised job an upstream runs: the model actually run and every resolved default. */
 export const UpstreamJob = Schema.Struct({
+  /** The model actually run (clip3 r2v runs as clip3_fast, a fallback as motion-1.5-pro). */
   model: Schema.String,
   mode: Schema.String,
   output: Schema.Literal("image", "video"),
   prompt: Schema.String,
+  /** Files the job produces: images for image models, 1 for video. */
   n: Schema.Int,
   ratio: Schema.NullOr(Schema.String),
   resolution: Schema.NullOr(Schema.String),
   width: Schema.NullOr(Schema.Int),
   height: Schema.NullOr(Schema.Int),
+  /** Seconds of video; null for images. */
+  duration: Schema.NullOr(Schema.Int),
+  /** Reference media, in the order given. */
   imageUrls: Schema.Array(Schema.String),
+  /** Model-specific parameters the upstream needs (clip3 mode, motion materials, pass-through fields). */
+  params: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  /** The model to retry on if this one fails (motion fallback), or null. */
+  fallbackModel: Schema.NullOr(Schema.String),
   /** Whether the upstream answers the submit call with the result itself. */
   sync: Schema.Boolean,
   /** Price of the job in integer micro-USD. */
-  priceMicroUsd: Schema.Int
+  priceMicroUsd: Schema.Int,
+  adjustments: Schema.Array(Adjustment)
 })
 export type UpstreamJob = typeof UpstreamJob.Type
 
@@ -89,7 +111,9 @@ export const Task = Schema.Struct({
   result: Schema.NullOr(TaskResult),
   failure_reason: Schema.NullOr(FailureReason),
   created_at: Schema.String,
-  updated_at: Schema.String
+  updated_at: Schema.String,
+  /** Additive: what we changed of the request, and why (see docs/decisions.md). */
+  adjustments: Schema.Array(Adjustment)
 }).annotations({ identifier: "Task" })
 export type Task = typeof Task.Type
 
@@ -104,5 +128,6 @@ export const toWire = (record: TaskRecord): Task => ({
   result: record.status === "SUCCESS" ? record.result : null,
   failure_reason: record.failureReason,
   created_at: isoTime(record.createdAt),
-  updated_at: isoTime(record.updatedAt)
+  updated_at: isoTime(record.updatedAt),
+  adjustments: record.job.adjustments
 })

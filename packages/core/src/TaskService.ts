@@ -7,7 +7,9 @@ import { ModerationRejected, StoreError, TaskNotFound, ValidationError } from ".
 import { Ids } from "./Ids.js"
 import { ModelCatalog } from "./models/ModelCatalog.js"
 import { Moderation } from "./Moderation.js"
-import type { Task, TaskInput } from "./Task.js"
+import { Prices } from "./models/Pricing.js"
+import type { Task, TaskInput, UpstreamJob } from "./Task.js"
+import * as Transition from "./Transition.js"
 import { TaskRecord, toWire } from "./Task.js"
 import { TaskWakeup } from "./TaskEvents.js"
 import { TaskStore } from "./TaskStore.js"
@@ -24,6 +26,25 @@ export class SubmitPolicy extends Context.Reference<SubmitPolicy>()("@mediagate/
 }) {}
 
 const topLevelFields = new Set(["model", "input", "callBackUrl", "user_id"])
+
+/** The input fields that carry URLs we will fetch. */
+const mediaFields = ["imageUrls", "mediaUrls", "images"] as const
+
+/** Every media URL must name a public host (unless the policy allows private ones). */
+const checkMediaUrls = (modelId: string, input: Record<string, unknown>, allowPrivate: boolean) => {
+  for (const field of mediaFields) {
+    const urls = input[field]
+    if (!Array.isArray(urls)) continue
+    for (const [index, url] of urls.entries()) {
+      if (typeof url !== "string") continue
+      const problem = checkUrl(url, { protocols: ["http:", "https:"], allowPrivate })
+      if (problem !== undefined) {
+        return Either.left(new ValidationError({ message: `input.${field}[${index}] ${problem} for ${modelId}` }))
+      }
+    }
+  }
+  return Either.right(undefined)
+}
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
@@ -86,21 +107,17 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
         onNone: () => Effect.fail(new ValidationError({ message: `model '${request.model}' is not supported` })),
         onSome: Effect.succeed
       })
-      const job = yield* model.normalize(request.input)
-      for (const [index, url] of job.imageUrls.entries()) {
-        const problem = checkUrl(url, { protocols: ["https:"], allowPrivate: policy.allowPrivateUrls })
-        if (problem !== undefined) {
-          return yield* new ValidationError({ message: `input.imageUrls[${index}] ${problem} for ${model.id}` })
-        }
-      }
+      const normalized = yield* model.normalize(request.input)
+      yield* checkMediaUrls(model.id, request.input, policy.allowPrivateUrls)
+      const prices = yield* Prices
+      const job: UpstreamJob = { ...normalized.job, priceMicroUsd: model.price(normalized.job, prices) }
       const verdict = yield* moderation.check(job.prompt)
       if (verdict.flagged) return yield* new ModerationRejected({ categories: verdict.categories })
 
       const now = yield* Clock.currentTimeMillis
       const taskId = yield* ids.taskId
       const input: TaskInput = { model: request.model, ...request.input }
-      yield* store.create(
-        new TaskRecord({
+      const pending = new TaskRecord({
           id: taskId,
           ownerId: account.id,
           status: "PENDING",
@@ -120,8 +137,12 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
           leaseUntil: null,
           version: 1
         })
-      )
-      if (Option.isSome(wakeup)) yield* wakeup.value.wake
+      // Rules the spec says fail the task (not the call): the task is accepted and fails at once.
+      const record = normalized.rejection === undefined
+        ? pending
+        : yield* Effect.orDie(Transition.apply(pending, { to: "FAILURE", reason: "INVALID_PARAMETERS", message: normalized.rejection }, now))
+      yield* store.create(record)
+      if (Option.isSome(wakeup) && record.status === "PENDING") yield* wakeup.value.wake
       return { taskId }
     })
 

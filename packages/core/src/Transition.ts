@@ -6,7 +6,7 @@
  */
 import { Either } from "effect"
 import { IllegalTransition } from "./Errors.js"
-import type { FailureReason, TaskResult, TaskStatus } from "./Task.js"
+import type { FailureReason, TaskResult, TaskStatus, UpstreamJob } from "./Task.js"
 import { isTerminal, TaskRecord } from "./Task.js"
 
 /** A requested change of status with the data that status needs. */
@@ -72,17 +72,20 @@ export const apply = (
 
 /**
  * Moves a non-terminal task's next look to `dueAt` without changing its status (polling,
- * retry backoff). `updated_at` stays: nothing the client sees has changed.
+ * retry backoff), optionally with a new job or upstream id (a fallback, a resubmission).
+ * `updated_at` stays: the status the client sees has not changed.
  */
 export const reschedule = (
   record: TaskRecord,
-  dueAt: number
+  dueAt: number,
+  patch: { readonly job?: UpstreamJob; readonly upstreamId?: string | null } = {}
 ): Either.Either<TaskRecord, IllegalTransition> =>
   isTerminal(record.status)
     ? Either.left(new IllegalTransition({ taskId: record.id, from: record.status, to: record.status }))
     : Either.right(
       new TaskRecord({
         ...record,
+        ...patch,
         dueAt,
         version: record.version + 1,
         leaseOwner: null,

@@ -4,11 +4,30 @@
  * literal URL; resolving names to addresses is the safe fetcher's job.
  */
 
+/** One part of an IPv4 literal: decimal, 0x-prefixed hex or 0-led octal, as WHATWG URL and inet_aton read it. */
+const ipv4Part = (part: string): number | undefined =>
+  /^0x[0-9a-f]*$/.test(part)
+    ? (part.length === 2 ? 0 : parseInt(part.slice(2), 16))
+    : /^0[0-7]+$/.test(part)
+    ? parseInt(part.slice(1), 8)
+    : /^(0|[1-9]\d*)$/.test(part)
+    ? Number(part)
+    : undefined
+
+/**
+ * The four octets of an IPv4 literal in any form a resolver accepts (127.0.0.1, 127.1,
+ * 0177.0.0.1, 0x7f000001, 2130706433), or undefined when `host` is not one.
+ */
 const ipv4 = (host: string): ReadonlyArray<number> | undefined => {
   const parts = host.split(".")
-  if (parts.length !== 4) return undefined
-  const octets = parts.map((part) => (/^\d{1,3}$/.test(part) ? Number(part) : NaN))
-  return octets.every((octet) => octet >= 0 && octet <= 255) ? octets : undefined
+  if (parts.length > 4) return undefined
+  const numbers = parts.map(ipv4Part)
+  if (numbers.some((n) => n === undefined)) return undefined
+  const head = numbers.slice(0, -1) as Array<number>
+  const last = numbers[numbers.length - 1]!
+  if (head.some((n) => n > 255) || last >= 256 ** (4 - head.length)) return undefined
+  const value = head.reduce((sum, n, i) => sum + n * 256 ** (3 - i), last)
+  return [Math.floor(value / 2 ** 24) % 256, Math.floor(value / 2 ** 16) % 256, Math.floor(value / 2 ** 8) % 256, value % 256]
 }
 
 const isPrivateIpv4 = ([a, b]: ReadonlyArray<number>): boolean =>
@@ -26,7 +45,10 @@ const isPrivateIpv6 = (host: string): boolean => {
   if (h === "::" || h === "::1") return true
   if (/^f[cd]/.test(h) || /^fe[89ab]/.test(h) || h.startsWith("ff")) return true
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(h)
-  if (mapped) return isPrivateIpv4(ipv4(mapped[1]!)!)
+  if (mapped) {
+    const v4 = ipv4(mapped[1]!)
+    return v4 === undefined || isPrivateIpv4(v4)
+  }
   // WHATWG URL normalises ::ffff:a.b.c.d to hex groups.
   const mappedHex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(h)
   if (mappedHex) {
@@ -44,8 +66,8 @@ export const isNonPublicHostname = (hostname: string): boolean => {
   const v4 = ipv4(host)
   if (v4) return isPrivateIpv4(v4)
   if (host.includes(":")) return isPrivateIpv6(host)
-  // A bare number is an IPv4 address to many resolvers (http://2130706433 is 127.0.0.1).
-  return /^(0x[0-9a-f]+|\d+)$/.test(host)
+  // Numeric-looking but not a valid address (e.g. out of range): refuse rather than guess.
+  return /^(0x[0-9a-f]*|\d+)(\.(0x[0-9a-f]*|\d+))*$/.test(host)
 }
 
 /** Why a URL is refused, or undefined when it is acceptable. */

@@ -12,9 +12,25 @@ export * as MediaStore from "./MediaStore.js"
 export * as ModelCatalog from "./models/ModelCatalog.js"
 /** alpha-image-2. */
 export * as AlphaImage2 from "./models/AlphaImage2.js"
+/** beta-imagine. */
+export * as BetaImagine from "./models/BetaImagine.js"
+/** motion-2.0-pro and canvas-video. */
+export * as CanvasVideo from "./models/CanvasVideo.js"
+/** clip3. */
+export * as Clip3 from "./models/Clip3.js"
+/** compact-image, canvas, dream. */
+export * as ImageModels from "./models/ImageModels.js"
+/** motion-2.0, motion-2.0-fast, motion-1.5-pro. */
+export * as Motion from "./models/Motion.js"
+/** The public description of a model. */
+export * as ModelInfo from "./models/ModelInfo.js"
+/** Prices and the host's price table. */
+export * as Pricing from "./models/Pricing.js"
+/** Pixel sizes the spec does not give. */
+export * as Sizes from "./models/Sizes.js"
 /** Schema building blocks of model inputs. */
 export * as Fields from "./models/Fields.js"
-export type { ModelSpec } from "./models/ModelSpec.js"
+export type { DraftJob, ModelExample, ModelSpec, Normalized } from "./models/ModelSpec.js"
 /** Pre-submission moderation. */
 export * as Moderation from "./Moderation.js"
 /** Tasks: statuses, records, the wire shape. */

@@ -3,7 +3,7 @@
  */
 import { HttpApiBuilder, HttpIncomingMessage } from "@effect/platform"
 import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
-import { Accounts, Api, TaskService } from "@mediagate/core"
+import { Accounts, Api, ModelCatalog, ModelInfo, TaskService } from "@mediagate/core"
 import type { Layer } from "effect"
 import { Effect, Option } from "effect"
 
@@ -83,4 +83,17 @@ export const layer: Layer.Layer<
               )
           })
         ))
+  }))
+
+/** The handler of the "catalog" group. */
+export const catalogLayer: Layer.Layer<
+  HttpApiGroup.ApiGroup<"mediagate", "catalog">,
+  never,
+  ModelCatalog.ModelCatalog | Api.Authorization
+> = HttpApiBuilder.group(Api.MediagateApi, "catalog", (handlers) =>
+  Effect.gen(function*() {
+    const catalog = yield* ModelCatalog.ModelCatalog
+    // Described once: the catalog does not change while the server runs.
+    const models = catalog.models.map(ModelInfo.describe)
+    return handlers.handle("models", () => Effect.succeed({ code: 0, msg: "ok", data: { models } } as const))
   }))

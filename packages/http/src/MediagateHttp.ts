@@ -4,7 +4,7 @@
 import type { HttpApi, HttpApp } from "@effect/platform"
 import { HttpApiBuilder, HttpRouter, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import type { Accounts, MediaStore, TaskService } from "@mediagate/core"
+import type { Accounts, MediaStore, ModelCatalog, TaskService } from "@mediagate/core"
 import { Api } from "@mediagate/core"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import type * as Http from "node:http"
@@ -14,11 +14,11 @@ import * as Handlers from "./Handlers.js"
 import * as Routes from "./Routes.js"
 
 /** What the HTTP layer needs from the host's composition. */
-export type Requirements = TaskService | Accounts.Accounts | MediaStore.MediaStore
+export type Requirements = TaskService | Accounts.Accounts | MediaStore.MediaStore | ModelCatalog.ModelCatalog
 
 /** The API with its handlers, auth and extra routes. */
 export const layer: Layer.Layer<HttpApi.Api, never, Requirements> = HttpApiBuilder.api(Api.MediagateApi).pipe(
-  Layer.provide(Handlers.layer),
+  Layer.provide([Handlers.layer, Handlers.catalogLayer]),
   Layer.provide(Auth.layer),
   Layer.merge(Routes.layer)
 )

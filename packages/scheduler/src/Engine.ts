@@ -3,7 +3,7 @@
  * claims due tasks with a lease, runs one step, writes the next state and due time.
  * A crashed worker's leases expire and another worker carries on.
  */
-import { Ids, TaskEvents, TaskStore, Transition, Upstream } from "@mediagate/core"
+import { Ids, Motion, TaskEvents, TaskStore, Transition, Upstream } from "@mediagate/core"
 import type { Task, UpstreamError } from "@mediagate/core"
 import { Clock, Duration, Effect, Either, FiberSet, Layer, Option, Queue, Ref } from "effect"
 
@@ -50,6 +50,9 @@ export const makeStep = (options: Options = {}) =>
     const fail = (record: Task.TaskRecord, error: UpstreamError, now: number) =>
       error.retryable
         ? write(record, Transition.reschedule(record, now + settings.retryDelay))
+        : record.job.fallbackModel !== null
+        // motion fallback: the same request on the fallback model; the task stays non-terminal.
+        ? write(record, Transition.reschedule(record, now, { job: Motion.fallbackJob(record.job, error.message), upstreamId: null }))
         : write(record, Transition.apply(record, { to: "FAILURE", reason: error.reason, message: error.message }, now))
 
     const timeOut = (record: Task.TaskRecord, now: number) =>
@@ -80,7 +83,8 @@ export const makeStep = (options: Options = {}) =>
           onSuccess: (outcome) =>
             outcome._tag === "Completed"
               ? write(record, Transition.apply(record, { to: "SUCCESS", result: outcome.result }, now))
-              : write(
+              : record.status === "PENDING"
+              ? write(
                 record,
                 Transition.apply(record, {
                   to: "SUBMITTED",
@@ -88,6 +92,8 @@ export const makeStep = (options: Options = {}) =>
                   dueAt: now + settings.upstreamPollInterval
                 }, now)
               )
+              // Resubmitted after a fallback: same status, new upstream job.
+              : write(record, Transition.reschedule(record, now + settings.upstreamPollInterval, { upstreamId: outcome.upstreamId }))
         })
       )
 

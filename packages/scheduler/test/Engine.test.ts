@@ -17,7 +17,11 @@ const job = (overrides: Partial<Task.UpstreamJob> = {}): Task.UpstreamJob => ({
   resolution: "1k",
   width: null,
   height: null,
+  duration: null,
   imageUrls: [],
+  params: {},
+  fallbackModel: null,
+  adjustments: [],
   sync: true,
   priceMicroUsd: 20_000,
   ...overrides

@@ -11,7 +11,8 @@ const record = (id: string, owner: string, dueAt: number | null = 0) =>
     input: { model: "m", prompt: "p" },
     job: {
       model: "alpha-image-2", mode: "text-to-image", output: "image", prompt: "p", n: 1, ratio: null,
-      resolution: "1k", width: null, height: null, imageUrls: [], sync: true, priceMicroUsd: 20_000
+      resolution: "1k", width: null, height: null, duration: null, imageUrls: [], params: {}, fallbackModel: null,
+      sync: true, priceMicroUsd: 20_000, adjustments: []
     },
     result: null,
     failureReason: null,

@@ -1,3 +1,5 @@
+/** MP4 files for simulated videos. */
+export * as Mp4 from "./Mp4.js"
 /** PNG encoding and reading. */
 export * as Png from "./Png.js"
 /** Moderation driven by prompt markers. */

@@ -28,7 +28,11 @@ const job = (overrides: Partial<Task.UpstreamJob> = {}): Task.UpstreamJob => ({
   resolution: "1k",
   width: 2016,
   height: 864,
+  duration: null,
   imageUrls: [],
+  params: {},
+  fallbackModel: null,
+  adjustments: [],
   sync: true,
   priceMicroUsd: 40_000,
   ...overrides

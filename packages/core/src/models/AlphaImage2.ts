@@ -3,9 +3,9 @@
  * synchronous; the service still exposes the submit, query and callback flow.
  */
 import { Duration, Either, Schema } from "effect"
-import type { UpstreamJob } from "../Task.js"
+import { draft } from "./Draft.js"
 import { decodeInput, intBetween, oneOf, Prompt, urlList } from "./Fields.js"
-import type { ModelSpec } from "./ModelSpec.js"
+import type { DraftJob, ModelSpec } from "./ModelSpec.js"
 
 /** The 13 ratios. */
 export const ratios = [
@@ -76,40 +76,53 @@ type Decoded = {
   readonly imageUrls?: ReadonlyArray<string> | undefined
 }
 
-const toJob = (mode: string, input: Decoded): UpstreamJob => {
+const toJob = (mode: string, input: Decoded): DraftJob => {
   const resolution = input.resolution ?? "1k"
-  const n = input.n ?? 1
   const size = input.ratio === undefined ? null : pixelSizes[input.ratio][resolution]
-  return {
+  return draft({
     model: "alpha-image-2",
     mode,
     output: "image",
     prompt: input.prompt,
-    n,
+    n: input.n ?? 1,
     ratio: input.ratio ?? null,
     resolution,
     width: size?.[0] ?? null,
     height: size?.[1] ?? null,
     imageUrls: input.imageUrls ?? [],
-    sync: true,
-    priceMicroUsd: unitPriceMicroUsd[resolution] * n
-  }
+    sync: true
+  })
 }
 
-const spec = <A extends Decoded>(mode: "text-to-image" | "image-to-image", schema: Schema.Schema<A, any>): ModelSpec => {
+const spec = <A extends Decoded>(
+  mode: "text-to-image" | "image-to-image",
+  schema: Schema.Schema<A, any>,
+  examples: ModelSpec["examples"]
+): ModelSpec => {
   const id = `alpha-image-2/${mode}`
   return {
     id,
     family: "alpha-image-2",
     output: "image",
+    modes: [mode],
     inputSchema: schema,
+    passThrough: false,
+    defaults: { resolution: "1k", n: 1, ratio: "chosen by the upstream (1:1; 16:9 at 4k)" },
+    limits: ["n 1 to 10", "at 4k, ratio one of 16:9, 9:16, 2:1, 1:2, 21:9, 9:21", ...(mode === "image-to-image" ? ["imageUrls exactly 1 https URL"] : [])],
+    priceRule: "0.02 USD per image at 1k, 0.04 at 2k, 0.06 at 4k, times n",
     deadline: Duration.minutes(10),
-    normalize: (input) => Either.map(decodeInput(id, schema, input), (decoded) => toJob(mode, decoded))
+    normalize: (input) => Either.map(decodeInput(id, schema, input), (decoded) => ({ job: toJob(mode, decoded) })),
+    price: (job) => unitPriceMicroUsd[(job.resolution ?? "1k") as Resolution] * job.n,
+    examples
   }
 }
 
 /** alpha-image-2/text-to-image. */
-export const textToImage: ModelSpec = spec("text-to-image", TextToImageInput)
+export const textToImage: ModelSpec = spec("text-to-image", TextToImageInput, [
+  { input: { prompt: "a lighthouse at dawn", ratio: "16:9", n: 2 }, type: "image", count: 2 }
+])
 
 /** alpha-image-2/image-to-image. */
-export const imageToImage: ModelSpec = spec("image-to-image", ImageToImageInput)
+export const imageToImage: ModelSpec = spec("image-to-image", ImageToImageInput, [
+  { input: { prompt: "make it autumn", imageUrls: ["https://example.com/in.jpg"], resolution: "2k", ratio: "3:4" }, type: "image", count: 1 }
+])

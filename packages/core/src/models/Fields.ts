@@ -11,9 +11,10 @@ export const MAX_PROMPT_LENGTH = 10_000
 
 /** A required, non-blank prompt of at most MAX_PROMPT_LENGTH characters. */
 export const Prompt = Schema.String.annotations({ message: () => "must be a string" }).pipe(
-  Schema.filter((s) => s.trim().length > 0, { message: () => "must not be empty" }),
+  Schema.filter((s) => s.trim().length > 0, { message: () => "must not be empty", jsonSchema: { minLength: 1 } }),
   Schema.filter((s) => s.length <= MAX_PROMPT_LENGTH, {
-    message: () => `must be at most ${MAX_PROMPT_LENGTH} characters`
+    message: () => `must be at most ${MAX_PROMPT_LENGTH} characters`,
+    jsonSchema: { maxLength: MAX_PROMPT_LENGTH }
   })
 ).annotations({ description: "Text description." })
 
@@ -31,6 +32,35 @@ export const intBetween = (min: number, max: number, description?: string) =>
     ...(description ? { description } : {})
   })
 
+/** One of the given integer values. */
+export const intOneOf = <const L extends ReadonlyArray<number>>(values: L, description?: string) =>
+  Schema.Literal(...values).annotations({
+    message: () => ({ message: `must be one of ${values.join(", ")}`, override: true }),
+    ...(description ? { description } : {})
+  })
+
+/** true or false. */
+export const Flag = (description?: string) =>
+  Schema.Boolean.annotations({
+    message: () => ({ message: "must be true or false", override: true }),
+    ...(description ? { description } : {})
+  })
+
+/** An absolute http or https URL. Whether its host is public is checked by the submit policy. */
+export const HttpUrl = Schema.String.pipe(
+  Schema.filter((s) => {
+    try {
+      const protocol = new URL(s).protocol
+      return protocol === "https:" || protocol === "http:"
+    } catch {
+      return false
+    }
+  })
+).annotations({
+  message: () => ({ message: "must be an absolute http or https URL", override: true }),
+  jsonSchema: { type: "string", format: "uri", pattern: "^https?://" }
+})
+
 /** An absolute https URL. Whether its host is public is checked by the submit policy. */
 export const HttpsUrl = Schema.String.pipe(
   Schema.filter((s) => {
@@ -45,13 +75,16 @@ export const HttpsUrl = Schema.String.pipe(
   jsonSchema: { type: "string", format: "uri", pattern: "^https://" }
 })
 
-/** An array of https URLs with between `min` and `max` items. */
-export const urlList = (min: number, max: number, description?: string) =>
-  Schema.Array(HttpsUrl).annotations({ message: () => "must be an array of URLs" }).pipe(
+/** An array of URLs (https only unless `http` is set) with between `min` and `max` items. */
+export const urlList = (min: number, max: number, description?: string, options: { readonly http?: boolean } = {}) =>
+  Schema.Array(options.http ? HttpUrl : HttpsUrl).annotations({ message: () => "must be an array of URLs" }).pipe(
     Schema.filter((urls) => urls.length >= min && urls.length <= max, {
+      jsonSchema: { minItems: min, maxItems: max },
       message: () =>
         min === max
           ? `must contain exactly ${min} URL${min === 1 ? "" : "s"}`
+          : min === 1
+          ? `must contain between 1 and ${max} URLs`
           : `must contain between ${min} and ${max} URLs`
     })
   ).annotations(description ? { description } : {})
@@ -59,13 +92,25 @@ export const urlList = (min: number, max: number, description?: string) =>
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.map((key, i) => (typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`)).join("")
 
-/** Decodes `input` with a model's schema; the first broken rule becomes a ValidationError naming field and rule. */
+/** A ValidationError about one field of a model's input. */
+export const invalid = (modelId: string, field: string, rule: string) =>
+  new ValidationError({ message: `input.${field} ${rule} for ${modelId}` })
+
+/**
+ * Decodes `input` with a model's schema; the first broken rule becomes a ValidationError
+ * naming field and rule. With `passThrough`, fields the schema does not name are kept
+ * (models whose field lists the spec leaves open); otherwise they are refused.
+ */
 export const decodeInput = <A, I>(
   modelId: string,
   schema: Schema.Schema<A, I>,
-  input: unknown
+  input: unknown,
+  options: { readonly passThrough?: boolean } = {}
 ): Either.Either<A, ValidationError> =>
-  Schema.decodeUnknownEither(schema, { errors: "first", onExcessProperty: "error" })(input).pipe(
+  Schema.decodeUnknownEither(schema, {
+    errors: "first",
+    onExcessProperty: options.passThrough ? "preserve" : "error"
+  })(input).pipe(
     Either.mapLeft((error) => {
       const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
       if (issue === undefined) return new ValidationError({ message: `input is invalid for ${modelId}` })

@@ -3,7 +3,12 @@
  */
 import { Context, Layer, Option } from "effect"
 import * as AlphaImage2 from "./AlphaImage2.js"
+import * as BetaImagine from "./BetaImagine.js"
+import * as CanvasVideo from "./CanvasVideo.js"
+import * as Clip3 from "./Clip3.js"
+import * as ImageModels from "./ImageModels.js"
 import type { ModelSpec } from "./ModelSpec.js"
+import * as Motion from "./Motion.js"
 
 /** The model catalog. */
 export class ModelCatalog extends Context.Tag("@mediagate/core/ModelCatalog")<ModelCatalog, {
@@ -11,8 +16,26 @@ export class ModelCatalog extends Context.Tag("@mediagate/core/ModelCatalog")<Mo
   readonly find: (id: string) => Option.Option<ModelSpec>
 }>() {}
 
-/** Every model this version of mediagate knows. */
-export const allModels: ReadonlyArray<ModelSpec> = [AlphaImage2.textToImage, AlphaImage2.imageToImage]
+/** Every model of the spec, in the spec's order. */
+export const allModels: ReadonlyArray<ModelSpec> = [
+  AlphaImage2.textToImage,
+  AlphaImage2.imageToImage,
+  BetaImagine.textToImageLite,
+  BetaImagine.textToImageStandard,
+  BetaImagine.textToImagePro,
+  BetaImagine.textToVideo,
+  BetaImagine.imageToVideo,
+  Clip3.clip3,
+  Clip3.clip3Fast,
+  Clip3.clip3Lite,
+  Motion.motion20,
+  Motion.motion20Fast,
+  Motion.motion15Pro,
+  ...CanvasVideo.models,
+  ...ImageModels.compactModels,
+  ...ImageModels.canvasModels,
+  ...ImageModels.dreamModels
+]
 
 /** A catalog of the given models. */
 export const make = (models: ReadonlyArray<ModelSpec>): Context.Tag.Service<ModelCatalog> => {

@@ -1,0 +1,39 @@
+/**
+ * Helpers shared by the model modules.
+ */
+import type { Adjustment } from "../Task.js"
+import type { DraftJob } from "./ModelSpec.js"
+
+/** A draft job with the fields most models leave at their neutral value. */
+export const draft = (
+  fields: Partial<DraftJob> & Pick<DraftJob, "model" | "mode" | "output" | "prompt">
+): DraftJob => ({
+  n: 1,
+  ratio: null,
+  resolution: null,
+  width: null,
+  height: null,
+  duration: null,
+  imageUrls: [],
+  params: {},
+  fallbackModel: null,
+  sync: false,
+  adjustments: [],
+  ...fields
+})
+
+/** Records a silent change of a field the client set; nothing when it did not set it or nothing changed. */
+export const adjusted = (
+  field: string,
+  requested: unknown,
+  applied: unknown,
+  reason: string
+): ReadonlyArray<Adjustment> =>
+  requested === undefined || requested === applied ? [] : [{ field, requested, applied, reason }]
+
+/** The fields of `decoded` that the schema does not name: pass-through parameters. */
+export const extras = (
+  decoded: Readonly<Record<string, unknown>>,
+  known: ReadonlyArray<string>
+): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(decoded).filter(([key]) => !known.includes(key)))

@@ -1,0 +1,190 @@
+/**
+ * compact-image, canvas and dream image models (spec 4.3): text-to-image, and
+ * image-to-image when the image field is present.
+ */
+import { Duration, Either, Schema } from "effect"
+import { adjusted, draft, extras } from "./Draft.js"
+import { decodeInput, intBetween, oneOf, Prompt, urlList } from "./Fields.js"
+import type { DraftJob, ModelSpec } from "./ModelSpec.js"
+import { lookup } from "./Pricing.js"
+import { imageSize } from "./Sizes.js"
+
+const resolutions = ["1k", "2k", "4k"] as const
+const priceImages = (job: DraftJob, prices: { imagePerImage: Readonly<Record<string, Readonly<Record<string, number>>>> }) =>
+  lookup(prices.imagePerImage[job.model], job.resolution ?? "1k", `${job.model} resolution`) * job.n
+
+const mode = (hasImages: boolean) => (hasImages ? "image-to-image" : "text-to-image")
+
+// compact-image ---------------------------------------------------------------------------
+
+/** The compact-image models. */
+export const compactIds = ["compact-image", "compact-image-2", "compact-image-pro"] as const
+
+const compact = (id: typeof compactIds[number]): ModelSpec => {
+  const fixed = id === "compact-image"
+  const ratios = fixed ? (["16:9", "9:16"] as const) : (["16:9", "9:16", "1:1", "4:3", "3:4"] as const)
+  const schema = Schema.Struct({
+    prompt: Prompt,
+    ratio: Schema.optional(oneOf(ratios, "Default 16:9.")),
+    resolution: Schema.optional(oneOf(resolutions, fixed ? "Ignored: always 1k." : "Default 1k.")),
+    imageUrls: Schema.optional(urlList(1, 10, "Up to 10 public HTTPS image URLs; selects image-to-image."))
+  })
+  return {
+    id,
+    family: "compact-image",
+    output: "image",
+    modes: ["text-to-image", "image-to-image"],
+    inputSchema: schema,
+    passThrough: false,
+    defaults: { ratio: "16:9", resolution: "1k" },
+    limits: ["imageUrls up to 10", fixed ? "ratio 16:9 or 9:16; resolution ignored (always 1k)" : "resolution 1k, 2k, 4k", "one image per generation"],
+    priceRule: "per image by resolution (price table)",
+    deadline: Duration.minutes(10),
+    normalize: (input) =>
+      Either.map(decodeInput(id, schema, input), (decoded) => {
+        const ratio = decoded.ratio ?? "16:9"
+        const resolution = fixed ? "1k" : decoded.resolution ?? "1k"
+        const [width, height] = imageSize(ratio, resolution)
+        const images = decoded.imageUrls ?? []
+        return {
+          job: draft({
+            model: id,
+            mode: mode(images.length > 0),
+            output: "image",
+            prompt: decoded.prompt,
+            ratio,
+            resolution,
+            width,
+            height,
+            imageUrls: images,
+            adjustments: fixed ? adjusted("resolution", decoded.resolution, "1k", "compact-image is always 1k") : []
+          })
+        }
+      }),
+    price: priceImages,
+    examples: [
+      { input: { prompt: "a poster of a bicycle", ratio: "9:16" }, type: "image", count: 1 },
+      { input: { prompt: "same style, new colours", imageUrls: ["https://example.com/a.jpg"] }, type: "image", count: 1 }
+    ]
+  }
+}
+
+// canvas ----------------------------------------------------------------------------------
+
+/** The 12 canvas image models. */
+export const canvasIds = [
+  "canvas-5.0-preview", "canvas-4.6", "canvas-4.5", "canvas-4.1", "canvas-4.0", "canvas-3.1",
+  "canvas-3.0", "canvas-2.1", "canvas-2.0-pro", "canvas-2.0", "canvas-1.4", "canvas-xl-pro"
+] as const
+
+/** How many images a canvas generation returns ("typically several"). */
+export const canvasImageCount = 4
+
+const canvasRatios = ["1:1", "3:2", "2:3", "4:3", "3:4", "5:4", "4:5", "16:9", "9:16", "2:1", "1:2", "21:9", "9:21"] as const
+
+const canvas = (id: typeof canvasIds[number]): ModelSpec => {
+  const schema = Schema.Struct({
+    prompt: Prompt,
+    ratio: Schema.optional(oneOf(canvasRatios, "Default 1:1.")),
+    resolution: Schema.optional(oneOf(resolutions, "Default 2k.")),
+    images: Schema.optional(urlList(1, 10, "Reference image URLs; selects image-to-image.", { http: true }))
+  })
+  return {
+    id,
+    family: "canvas",
+    output: "image",
+    modes: ["text-to-image", "image-to-image"],
+    inputSchema: schema,
+    passThrough: true,
+    defaults: { ratio: "1:1", resolution: "2k" },
+    limits: ["images 1 to 10", `${canvasImageCount} images per generation`, "unknown fields pass through to the upstream"],
+    priceRule: `per image by resolution (price table), ${canvasImageCount} images per generation`,
+    deadline: Duration.minutes(15),
+    normalize: (input) =>
+      Either.map(decodeInput(id, schema, input, { passThrough: true }), (decoded) => {
+        const ratio = decoded.ratio ?? "1:1"
+        const resolution = decoded.resolution ?? "2k"
+        const [width, height] = imageSize(ratio, resolution)
+        const images = decoded.images ?? []
+        return {
+          job: draft({
+            model: id,
+            mode: mode(images.length > 0),
+            output: "image",
+            prompt: decoded.prompt,
+            n: canvasImageCount,
+            ratio,
+            resolution,
+            width,
+            height,
+            imageUrls: images,
+            params: extras(decoded as Record<string, unknown>, ["prompt", "ratio", "resolution", "images"])
+          })
+        }
+      }),
+    price: priceImages,
+    examples: [
+      { input: { prompt: "a glass teapot", ratio: "16:9", resolution: "2k" }, type: "image", count: canvasImageCount },
+      { input: { prompt: "as a watercolour", images: ["https://example.com/a.png"], resolution: "1k" }, type: "image", count: canvasImageCount }
+    ]
+  }
+}
+
+// dream -----------------------------------------------------------------------------------
+
+/** The dream models. */
+export const dreamIds = ["dream-5-lite", "dream-4.5", "dream-4"] as const
+
+const dream = (id: typeof dreamIds[number]): ModelSpec => {
+  const maxN = id === "dream-5-lite" ? 4 : 15
+  const schema = Schema.Struct({
+    prompt: Prompt,
+    ratio: Schema.optional(oneOf(["1:1", "4:3", "3:4", "16:9", "9:16", "3:2", "2:3", "21:9"], "Default 1:1.")),
+    resolution: Schema.optional(oneOf(resolutions, "Default 2k.")),
+    n: Schema.optional(intBetween(1, maxN, "Number of images. Default 1.")),
+    imageUrls: Schema.optional(urlList(1, 10, "1 to 10 reference URLs; selects image-to-image.", { http: true }))
+  })
+  return {
+    id,
+    family: "dream",
+    output: "image",
+    modes: ["text-to-image", "image-to-image"],
+    inputSchema: schema,
+    passThrough: false,
+    defaults: { ratio: "1:1", resolution: "2k", n: 1 },
+    limits: [`n 1 to ${maxN}`, "imageUrls 1 to 10"],
+    priceRule: "per image by resolution (price table), linear in n",
+    deadline: Duration.minutes(15),
+    normalize: (input) =>
+      Either.map(decodeInput(id, schema, input), (decoded) => {
+        const ratio = decoded.ratio ?? "1:1"
+        const resolution = decoded.resolution ?? "2k"
+        const [width, height] = imageSize(ratio, resolution)
+        const images = decoded.imageUrls ?? []
+        return {
+          job: draft({
+            model: id,
+            mode: mode(images.length > 0),
+            output: "image",
+            prompt: decoded.prompt,
+            n: decoded.n ?? 1,
+            ratio,
+            resolution,
+            width,
+            height,
+            imageUrls: images
+          })
+        }
+      }),
+    price: priceImages,
+    examples: [
+      { input: { prompt: "a koi pond", n: 3, ratio: "4:3", resolution: "1k" }, type: "image", count: 3 },
+      { input: { prompt: "in the same style", imageUrls: ["https://example.com/a.jpg"], resolution: "1k" }, type: "image", count: 1 }
+    ]
+  }
+}
+
+/** compact-image, canvas and dream specs. */
+export const compactModels: ReadonlyArray<ModelSpec> = compactIds.map(compact)
+export const canvasModels: ReadonlyArray<ModelSpec> = canvasIds.map(canvas)
+export const dreamModels: ReadonlyArray<ModelSpec> = dreamIds.map(dream)

@@ -1,0 +1,49 @@
+/**
+ * The public description of a model: what GET /api/v1/models returns and docs/models.md shows.
+ */
+import { Duration, JSONSchema, Schema } from "effect"
+import type { ModelSpec } from "./ModelSpec.js"
+
+/** One model as the catalog endpoint describes it. */
+export const ModelInfo = Schema.Struct({
+  id: Schema.String,
+  family: Schema.String,
+  output: Schema.Literal("image", "video"),
+  modes: Schema.Array(Schema.String),
+  /** JSON Schema (draft-07) of `input`, generated from the model's Effect Schema. */
+  inputSchema: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  /** Whether fields the schema does not name pass through to the upstream. */
+  passThrough: Schema.Boolean,
+  defaults: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  limits: Schema.Array(Schema.String),
+  priceRule: Schema.String,
+  /** Seconds after submission at which an unfinished task becomes TIMEOUT. */
+  deadlineSeconds: Schema.Int,
+  examples: Schema.Array(Schema.Struct({
+    input: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+    type: Schema.Literal("image", "video"),
+    count: Schema.Int
+  }))
+}).annotations({ identifier: "ModelInfo" })
+export type ModelInfo = typeof ModelInfo.Type
+
+/** The JSON Schema of a model's input, with `additionalProperties` telling whether unknown fields pass. */
+export const inputJsonSchema = (spec: ModelSpec): Record<string, unknown> => {
+  const { $schema: _, ...schema } = JSONSchema.make(spec.inputSchema as Schema.Schema<unknown, unknown>) as unknown as Record<string, unknown>
+  return { ...schema, additionalProperties: spec.passThrough }
+}
+
+/** Describes a model. */
+export const describe = (spec: ModelSpec): ModelInfo => ({
+  id: spec.id,
+  family: spec.family,
+  output: spec.output,
+  modes: spec.modes,
+  inputSchema: inputJsonSchema(spec),
+  passThrough: spec.passThrough,
+  defaults: spec.defaults,
+  limits: spec.limits,
+  priceRule: spec.priceRule,
+  deadlineSeconds: Duration.toSeconds(spec.deadline),
+  examples: spec.examples.map((example) => ({ ...example }))
+})

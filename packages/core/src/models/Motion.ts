@@ -1,0 +1,184 @@
+/**
+ * motion-2.0, motion-2.0-fast, motion-1.5-pro: video from text, or from images, video and
+ * audio materials (spec 4.3).
+ */
+import { Duration, Either, Schema } from "effect"
+import type { ValidationError } from "../Errors.js"
+import type { Adjustment, UpstreamJob } from "../Task.js"
+import { adjusted, draft, extras } from "./Draft.js"
+import { decodeInput, Flag, HttpUrl, intBetween, intOneOf, invalid, oneOf, Prompt } from "./Fields.js"
+import type { ModelSpec, Normalized } from "./ModelSpec.js"
+import { lookup } from "./Pricing.js"
+import { videoSize } from "./Sizes.js"
+
+export type Tier = "motion-2.0" | "motion-2.0-fast" | "motion-1.5-pro"
+export type MaterialType = "image" | "video" | "audio"
+
+/** File extensions per material type (spec: material types). */
+export const extensions: Readonly<Record<MaterialType, ReadonlyArray<string>>> = {
+  image: [".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp"],
+  video: [".mp4", ".mov", ".m4v"],
+  audio: [".mp3", ".wav"]
+}
+
+/** The material type of a URL, from the extension of its path. */
+export const materialType = (url: string): MaterialType | undefined => {
+  const path = new URL(url).pathname.toLowerCase()
+  return (Object.keys(extensions) as Array<MaterialType>).find((type) => extensions[type].some((ext) => path.endsWith(ext)))
+}
+
+/** Prompt references to materials by position: @1, @图1, @image1. */
+export const hasReferences = (prompt: string): boolean => /@(?:\d+|图\d+|image\d+)/i.test(prompt)
+
+const known = ["prompt", "mediaUrls", "imageUrls", "ratio", "resolution", "duration", "fallback"]
+
+const schemaOf = (tier: Tier) =>
+  Schema.Struct({
+    prompt: Prompt,
+    mediaUrls: Schema.optional(Schema.Array(HttpUrl).annotations({ message: () => "must be an array of URLs", description: "1 to 12 material URLs: images, videos, audio." })),
+    imageUrls: Schema.optional(Schema.Array(HttpUrl).annotations({ message: () => "must be an array of URLs", description: "Accepted as another name for mediaUrls." })),
+    ratio: Schema.optional(oneOf(["1:1", "4:3", "3:4", "16:9", "9:16"], "Default 16:9.")),
+    resolution: Schema.optional(oneOf(["480p", "720p", "1080p"], "Default 720p.")),
+    duration: Schema.optional(
+      tier === "motion-1.5-pro" ? intOneOf([5, 10], "Seconds: 5 or 10. Default 5.") : intBetween(4, 15, "Seconds: 4 to 15. Default 5.")
+    ),
+    fallback: Schema.optional(Flag("Default true: on failure, retry on motion-1.5-pro. Ignored by motion-1.5-pro."))
+  })
+type Decoded = Schema.Schema.Type<ReturnType<typeof schemaOf>> & Record<string, unknown>
+
+const normalize = (tier: Tier) => {
+  const schema = schemaOf(tier)
+  return (input: unknown): Either.Either<Normalized, ValidationError> =>
+    Either.gen(function*() {
+      const raw = typeof input === "object" && input !== null ? (input as Record<string, unknown>) : {}
+      const textOnly = raw["mediaUrls"] === undefined && raw["imageUrls"] === undefined
+      // Text-to-video field lists are open in the spec: unknown fields pass through.
+      const decoded = (yield* decodeInput(tier, schema, input, { passThrough: textOnly })) as Decoded
+      if (decoded.mediaUrls !== undefined && decoded.imageUrls !== undefined) {
+        return yield* Either.left(invalid(tier, "imageUrls", "cannot be combined with mediaUrls"))
+      }
+      const field = decoded.imageUrls !== undefined ? "imageUrls" : "mediaUrls"
+      const urls = decoded.mediaUrls ?? decoded.imageUrls ?? []
+      const materials: Array<{ url: string; type: MaterialType }> = []
+      for (const [index, url] of urls.entries()) {
+        const type = materialType(url)
+        if (type === undefined) {
+          return yield* Either.left(invalid(tier, `${field}[${index}]`, `must end in an image (${extensions.image.join(", ")}), video (${extensions.video.join(", ")}) or audio (${extensions.audio.join(", ")}) extension`))
+        }
+        materials.push({ url, type })
+      }
+      const images = materials.filter((m) => m.type === "image").length
+      const multimodal = materials.some((m) => m.type !== "image")
+
+      // The spec's mediaUrls checks (in its order) fail the task, not the submit call.
+      const rejection = textOnly
+        ? undefined
+        : urls.length < 1 || urls.length > 12
+        ? `${field} must contain between 1 and 12 URLs`
+        : images > 9
+        ? `${field} may contain at most 9 images`
+        : undefined
+
+      if (tier === "motion-1.5-pro" && rejection === undefined) {
+        const other = materials.findIndex((m) => m.type !== "image")
+        if (other >= 0) return yield* Either.left(invalid(tier, `${field}[${other}]`, `is a ${materials[other]!.type} material; motion-1.5-pro accepts images only`))
+        if (images > 2) return yield* Either.left(invalid(tier, field, "may contain at most 2 images for motion-1.5-pro"))
+      }
+
+      const mode = textOnly || urls.length === 0
+        ? "text-to-video"
+        : multimodal
+        ? "multimodal-reference"
+        : images === 1
+        ? "first-frame"
+        : images === 2
+        ? "first-last-frame"
+        : "multi-image-reference"
+
+      const adjustments: Array<Adjustment> = []
+      let fallbackModel: string | null = null
+      if (tier === "motion-1.5-pro") {
+        adjustments.push(...adjusted("fallback", decoded.fallback === true ? true : undefined, false, "motion-1.5-pro has no fallback"))
+      } else {
+        const neverFallsBack = multimodal || images > 2 || hasReferences(decoded.prompt)
+        const wanted = decoded.fallback ?? true
+        if (wanted && !neverFallsBack) fallbackModel = "motion-1.5-pro"
+        if (wanted && neverFallsBack) {
+          adjustments.push(...adjusted("fallback", decoded.fallback, false, "multimodal requests (video or audio, more than 2 images, @ references) never fall back"))
+        }
+      }
+      const ratio = decoded.ratio ?? "16:9"
+      const resolution = decoded.resolution ?? "720p"
+      const [width, height] = videoSize(ratio, resolution)
+      return {
+        job: draft({
+          model: tier,
+          mode,
+          output: "video",
+          prompt: decoded.prompt,
+          ratio,
+          resolution,
+          width,
+          height,
+          duration: decoded.duration ?? 5,
+          imageUrls: materials.filter((m) => m.type === "image").map((m) => m.url),
+          params: { materials, ...extras(decoded, known) },
+          fallbackModel,
+          adjustments
+        }),
+        ...(rejection === undefined ? {} : { rejection })
+      }
+    })
+}
+
+const spec = (tier: Tier): ModelSpec => ({
+  id: tier,
+  family: "motion",
+  output: "video",
+  modes: tier === "motion-1.5-pro"
+    ? ["text-to-video", "first-frame", "first-last-frame"]
+    : ["text-to-video", "first-frame", "first-last-frame", "multi-image-reference", "multimodal-reference"],
+  inputSchema: schemaOf(tier),
+  passThrough: true,
+  defaults: { ratio: "16:9", resolution: "720p", duration: 5, fallback: tier === "motion-1.5-pro" ? "ignored" : true },
+  limits: [
+    "mediaUrls 1 to 12, at most 9 images, total video at most 15 s, total audio at most 15 s (a violation fails the task with INVALID_PARAMETERS)",
+    tier === "motion-1.5-pro" ? "duration 5 or 10; at most 2 images; no video or audio" : "duration 4 to 15",
+    "material type from the URL's extension",
+    "unknown fields pass through to the upstream for text-to-video only"
+  ],
+  priceRule: "per second of video (price table)",
+  deadline: Duration.hours(6),
+  normalize: normalize(tier),
+  price: (job, prices) => lookup(prices.videoPerSecond, job.model, "model") * (job.duration ?? 0),
+  examples: [
+    { input: { prompt: "a heron taking flight", duration: 5 }, type: "video", count: 1 },
+    { input: { prompt: "the scene comes alive", mediaUrls: ["https://example.com/first.png", "https://example.com/last.jpg"], duration: tier === "motion-1.5-pro" ? 10 : 8 }, type: "video", count: 1 }
+  ]
+})
+
+/** motion-2.0, motion-2.0-fast and motion-1.5-pro. */
+export const motion20 = spec("motion-2.0")
+export const motion20Fast = spec("motion-2.0-fast")
+export const motion15Pro = spec("motion-1.5-pro")
+
+/**
+ * The job a failed motion-2.0 or motion-2.0-fast job falls back to: the same request on
+ * motion-1.5-pro, its duration mapped to 5 or 10 seconds. The attempt is recorded in
+ * `adjustments`; the task stays non-terminal.
+ */
+export const fallbackJob = (job: UpstreamJob, failure: string): UpstreamJob => {
+  const model = job.fallbackModel ?? "motion-1.5-pro"
+  const duration = (job.duration ?? 5) <= 7 ? 5 : 10
+  return {
+    ...job,
+    model,
+    duration,
+    fallbackModel: null,
+    adjustments: [
+      ...job.adjustments,
+      { field: "model", requested: job.model, applied: model, reason: `fallback after the upstream failed: ${failure}` },
+      ...adjusted("duration", job.duration ?? undefined, duration, "motion-1.5-pro runs 5 or 10 seconds")
+    ]
+  }
+}
