@@ -89,8 +89,15 @@ export const urlList = (min: number, max: number, description?: string, options:
     })
   ).annotations(description ? { description } : {})
 
+/** `a.b[0]`; a key that is not a plain name (empty, spaces, dots) is quoted: `input[""]`, `input["a.b"]`. */
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
-  path.map((key, i) => (typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`)).join("")
+  path.map((key) =>
+    typeof key === "number"
+      ? `[${key}]`
+      : /^[A-Za-z_$][\w$-]*$/.test(String(key))
+      ? `.${String(key)}`
+      : `[${JSON.stringify(String(key))}]`
+  ).join("")
 
 /** A ValidationError about one field of a model's input. */
 export const invalid = (modelId: string, field: string, rule: string) =>
@@ -114,7 +121,7 @@ export const decodeInput = <A, I>(
     Either.mapLeft((error) => {
       const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
       if (issue === undefined) return new ValidationError({ message: `input is invalid for ${modelId}` })
-      const field = issue.path.length === 0 ? "input" : `input.${formatPath(issue.path)}`
+      const field = issue.path.length === 0 ? "input" : `input${formatPath(issue.path)}`
       const rule = issue._tag === "Missing"
         ? "is required"
         : issue._tag === "Unexpected"

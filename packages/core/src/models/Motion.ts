@@ -81,8 +81,8 @@ const normalize = (tier: Tier) => {
 
       if (tier === "motion-1.5-pro" && rejection === undefined) {
         const other = materials.findIndex((m) => m.type !== "image")
-        if (other >= 0) return yield* Either.left(invalid(tier, `${field}[${other}]`, `is a ${materials[other]!.type} material; motion-1.5-pro accepts images only`))
-        if (images > 2) return yield* Either.left(invalid(tier, field, "may contain at most 2 images for motion-1.5-pro"))
+        if (other >= 0) return yield* Either.left(invalid(tier, `${field}[${other}]`, `is ${materials[other]!.type === "audio" ? "an audio" : "a video"} material; motion-1.5-pro accepts images only`))
+        if (images > 2) return yield* Either.left(invalid(tier, field, "may contain at most 2 images"))
       }
 
       const mode = textOnly || urls.length === 0
