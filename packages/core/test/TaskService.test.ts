@@ -1,8 +1,9 @@
 /**
- * Submit and query without HTTP, against a minimal store written here.
+ * Submit and query (spec sections 4.1 and 4.2) without HTTP, against a small memory
+ * TaskStore written here, the production Ids and the real model catalog.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Ref, TestClock } from "effect"
 import {
   Ids,
   ModelCatalog,
@@ -10,108 +11,461 @@ import {
   ModerationRejected,
   SubmitPolicy,
   Task,
+  TaskConflict,
+  TaskEvents,
   TaskNotFound,
   TaskService,
   TaskStore,
+  Transition,
   ValidationError
 } from "../src/index.js"
 
-const tasks = new Map<string, Task.TaskRecord>()
-const store = Layer.succeed(TaskStore.TaskStore, {
+// ---------------------------------------------------------------------------
+// Test doubles
+
+/** The tasks the in-test store holds, so tests can look behind the service. */
+class StoredTasks extends Context.Tag("test/StoredTasks")<StoredTasks, Map<string, Task.TaskRecord>>() {}
+
+const makeMemoryStore = (tasks: Map<string, Task.TaskRecord>): Context.Tag.Service<TaskStore.TaskStore> => ({
   create: (task) => Effect.sync(() => void tasks.set(task.id, task)),
-  get: (id, owner) =>
-    Effect.sync(() => Option.fromNullable(tasks.get(id)).pipe(Option.filter((t) => owner === undefined || t.ownerId === owner))),
-  update: () => Effect.die("unused"),
-  claimDue: () => Effect.succeed([])
+  get: (id, ownerId) =>
+    Effect.sync(() =>
+      Option.fromNullable(tasks.get(id)).pipe(Option.filter((task) => ownerId === undefined || task.ownerId === ownerId))
+    ),
+  update: (next, expectedVersion) =>
+    Effect.suspend(() => {
+      const current = tasks.get(next.id)
+      if (current === undefined || current.version !== expectedVersion) {
+        return Effect.fail(new TaskConflict({ taskId: next.id, expectedVersion }))
+      }
+      tasks.set(next.id, next)
+      return Effect.void
+    }),
+  claimDue: ({ leaseUntil, limit, now, worker }) =>
+    Effect.sync(() =>
+      [...tasks.values()]
+        .filter((task) =>
+          !Task.isTerminal(task.status) && task.dueAt !== null && task.dueAt <= now &&
+          (task.leaseUntil === null || task.leaseUntil <= now)
+        )
+        .sort((a, b) => a.dueAt! - b.dueAt!)
+        .slice(0, limit)
+        .map((task) => {
+          const leased = new Task.TaskRecord({ ...task, leaseOwner: worker, leaseUntil, version: task.version + 1 })
+          tasks.set(task.id, leased)
+          return leased
+        })
+    )
 })
 
-const service = (moderation = Moderation.layerAllowAll) =>
-  TaskService.Default.pipe(Layer.provide([store, Ids.layerTest, ModelCatalog.layer, moderation]))
+/** A fresh, empty store each time the layer is built (once per test). */
+const MemoryStore = Layer.effect(TaskStore.TaskStore, Effect.map(StoredTasks, makeMemoryStore)).pipe(
+  Layer.provideMerge(Layer.sync(StoredTasks, () => new Map()))
+)
 
-const alice = { id: "alice", name: "Alice" }
-const bob = { id: "bob", name: "Bob" }
+/** The prompts moderation was asked about. */
+class ModerationLog extends Context.Tag("test/ModerationLog")<ModerationLog, Ref.Ref<ReadonlyArray<string>>>() {}
 
-const submitError = (body: unknown) =>
-  Effect.flatMap(TaskService, (s) => s.submit(alice, body)).pipe(Effect.flip)
+/** Moderation that flags the given categories for every prompt, and records what it saw. */
+const flagging = (categories: ReadonlyArray<Moderation.ModerationCategory>) =>
+  Layer.effect(
+    Moderation.Moderation,
+    Effect.map(ModerationLog, (log) => ({
+      check: (prompt: string) => Effect.as(Ref.update(log, (seen) => [...seen, prompt]), Moderation.verdict(categories))
+    }))
+  ).pipe(Layer.provideMerge(Layer.effect(ModerationLog, Ref.make<ReadonlyArray<string>>([]))))
 
-describe("TaskService", () => {
-  it.effect("submit stores a PENDING task that echoes the input and carries the normalised job", () =>
+/**
+ * TaskService over the doubles. TaskService declares no `dependencies`, so its `Default`
+ * layer is already the one without dependencies: everything it needs comes from here.
+ */
+const serviceWith = <R>(moderation: Layer.Layer<Moderation.Moderation | R>) =>
+  TaskService.Default.pipe(Layer.provideMerge(Layer.mergeAll(MemoryStore, Ids.layer, ModelCatalog.layer, moderation)))
+
+const Service = serviceWith(Moderation.layerAllowAll)
+
+// ---------------------------------------------------------------------------
+
+const alice = { id: "acct-alice", name: "Alice" }
+const bob = { id: "acct-bob", name: "Bob" }
+const T2I = "alpha-image-2/text-to-image"
+const I2I = "alpha-image-2/image-to-image"
+const NOW = 1_767_225_600_123 // 2026-01-01T00:00:00.123Z
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+const notPublic = "must name a public host (localhost and private addresses are not supported)"
+
+const submit = (body: unknown) => Effect.flatMap(TaskService, (service) => service.submit(alice, body))
+
+/** The ValidationError message of a refused submit; also checks nothing was stored. */
+const refusal = (body: unknown) =>
+  Effect.gen(function*() {
+    const error = yield* Effect.flip(submit(body))
+    expect(error).toBeInstanceOf(ValidationError)
+    expect((yield* StoredTasks).size).toBe(0)
+    return (error as ValidationError).message
+  })
+
+describe("TaskService.submit: accepted", () => {
+  it.effect("returns a UUIDv7 taskId and stores a PENDING record with the echoed input and the normalised job", () =>
     Effect.gen(function*() {
-      const s = yield* TaskService
-      const { taskId } = yield* s.submit(alice, {
-        model: "alpha-image-2/text-to-image",
-        input: { prompt: "p", ratio: "4:3" },
-        callBackUrl: "https://example.com/hook",
-        user_id: "u-1"
+      yield* TestClock.setTime(NOW)
+      const { taskId } = yield* submit({
+        model: T2I,
+        input: { prompt: "a lighthouse at dusk", ratio: "4:3", resolution: "2k", n: 2 },
+        callBackUrl: "https://hooks.example.com/mediagate",
+        user_id: "user-42"
       })
-      const record = tasks.get(taskId)!
-      expect(record.status).toBe("PENDING")
-      expect(record.ownerId).toBe("alice")
-      expect(record.input).toEqual({ model: "alpha-image-2/text-to-image", prompt: "p", ratio: "4:3" })
-      expect(record.job).toMatchObject({ width: 1024, height: 768, n: 1, resolution: "1k" })
-      expect([record.callBackUrl, record.userId]).toEqual(["https://example.com/hook", "u-1"])
-      expect(record.dueAt).toBe(record.createdAt)
-      expect(record.deadlineAt - record.createdAt).toBe(600_000)
+      expect(taskId).toMatch(UUID_V7)
+      expect(parseInt(taskId.replace(/-/g, "").slice(0, 12), 16)).toBe(NOW)
 
-      const task = yield* s.query(alice, taskId)
+      const stored = (yield* StoredTasks).get(taskId)!
+      expect(stored).toBeInstanceOf(Task.TaskRecord)
+      expect({ ...stored }).toEqual({
+        id: taskId,
+        ownerId: alice.id,
+        status: "PENDING",
+        input: { model: T2I, prompt: "a lighthouse at dusk", ratio: "4:3", resolution: "2k", n: 2 },
+        job: {
+          model: "alpha-image-2",
+          mode: "text-to-image",
+          output: "image",
+          prompt: "a lighthouse at dusk",
+          n: 2,
+          ratio: "4:3",
+          resolution: "2k",
+          width: 2048,
+          height: 1536,
+          duration: null,
+          imageUrls: [],
+          params: {},
+          fallbackModel: null,
+          sync: true,
+          priceMicroUsd: 80_000,
+          adjustments: []
+        },
+        result: null,
+        failureReason: null,
+        errorMessage: null,
+        callBackUrl: "https://hooks.example.com/mediagate",
+        userId: "user-42",
+        upstreamId: null,
+        createdAt: NOW,
+        updatedAt: NOW,
+        deadlineAt: NOW + 10 * 60_000,
+        dueAt: NOW,
+        leaseOwner: null,
+        leaseUntil: null,
+        version: 1
+      })
+    }).pipe(Effect.provide(Service)))
+
+  it.effect("the echo holds what the client sent, without the defaults the job resolved", () =>
+    Effect.gen(function*() {
+      const { taskId } = yield* submit({ model: T2I, input: { prompt: "p" } })
+      const stored = (yield* StoredTasks).get(taskId)!
+      expect(stored.input).toEqual({ model: T2I, prompt: "p" })
+      expect(stored.job).toMatchObject({ resolution: "1k", n: 1, ratio: null, width: null, height: null })
+      expect([stored.callBackUrl, stored.userId]).toEqual([null, null])
+    }).pipe(Effect.provide(Service)))
+
+  it.effect("image-to-image echoes imageUrls and carries them into the job", () =>
+    Effect.gen(function*() {
+      const input = { prompt: "make it winter", imageUrls: ["https://images.example.com/a.jpg"], ratio: "16:9", resolution: "4k" }
+      const { taskId } = yield* submit({ model: I2I, input })
+      const stored = (yield* StoredTasks).get(taskId)!
+      expect(stored.input).toEqual({ model: I2I, ...input })
+      expect(stored.job).toMatchObject({ mode: "image-to-image", imageUrls: input.imageUrls, width: 3840, height: 2160 })
+    }).pipe(Effect.provide(Service)))
+
+  it.effect("null callBackUrl and user_id count as absent", () =>
+    Effect.gen(function*() {
+      const { taskId } = yield* submit({ model: T2I, input: { prompt: "p" }, callBackUrl: null, user_id: null })
+      const stored = (yield* StoredTasks).get(taskId)!
+      expect([stored.callBackUrl, stored.userId]).toEqual([null, null])
+    }).pipe(Effect.provide(Service)))
+
+  it.effect("ids of later submissions sort after earlier ones", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(NOW)
+      const first = yield* submit({ model: T2I, input: { prompt: "p" } })
+      yield* TestClock.adjust("1 millis")
+      const second = yield* submit({ model: T2I, input: { prompt: "p" } })
+      expect(second.taskId > first.taskId).toBe(true)
+      expect((yield* StoredTasks).size).toBe(2)
+    }).pipe(Effect.provide(Service)))
+
+  it.effect("a submitted task is due at once for the engine", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(NOW)
+      const { taskId } = yield* submit({ model: T2I, input: { prompt: "p" } })
+      const store = yield* TaskStore.TaskStore
+      const claimed = yield* store.claimDue({ now: NOW, limit: 10, worker: "w1", leaseUntil: NOW + 30_000 })
+      expect(claimed.map((t) => [t.id, t.status, t.leaseOwner])).toEqual([[taskId, "PENDING", "w1"]])
+      expect(yield* store.claimDue({ now: NOW, limit: 10, worker: "w2", leaseUntil: NOW + 30_000 })).toEqual([])
+    }).pipe(Effect.provide(Service)))
+
+  it.effect("with a TaskWakeup present, each accepted submit wakes the engine once; a refused one does not", () =>
+    Effect.gen(function*() {
+      const wakes = yield* Ref.make(0)
+      const run = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        Effect.provide(effect, Layer.succeed(TaskEvents.TaskWakeup, { wake: Ref.update(wakes, (n) => n + 1) }))
+      const service = yield* run(Effect.provide(TaskService, TaskService.Default.pipe(
+        Layer.provide(Layer.mergeAll(MemoryStore, Ids.layer, ModelCatalog.layer, Moderation.layerAllowAll))
+      )))
+      yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })
+      yield* service.submit(alice, { model: T2I, input: { prompt: "q" } })
+      yield* Effect.flip(service.submit(alice, { model: T2I, input: {} }))
+      expect(yield* Ref.get(wakes)).toBe(2)
+    }))
+})
+
+describe("TaskService.query", () => {
+  it.effect("the owner gets the Task wire shape of spec section 2", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(NOW)
+      const service = yield* TaskService
+      const { taskId } = yield* service.submit(alice, { model: T2I, input: { prompt: "p", n: 3 }, user_id: "u" })
+      const task = yield* service.query(alice, taskId)
       expect(task).toEqual({
         taskId,
         status: "PENDING",
-        input: { model: "alpha-image-2/text-to-image", prompt: "p", ratio: "4:3" },
+        input: { model: T2I, prompt: "p", n: 3 },
         result: null,
         failure_reason: null,
-        created_at: new Date(record.createdAt).toISOString(),
-        updated_at: new Date(record.updatedAt).toISOString()
+        created_at: "2026-01-01T00:00:00.123Z",
+        updated_at: "2026-01-01T00:00:00.123Z",
+        adjustments: []
       })
-      expect(yield* s.query(bob, taskId).pipe(Effect.flip)).toBeInstanceOf(TaskNotFound)
-      expect(yield* s.query(alice, "missing").pipe(Effect.flip)).toBeInstanceOf(TaskNotFound)
-    }).pipe(Effect.provide(service())))
+      // The spec's seven fields plus the documented additive `adjustments`; nothing internal leaks.
+      expect(Object.keys(task).sort()).toEqual(
+        ["adjustments", "created_at", "failure_reason", "input", "result", "status", "taskId", "updated_at"]
+      )
+    }).pipe(Effect.provide(Service)))
 
-  const envelopeCases: ReadonlyArray<[unknown, string]> = [
-    [[], "request body must be a JSON object"],
-    [{ input: { prompt: "p" } }, "model is required"],
-    [{ model: null, input: { prompt: "p" } }, "model is required"],
-    [{ model: ["a"], input: { prompt: "p" } }, "model must be a string"],
-    [{ model: "x", input: { prompt: "p" } }, "model 'x' is not supported"],
-    [{ model: "alpha-image-2/text-to-image" }, "input is required"],
-    [{ model: "alpha-image-2/text-to-image", input: [] }, "input must be an object"],
-    [{ model: "alpha-image-2/text-to-image", input: { prompt: "p" }, webhook: "x" }, "webhook is not a supported field"],
-    [{ model: "alpha-image-2/text-to-image", input: { prompt: "p" }, callBackUrl: 1 }, "callBackUrl must be a string"],
-    [{ model: "alpha-image-2/text-to-image", input: { prompt: "p" }, callBackUrl: "ftp://example.com" }, "callBackUrl must be an http or https URL"],
-    [{ model: "alpha-image-2/text-to-image", input: { prompt: "p" }, callBackUrl: "http://10.0.0.1/cb" }, "callBackUrl must name a public host (localhost and private addresses are not supported)"],
-    [{ model: "alpha-image-2/text-to-image", input: { prompt: "p" }, user_id: {} }, "user_id must be a string"],
-    [{ model: "alpha-image-2/text-to-image", input: { prompt: "p" }, user_id: "u".repeat(257) }, "user_id must be at most 256 characters"],
-    [{ model: "alpha-image-2/image-to-image", input: { prompt: "p", imageUrls: ["https://127.0.0.1/a.png"] } }, "input.imageUrls[0] must name a public host (localhost and private addresses are not supported) for alpha-image-2/image-to-image"]
+  it.effect("created_at and updated_at are ISO 8601 UTC with milliseconds even on a whole second", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(1_767_225_600_000)
+      const service = yield* TaskService
+      const { taskId } = yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })
+      const task = yield* service.query(alice, taskId)
+      expect(task.created_at).toBe("2026-01-01T00:00:00.000Z")
+      expect(task.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
+    }).pipe(Effect.provide(Service)))
+
+  it.effect("another account, or an unknown id, gets TaskNotFound", () =>
+    Effect.gen(function*() {
+      const service = yield* TaskService
+      const { taskId } = yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })
+      const forBob = yield* Effect.flip(service.query(bob, taskId))
+      expect(forBob).toBeInstanceOf(TaskNotFound)
+      expect(forBob).toMatchObject({ _tag: "TaskNotFound", taskId })
+      const unknown = yield* Effect.flip(service.query(alice, "0190c8a4-b2c3-7fff-bfff-ffffffffffff"))
+      expect(unknown).toBeInstanceOf(TaskNotFound)
+      expect(unknown).toMatchObject({ taskId: "0190c8a4-b2c3-7fff-bfff-ffffffffffff" })
+    }).pipe(Effect.provide(Service)))
+
+  it.effect("after the engine finishes a task the query shows its result, and a stale write is a TaskConflict", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(NOW)
+      const service = yield* TaskService
+      const store = yield* TaskStore.TaskStore
+      const { taskId } = yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })
+      const [claimed] = yield* store.claimDue({ now: NOW, limit: 1, worker: "w1", leaseUntil: NOW + 30_000 })
+      const result: Task.TaskResult = { type: "image", urls: ["https://cdn.example.com/1.png"] }
+      const done = yield* Transition.apply(claimed!, { to: "SUCCESS", result }, NOW + 2_000)
+      yield* store.update(done, claimed!.version)
+
+      // A second writer that read the task before the first write loses.
+      const stale = yield* Transition.apply(claimed!, { to: "FAILURE", reason: null, message: "late" }, NOW + 3_000)
+      const conflict = yield* Effect.flip(store.update(stale, claimed!.version))
+      expect(conflict).toBeInstanceOf(TaskConflict)
+      expect(conflict).toMatchObject({ taskId, expectedVersion: claimed!.version })
+
+      expect(yield* service.query(alice, taskId)).toMatchObject({
+        status: "SUCCESS",
+        result,
+        failure_reason: null,
+        created_at: "2026-01-01T00:00:00.123Z",
+        updated_at: "2026-01-01T00:00:02.123Z"
+      })
+    }).pipe(Effect.provide(Service)))
+
+  it.effect("a failed task shows its failure_reason and result null", () =>
+    Effect.gen(function*() {
+      const service = yield* TaskService
+      const store = yield* TaskStore.TaskStore
+      const { taskId } = yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })
+      const current = Option.getOrThrow(yield* store.get(taskId))
+      const failed = yield* Transition.apply(current, { to: "FAILURE", reason: "INSUFFICIENT_POINTS", message: "0 credits" }, 5)
+      yield* store.update(failed, current.version)
+      expect(yield* service.query(alice, taskId)).toMatchObject({
+        status: "FAILURE",
+        result: null,
+        failure_reason: "INSUFFICIENT_POINTS"
+      })
+    }).pipe(Effect.provide(Service)))
+})
+
+describe("TaskService.submit: the request envelope", () => {
+  const ok = { model: T2I, input: { prompt: "p" } }
+  const cases: ReadonlyArray<readonly [string, unknown, string]> = [
+    ["body is an array", [], "request body must be a JSON object"],
+    ["body is a string", "hello", "request body must be a JSON object"],
+    ["body is null", null, "request body must be a JSON object"],
+    ["body is a number", 42, "request body must be a JSON object"],
+    ["model missing", { input: { prompt: "p" } }, "model is required"],
+    ["model null", { model: null, input: { prompt: "p" } }, "model is required"],
+    ["model empty", { model: "", input: { prompt: "p" } }, "model is required"],
+    ["model a number", { model: 7, input: { prompt: "p" } }, "model must be a string"],
+    ["model an array", { model: [T2I], input: { prompt: "p" } }, "model must be a string"],
+    ["model unknown", { model: "x", input: { prompt: "p" } }, "model 'x' is not supported"],
+    ["model in the wrong case", { model: "Alpha-Image-2/Text-To-Image", input: { prompt: "p" } }, "model 'Alpha-Image-2/Text-To-Image' is not supported"],
+    ["input missing", { model: T2I }, "input is required"],
+    ["input null", { model: T2I, input: null }, "input is required"],
+    ["input an array", { model: T2I, input: [] }, "input must be an object"],
+    ["input a string", { model: T2I, input: "p" }, "input must be an object"],
+    ["unknown top-level field", { ...ok, webhook: "https://example.com" }, "webhook is not a supported field"],
+    ["top-level prompt", { ...ok, prompt: "p" }, "prompt is not a supported field"],
+    ["callBackUrl a number", { ...ok, callBackUrl: 1 }, "callBackUrl must be a string"],
+    ["callBackUrl localhost", { ...ok, callBackUrl: "http://localhost:3000/cb" }, `callBackUrl ${notPublic}`],
+    ["callBackUrl 10.0.0.1", { ...ok, callBackUrl: "http://10.0.0.1/cb" }, `callBackUrl ${notPublic}`],
+    ["callBackUrl metadata", { ...ok, callBackUrl: "http://169.254.169.254/" }, `callBackUrl ${notPublic}`],
+    ["callBackUrl [::1]", { ...ok, callBackUrl: "https://[::1]/cb" }, `callBackUrl ${notPublic}`],
+    ["callBackUrl ftp", { ...ok, callBackUrl: "ftp://example.com/cb" }, "callBackUrl must be an http or https URL"],
+    ["callBackUrl relative", { ...ok, callBackUrl: "/cb" }, "callBackUrl must be an absolute URL"],
+    ["callBackUrl empty", { ...ok, callBackUrl: "" }, "callBackUrl must be an absolute URL"],
+    ["callBackUrl credentials", { ...ok, callBackUrl: "https://u:p@example.com/cb" }, "callBackUrl must not contain credentials"],
+    ["user_id an object", { ...ok, user_id: {} }, "user_id must be a string"],
+    ["user_id a number", { ...ok, user_id: 42 }, "user_id must be a string"],
+    ["user_id too long", { ...ok, user_id: "u".repeat(257) }, "user_id must be at most 256 characters"],
+    ["input breaks the model's rules", { model: T2I, input: {} }, `input.prompt is required for ${T2I}`],
+    ["input with an unknown field", { model: T2I, input: { prompt: "p", seed: 1 } }, `input.seed is not a supported field for ${T2I}`],
+    ["imageUrls at 127.0.0.1", { model: I2I, input: { prompt: "p", imageUrls: ["https://127.0.0.1/a.png"] } }, `input.imageUrls[0] ${notPublic} for ${I2I}`],
+    ["imageUrls at localhost", { model: I2I, input: { prompt: "p", imageUrls: ["https://localhost/a.png"] } }, `input.imageUrls[0] ${notPublic} for ${I2I}`],
+    ["imageUrls at 192.168.1.10", { model: I2I, input: { prompt: "p", imageUrls: ["https://192.168.1.10/a.png"] } }, `input.imageUrls[0] ${notPublic} for ${I2I}`],
+    ["imageUrls at [::ffff:127.0.0.1]", { model: I2I, input: { prompt: "p", imageUrls: ["https://[::ffff:127.0.0.1]/a.png"] } }, `input.imageUrls[0] ${notPublic} for ${I2I}`]
   ]
-  for (const [body, message] of envelopeCases) {
-    it.effect(`refuses ${JSON.stringify(body).slice(0, 80)}: ${message}`, () =>
-      Effect.gen(function*() {
-        const error = yield* submitError(body)
-        expect(error).toBeInstanceOf(ValidationError)
-        expect((error as ValidationError).message).toBe(message)
-      }).pipe(Effect.provide(service())))
-  }
 
-  it.effect("private URLs pass when the policy allows them", () =>
+  it.effect.each(cases)("%s", ([, body, message]) =>
     Effect.gen(function*() {
-      const s = yield* TaskService
-      const { taskId } = yield* s.submit(alice, {
-        model: "alpha-image-2/text-to-image",
-        input: { prompt: "p" },
-        callBackUrl: "http://127.0.0.1:9999/cb"
-      }).pipe(Effect.provideService(SubmitPolicy, { ...SubmitPolicy.defaultValue(), allowPrivateUrls: true }))
-      expect(tasks.get(taskId)?.callBackUrl).toBe("http://127.0.0.1:9999/cb")
-    }).pipe(Effect.provide(service())))
+      expect(yield* refusal(body)).toBe(message)
+    }).pipe(Effect.provide(Service)))
 
-  it.effect("a flagged prompt is ModerationRejected with all 13 categories, and nothing is stored", () =>
+  it.effect("every callBackUrl refusal starts with 'callBackUrl '", () =>
     Effect.gen(function*() {
-      const before = tasks.size
-      const error = yield* submitError({ model: "alpha-image-2/text-to-image", input: { prompt: "bad" } })
+      for (const callBackUrl of ["http://localhost/cb", "http://10.0.0.1/cb", "ftp://example.com/cb", "http://127.0.0.1:9/x"]) {
+        expect(yield* refusal({ ...ok, callBackUrl })).toMatch(/^callBackUrl /)
+      }
+    }).pipe(Effect.provide(Service)))
+
+  it.effect("a public http or https callBackUrl is accepted", () =>
+    Effect.gen(function*() {
+      for (const callBackUrl of ["http://hooks.example.com/cb", "https://8.8.8.8:8443/cb?x=1"]) {
+        const { taskId } = yield* submit({ ...ok, callBackUrl })
+        expect((yield* StoredTasks).get(taskId)!.callBackUrl).toBe(callBackUrl)
+      }
+    }).pipe(Effect.provide(Service)))
+})
+
+describe("TaskService.submit: SubmitPolicy", () => {
+  const allowPrivate = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.provideService(effect, SubmitPolicy, { ...SubmitPolicy.defaultValue(), allowPrivateUrls: true })
+
+  it.effect("allowPrivateUrls accepts localhost and private callback and media URLs", () =>
+    Effect.gen(function*() {
+      const tasks = yield* StoredTasks
+      for (const callBackUrl of ["http://localhost:9999/cb", "http://10.0.0.1/cb", "http://127.0.0.1/cb"]) {
+        const { taskId } = yield* allowPrivate(submit({ ...{ model: T2I, input: { prompt: "p" } }, callBackUrl }))
+        expect(tasks.get(taskId)!.callBackUrl).toBe(callBackUrl)
+      }
+      const { taskId } = yield* allowPrivate(
+        submit({ model: I2I, input: { prompt: "p", imageUrls: ["https://127.0.0.1/a.png"] } })
+      )
+      expect(tasks.get(taskId)!.job.imageUrls).toEqual(["https://127.0.0.1/a.png"])
+    }).pipe(Effect.provide(Service)))
+
+  it.effect("allowPrivateUrls does not relax the scheme or credentials rules", () =>
+    Effect.gen(function*() {
+      const refused = (body: unknown) => Effect.map(Effect.flip(allowPrivate(submit(body))), (e) => (e as ValidationError).message)
+      expect(yield* refused({ model: T2I, input: { prompt: "p" }, callBackUrl: "ftp://localhost/cb" })).toBe(
+        "callBackUrl must be an http or https URL"
+      )
+      expect(yield* refused({ model: T2I, input: { prompt: "p" }, callBackUrl: "http://u:p@localhost/cb" })).toBe(
+        "callBackUrl must not contain credentials"
+      )
+      expect(yield* refused({ model: I2I, input: { prompt: "p", imageUrls: ["http://127.0.0.1/a.png"] } })).toBe(
+        `input.imageUrls[0] must be an absolute https URL for ${I2I}`
+      )
+    }).pipe(Effect.provide(Service)))
+
+  it.effect("maxUserIdLength bounds user_id", () =>
+    Effect.gen(function*() {
+      const policy = { ...SubmitPolicy.defaultValue(), maxUserIdLength: 4 }
+      const body = (user_id: string) => ({ model: T2I, input: { prompt: "p" }, user_id })
+      yield* Effect.provideService(submit(body("abcd")), SubmitPolicy, policy)
+      const error = yield* Effect.flip(Effect.provideService(submit(body("abcde")), SubmitPolicy, policy))
+      expect((error as ValidationError).message).toBe("user_id must be at most 4 characters")
+      // Without a policy the default allows 256.
+      yield* submit(body("u".repeat(256)))
+    }).pipe(Effect.provide(Service)))
+})
+
+describe("TaskService.submit: moderation", () => {
+  /** The spec's 13 categories (section 7), copied here. */
+  const specCategories = [
+    "harassment",
+    "harassment/threatening",
+    "sexual",
+    "hate",
+    "hate/threatening",
+    "illicit",
+    "illicit/violent",
+    "self-harm/intent",
+    "self-harm/instructions",
+    "self-harm",
+    "sexual/minors",
+    "violence",
+    "violence/graphic"
+  ]
+
+  it.effect("a flagged prompt is ModerationRejected with all 13 categories and nothing is stored", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(submit({ model: T2I, input: { prompt: "something hateful" } }))
       expect(error).toBeInstanceOf(ModerationRejected)
-      const categories = (error as ModerationRejected).categories
-      expect(Object.keys(categories)).toEqual([...Moderation.moderationCategories])
-      expect(categories["hate"]).toBe(true)
-      expect(categories["violence"]).toBe(false)
-      expect(tasks.size).toBe(before)
-    }).pipe(Effect.provide(service(Layer.succeed(Moderation.Moderation, { check: () => Effect.succeed(Moderation.verdict(["hate"])) })))))
+      const { categories } = error as ModerationRejected
+      expect(Object.keys(categories).sort()).toEqual([...specCategories].sort())
+      expect(Object.values(categories).every((v) => typeof v === "boolean")).toBe(true)
+      expect(Object.entries(categories).filter(([, flagged]) => flagged).map(([name]) => name).sort()).toEqual(
+        ["hate", "violence/graphic"]
+      )
+      expect((yield* StoredTasks).size).toBe(0)
+      expect(yield* Ref.get(yield* ModerationLog)).toEqual(["something hateful"])
+    }).pipe(Effect.provide(serviceWith(flagging(["hate", "violence/graphic"])))))
+
+  it.effect("moderation sees the prompt of image-to-image too", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        submit({ model: I2I, input: { prompt: "edit", imageUrls: ["https://images.example.com/a.jpg"] } })
+      )
+      expect(error).toBeInstanceOf(ModerationRejected)
+      expect(yield* Ref.get(yield* ModerationLog)).toEqual(["edit"])
+    }).pipe(Effect.provide(serviceWith(flagging(["sexual/minors"])))))
+
+  it.effect("an invalid request is refused before moderation is asked", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(submit({ model: T2I, input: { prompt: "p", n: 0 } }))
+      expect(error).toBeInstanceOf(ValidationError)
+      const privateImage = yield* Effect.flip(
+        submit({ model: I2I, input: { prompt: "p", imageUrls: ["https://10.0.0.1/a.png"] } })
+      )
+      expect(privateImage).toBeInstanceOf(ValidationError)
+      expect(yield* Ref.get(yield* ModerationLog)).toEqual([])
+    }).pipe(Effect.provide(serviceWith(flagging(["hate"])))))
+
+  it.effect("a clean verdict lets the task through", () =>
+    Effect.gen(function*() {
+      const { taskId } = yield* submit({ model: T2I, input: { prompt: "a cat" } })
+      expect((yield* StoredTasks).get(taskId)!.status).toBe("PENDING")
+      expect(yield* Ref.get(yield* ModerationLog)).toEqual(["a cat"])
+    }).pipe(Effect.provide(serviceWith(flagging([])))))
 })

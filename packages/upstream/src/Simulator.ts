@@ -57,14 +57,18 @@ export const latencyMillis = (options: Options, job: Task.UpstreamJob, taskId: s
 }
 
 /** The failure a prompt marker asks for, if any. */
-const markedFailure = (prompt: string): UpstreamError | undefined =>
-  prompt.includes("[sim:fail]")
+const markedFailure = (job: Task.UpstreamJob): UpstreamError | undefined => {
+  const prompt = job.prompt
+  return prompt.includes("[sim:fallback]") && job.fallbackModel !== null
+    ? new UpstreamError({ message: "simulated failure of the primary model", reason: null, retryable: false })
+    : prompt.includes("[sim:fail]")
     ? new UpstreamError({ message: "simulated upstream failure", reason: null, retryable: false })
     : prompt.includes("[sim:rejected]")
     ? new UpstreamError({ message: "simulated content rejection", reason: "CONTENT_MODERATION", retryable: false })
     : prompt.includes("[sim:insufficient]")
     ? new UpstreamError({ message: "simulated insufficient credits", reason: "INSUFFICIENT_POINTS", retryable: false })
     : undefined
+}
 
 const neverFinishes = (prompt: string) => prompt.includes("[sim:timeout]")
 
@@ -90,7 +94,7 @@ export const make = (options: Options) =>
 
     const render = (job: Task.UpstreamJob, taskId: string) =>
       Effect.gen(function*() {
-        const failure = markedFailure(job.prompt)
+        const failure = markedFailure(job)
         if (failure !== undefined) return yield* failure
         const [width, height] = pixelSize(job)
         const store = (bytes: Uint8Array, contentType: string, extension: string) =>
