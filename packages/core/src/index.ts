@@ -22,6 +22,8 @@ export * as Clip3 from "./models/Clip3.js"
 export * as ImageModels from "./models/ImageModels.js"
 /** motion-2.0, motion-2.0-fast, motion-1.5-pro. */
 export * as Motion from "./models/Motion.js"
+/** docs/models.md from the catalog. */
+export * as ModelDocs from "./models/ModelDocs.js"
 /** The public description of a model. */
 export * as ModelInfo from "./models/ModelInfo.js"
 /** Prices and the host's price table. */

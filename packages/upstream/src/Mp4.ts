@@ -1,9 +1,9 @@
 /**
- * A minimal MP4 (ISO BMFF) for the simulator's videos: one video track of the requested
- * size and duration whose single sample is a PNG frame ('png ' sample entry). Small,
- * valid, and readable by MP4 parsers; not meant to be a codec players decode everywhere.
+ * A minimal MP4 (ISO BMFF) for the simulator's videos: one H.264 video track ('avc1') of
+ * the requested size and duration, whose single sample is one I_PCM picture shown for the
+ * whole duration. Players and parsers read it as an ordinary H.264 video.
  */
-import { encodePng } from "./Png.js"
+import { constraintFlags, encodeFrame, levelIdc, profileIdc } from "./H264.js"
 
 const u8 = (...values: ReadonlyArray<number>) => Uint8Array.from(values)
 const u16 = (value: number) => u8((value >>> 8) & 0xff, value & 0xff)
@@ -42,7 +42,9 @@ export const encodeMp4 = (options: {
   readonly seed: number
 }): Uint8Array => {
   const { height, seconds, seed, width } = options
-  const frame = encodePng({ width, height, seed })
+  const { idr, pps, sps } = encodeFrame({ width, height, seed })
+  // One length-prefixed NAL unit per sample (avcC lengthSizeMinusOne = 3).
+  const frame = concat([u32(idr.length), idr])
   const duration = Math.round(seconds * timescale)
   const ftyp = box("ftyp", ascii("isom"), u32(0x200), ascii("isom"), ascii("iso2"), ascii("mp41"))
   const mdat = box("mdat", frame)
@@ -54,16 +56,23 @@ export const encodeMp4 = (options: {
   const hdlr = fullBox("hdlr", 0, 0, u32(0), ascii("vide"), zeros(12), ascii("VideoHandler\0"))
   const vmhd = fullBox("vmhd", 0, 1, u16(0), zeros(6))
   const dinf = box("dinf", fullBox("dref", 0, 0, u32(1), fullBox("url ", 0, 1)))
-  const compressor = concat([u8(3), ascii("png"), zeros(28)])
+  const compressor = concat([u8(4), ascii("h264"), zeros(27)])
+  const avcC = box(
+    "avcC",
+    u8(1, profileIdc, constraintFlags, levelIdc, 0xff, 0xe1),
+    u16(sps.length), sps,
+    u8(1), u16(pps.length), pps
+  )
   const sampleEntry = box(
-    "png ",
+    "avc1",
     zeros(6), u16(1), // reserved, data_reference_index
     zeros(16), // pre_defined, reserved, pre_defined[3]
     u16(width), u16(height),
     u32(0x00480000), u32(0x00480000), // 72 dpi
     u32(0), u16(1), // reserved, frame_count
     compressor,
-    u16(0x0018), u16(0xffff) // depth, pre_defined
+    u16(0x0018), u16(0xffff), // depth, pre_defined
+    avcC
   )
   const stbl = box(
     "stbl",
