@@ -23,7 +23,9 @@ const brokenStore = (mode: "error" | "defect") =>
         ? Effect.fail(new StoreError({ message: "disk on fire" }))
         : Effect.die(new Error("bug: undefined is not a function")),
     update: () => Effect.die("unused"),
-    claimDue: () => Effect.succeed([])
+    claimDue: () => Effect.succeed([]),
+    list: () => Effect.die("unused"),
+    callbacks: () => Effect.die("unused")
   })
 
 const server = (mode: "error" | "defect") =>

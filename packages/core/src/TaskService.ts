@@ -141,7 +141,11 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       const record = normalized.rejection === undefined
         ? pending
         : yield* Effect.orDie(Transition.apply(pending, { to: "FAILURE", reason: "INVALID_PARAMETERS", message: normalized.rejection }, now))
-      yield* store.create(record)
+      // A task that fails at once owes its callback like any other terminal task.
+      const callbacks = record.status === "FAILURE" && record.callBackUrl !== null
+        ? [{ id: `msg_${yield* ids.token(12)}`, taskId: record.id, url: record.callBackUrl, createdAt: now }]
+        : []
+      yield* store.create(record, callbacks)
       if (Option.isSome(wakeup) && record.status === "PENDING") yield* wakeup.value.wake
       return { taskId }
     })

@@ -15,17 +15,48 @@ export interface ClaimOptions {
   readonly leaseUntil: number
 }
 
+/**
+ * A callback to deliver, written in the same transaction as the terminal transition that
+ * causes it, so a task never ends without its callback being owed (transactional outbox).
+ */
+export interface CallbackRow {
+  /** Stable across retries: the `webhook-id` of every attempt. */
+  readonly id: string
+  readonly taskId: string
+  readonly url: string
+  readonly createdAt: number
+}
+
+/** A page of an owner's tasks, newest first. */
+export interface TaskPage {
+  readonly tasks: ReadonlyArray<TaskRecord>
+  /** Pass it back as `cursor` for the next page; null on the last page. */
+  readonly nextCursor: string | null
+}
+
 /** The task store. */
 export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStore, {
-  /** Stores a new task. */
-  readonly create: (task: TaskRecord) => Effect.Effect<void, StoreError>
+  /** Stores a new task, with the callbacks it already owes (a task that fails at once). */
+  readonly create: (task: TaskRecord, callbacks?: ReadonlyArray<CallbackRow>) => Effect.Effect<void, StoreError>
   /** The task with this id if `ownerId` owns it (or any owner when `ownerId` is omitted). */
   readonly get: (id: string, ownerId?: string) => Effect.Effect<Option.Option<TaskRecord>, StoreError>
   /**
-   * Replaces a task with `next` if its stored version is still `expectedVersion`;
-   * otherwise fails with TaskConflict and changes nothing.
+   * Replaces a task with `next` if its stored version is still `expectedVersion`, and
+   * records `callbacks`, all or nothing; on a stale version fails with TaskConflict and
+   * changes nothing.
    */
-  readonly update: (next: TaskRecord, expectedVersion: number) => Effect.Effect<void, StoreError | TaskConflict>
-  /** Leases up to `limit` non-terminal tasks that are due and not leased by someone else. */
+  readonly update: (
+    next: TaskRecord,
+    expectedVersion: number,
+    callbacks?: ReadonlyArray<CallbackRow>
+  ) => Effect.Effect<void, StoreError | TaskConflict>
+  /** Leases up to `limit` non-terminal tasks that are due and not leased by someone else, earliest due first. */
   readonly claimDue: (options: ClaimOptions) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreError>
+  /** An owner's tasks, newest first, `limit` at a time; stable while new tasks arrive. */
+  readonly list: (
+    ownerId: string,
+    options: { readonly limit: number; readonly cursor?: string | undefined }
+  ) => Effect.Effect<TaskPage, StoreError>
+  /** The callbacks owed for a task, oldest first. */
+  readonly callbacks: (taskId: string) => Effect.Effect<ReadonlyArray<CallbackRow>, StoreError>
 }>() {}

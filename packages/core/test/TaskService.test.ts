@@ -55,7 +55,9 @@ const makeMemoryStore = (tasks: Map<string, Task.TaskRecord>): Context.Tag.Servi
           tasks.set(task.id, leased)
           return leased
         })
-    )
+    ),
+  list: () => Effect.die("not used by TaskService"),
+  callbacks: () => Effect.succeed([])
 })
 
 /** A fresh, empty store each time the layer is built (once per test). */

@@ -4,7 +4,8 @@
  * A crashed worker's leases expire and another worker carries on.
  */
 import { Ids, Motion, TaskEvents, TaskStore, Transition, Upstream } from "@mediagate/core"
-import type { Task, UpstreamError } from "@mediagate/core"
+import { Task } from "@mediagate/core"
+import type { UpstreamError } from "@mediagate/core"
 import { Clock, Duration, Effect, Either, FiberSet, Layer, Option, Queue, Ref } from "effect"
 
 /** Engine settings. */
@@ -30,17 +31,31 @@ const resolve = (options: Options) => ({
 })
 
 /** Runs one step of one claimed task. Exported for tests of single steps. */
-export const makeStep = (options: Options = {}) =>
+export const makeStep = (options: Options = {}): Effect.Effect<
+  (record: Task.TaskRecord) => Effect.Effect<Task.TaskRecord>,
+  never,
+  TaskStore.TaskStore | Upstream.Upstream | Ids.Ids
+> =>
   Effect.gen(function*() {
     const settings = resolve(options)
     const store = yield* TaskStore.TaskStore
     const upstream = yield* Upstream.Upstream
+    const ids = yield* Ids.Ids
+
+    /** A terminal task with a callBackUrl owes a callback, written with the transition. */
+    const callbacksFor = (record: Task.TaskRecord) =>
+      Task.isTerminal(record.status) && record.callBackUrl !== null
+        ? Effect.map(ids.token(12), (token): ReadonlyArray<TaskStore.CallbackRow> => [
+          { id: `msg_${token}`, taskId: record.id, url: record.callBackUrl!, createdAt: record.updatedAt }
+        ])
+        : Effect.succeed([])
 
     const write = (current: Task.TaskRecord, next: Either.Either<Task.TaskRecord, unknown>) =>
       Either.match(next, {
         onLeft: (error) => Effect.logWarning("engine: transition refused", error).pipe(Effect.as(current)),
         onRight: (record) =>
-          store.update(record, current.version).pipe(
+          callbacksFor(record).pipe(
+            Effect.flatMap((callbacks) => store.update(record, current.version, callbacks)),
             Effect.as(record),
             Effect.catchTag("TaskConflict", () =>
               Effect.logInfo(`engine: task ${current.id} changed under us; leaving it`).pipe(Effect.as(current)))

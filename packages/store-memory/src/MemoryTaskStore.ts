@@ -1,15 +1,27 @@
 /**
  * TaskStore in memory: for tests, demos and single-process embedding without persistence.
  */
-import { Task, TaskConflict, TaskStore } from "@mediagate/core"
+import { StoreError, Task, TaskConflict, TaskStore } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer, Option } from "effect"
 
 /** A TaskStore over a Map. Every method is atomic: JavaScript runs it without interleaving. */
 export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Effect.sync(() => {
   const tasks = new Map<string, Task.TaskRecord>()
+  const outbox = new Map<string, TaskStore.CallbackRow>()
+  const duplicate = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
+    callbacks.find((row, i) => outbox.has(row.id) || callbacks.findIndex((other) => other.id === row.id) !== i)
+  const record = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) => callbacks.forEach((row) => outbox.set(row.id, row))
   return {
-    create: (task) => Effect.sync(() => void tasks.set(task.id, task)),
+    create: (task, callbacks = []) =>
+      Effect.suspend(() => {
+        if (tasks.has(task.id)) return Effect.fail(new StoreError({ message: `task ${task.id} exists` }))
+        const clash = duplicate(callbacks)
+        if (clash) return Effect.fail(new StoreError({ message: `callback ${clash.id} exists` }))
+        tasks.set(task.id, task)
+        record(callbacks)
+        return Effect.void
+      }),
     get: (id, ownerId) =>
       Effect.sync(() => {
         const task = tasks.get(id)
@@ -17,28 +29,45 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
           ? Option.some(task)
           : Option.none()
       }),
-    update: (next, expectedVersion) =>
-      Effect.suspend(() => {
+    update: (next, expectedVersion, callbacks = []) =>
+      Effect.suspend((): Effect.Effect<void, StoreError | TaskConflict> => {
         const current = tasks.get(next.id)
         if (current === undefined || current.version !== expectedVersion) {
           return Effect.fail(new TaskConflict({ taskId: next.id, expectedVersion }))
         }
+        // All or nothing: check everything before changing anything.
+        const clash = duplicate(callbacks)
+        if (clash) return Effect.fail(new StoreError({ message: `callback ${clash.id} exists` }))
         tasks.set(next.id, next)
+        record(callbacks)
         return Effect.void
       }),
     claimDue: ({ leaseUntil, limit, now, worker }) =>
       Effect.sync(() => {
         const claimed: Array<Task.TaskRecord> = []
-        for (const task of tasks.values()) {
+        const due = [...tasks.values()]
+          .filter((task) => task.dueAt !== null && task.dueAt <= now)
+          .sort((a, b) => a.dueAt! - b.dueAt!)
+        for (const task of due) {
           if (claimed.length >= limit) break
-          if (task.dueAt === null || task.dueAt > now) continue
           if (task.leaseUntil !== null && task.leaseUntil > now) continue
           const record = new Task.TaskRecord({ ...task, leaseOwner: worker, leaseUntil, version: task.version + 1 })
           tasks.set(task.id, record)
           claimed.push(record)
         }
         return claimed
-      })
+      }),
+    list: (ownerId, { cursor, limit }) =>
+      Effect.sync(() => {
+        // Ids are UUIDv7, so id order is creation order.
+        const owned = [...tasks.values()]
+          .filter((task) => task.ownerId === ownerId && (cursor === undefined || task.id < cursor))
+          .sort((a, b) => (a.id < b.id ? 1 : -1))
+        const page = owned.slice(0, limit)
+        return { tasks: page, nextCursor: owned.length > limit ? page[page.length - 1]!.id : null }
+      }),
+    callbacks: (taskId) =>
+      Effect.sync(() => [...outbox.values()].filter((row) => row.taskId === taskId))
   }
 })
 

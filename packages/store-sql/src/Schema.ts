@@ -1,0 +1,75 @@
+/**
+ * Tables of the SQL store and their migrations. Every name carries the table prefix, so
+ * the store can live inside a host application's database next to its own tables; the
+ * migrations table is ours too (`<prefix>migrations`). The DDL is plain enough to be the
+ * same for SQLite and PostgreSQL.
+ */
+import { Migrator, SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/** Table names for a prefix. */
+export const tables = (prefix: string) => ({
+  tasks: `${prefix}tasks`,
+  callbacks: `${prefix}callbacks`,
+  accounts: `${prefix}accounts`,
+  migrations: `${prefix}migrations`
+})
+
+/** The migrations, in order. Add a new entry `NNNN_name` to change the schema. */
+export const migrations = (prefix: string): Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> => {
+  const t = tables(prefix)
+  return {
+    "0001_create_tasks": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE ${sql(t.tasks)} (
+        id TEXT PRIMARY KEY,
+        owner_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        input TEXT NOT NULL,
+        job TEXT NOT NULL,
+        result TEXT,
+        failure_reason TEXT,
+        error_message TEXT,
+        callback_url TEXT,
+        user_id TEXT,
+        upstream_id TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        deadline_at BIGINT NOT NULL,
+        due_at BIGINT,
+        lease_owner TEXT,
+        lease_until BIGINT,
+        version INTEGER NOT NULL
+      )`
+      yield* sql`CREATE INDEX ${sql(`${t.tasks}_owner`)} ON ${sql(t.tasks)} (owner_id, id)`
+      // Only non-terminal tasks have a due time: the engine's claim reads this small index.
+      yield* sql`CREATE INDEX ${sql(`${t.tasks}_due`)} ON ${sql(t.tasks)} (due_at) WHERE due_at IS NOT NULL`
+    }),
+    "0002_create_callbacks": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE ${sql(t.callbacks)} (
+        id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        url TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at BIGINT,
+        delivered_at BIGINT
+      )`
+      yield* sql`CREATE INDEX ${sql(`${t.callbacks}_task`)} ON ${sql(t.callbacks)} (task_id)`
+    }),
+    "0003_create_accounts": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE ${sql(t.accounts)} (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        key_hash TEXT NOT NULL UNIQUE,
+        created_at BIGINT NOT NULL
+      )`
+    })
+  }
+}
+
+/** Runs the pending migrations. */
+export const migrate = (prefix: string) =>
+  Migrator.make({})({ loader: Migrator.fromRecord(migrations(prefix)), table: tables(prefix).migrations })

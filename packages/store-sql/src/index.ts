@@ -1,0 +1,8 @@
+/** The database by URL: SQLite or PostgreSQL. */
+export * as Database from "./Database.js"
+/** Tables and migrations. */
+export * as Schema from "./Schema.js"
+/** Accounts in SQL, keys hashed. */
+export * as SqlAccounts from "./SqlAccounts.js"
+/** The SQL TaskStore. */
+export * as SqlTaskStore from "./SqlTaskStore.js"

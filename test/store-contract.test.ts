@@ -1,0 +1,286 @@
+/**
+ * The TaskStore contract, one suite run unchanged against the memory store, SQLite and
+ * PostgreSQL (when MEDIAGATE_TEST_PG_URL is set; CI sets it). Each test gets a store of
+ * its own: a fresh memory store, or fresh tables under a unique table prefix in a
+ * database created for this run.
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Ids, StoreError, Task, TaskConflict, TaskStore } from "@mediagate/core"
+import { MemoryTaskStore } from "@mediagate/store-memory"
+import { Database, SqlTaskStore } from "@mediagate/store-sql"
+import { Effect, Either, Layer, Option, Redacted } from "effect"
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import pg from "pg"
+
+let counter = 0
+const uniquePrefix = () => `t${process.pid}_${++counter}_`
+
+const record = (overrides: Partial<ConstructorParameters<typeof Task.TaskRecord>[0]> = {}) => {
+  const createdAt = overrides.createdAt ?? 1_700_000_000_000 + counter
+  return new Task.TaskRecord({
+    id: Ids.uuidV7(createdAt, Array.from(randomBytes(10))),
+    ownerId: "alice",
+    status: "PENDING",
+    input: { model: "alpha-image-2/text-to-image", prompt: "p", n: 2 },
+    job: {
+      model: "alpha-image-2", mode: "text-to-image", output: "image", prompt: "p", n: 2, ratio: "16:9",
+      resolution: "1k", width: 1536, height: 864, duration: null, imageUrls: [], params: { k: [1, "x"] },
+      fallbackModel: null, sync: true, priceMicroUsd: 40_000,
+      adjustments: [{ field: "duration", requested: 6, applied: 8, reason: "r" }]
+    },
+    result: null,
+    failureReason: null,
+    errorMessage: null,
+    callBackUrl: "https://example.com/hook",
+    userId: "user-1",
+    upstreamId: null,
+    createdAt,
+    updatedAt: createdAt,
+    deadlineAt: createdAt + 600_000,
+    dueAt: createdAt,
+    leaseOwner: null,
+    leaseUntil: null,
+    version: 1,
+    ...overrides
+  })
+}
+
+const withVersion = (task: Task.TaskRecord, changes: Partial<Task.TaskRecord>) =>
+  new Task.TaskRecord({ ...task, ...changes, version: task.version + 1 })
+
+type Backend = {
+  readonly name: string
+  readonly shared: Layer.Layer<SqlClient.SqlClient, unknown> | undefined
+  readonly store: (prefix: string) => Layer.Layer<TaskStore.TaskStore, unknown, SqlClient.SqlClient>
+}
+
+const sqliteDir = mkdtempSync(join(tmpdir(), "mediagate-contract-"))
+process.on("exit", () => rmSync(sqliteDir, { recursive: true, force: true }))
+
+const pgUrl = process.env["MEDIAGATE_TEST_PG_URL"]
+
+/** A database of its own for this run, dropped afterwards. */
+const freshPgDatabase = (url: string): Layer.Layer<SqlClient.SqlClient, unknown> =>
+  Layer.unwrapScoped(
+    Effect.gen(function*() {
+      const name = `mediagate_test_${process.pid}_${randomBytes(4).toString("hex")}`
+      const admin = new pg.Client({ connectionString: url })
+      yield* Effect.promise(() => admin.connect())
+      yield* Effect.promise(() => admin.query(`CREATE DATABASE ${name}`))
+      yield* Effect.addFinalizer(() =>
+        Effect.promise(async () => {
+          await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+          await admin.end()
+        })
+      )
+      const target = new URL(url)
+      target.pathname = `/${name}`
+      return Database.layerPg(Redacted.make(target.toString()))
+    })
+  )
+
+const backends: ReadonlyArray<Backend> = [
+  { name: "memory", shared: undefined, store: () => MemoryTaskStore.layer },
+  {
+    name: "sqlite",
+    shared: Database.layerSqlite(join(sqliteDir, "contract.db")),
+    store: (tablePrefix) => SqlTaskStore.layerWith({ tablePrefix })
+  },
+  ...(pgUrl === undefined
+    ? []
+    : [{ name: "postgres", shared: freshPgDatabase(pgUrl), store: (tablePrefix: string) => SqlTaskStore.layerWith({ tablePrefix }) }])
+]
+if (pgUrl === undefined) console.warn("store-contract: MEDIAGATE_TEST_PG_URL is not set; the PostgreSQL suite is skipped")
+
+for (const backend of backends) {
+  /** The suite, written once; `it.effect` bodies may need the backend's SqlClient. */
+  const suite = (it: { readonly effect: (name: string, self: () => Effect.Effect<unknown, unknown, any>) => unknown }) => {
+    /** Runs a test body against a store of its own. */
+    const withStore = <A, E>(body: (store: TaskStore.TaskStore["Type"]) => Effect.Effect<A, E, SqlClient.SqlClient>) =>
+      Effect.flatMap(TaskStore.TaskStore, body).pipe(Effect.provide(backend.store(uniquePrefix())))
+
+    it.effect("create then get returns every field as written", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const task = record({ result: { type: "image", urls: ["https://cdn/a.png"] }, status: "SUCCESS", dueAt: null, leaseOwner: "w", leaseUntil: 5 })
+          yield* store.create(task)
+          expect(Option.getOrThrow(yield* store.get(task.id))).toEqual(task)
+        })
+      ))
+
+    it.effect("get is scoped to the owner", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const task = record()
+          yield* store.create(task)
+          expect(Option.isSome(yield* store.get(task.id, "alice"))).toBe(true)
+          expect(Option.isNone(yield* store.get(task.id, "bob"))).toBe(true)
+          expect(Option.isNone(yield* store.get("0190c8a4-0000-7000-8000-000000000000"))).toBe(true)
+        })
+      ))
+
+    it.effect("creating the same id twice fails with StoreError and keeps the first", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const task = record()
+          yield* store.create(task)
+          const error = yield* store.create(withVersion(task, { userId: "other" })).pipe(Effect.flip)
+          expect(error).toBeInstanceOf(StoreError)
+          expect(Option.getOrThrow(yield* store.get(task.id)).userId).toBe("user-1")
+        })
+      ))
+
+    it.effect("two concurrent writers from the same read: exactly one wins, the other gets TaskConflict", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const task = record()
+          yield* store.create(task)
+          const outcomes = yield* Effect.all(
+            [
+              store.update(withVersion(task, { status: "PROCESSING" }), task.version),
+              store.update(withVersion(task, { status: "FAILURE", dueAt: null }), task.version)
+            ].map(Effect.either),
+            { concurrency: "unbounded" }
+          )
+          const winners = outcomes.filter(Either.isRight)
+          const losers = outcomes.filter(Either.isLeft).map((o) => o.left)
+          expect(winners).toHaveLength(1)
+          expect(losers).toHaveLength(1)
+          expect(losers[0]).toBeInstanceOf(TaskConflict)
+          const stored = Option.getOrThrow(yield* store.get(task.id))
+          expect(stored.version).toBe(2)
+          expect(["PROCESSING", "FAILURE"]).toContain(stored.status)
+        })
+      ))
+
+    it.effect("updating a missing task is a conflict", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const error = yield* store.update(record(), 1).pipe(Effect.flip)
+          expect(error).toBeInstanceOf(TaskConflict)
+        })
+      ))
+
+    it.effect("claimDue leases due tasks earliest first and never terminal or future ones", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const later = record({ dueAt: 2_000 })
+          const first = record({ dueAt: 500 })
+          const second = record({ dueAt: 900 })
+          const done = record({ status: "SUCCESS", dueAt: null })
+          for (const task of [later, first, second, done]) yield* store.create(task)
+          const claimed = yield* store.claimDue({ now: 1_000, limit: 10, worker: "w1", leaseUntil: 61_000 })
+          expect(claimed.map((t) => t.id)).toEqual([first.id, second.id])
+          expect(claimed[0]).toMatchObject({ leaseOwner: "w1", leaseUntil: 61_000, version: 2 })
+          expect(Option.getOrThrow(yield* store.get(first.id)).version).toBe(2)
+        })
+      ))
+
+    it.effect("no task is claimed twice while its lease holds, with 4 concurrent claimers", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const tasks = Array.from({ length: 40 }, (_, i) => record({ dueAt: i }))
+          yield* Effect.forEach(tasks, (task) => store.create(task), { concurrency: 4 })
+          const claimer = (worker: string) =>
+            Effect.gen(function*() {
+              const mine: Array<string> = []
+              for (let round = 0; round < 20; round++) {
+                const batch = yield* store.claimDue({ now: 1_000, limit: 3, worker, leaseUntil: 60_000 })
+                mine.push(...batch.map((t) => t.id))
+                if (batch.length === 0) break
+              }
+              return mine
+            })
+          const results = yield* Effect.all(["a", "b", "c", "d"].map(claimer), { concurrency: "unbounded" })
+          const all = results.flat()
+          expect(all).toHaveLength(40)
+          expect(new Set(all).size).toBe(40)
+          for (const [i, worker] of ["a", "b", "c", "d"].entries()) {
+            for (const id of results[i]!) expect(Option.getOrThrow(yield* store.get(id)).leaseOwner).toBe(worker)
+          }
+        })
+      ))
+
+    it.effect("an expired lease hands the task to another claimer", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const task = record({ dueAt: 0 })
+          yield* store.create(task)
+          expect(yield* store.claimDue({ now: 100, limit: 1, worker: "crashed", leaseUntil: 200 })).toHaveLength(1)
+          expect(yield* store.claimDue({ now: 150, limit: 1, worker: "other", leaseUntil: 300 })).toHaveLength(0)
+          const taken = yield* store.claimDue({ now: 201, limit: 1, worker: "other", leaseUntil: 300 })
+          expect(taken.map((t) => [t.id, t.leaseOwner])).toEqual([[task.id, "other"]])
+        })
+      ))
+
+    it.effect("a terminal transition and its callback row are written together", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const task = record()
+          yield* store.create(task)
+          const done = withVersion(task, { status: "SUCCESS", dueAt: null, result: { type: "image", urls: ["u"] } })
+          const callback = { id: `msg_${randomBytes(6).toString("hex")}`, taskId: task.id, url: task.callBackUrl!, createdAt: 5 }
+          yield* store.update(done, task.version, [callback])
+          expect(yield* store.callbacks(task.id)).toEqual([callback])
+          expect(Option.getOrThrow(yield* store.get(task.id)).status).toBe("SUCCESS")
+        })
+      ))
+
+    it.effect("when the callback row cannot be written, the transition is not written either", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const other = record()
+          const task = record()
+          const callback = { id: `msg_${randomBytes(6).toString("hex")}`, taskId: other.id, url: "https://example.com/a", createdAt: 1 }
+          yield* store.create(other, [callback])
+          yield* store.create(task)
+          // Same callback id again: the insert fails, so the whole write must roll back.
+          const error = yield* store.update(withVersion(task, { status: "FAILURE", dueAt: null }), task.version, [
+            { ...callback, taskId: task.id }
+          ]).pipe(Effect.flip)
+          expect(error).toBeInstanceOf(StoreError)
+          const stored = Option.getOrThrow(yield* store.get(task.id))
+          expect([stored.status, stored.version]).toEqual(["PENDING", 1])
+          expect(yield* store.callbacks(task.id)).toEqual([])
+          expect(yield* store.callbacks(other.id)).toEqual([callback])
+        })
+      ))
+
+    it.effect("list pages an owner's tasks newest first with a cursor, stable under concurrent inserts", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const mine = Array.from({ length: 25 }, (_, i) => record({ createdAt: 1_800_000_000_000 + i * 10 }))
+          for (const task of mine) yield* store.create(task)
+          yield* store.create(record({ ownerId: "bob" }))
+          const seen: Array<string> = []
+          let cursor: string | undefined
+          let inserted = 0
+          for (let page = 0; page < 10; page++) {
+            const result = yield* store.list("alice", { limit: 10, cursor })
+            seen.push(...result.tasks.map((t) => t.id))
+            // Newer tasks arrive while the client pages.
+            yield* store.create(record({ createdAt: 1_900_000_000_000 + ++inserted }))
+            if (result.nextCursor === null) break
+            cursor = result.nextCursor
+          }
+          expect(seen).toEqual(mine.map((t) => t.id).reverse())
+          const first = yield* store.list("alice", { limit: 3 })
+          expect(first.tasks).toHaveLength(3)
+          expect(first.tasks[0]!.createdAt).toBeGreaterThanOrEqual(1_900_000_000_000)
+          expect((yield* store.list("nobody", { limit: 10 })).nextCursor).toBeNull()
+        })
+      ))
+  }
+
+  if (backend.shared === undefined) {
+    describe(`TaskStore contract: ${backend.name}`, () => suite(it))
+  } else {
+    describe(`TaskStore contract: ${backend.name}`, () => {
+      it.layer(backend.shared as Layer.Layer<SqlClient.SqlClient>, { timeout: 60_000 })((it) => suite(it))
+    })
+  }
+}
