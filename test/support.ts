@@ -5,7 +5,7 @@ import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Engine } from "@mediagate/scheduler"
 import { MediagateHttp } from "@mediagate/http"
-import { services } from "@mediagate/example-standalone-server/Server"
+import { memoryBackends, services } from "@mediagate/example-standalone-server/Server"
 import { Effect, Layer, Redacted } from "effect"
 
 /** The key of the test account. */
@@ -27,15 +27,11 @@ export const testServer = (options: {
       return MediagateHttp.serve.pipe(
         Layer.provide(
           services(
-            {
-              publicUrl: `http://127.0.0.1:${port}`,
-              simulatorProfile: options.profile ?? "instant",
-              allowPrivateUrls: options.allowPrivateUrls ?? false
-            },
-            [
+            { simulatorProfile: options.profile ?? "instant", allowPrivateUrls: options.allowPrivateUrls ?? false },
+            memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
               { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey) },
               { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey) }
-            ],
+            ]),
             options.engine
           )
         )

@@ -16,6 +16,7 @@ export interface ServerConfig {
   readonly upstream: "simulator"
   readonly simulatorProfile: SimulatorProfile
   readonly databaseUrl: string
+  readonly mediaDir: string
 }
 
 /** Reads MEDIAGATE_* variables. */
@@ -29,7 +30,8 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   simulatorProfile: Config.literal("instant", "demo", "realistic")("MEDIAGATE_SIMULATOR_PROFILE").pipe(
     Config.withDefault("demo" as const)
   ),
-  databaseUrl: Config.literal("memory")("MEDIAGATE_DATABASE_URL").pipe(Config.withDefault("memory" as const))
+  databaseUrl: Config.string("MEDIAGATE_DATABASE_URL").pipe(Config.withDefault("sqlite:./data/mediagate.db")),
+  mediaDir: Config.string("MEDIAGATE_MEDIA_DIR").pipe(Config.withDefault("./data/media"))
 }).pipe(
   Config.map((config) => ({
     ...config,

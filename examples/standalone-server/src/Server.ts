@@ -1,49 +1,74 @@
 /**
- * The standalone composition: memory store, simulator, engine and HTTP on one node:http
- * server. Tests build the same composition.
+ * The standalone composition: a task store (SQLite by default, PostgreSQL or memory),
+ * the simulator, the engine and HTTP on one node:http server. Tests build the same
+ * composition.
  */
 import { NodeHttpServer } from "@effect/platform-node"
+import type { Accounts, MediaStore, StoreError, TaskStore } from "@mediagate/core"
 import { Ids, ModelCatalog, SubmitPolicy, TaskService } from "@mediagate/core"
 import { MediagateHttp, Routes } from "@mediagate/http"
+import { FileMediaStore } from "@mediagate/media"
 import { Engine } from "@mediagate/scheduler"
 import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
+import { Database, SqlAccounts, SqlTaskStore } from "@mediagate/store-sql"
 import { SimulatedModeration, Simulator } from "@mediagate/upstream"
-import type { Redacted } from "effect"
+import type { MediaError } from "@mediagate/core"
 import { Layer } from "effect"
 import { createServer } from "node:http"
 import type { ServerConfig } from "./Config.js"
 
+/** Where tasks, accounts and files live. */
+export interface Backends {
+  readonly store: Layer.Layer<TaskStore.TaskStore, StoreError>
+  readonly accounts: Layer.Layer<Accounts.Accounts, StoreError>
+  readonly media: Layer.Layer<MediaStore.MediaStore, MediaError, Ids.Ids>
+}
+
+/** Everything in memory, with the given accounts. */
+export const memoryBackends = (
+  config: Pick<ServerConfig, "publicUrl">,
+  accounts: ReadonlyArray<MemoryAccounts.AccountWithKey>
+): Backends => ({
+  store: MemoryTaskStore.layer,
+  accounts: MemoryAccounts.layer(accounts),
+  media: MemoryMediaStore.layer({ baseUrl: `${config.publicUrl}${Routes.mediaPrefix}` })
+})
+
+/** Tasks and accounts in the SQL database of `databaseUrl`; files under `mediaDir`. */
+export const sqlBackends = (config: Pick<ServerConfig, "publicUrl" | "databaseUrl" | "mediaDir">) => {
+  const database = Database.layerFromUrl(config.databaseUrl)
+  return {
+    store: SqlTaskStore.layer.pipe(Layer.provide(database)),
+    accounts: SqlAccounts.layer().pipe(Layer.provide(database)),
+    media: FileMediaStore.layer({ directory: config.mediaDir, baseUrl: `${config.publicUrl}${Routes.mediaPrefix}` })
+  }
+}
+
 /** The services of a mediagate deployment, without the HTTP server. */
 export const services = (
-  config: Pick<ServerConfig, "publicUrl" | "simulatorProfile" | "allowPrivateUrls">,
-  accounts: ReadonlyArray<MemoryAccounts.AccountWithKey>,
+  config: Pick<ServerConfig, "simulatorProfile" | "allowPrivateUrls">,
+  backends: Backends,
   engine: Engine.Options = {}
 ) => {
-  const media = MemoryMediaStore.layer({ baseUrl: `${config.publicUrl}${Routes.mediaPrefix}` })
-  const upstream = Simulator.layer({ profile: config.simulatorProfile }).pipe(Layer.provide(media))
+  const upstream = Simulator.layer({ profile: config.simulatorProfile }).pipe(Layer.provide(backends.media))
   const wakeup = Engine.layer(engine).pipe(Layer.provide(upstream))
-  const tasks = TaskService.Default.pipe(
-    Layer.provide([wakeup, SimulatedModeration.layer])
-  )
+  const tasks = TaskService.Default.pipe(Layer.provide([wakeup, SimulatedModeration.layer]))
   return Layer.mergeAll(
     tasks,
-    media,
-    MemoryAccounts.layer(accounts),
+    backends.media,
+    backends.accounts,
     Layer.succeed(SubmitPolicy, { ...SubmitPolicy.defaultValue(), allowPrivateUrls: config.allowPrivateUrls })
   ).pipe(
     Layer.provideMerge(ModelCatalog.layer),
-    Layer.provideMerge(MemoryTaskStore.layer),
+    Layer.provideMerge(backends.store),
     Layer.provideMerge(Ids.layer)
   )
 }
 
-/** The HTTP server on `host:port` serving the API. */
+/** The HTTP server on `host:port`. */
 export const server = (config: Pick<ServerConfig, "host" | "port">) =>
   NodeHttpServer.layer(createServer, { port: config.port, host: config.host })
 
 /** Everything: services and the server. */
-export const layer = (config: ServerConfig, apiKey: Redacted.Redacted<string>) =>
-  MediagateHttp.serve.pipe(
-    Layer.provide(services(config, [{ id: "acct_default", name: "default", apiKey }])),
-    Layer.provide(server(config))
-  )
+export const layer = (config: ServerConfig, backends: Backends) =>
+  MediagateHttp.serve.pipe(Layer.provide(services(config, backends)), Layer.provide(server(config)))

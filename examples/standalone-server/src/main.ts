@@ -3,44 +3,97 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Ids } from "@mediagate/core"
-import { Console, Effect, Layer, Option, Redacted } from "effect"
+import { SqlAccounts } from "@mediagate/store-sql"
+import { Clock, Console, Context, Effect, Layer, Option, Redacted } from "effect"
+import type { ServerConfig } from "./Config.js"
 import { serverConfig } from "./Config.js"
-import { layer } from "./Server.js"
+import { layer, memoryBackends, sqlBackends } from "./Server.js"
 
-const banner = (config: { publicUrl: string; simulatorProfile: string }, key: string, generated: boolean) =>
-  [
+/** How the key in use came about, for the banner. */
+type KeyOrigin = "environment" | "generated" | "stored"
+
+const banner = (config: ServerConfig, key: Option.Option<string>, origin: KeyOrigin) => {
+  const shown = Option.getOrElse(key, () => "<your key>")
+  const store = config.databaseUrl === "memory" ? "memory" : config.databaseUrl.replace(/\/\/[^@/]*@/, "//***@")
+  return [
     "",
-    `mediagate listening on ${config.publicUrl} (upstream: simulator, profile: ${config.simulatorProfile}, store: memory)`,
-    generated
-      ? `API key (generated for this run; set MEDIAGATE_API_KEY to choose one): ${key}`
-      : `API key (from MEDIAGATE_API_KEY): ${key}`,
+    `mediagate listening on ${config.publicUrl} (upstream: simulator, profile: ${config.simulatorProfile}, store: ${store})`,
+    origin === "environment"
+      ? `API key (from MEDIAGATE_API_KEY): ${shown}`
+      : origin === "generated"
+      ? `API key (generated now and shown only this once; keep it, or set MEDIAGATE_API_KEY): ${shown}`
+      : "API key: the one printed at the first start (only its hash is stored); or set MEDIAGATE_API_KEY",
     "",
     "Try it:",
     `  curl -s -X POST ${config.publicUrl}/api/v1/task/submit \\`,
-    `    -H 'Authorization: Bearer ${key}' -H 'Content-Type: application/json' \\`,
+    `    -H 'Authorization: Bearer ${shown}' -H 'Content-Type: application/json' \\`,
     `    -d '{"model":"alpha-image-2/text-to-image","input":{"prompt":"a lighthouse at dawn","ratio":"16:9","n":2}}'`,
-    `  curl -s ${config.publicUrl}/api/v1/task/<taskId> -H 'Authorization: Bearer ${key}'`,
+    `  curl -s ${config.publicUrl}/api/v1/task/<taskId> -H 'Authorization: Bearer ${shown}'`,
     ""
   ].join("\n")
+}
+
+const newKey = Effect.map(Effect.flatMap(Ids.Ids, (ids) => ids.token(24)), (token) => `mg_${token}`)
+
+/** Memory store: the key from the environment, or a new one for this run. */
+const runInMemory = (config: ServerConfig) =>
+  Effect.gen(function*() {
+    const key = Option.isSome(config.apiKey) ? config.apiKey.value : yield* newKey
+    const backends = memoryBackends(config, [{ id: "acct_default", name: "default", apiKey: Redacted.make(key) }])
+    return yield* layer(config, backends).pipe(
+      Layer.tap(() => Console.log(banner(config, Option.some(key), Option.isSome(config.apiKey) ? "environment" : "generated"))),
+      Layer.launch
+    )
+  })
+
+/**
+ * SQL store: MEDIAGATE_API_KEY names an account (created if new); without it the first
+ * start creates an account and prints its key once.
+ */
+const runOnSql = (config: ServerConfig) =>
+  Effect.scoped(
+    Effect.gen(function*() {
+      const backends = sqlBackends(config)
+      const built = yield* Layer.build(Layer.mergeAll(backends.store, backends.accounts))
+      const accounts = Context.get(built, SqlAccounts.SqlAccountsService)
+      const now = yield* Clock.currentTimeMillis
+      let key: Option.Option<string> = Option.none()
+      let origin: KeyOrigin = "stored"
+      if (Option.isSome(config.apiKey)) {
+        const hash = SqlAccounts.hashKey(config.apiKey.value)
+        yield* accounts.ensure({ id: `acct_${hash.slice(0, 16)}`, name: "default", apiKey: Redacted.make(config.apiKey.value), now })
+        key = config.apiKey
+        origin = "environment"
+      } else if ((yield* accounts.count) === 0) {
+        const generated = yield* newKey
+        yield* accounts.ensure({ id: "acct_default", name: "default", apiKey: Redacted.make(generated), now })
+        key = Option.some(generated)
+        origin = "generated"
+      }
+      const reuse = { ...backends, store: Layer.succeedContext(built), accounts: Layer.succeedContext(built) } as const
+      return yield* layer(config, reuse).pipe(
+        Layer.tap(() => Console.log(banner(config, key, origin))),
+        Layer.launch
+      )
+    })
+  )
 
 const program = Effect.gen(function*() {
   const config = yield* serverConfig
-  const generated = Option.isNone(config.apiKey)
-  const key = yield* Option.match(config.apiKey, {
-    onSome: Effect.succeed,
-    onNone: () => Effect.map(Ids.Ids.pipe(Effect.flatMap((ids) => ids.token(24))), (token) => `mg_${token}`)
-  }).pipe(Effect.provide(Ids.layer))
-  return yield* layer(config, Redacted.make(key)).pipe(
-    Layer.tap(() => Console.log(banner(config, key, generated))),
-    Layer.launch
-  )
-})
+  return yield* (config.databaseUrl === "memory" ? runInMemory(config) : runOnSql(config))
+}).pipe(Effect.provide(Ids.layer))
 
-// Startup failures (a taken port, a bad variable) are one line, not a stack.
+/** One line for a startup failure: its message, or its cause's, or its tag. */
+const describe = (error: unknown): string => {
+  const e = error as { message?: string; _tag?: string; cause?: { message?: string; code?: string } }
+  return e.message || e.cause?.message || e.cause?.code || e._tag || String(error)
+}
+
+// Startup failures (a taken port, a database that cannot be opened) are one line, not a stack.
 NodeRuntime.runMain(
   program.pipe(
     Effect.catchAll((error) =>
-      Console.error(`mediagate: cannot start: ${String((error as { message?: string }).message ?? error)}`).pipe(
+      Console.error(`mediagate: cannot start: ${describe(error)}`).pipe(
         Effect.zipRight(Effect.sync(() => process.exit(1)))
       )
     )

@@ -6,7 +6,7 @@
 import { Ids, Motion, TaskEvents, TaskStore, Transition, Upstream } from "@mediagate/core"
 import { Task } from "@mediagate/core"
 import type { UpstreamError } from "@mediagate/core"
-import { Clock, Duration, Effect, Either, FiberSet, Layer, Option, Queue, Ref } from "effect"
+import { Clock, Duration, Effect, Either, Fiber, FiberSet, Layer, Option, Queue, Ref } from "effect"
 
 /** Engine settings. */
 export interface Options {
@@ -14,20 +14,33 @@ export interface Options {
   readonly pollInterval?: Duration.DurationInput
   /** Tasks worked on at once by this engine. Default 16. */
   readonly concurrency?: number
-  /** How long a claim holds before another worker may take the task. Default 60 s. */
+  /** How long a claim holds before another worker may take the task. Default 15 s: a step is short. */
   readonly leaseDuration?: Duration.DurationInput
   /** How long after a retryable upstream error the step is tried again. Default 5 s. */
   readonly retryDelay?: Duration.DurationInput
   /** How often an accepted async job is polled. Default 2 s. */
   readonly upstreamPollInterval?: Duration.DurationInput
+  /**
+   * Longest wait for one call to a synchronous upstream. A task whose worker died during
+   * the call is taken up again this long after the call began. Default 2 min.
+   */
+  readonly syncCallTimeout?: Duration.DurationInput
+  /**
+   * While a synchronous call runs, the worker keeps the task's due time this far ahead,
+   * renewing it every third of the window; if the worker dies, another takes the task up
+   * once the window has passed. Default 15 s.
+   */
+  readonly heartbeatWindow?: Duration.DurationInput
 }
 
 const resolve = (options: Options) => ({
   pollInterval: Duration.decode(options.pollInterval ?? "1 second"),
   concurrency: options.concurrency ?? 16,
-  leaseDuration: Duration.toMillis(options.leaseDuration ?? "60 seconds"),
+  leaseDuration: Duration.toMillis(options.leaseDuration ?? "15 seconds"),
   retryDelay: Duration.toMillis(options.retryDelay ?? "5 seconds"),
-  upstreamPollInterval: Duration.toMillis(options.upstreamPollInterval ?? "2 seconds")
+  upstreamPollInterval: Duration.toMillis(options.upstreamPollInterval ?? "2 seconds"),
+  syncCallTimeout: Duration.toMillis(options.syncCallTimeout ?? "2 minutes"),
+  heartbeatWindow: Duration.toMillis(options.heartbeatWindow ?? "15 seconds")
 })
 
 /** Runs one step of one claimed task. Exported for tests of single steps. */
@@ -73,14 +86,40 @@ export const makeStep = (options: Options = {}): Effect.Effect<
     const timeOut = (record: Task.TaskRecord, now: number) =>
       write(record, Transition.apply(record, { to: "TIMEOUT", message: "the model's deadline passed" }, now))
 
-    const runSync = (record: Task.TaskRecord) =>
+    /** Keeps pushing the task's due time ahead while this worker is busy with it. */
+    const heartbeat = (current: Ref.Ref<Task.TaskRecord>) =>
       Effect.gen(function*() {
-        const outcome = yield* upstream.submit(record.job, { taskId: record.id }).pipe(
-          Effect.either,
-          Effect.timeoutOption(Duration.millis(Math.max(0, record.deadlineAt - (yield* Clock.currentTimeMillis))))
-        )
         const now = yield* Clock.currentTimeMillis
-        if (Option.isNone(outcome)) return yield* timeOut(record, now)
+        const latest = yield* Ref.get(current)
+        const next = Transition.reschedule(latest, Math.min(latest.deadlineAt, now + settings.heartbeatWindow))
+        if (Either.isLeft(next)) return
+        // Uninterruptible: the stored version and the Ref must never disagree.
+        yield* store.update(next.right, latest.version).pipe(
+          Effect.zipRight(Ref.set(current, next.right)),
+          Effect.catchAll((error) => Effect.logWarning(`engine: heartbeat of task ${latest.id} failed`, error)),
+          Effect.uninterruptible
+        )
+      }).pipe(Effect.delay(Duration.millis(settings.heartbeatWindow / 3)), Effect.forever)
+
+    const runSync = (claimed: Task.TaskRecord) =>
+      Effect.gen(function*() {
+        const started = yield* Clock.currentTimeMillis
+        const budget = Math.min(claimed.deadlineAt - started, settings.syncCallTimeout)
+        const current = yield* Ref.make(claimed)
+        const beating = yield* Effect.fork(heartbeat(current))
+        const outcome = yield* upstream.submit(claimed.job, { taskId: claimed.id }).pipe(
+          Effect.either,
+          Effect.timeoutOption(Duration.millis(Math.max(0, budget)))
+        )
+        yield* Fiber.interrupt(beating)
+        const record = yield* Ref.get(current)
+        const now = yield* Clock.currentTimeMillis
+        if (Option.isNone(outcome)) {
+          // Past the deadline: TIMEOUT. A call that merely took too long is tried again.
+          return now >= record.deadlineAt
+            ? yield* timeOut(record, now)
+            : yield* write(record, Transition.reschedule(record, now))
+        }
         if (Either.isLeft(outcome.value)) return yield* fail(record, outcome.value.left, now)
         const submitted = outcome.value.right
         return submitted._tag === "Completed"
@@ -134,11 +173,13 @@ export const makeStep = (options: Options = {}): Effect.Effect<
         if (now >= record.deadlineAt) return yield* timeOut(record, now)
         if (record.upstreamId !== null) return yield* poll(record, record.upstreamId, now)
         if (!record.job.sync) return yield* submitAsync(record, now)
-        // A sync upstream answers the call itself: mark the task PROCESSING for the whole
-        // call, not due again before its deadline, so no other worker starts it twice.
+        // A sync upstream answers the call itself: the task is PROCESSING during the call and
+        // its due time stays ahead while this worker lives (heartbeat), so no other worker
+        // starts it twice, and another takes it up soon after this one dies.
+        const retryAt = Math.min(record.deadlineAt, now + settings.heartbeatWindow)
         const processing = record.status === "PENDING"
-          ? yield* write(record, Transition.apply(record, { to: "PROCESSING", dueAt: record.deadlineAt }, now))
-          : record
+          ? yield* write(record, Transition.apply(record, { to: "PROCESSING", dueAt: retryAt }, now))
+          : yield* write(record, Transition.reschedule(record, retryAt))
         return processing.status === "PROCESSING" ? yield* runSync(processing) : processing
       }).pipe(
         Effect.catchAll((error) => Effect.logError(`engine: step of task ${record.id} failed`, error).pipe(Effect.as(record))),

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Ids, Task, TaskEvents, TaskStore, Upstream, UpstreamError } from "@mediagate/core"
 import { MemoryTaskStore } from "@mediagate/store-memory"
-import { Deferred, Effect, Layer, Option, Ref, TestClock } from "effect"
+import { Context, Deferred, Effect, Layer, Option, Ref, TestClock } from "effect"
 import { Engine } from "../src/index.js"
 
 const job = (overrides: Partial<Task.UpstreamJob> = {}): Task.UpstreamJob => ({
@@ -234,4 +234,44 @@ describe("Engine", () => {
       expect(ids).toHaveLength(20)
       expect(new Set(ids).size).toBe(20)
     }))
+
+  it.effect("a sync call keeps its task to itself by heartbeat, and another worker takes over when it dies", () =>
+    Effect.gen(function*() {
+      const calls = yield* Ref.make(0)
+      const store = yield* Layer.build(MemoryTaskStore.layer).pipe(Effect.map((ctx) => ctx))
+      const upstream = (hang: boolean) =>
+        scripted(() =>
+          Ref.update(calls, (n) => n + 1).pipe(
+            Effect.zipRight(hang ? Effect.never : Effect.sleep("2 seconds")),
+            Effect.as({ _tag: "Completed" as const, result })
+          )
+        )
+      const engine = (hang: boolean) =>
+        Engine.layer({ heartbeatWindow: "15 seconds" }).pipe(Layer.provide([upstream(hang), Ids.layerTest, Layer.succeedContext(store)]))
+      const tasks = Context.get(store, TaskStore.TaskStore)
+      yield* tasks.create(record("t1", 0))
+      // The first worker takes the task and hangs in the call for a minute: the heartbeat
+      // keeps the task due in the future, so nobody else starts it.
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          yield* Layer.build(engine(true))
+          yield* Layer.build(Engine.layer({ pollInterval: "1 second" }).pipe(Layer.provide([upstream(false), Ids.layerTest, Layer.succeedContext(store)])))
+          yield* advance(60)
+          expect(yield* Ref.get(calls)).toBe(1)
+          expect((Option.getOrThrow(yield* tasks.get("t1"))).status).toBe("PROCESSING")
+        })
+      )
+      // Both workers are gone (the first died mid-call). A new worker takes the task up
+      // once the heartbeat window has passed.
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          yield* Layer.build(engine(false))
+          yield* advance(10)
+          expect((Option.getOrThrow(yield* tasks.get("t1"))).status).toBe("PROCESSING")
+          yield* advance(10)
+          expect((Option.getOrThrow(yield* tasks.get("t1"))).status).toBe("SUCCESS")
+          expect(yield* Ref.get(calls)).toBe(2)
+        })
+      )
+    }).pipe(Effect.scoped))
 })

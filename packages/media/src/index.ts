@@ -1,0 +1,2 @@
+/** Result files on the local file system. */
+export * as FileMediaStore from "./FileMediaStore.js"
