@@ -36,10 +36,10 @@ export const memoryBackends = (
 
 /** Tasks and accounts in the SQL database of `databaseUrl`; files under `mediaDir`. */
 export const sqlBackends = (config: Pick<ServerConfig, "publicUrl" | "databaseUrl" | "mediaDir">) => {
-  const database = Database.layerFromUrl(config.databaseUrl)
+  // Two clients: on SQLite the task store keeps its connection to itself.
   return {
-    store: SqlTaskStore.layer.pipe(Layer.provide(database)),
-    accounts: SqlAccounts.layer().pipe(Layer.provide(database)),
+    store: SqlTaskStore.layer.pipe(Layer.provide(Database.layerFromUrl(config.databaseUrl))),
+    accounts: SqlAccounts.layer().pipe(Layer.provide(Database.layerFromUrl(config.databaseUrl))),
     media: FileMediaStore.layer({ directory: config.mediaDir, baseUrl: `${config.publicUrl}${Routes.mediaPrefix}` })
   }
 }

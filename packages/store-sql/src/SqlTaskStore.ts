@@ -3,9 +3,9 @@
  * Every SqlError becomes the store's StoreError here; none reaches a handler.
  */
 import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql"
+import type { SqlConnection, SqlError } from "@effect/sql"
 import { StoreError, Task, TaskConflict, TaskStore } from "@mediagate/core"
-import type { Context } from "effect"
+import type { Context, Scope } from "effect"
 import { Effect, Exit, Layer, Option } from "effect"
 import { migrate, tables } from "./Schema.js"
 
@@ -70,16 +70,6 @@ export const toRow = (task: Task.TaskRecord) => ({
   version: task.version
 })
 
-const callbackRow = (row: TaskStore.CallbackRow) => ({
-  id: row.id,
-  task_id: row.taskId,
-  url: row.url,
-  created_at: row.createdAt,
-  attempts: 0,
-  next_attempt_at: row.createdAt,
-  delivered_at: null
-})
-
 /** Turns a driver failure into the store's error; the cause is logged where it happened. */
 const refail = (operation: string) => <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
   Effect.catchTag(effect as Effect.Effect<A, SqlError.SqlError, R>, "SqlError", (error) =>
@@ -87,138 +77,181 @@ const refail = (operation: string) => <A, E, R>(effect: Effect.Effect<A, E | Sql
       Effect.zipRight(Effect.fail(new StoreError({ message: `${operation} failed: ${error.message}`, cause: error.cause })))
     )) as Effect.Effect<A, Exclude<E, SqlError.SqlError> | StoreError, R>
 
-/**
- * Runs `effect` in one write transaction. SQLite: `BEGIN IMMEDIATE`, so a writer takes the
- * write lock up front instead of failing halfway when another process writes the same
- * file. PostgreSQL: an ordinary transaction (row locks do the rest).
- */
-export const writeTransaction = (sql: SqlClient.SqlClient) => <A, E, R>(
-  effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, E | SqlError.SqlError, R> =>
-    sql.onDialectOrElse({
-      sqlite: () =>
-        Effect.uninterruptibleMask((restore) =>
-          Effect.scoped(
-            Effect.gen(function*() {
-              const connection = yield* sql.reserve
-              yield* connection.executeUnprepared("BEGIN IMMEDIATE", [], undefined)
-              const exit = yield* Effect.exit(
-                restore(Effect.provideService(effect, SqlClient.TransactionConnection, [connection, 0] as const))
-              )
-              yield* connection.executeUnprepared(Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK", [], undefined)
-              return yield* exit
-            })
-          )
-        ),
-      orElse: () => sql.withTransaction(effect)
-    })
+type Run = (text: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<Row>, SqlError.SqlError>
 
-/** The SQL TaskStore. Runs the migrations first. */
+/**
+ * How the store talks to its database. Statements are compiled once, when the store is
+ * made, and run on a connection directly: the per-statement machinery of the query
+ * builder costs more than SQLite itself takes to answer (docs/benchmarks.md).
+ */
+interface Executor {
+  /** One statement: atomic on its own (an implicit transaction), so it needs no BEGIN. */
+  readonly run: Run
+  /** Several statements in one write transaction, all or nothing. */
+  readonly transaction: <A, E>(body: (run: Run) => Effect.Effect<A, E>) => Effect.Effect<A, E | SqlError.SqlError>
+}
+
+const transaction = <A, E>(
+  connection: SqlConnection.Connection,
+  begin: string,
+  body: (run: Run) => Effect.Effect<A, E>
+): Effect.Effect<A, E | SqlError.SqlError> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function*() {
+      yield* connection.execute(begin, [], undefined)
+      const exit = yield* Effect.exit(restore(body((text, params) => connection.execute(text, params, undefined))))
+      yield* connection.execute(Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK", [], undefined)
+      return yield* exit
+    })
+  )
+
+/**
+ * SQLite has one connection per client and better-sqlite3 answers synchronously, so the
+ * store keeps the connection for its lifetime and needs no lock: a single statement runs
+ * in one synchronous call, and a transaction runs from `BEGIN IMMEDIATE` to `COMMIT` in one
+ * synchronous stretch (no other fiber can slip a statement in between). `BEGIN IMMEDIATE`
+ * takes the write lock up front, so a writer never fails halfway when another process
+ * writes the same file. Give the store a client of its own.
+ */
+const sqliteExecutor = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlError, Scope.Scope> =>
+  Effect.map(sql.reserve, (connection) => ({
+    run: (text, params) => connection.execute(text, params, undefined),
+    transaction: (body) => Effect.suspend(() => Effect.runSyncExit(transaction(connection, "BEGIN IMMEDIATE", body)))
+  }))
+
+/** PostgreSQL: a pooled connection per operation; row locks order concurrent writers. */
+const pgExecutor = (sql: SqlClient.SqlClient): Executor => ({
+  run: (text, params) => Effect.scoped(Effect.flatMap(sql.reserve, (connection) => connection.execute(text, params, undefined))),
+  transaction: (body) => Effect.scoped(Effect.flatMap(sql.reserve, (connection) => transaction(connection, "BEGIN", body)))
+})
+
+const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/** The SQL TaskStore. Runs the migrations first; on SQLite it keeps its client's connection. */
 export const make = (options: Options = {}): Effect.Effect<
   Context.Tag.Service<TaskStore.TaskStore>,
   StoreError,
-  SqlClient.SqlClient
+  SqlClient.SqlClient | Scope.Scope
 > =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const prefix = options.tablePrefix ?? defaultPrefix
+    if (!identifier.test(prefix)) {
+      return yield* new StoreError({ message: `table prefix must be letters, digits and _: '${prefix}'` })
+    }
     const t = tables(prefix)
     yield* migrate(prefix).pipe(
       Effect.mapError((error) => new StoreError({ message: `migrating the task store failed: ${String((error as { message?: string }).message ?? error)}`, cause: error }))
     )
-    yield* sql.onDialectOrElse({
-      sqlite: () => sql`PRAGMA busy_timeout = 5000`.pipe(Effect.asVoid),
-      orElse: () => Effect.void
-    }).pipe(refail("configuring the connection"))
+    const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+    const executor = isPg ? pgExecutor(sql) : yield* sqliteExecutor(sql).pipe(refail("opening the store"))
+    if (!isPg) yield* executor.run("PRAGMA busy_timeout = 5000", []).pipe(refail("configuring the connection"))
 
-    const transaction = writeTransaction(sql)
-    const insertCallbacks = (callbacks: ReadonlyArray<TaskStore.CallbackRow>): Effect.Effect<void, SqlError.SqlError> =>
-      callbacks.length === 0
-        ? Effect.void
-        : Effect.asVoid(sql`INSERT INTO ${sql(t.callbacks)} ${sql.insert(callbacks.map(callbackRow))}`)
+    // Statements, compiled once. Written with ?; PostgreSQL numbers its placeholders.
+    const compile = (text: string) => {
+      let n = 0
+      return isPg ? text.replace(/\?/g, () => `$${++n}`) : text
+    }
+    const tasks = `"${t.tasks}"`
+    const columns = Object.keys(toRow(new Task.TaskRecord(sample)))
+    const insertTask = compile(`INSERT INTO ${tasks} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`)
+    const updateColumns = columns.filter((column) => column !== "id")
+    const updateTask = compile(
+      `UPDATE ${tasks} SET ${updateColumns.map((column) => `${column} = ?`).join(", ")} WHERE id = ? AND version = ? RETURNING id`
+    )
+    const insertCallback = compile(
+      `INSERT INTO "${t.callbacks}" (id, task_id, url, created_at, attempts, next_attempt_at) VALUES (?, ?, ?, ?, 0, ?)`
+    )
+    const selectById = compile(`SELECT * FROM ${tasks} WHERE id = ?`)
+    const selectByIdOwner = compile(`SELECT * FROM ${tasks} WHERE id = ? AND owner_id = ?`)
+    const claim = compile(
+      `UPDATE ${tasks} SET lease_owner = ?, lease_until = ?, version = version + 1
+       WHERE id IN (
+         SELECT id FROM ${tasks}
+         WHERE due_at IS NOT NULL AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+         ORDER BY due_at LIMIT ?${isPg ? " FOR UPDATE SKIP LOCKED" : ""}
+       )
+       RETURNING *`
+    )
+    const listFirst = compile(`SELECT * FROM ${tasks} WHERE owner_id = ? ORDER BY id DESC LIMIT ?`)
+    const listAfter = compile(`SELECT * FROM ${tasks} WHERE owner_id = ? AND id < ? ORDER BY id DESC LIMIT ?`)
+    const selectCallbacks = compile(`SELECT * FROM "${t.callbacks}" WHERE task_id = ? ORDER BY created_at, id`)
 
-    const claimSql = (now: number, limit: number, worker: string, leaseUntil: number) =>
-      sql.onDialectOrElse({
-        pg: () =>
-          sql<Row>`UPDATE ${sql(t.tasks)} SET lease_owner = ${worker}, lease_until = ${leaseUntil}, version = version + 1
-            WHERE id IN (
-              SELECT id FROM ${sql(t.tasks)}
-              WHERE due_at IS NOT NULL AND due_at <= ${now} AND (lease_until IS NULL OR lease_until <= ${now})
-              ORDER BY due_at LIMIT ${limit}
-              FOR UPDATE SKIP LOCKED
-            )
-            RETURNING *`,
-        orElse: () =>
-          sql<Row>`UPDATE ${sql(t.tasks)} SET lease_owner = ${worker}, lease_until = ${leaseUntil}, version = version + 1
-            WHERE id IN (
-              SELECT id FROM ${sql(t.tasks)}
-              WHERE due_at IS NOT NULL AND due_at <= ${now} AND (lease_until IS NULL OR lease_until <= ${now})
-              ORDER BY due_at LIMIT ${limit}
-            )
-            RETURNING *`
+    const writeCallbacks = (run: Run, callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
+      Effect.forEach(callbacks, (row) => run(insertCallback, [row.id, row.taskId, row.url, row.createdAt, row.createdAt]), {
+        discard: true
       })
 
     const service: Context.Tag.Service<TaskStore.TaskStore> = {
       create: (task, callbacks = []) =>
-        transaction(
-          Effect.zipRight(sql`INSERT INTO ${sql(t.tasks)} ${sql.insert(toRow(task))}`, insertCallbacks(callbacks))
-        ).pipe(refail("create"), Effect.asVoid, Effect.withSpan("SqlTaskStore.create")),
+        (callbacks.length === 0
+          ? executor.run(insertTask, Object.values(toRow(task)))
+          : executor.transaction((run) =>
+            Effect.zipRight(run(insertTask, Object.values(toRow(task))), writeCallbacks(run, callbacks))
+          )).pipe(Effect.asVoid, refail("create")),
 
       get: (id, ownerId) =>
-        (ownerId === undefined
-          ? sql<Row>`SELECT * FROM ${sql(t.tasks)} WHERE id = ${id}`
-          : sql<Row>`SELECT * FROM ${sql(t.tasks)} WHERE id = ${id} AND owner_id = ${ownerId}`).pipe(
-            Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), fromRow)),
-            refail("get"),
-            Effect.withSpan("SqlTaskStore.get")
-          ),
+        executor.run(ownerId === undefined ? selectById : selectByIdOwner, ownerId === undefined ? [id] : [id, ownerId]).pipe(
+          Effect.map((rows) => (rows.length === 0 ? Option.none() : Option.some(fromRow(rows[0]!)))),
+          refail("get")
+        ),
 
-      update: (next, expectedVersion, callbacks = []) =>
-        transaction(
-          Effect.gen(function*() {
-            const { id: _, ...columns } = toRow(next)
-            const updated = yield* sql<Row>`UPDATE ${sql(t.tasks)} SET ${sql.update(columns)}
-              WHERE id = ${next.id} AND version = ${expectedVersion} RETURNING id`
-            if (updated.length === 0) return yield* new TaskConflict({ taskId: next.id, expectedVersion })
-            yield* insertCallbacks(callbacks)
-          })
-        ).pipe(refail("update"), Effect.withSpan("SqlTaskStore.update")),
+      update: (next, expectedVersion, callbacks = []) => {
+        const { id, ...rest } = toRow(next)
+        const params = [...Object.values(rest), id, expectedVersion]
+        const conflict = new TaskConflict({ taskId: next.id, expectedVersion })
+        return (callbacks.length === 0
+          ? Effect.flatMap(executor.run(updateTask, params), (updated) => (updated.length === 0 ? Effect.fail(conflict) : Effect.void))
+          : executor.transaction((run) =>
+            Effect.gen(function*() {
+              const updated = yield* run(updateTask, params)
+              if (updated.length === 0) return yield* Effect.fail(conflict)
+              yield* writeCallbacks(run, callbacks)
+            })
+          )).pipe(refail("update"))
+      },
 
       claimDue: ({ leaseUntil, limit, now, worker }) =>
-        transaction(claimSql(now, limit, worker, leaseUntil)).pipe(
+        // One UPDATE picks and leases the rows atomically (with SKIP LOCKED on PostgreSQL).
+        executor.run(claim, [worker, leaseUntil, now, now, limit]).pipe(
           Effect.map((rows) => rows.map(fromRow).sort((a, b) => a.dueAt! - b.dueAt!)),
-          refail("claimDue"),
-          Effect.withSpan("SqlTaskStore.claimDue")
+          refail("claimDue")
         ),
 
       list: (ownerId, { cursor, limit }) =>
-        (cursor === undefined
-          ? sql<Row>`SELECT * FROM ${sql(t.tasks)} WHERE owner_id = ${ownerId} ORDER BY id DESC LIMIT ${limit + 1}`
-          : sql<Row>`SELECT * FROM ${sql(t.tasks)} WHERE owner_id = ${ownerId} AND id < ${cursor} ORDER BY id DESC LIMIT ${limit + 1}`)
-          .pipe(
-            Effect.map((rows) => {
-              const page = rows.slice(0, limit).map(fromRow)
-              return { tasks: page, nextCursor: rows.length > limit ? page[page.length - 1]!.id : null }
-            }),
-            refail("list"),
-            Effect.withSpan("SqlTaskStore.list")
-          ),
+        executor.run(cursor === undefined ? listFirst : listAfter, cursor === undefined ? [ownerId, limit + 1] : [ownerId, cursor, limit + 1]).pipe(
+          Effect.map((rows) => {
+            const page = rows.slice(0, limit).map(fromRow)
+            return { tasks: page, nextCursor: rows.length > limit ? page[page.length - 1]!.id : null }
+          }),
+          refail("list")
+        ),
 
       callbacks: (taskId) =>
-        sql<Row>`SELECT * FROM ${sql(t.callbacks)} WHERE task_id = ${taskId} ORDER BY created_at, id`.pipe(
+        executor.run(selectCallbacks, [taskId]).pipe(
           Effect.map((rows) =>
             rows.map((row) => ({ id: String(row["id"]), taskId: String(row["task_id"]), url: String(row["url"]), createdAt: num(row["created_at"]) }))
           ),
-          refail("callbacks"),
-          Effect.withSpan("SqlTaskStore.callbacks")
+          refail("callbacks")
         )
     }
     return service
   })
 
+/** A record whose only use is to list the columns in order. */
+const sample: ConstructorParameters<typeof Task.TaskRecord>[0] = {
+  id: "", ownerId: "", status: "PENDING", input: {},
+  job: {
+    model: "", mode: "", output: "image", prompt: "", n: 1, ratio: null, resolution: null, width: null, height: null,
+    duration: null, imageUrls: [], params: {}, fallbackModel: null, sync: false, priceMicroUsd: 0, adjustments: []
+  },
+  result: null, failureReason: null, errorMessage: null, callBackUrl: null, userId: null, upstreamId: null,
+  createdAt: 0, updatedAt: 0, deadlineAt: 0, dueAt: null, leaseOwner: null, leaseUntil: null, version: 1
+}
+
 /** The SQL TaskStore layer (on the SqlClient in context). */
-export const layer: Layer.Layer<TaskStore.TaskStore, StoreError, SqlClient.SqlClient> = Layer.effect(TaskStore.TaskStore, make())
+export const layer: Layer.Layer<TaskStore.TaskStore, StoreError, SqlClient.SqlClient> = Layer.scoped(TaskStore.TaskStore, make())
 
 /** The SQL TaskStore layer with options (table prefix). */
 export const layerWith = (options: Options): Layer.Layer<TaskStore.TaskStore, StoreError, SqlClient.SqlClient> =>
-  Layer.effect(TaskStore.TaskStore, make(options))
+  Layer.scoped(TaskStore.TaskStore, make(options))
