@@ -6,7 +6,7 @@
  *   npm run bench:store            (PostgreSQL from MEDIAGATE_BENCH_PG_URL or
  *                                   MEDIAGATE_TEST_PG_URL, else 127.0.0.1:5432/test)
  */
-import { Ids, Task, TaskStore } from "@mediagate/core"
+import { Ids, Task, TaskStore, Testing } from "@mediagate/core"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
 import Sqlite from "better-sqlite3"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
@@ -21,23 +21,15 @@ const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 3)
 const prefix = "bench_"
 
 const makeTasks = (count: number, base: number) =>
-  Array.from({ length: count }, (_, i) => {
-    const createdAt = base + i
-    return new Task.TaskRecord({
-      id: Ids.uuidV7(createdAt, Array.from(randomBytes(10))),
+  Array.from({ length: count }, (_, i) =>
+    Testing.record({
+      id: Ids.uuidV7(base + i, Array.from(randomBytes(10))),
       ownerId: "acct_bench",
-      status: "PENDING",
       input: { model: "alpha-image-2/text-to-image", prompt: "a lighthouse at dawn", ratio: "16:9", n: 2 },
-      job: {
-        model: "alpha-image-2", mode: "text-to-image", output: "image", prompt: "a lighthouse at dawn", n: 2,
-        ratio: "16:9", resolution: "1k", width: 1536, height: 864, duration: null, imageUrls: [], params: {},
-        fallbackModel: null, sync: true, priceMicroUsd: 40_000, adjustments: []
-      },
-      result: null, failureReason: null, errorMessage: null, callBackUrl: null, userId: null, upstreamId: null,
-      createdAt, updatedAt: createdAt, deadlineAt: createdAt + 600_000, dueAt: i, leaseOwner: null, leaseUntil: null,
-      version: 1
-    })
-  })
+      job: Testing.job({ prompt: "a lighthouse at dawn", n: 2, priceMicroUsd: 40_000 }),
+      createdAt: base + i,
+      dueAt: i
+    }))
 
 const perSecond = (count: number, millis: number) => Math.round((count / millis) * 1000)
 const time = async (f: () => Promise<unknown>) => {

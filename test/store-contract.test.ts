@@ -6,7 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, StoreError, Task, TaskConflict, TaskStore } from "@mediagate/core"
+import { Ids, StoreError, Task, TaskConflict, TaskStore, Testing } from "@mediagate/core"
 import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
 import { Effect, Either, Layer, Option, Redacted } from "effect"
@@ -19,32 +19,17 @@ import pg from "pg"
 let counter = 0
 const uniquePrefix = () => `t${process.pid}_${++counter}_`
 
+/** A task with every optional part filled in, so a round trip checks them all. */
 const record = (overrides: Partial<ConstructorParameters<typeof Task.TaskRecord>[0]> = {}) => {
   const createdAt = overrides.createdAt ?? 1_700_000_000_000 + counter
-  return new Task.TaskRecord({
+  return Testing.record({
     id: Ids.uuidV7(createdAt, Array.from(randomBytes(10))),
     ownerId: "alice",
-    status: "PENDING",
     input: { model: "alpha-image-2/text-to-image", prompt: "p", n: 2 },
-    job: {
-      model: "alpha-image-2", mode: "text-to-image", output: "image", prompt: "p", n: 2, ratio: "16:9",
-      resolution: "1k", width: 1536, height: 864, duration: null, imageUrls: [], params: { k: [1, "x"] },
-      fallbackModel: null, sync: true, priceMicroUsd: 40_000,
-      adjustments: [{ field: "duration", requested: 6, applied: 8, reason: "r" }]
-    },
-    result: null,
-    failureReason: null,
-    errorMessage: null,
+    job: Testing.job({ n: 2, params: { k: [1, "x"] }, adjustments: [{ field: "duration", requested: 6, applied: 8, reason: "r" }] }),
     callBackUrl: "https://example.com/hook",
     userId: "user-1",
-    upstreamId: null,
     createdAt,
-    updatedAt: createdAt,
-    deadlineAt: createdAt + 600_000,
-    dueAt: createdAt,
-    leaseOwner: null,
-    leaseUntil: null,
-    version: 1,
     ...overrides
   })
 }

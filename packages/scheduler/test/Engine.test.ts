@@ -2,52 +2,15 @@
  * The engine against the memory store and a scripted upstream, timed by the TestClock.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, Task, TaskEvents, TaskStore, Upstream, UpstreamError } from "@mediagate/core"
+import { Ids, Task, TaskEvents, TaskStore, Testing, Upstream, UpstreamError } from "@mediagate/core"
 import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Context, Deferred, Effect, Layer, Option, Ref, TestClock } from "effect"
 import { Engine } from "../src/index.js"
 
-const job = (overrides: Partial<Task.UpstreamJob> = {}): Task.UpstreamJob => ({
-  model: "alpha-image-2",
-  mode: "text-to-image",
-  output: "image",
-  prompt: "p",
-  n: 1,
-  ratio: null,
-  resolution: "1k",
-  width: null,
-  height: null,
-  duration: null,
-  imageUrls: [],
-  params: {},
-  fallbackModel: null,
-  adjustments: [],
-  sync: true,
-  priceMicroUsd: 20_000,
-  ...overrides
-})
+const job = (overrides: Partial<Task.UpstreamJob> = {}) => Testing.job({ ratio: null, width: null, height: null, ...overrides })
 
 const record = (id: string, now: number, overrides: Partial<Task.UpstreamJob> = {}, deadlineMs = 600_000) =>
-  new Task.TaskRecord({
-    id,
-    ownerId: "acct",
-    status: "PENDING",
-    input: { model: "alpha-image-2/text-to-image", prompt: "p" },
-    job: job(overrides),
-    result: null,
-    failureReason: null,
-    errorMessage: null,
-    callBackUrl: null,
-    userId: null,
-    upstreamId: null,
-    createdAt: now,
-    updatedAt: now,
-    deadlineAt: now + deadlineMs,
-    dueAt: now,
-    leaseOwner: null,
-    leaseUntil: null,
-    version: 1
-  })
+  Testing.record({ id, createdAt: now, deadlineAt: now + deadlineMs, job: job(overrides) })
 
 const result: Task.TaskResult = { type: "image", urls: ["https://cdn.example/a.png"] }
 

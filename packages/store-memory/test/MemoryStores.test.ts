@@ -1,33 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, MediaStore, Task, TaskConflict, TaskStore } from "@mediagate/core"
+import { Ids, MediaStore, Task, TaskConflict, TaskStore, Testing } from "@mediagate/core"
 import { Effect, Option, Redacted } from "effect"
 import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "../src/index.js"
 
 const record = (id: string, owner: string, dueAt: number | null = 0) =>
-  new Task.TaskRecord({
-    id,
-    ownerId: owner,
-    status: dueAt === null ? "SUCCESS" : "PENDING",
-    input: { model: "m", prompt: "p" },
-    job: {
-      model: "alpha-image-2", mode: "text-to-image", output: "image", prompt: "p", n: 1, ratio: null,
-      resolution: "1k", width: null, height: null, duration: null, imageUrls: [], params: {}, fallbackModel: null,
-      sync: true, priceMicroUsd: 20_000, adjustments: []
-    },
-    result: null,
-    failureReason: null,
-    errorMessage: null,
-    callBackUrl: null,
-    userId: null,
-    upstreamId: null,
-    createdAt: 0,
-    updatedAt: 0,
-    deadlineAt: 1_000_000,
-    dueAt,
-    leaseOwner: null,
-    leaseUntil: null,
-    version: 1
-  })
+  Testing.record({ id, ownerId: owner, status: dueAt === null ? "SUCCESS" : "PENDING", dueAt, deadlineAt: 1_000_000 })
 
 describe("MemoryTaskStore", () => {
   it.effect("get is scoped to the owner", () =>

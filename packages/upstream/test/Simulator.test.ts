@@ -2,7 +2,7 @@
  * The simulator under the TestClock, with an in-test media store.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, MediaStore, Moderation, Upstream, UpstreamError } from "@mediagate/core"
+import { Ids, MediaStore, Moderation, Testing, Upstream, UpstreamError } from "@mediagate/core"
 import type { Task } from "@mediagate/core"
 import { Effect, Fiber, Layer, Option, TestClock } from "effect"
 import { Png, SimulatedModeration, Simulator } from "../src/index.js"
@@ -18,25 +18,8 @@ const media = Layer.succeed(MediaStore.MediaStore, {
   get: (key) => Effect.sync(() => Option.fromNullable(files.get(key)))
 })
 
-const job = (overrides: Partial<Task.UpstreamJob> = {}): Task.UpstreamJob => ({
-  model: "alpha-image-2",
-  mode: "text-to-image",
-  output: "image",
-  prompt: "a cat",
-  n: 2,
-  ratio: "21:9",
-  resolution: "1k",
-  width: 2016,
-  height: 864,
-  duration: null,
-  imageUrls: [],
-  params: {},
-  fallbackModel: null,
-  adjustments: [],
-  sync: true,
-  priceMicroUsd: 40_000,
-  ...overrides
-})
+const job = (overrides: Partial<Task.UpstreamJob> = {}) =>
+  Testing.job({ prompt: "a cat", n: 2, ratio: "21:9", width: 2016, height: 864, priceMicroUsd: 40_000, ...overrides })
 
 const simulator = (profile: Simulator.Profile) =>
   Simulator.layer({ profile, seed: 1 }).pipe(Layer.provide([media, Ids.layerTest]))

@@ -3,7 +3,7 @@
  * the realistic profile's latencies per family.
  */
 import { describe, expect, it } from "@effect/vitest"
-import type { Task } from "@mediagate/core"
+import { Testing } from "@mediagate/core"
 import * as MP4Box from "mp4box"
 import { Mp4, Simulator } from "../src/index.js"
 
@@ -40,10 +40,7 @@ describe("Mp4", () => {
 })
 
 describe("realistic latencies", () => {
-  const job = (model: string): Task.UpstreamJob => ({
-    model, mode: "m", output: "image", prompt: "p", n: 1, ratio: null, resolution: null, width: 1, height: 1,
-    duration: null, imageUrls: [], params: {}, fallbackModel: null, sync: false, priceMicroUsd: 0, adjustments: []
-  })
+  const job = (model: string) => Testing.job({ model, sync: false })
   const range = (model: string) => {
     const values = Array.from({ length: 200 }, (_, i) => Simulator.latencyMillis({ profile: "realistic" }, job(model), `task-${i}`))
     return [Math.min(...values), Math.max(...values)]

@@ -1,0 +1,54 @@
+/**
+ * Valid jobs and task records with neutral values, for tests, benchmarks and tools that
+ * need one without going through a model.
+ */
+import type { UpstreamJob } from "./Task.js"
+import { TaskRecord } from "./Task.js"
+
+/** An alpha-image-2 text-to-image job (1k, 16:9, n 1); override what matters. */
+export const job = (overrides: Partial<UpstreamJob> = {}): UpstreamJob => ({
+  model: "alpha-image-2",
+  mode: "text-to-image",
+  output: "image",
+  prompt: "a test",
+  n: 1,
+  ratio: "16:9",
+  resolution: "1k",
+  width: 1536,
+  height: 864,
+  duration: null,
+  imageUrls: [],
+  params: {},
+  fallbackModel: null,
+  sync: true,
+  priceMicroUsd: 20_000,
+  adjustments: [],
+  ...overrides
+})
+
+/** A PENDING task of owner `acct_test`, created and due at `createdAt` (default 0); override what matters. */
+export const record = (
+  overrides: Partial<ConstructorParameters<typeof TaskRecord>[0]> & { readonly id: string }
+): TaskRecord => {
+  const createdAt = overrides.createdAt ?? 0
+  return new TaskRecord({
+    ownerId: "acct_test",
+    status: "PENDING",
+    input: { model: "alpha-image-2/text-to-image", prompt: "a test" },
+    job: job(),
+    result: null,
+    failureReason: null,
+    errorMessage: null,
+    callBackUrl: null,
+    userId: null,
+    upstreamId: null,
+    createdAt,
+    updatedAt: createdAt,
+    deadlineAt: createdAt + 600_000,
+    dueAt: createdAt,
+    leaseOwner: null,
+    leaseUntil: null,
+    version: 1,
+    ...overrides
+  })
+}
