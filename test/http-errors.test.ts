@@ -65,6 +65,19 @@ describe("HTTP errors", () => {
         expectEnvelope(yield* send(request), 404, "task not found")
       }))
 
+    it.effect("a leading byte order mark is tolerated", () =>
+      Effect.gen(function*() {
+        const answer = yield* send(submitRaw(`\uFEFF${JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "x" } })}`))
+        expect(answer.status).toBe(200)
+      }))
+
+    it.effect("any unknown task id, however long or odd, is 'task not found'", () =>
+      Effect.gen(function*() {
+        for (const id of ["x".repeat(5000), "..%2F..%2Fetc", "%00", "x'%20OR%20'1'='1"]) {
+          expectEnvelope(yield* send(HttpClientRequest.get(`/api/v1/task/${id}`).pipe(auth)), 404, "task not found")
+        }
+      }))
+
     it.effect("400 on malformed JSON", () =>
       Effect.gen(function*() {
         expectEnvelope(yield* send(submitRaw("{\"model\": ")), 400, "request body is not valid JSON")

@@ -25,6 +25,8 @@ const notFound = Effect.gen(function*() {
   if (path.startsWith(apiPrefix) || path === apiPrefix.slice(0, -1)) {
     const account = yield* authenticateRequest(request)
     if (Option.isNone(account)) return envelope(401, "unauthorized")
+    // A task id the router would not take (too long, odd characters) is still an unknown task.
+    if (request.method === "GET" && /^\/api\/v1\/task\/[^/]+$/.test(path)) return envelope(404, "task not found")
   }
   return envelope(404, "not found")
 })

@@ -32,7 +32,8 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
     )
     if (text.trim() === "") return yield* Effect.fail(badRequest("request body is required"))
     return yield* Effect.try({
-      try: () => JSON.parse(text) as unknown,
+      // A leading byte order mark is tolerated, as RFC 8259 allows.
+      try: () => JSON.parse(text.replace(/^\uFEFF/, "")) as unknown,
       catch: () => badRequest("request body is not valid JSON")
     })
   })
