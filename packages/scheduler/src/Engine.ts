@@ -124,10 +124,8 @@ export const makeStep = (options: Options = {}): Effect.Effect<
         const submitted = outcome.value.right
         return submitted._tag === "Completed"
           ? yield* write(record, Transition.apply(record, { to: "SUCCESS", result: submitted.result }, now))
-          : yield* write(
-            record,
-            Transition.apply(record, { to: "PROCESSING", upstreamId: submitted.upstreamId, dueAt: now }, now)
-          )
+          // A sync upstream that answered with a job id after all: poll it like an async one.
+          : yield* write(record, Transition.reschedule(record, now + settings.upstreamPollInterval, { upstreamId: submitted.upstreamId }))
       })
 
     const submitAsync = (record: Task.TaskRecord, now: number) =>
