@@ -101,6 +101,10 @@ export const SubmitResponse = ok(Schema.Struct({ taskId: Schema.String })).annot
 /** 200 answer of query. */
 export const TaskResponse = ok(Task).annotations({ identifier: "TaskResponse" })
 
+/** 200 answer of the task list. */
+export const TaskListResponse = ok(Schema.Struct({ tasks: Schema.Array(Task), next_cursor: Schema.NullOr(Schema.String) }))
+  .annotations({ identifier: "TaskListResponse" })
+
 /** The task endpoints. */
 export class TasksGroup extends HttpApiGroup.make("tasks")
   .add(
@@ -111,6 +115,18 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
       .addError(ModerationRejectedResponse)
       .addError(PayloadTooLarge)
       .annotate(OpenApi.Summary, "Submit a task")
+  )
+  .add(
+    // Query parameters `limit` (1 to 100, default 20) and `cursor` (next_cursor of the
+    // previous page) are read by the handler, so that a malformed one is our 400.
+    HttpApiEndpoint.get("list", "/tasks")
+      .addSuccess(TaskListResponse)
+      .addError(BadRequest)
+      .annotate(OpenApi.Summary, "List your tasks, newest first (additive: not in the spec)")
+      .annotate(
+        OpenApi.Description,
+        "Query parameters: limit (1 to 100, default 20) and cursor (next_cursor of the previous page)."
+      )
   )
   .add(
     HttpApiEndpoint.get("query", "/task/:taskId")

@@ -36,14 +36,32 @@ export const uuidV7 = (millis: number, random: ReadonlyArray<number>): string =>
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
 }
 
-/** Ids from Effect's Clock and the given source of random bytes. */
-export const make = (randomBytes: (count: number) => Effect.Effect<ReadonlyArray<number>>): Context.Tag.Service<Ids> => ({
-  taskId: Effect.zipWith(Clock.currentTimeMillis, randomBytes(10), uuidV7),
-  token: (count) => Effect.map(randomBytes(count), (bytes) => bytes.map(hex).join(""))
-})
+/**
+ * Ids from Effect's Clock and the given source of random bytes. Task ids are monotonic
+ * (RFC 9562, method 1): within one millisecond the 12 bits after the version count up from
+ * a random start, so ids sort in the order they were made even at thousands a second.
+ */
+export const make = (randomBytes: (count: number) => Effect.Effect<ReadonlyArray<number>>): Context.Tag.Service<Ids> => {
+  let lastMillis = -1
+  let counter = 0
+  const next = (now: number, random: ReadonlyArray<number>) => {
+    if (now > lastMillis) {
+      lastMillis = now
+      counter = ((random[0]! & 0x07) << 8) | random[1]! // start in the lower half: room to count
+    } else if (++counter > 0xfff) {
+      lastMillis += 1 // counter exhausted (or the clock went back): borrow the next millisecond
+      counter = 0
+    }
+    return uuidV7(lastMillis, [(counter >> 8) & 0x0f, counter & 0xff, ...random.slice(2)])
+  }
+  return {
+    taskId: Effect.zipWith(Clock.currentTimeMillis, randomBytes(10), next),
+    token: (count) => Effect.map(randomBytes(count), (bytes) => bytes.map(hex).join(""))
+  }
+}
 
 /** Ids for production: time from the Clock, randomness from the platform's cryptographic generator. */
-export const layer: Layer.Layer<Ids> = Layer.succeed(Ids, make(secureBytes))
+export const layer: Layer.Layer<Ids> = Layer.sync(Ids, () => make(secureBytes))
 
 /** Ids for tests: time from the Clock, randomness from Effect's Random, so a seed pins every id. */
-export const layerTest: Layer.Layer<Ids> = Layer.succeed(Ids, make(effectRandomBytes))
+export const layerTest: Layer.Layer<Ids> = Layer.sync(Ids, () => make(effectRandomBytes))

@@ -161,7 +161,20 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       }
     )
 
-    return { submit, query } as const
+    /** The caller's tasks, newest first, `limit` (1 to 100, default 20) at a time. */
+    const list = Effect.fn("TaskService.list")(function*(account: Account, options: { readonly limit?: unknown; readonly cursor?: unknown }) {
+      const limit = options.limit === undefined ? 20 : Number(options.limit)
+      if (typeof options.limit === "string" && !/^\d+$/.test(options.limit) || !Number.isInteger(limit) || limit < 1 || limit > 100) {
+        return yield* new ValidationError({ message: "limit must be an integer between 1 and 100" })
+      }
+      if (options.cursor !== undefined && (typeof options.cursor !== "string" || options.cursor.length > 100)) {
+        return yield* new ValidationError({ message: "cursor must be a next_cursor from a previous page" })
+      }
+      const page = yield* store.list(account.id, { limit, cursor: options.cursor as string | undefined })
+      return { tasks: page.tasks.map(toWire), next_cursor: page.nextCursor }
+    })
+
+    return { submit, query, list } as const
   })
 }) {}
 

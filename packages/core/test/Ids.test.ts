@@ -102,6 +102,20 @@ for (const [name, layer] of [["Ids.layer", Ids.layer], ["Ids.layerTest", Ids.lay
   })
 }
 
+describe("Ids ordering", () => {
+  it.effect("ids made in the same millisecond sort in the order they were made", () =>
+    Effect.gen(function*() {
+      const ids = yield* Ids.Ids
+      yield* TestClock.setTime(1_700_000_000_000)
+      const batch = yield* Effect.all(Array.from({ length: 5000 }, () => ids.taskId))
+      expect([...batch].sort()).toEqual(batch)
+      expect(new Set(batch).size).toBe(5000)
+      yield* TestClock.adjust("1 millis")
+      const later = yield* ids.taskId
+      expect(later > batch[batch.length - 1]!).toBe(true)
+    }).pipe(Effect.provide(Ids.layerTest)))
+})
+
 describe("Ids.layerTest determinism", () => {
   it.effect("the same Random seed and time give the same ids and tokens", () =>
     Effect.gen(function*() {

@@ -70,6 +70,29 @@ export const layer: Layer.Layer<
               )
           })
         ))
+      // Raw: the query string is read here, so a repeated or odd parameter is our 400, not the framework's.
+      .handleRaw("list", ({ request }) =>
+        Effect.gen(function*() {
+          const account = yield* Accounts.CurrentAccount
+          const params = new URL(request.url, "http://localhost").searchParams
+          for (const name of params.keys()) {
+            if (name !== "limit" && name !== "cursor") return yield* Effect.fail(badRequest(`${name} is not a supported parameter`))
+            if (params.getAll(name).length > 1) return yield* Effect.fail(badRequest(`${name} may be given once`))
+          }
+          const data = yield* tasks.list(account, {
+            limit: params.get("limit") ?? undefined,
+            cursor: params.get("cursor") ?? undefined
+          })
+          return { code: 0, msg: "ok", data } as const
+        }).pipe(
+          Effect.catchTags({
+            ValidationError: (error) => Effect.fail(badRequest(error.message)),
+            StoreError: (error) =>
+              Effect.logError("mediagate: list failed in the store", error).pipe(
+                Effect.zipRight(Effect.fail(Api.internalError()))
+              )
+          })
+        ))
       .handle("query", ({ path }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount

@@ -1,0 +1,60 @@
+/**
+ * GET /api/v1/tasks (additive): the caller's tasks, newest first, with cursor pagination.
+ */
+import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { apiKey, otherApiKey, testServer } from "./support.js"
+
+const call = (request: HttpClientRequest.HttpClientRequest, key = apiKey) =>
+  Effect.gen(function*() {
+    const response = yield* (yield* HttpClient.HttpClient).execute(request.pipe(HttpClientRequest.bearerToken(key)))
+    return { status: response.status, body: (yield* response.json) as any }
+  })
+
+const submit = (prompt: string) =>
+  call(HttpClientRequest.post("/api/v1/task/submit").pipe(
+    HttpClientRequest.bodyText(JSON.stringify({ model: "dream-4", input: { prompt } }), "application/json")
+  )).pipe(Effect.map((answer) => answer.body.data.taskId as string))
+
+describe("GET /api/v1/tasks", () => {
+  it.layer(testServer())((it) => {
+    it.effect("pages the caller's tasks newest first; others see none of them", () =>
+      Effect.gen(function*() {
+        const ids: Array<string> = []
+        for (let i = 0; i < 7; i++) ids.push(yield* submit(`list ${i}`))
+        const seen: Array<string> = []
+        let cursor: string | null = null
+        for (let page = 0; page < 5; page++) {
+          const url: string = cursor === null ? "/api/v1/tasks?limit=3" : `/api/v1/tasks?limit=3&cursor=${cursor}`
+          const answer = yield* call(HttpClientRequest.get(url))
+          expect(answer.status).toBe(200)
+          expect(answer.body.code).toBe(0)
+          expect(answer.body.data.tasks.length).toBeLessThanOrEqual(3)
+          seen.push(...answer.body.data.tasks.map((task: { taskId: string }) => task.taskId))
+          cursor = answer.body.data.next_cursor
+          if (cursor === null) break
+        }
+        expect(seen).toEqual([...ids].reverse())
+        const theirs = yield* call(HttpClientRequest.get("/api/v1/tasks"), otherApiKey)
+        expect(theirs.body).toEqual({ code: 0, msg: "ok", data: { tasks: [], next_cursor: null } })
+      }))
+
+    it.effect("bad parameters are 400 in the envelope", () =>
+      Effect.gen(function*() {
+        for (const [query, msg] of [
+          ["limit=0", "limit must be an integer between 1 and 100"],
+          ["limit=101", "limit must be an integer between 1 and 100"],
+          ["limit=abc", "limit must be an integer between 1 and 100"],
+          ["limit=1.5", "limit must be an integer between 1 and 100"],
+          ["limit=1&limit=2", "limit may be given once"],
+          ["page=2", "page is not a supported parameter"]
+        ]) {
+          const answer = yield* call(HttpClientRequest.get(`/api/v1/tasks?${query}`))
+          expect([answer.status, answer.body]).toEqual([400, { code: 400, msg }])
+        }
+        const noKey = yield* (yield* HttpClient.HttpClient).execute(HttpClientRequest.get("/api/v1/tasks"))
+        expect(noKey.status).toBe(401)
+      }))
+  })
+})
