@@ -258,6 +258,20 @@ describe("clip3", () => {
 })
 
 describe("motion", () => {
+  const materialTable: ReadonlyArray<[string, string]> = [
+    [".jpg", "image"], [".jpeg", "image"], [".png", "image"], [".webp", "image"], [".gif", "image"], [".bmp", "image"],
+    [".mp4", "video"], [".mov", "video"], [".m4v", "video"], [".mp3", "audio"], [".wav", "audio"]
+  ]
+  for (const [extension, type] of materialTable) {
+    it(`material ${extension} is ${type}; motion-1.5-pro takes it only if an image`, () => {
+      expect(Motion.materialType(img(`clip${extension}`))).toBe(type)
+      expect(Motion.materialType(img(`CLIP${extension.toUpperCase()}?v=2`))).toBe(type)
+      expect(job("motion-2.0", { ...p, mediaUrls: [img(`a${extension}`)] }).mode).toBe(type === "image" ? "first-frame" : "multimodal-reference")
+      const outcome = normalize("motion-1.5-pro", { ...p, mediaUrls: [img(`a${extension}`)] })
+      expect(Either.isRight(outcome)).toBe(type === "image")
+    })
+  }
+
   it("material type from the extension selects the mode", () => {
     expect(job("motion-2.0", p).mode).toBe("text-to-video")
     expect(job("motion-2.0", { ...p, mediaUrls: [img("a.JPG?x=1")] }).mode).toBe("first-frame")
