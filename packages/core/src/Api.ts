@@ -52,6 +52,12 @@ export class NotFound extends Schema.Class<NotFound>("NotFound")(
   HttpApiSchema.annotations({ status: 404 })
 ) {}
 
+/** 409: the request conflicts with the task's state (cancelling a finished task). */
+export class Conflict extends Schema.Class<Conflict>("Conflict")(
+  envelopeError(409, "Why the task's state does not allow it."),
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
 /** 413: request body over the limit. */
 export class PayloadTooLarge extends Schema.Class<PayloadTooLarge>("PayloadTooLarge")(
   envelopeError(413, "The body limit."),
@@ -127,6 +133,14 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
         OpenApi.Description,
         "Query parameters: limit (1 to 100, default 20) and cursor (next_cursor of the previous page)."
       )
+  )
+  .add(
+    HttpApiEndpoint.post("cancel", "/task/:taskId/cancel")
+      .setPath(Schema.Struct({ taskId: Schema.String }))
+      .addSuccess(TaskResponse)
+      .addError(NotFound)
+      .addError(Conflict)
+      .annotate(OpenApi.Summary, "Cancel a task that has not ended (additive: not in the spec)")
   )
   .add(
     HttpApiEndpoint.get("query", "/task/:taskId")

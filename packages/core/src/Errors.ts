@@ -55,3 +55,9 @@ export class MediaError extends Schema.TaggedError<MediaError>()("MediaError", {
   message: Schema.String,
   cause: Schema.optional(Schema.Defect)
 }) {}
+
+/** The task is already in a terminal state, so it cannot be cancelled. */
+export class TaskNotCancellable extends Schema.TaggedError<TaskNotCancellable>()("TaskNotCancellable", {
+  taskId: Schema.String,
+  status: TaskStatus
+}) {}

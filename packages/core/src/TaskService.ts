@@ -3,14 +3,14 @@
  */
 import { Clock, Context, Duration, Effect, Either, Option } from "effect"
 import type { Account } from "./Accounts.js"
-import { ModerationRejected, StoreError, TaskNotFound, ValidationError } from "./Errors.js"
+import { ModerationRejected, StoreError, TaskNotCancellable, TaskNotFound, ValidationError } from "./Errors.js"
 import { Ids } from "./Ids.js"
 import { ModelCatalog } from "./models/ModelCatalog.js"
 import { Moderation } from "./Moderation.js"
 import { Prices } from "./models/Pricing.js"
 import type { Task, TaskInput, UpstreamJob } from "./Task.js"
 import * as Transition from "./Transition.js"
-import { TaskRecord, toWire } from "./Task.js"
+import { isTerminal, TaskRecord, toWire } from "./Task.js"
 import { TaskWakeup } from "./TaskEvents.js"
 import { TaskStore } from "./TaskStore.js"
 import { checkUrl } from "./UrlPolicy.js"
@@ -161,6 +161,30 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       }
     )
 
+    /**
+     * Cancels the caller's task unless it has ended. The engine's next write for the task
+     * then meets a newer version and leaves the task CANCELLED.
+     */
+    const cancel = Effect.fn("TaskService.cancel")(function*(account: Account, taskId: string) {
+      for (let attempt = 0; ; attempt++) {
+        const found = yield* store.get(taskId, account.id)
+        if (Option.isNone(found)) return yield* new TaskNotFound({ taskId })
+        const record = found.value
+        if (isTerminal(record.status)) return yield* new TaskNotCancellable({ taskId, status: record.status })
+        const now = yield* Clock.currentTimeMillis
+        const cancelled = yield* Effect.orDie(Transition.apply(record, { to: "CANCELLED", message: "cancelled by the client" }, now))
+        const callbacks = cancelled.callBackUrl === null
+          ? []
+          : [{ id: `msg_${yield* ids.token(12)}`, taskId, url: cancelled.callBackUrl, createdAt: now }]
+        const written = yield* store.update(cancelled, record.version, callbacks).pipe(
+          Effect.as(true),
+          // The engine moved the task meanwhile: read it again and decide again.
+          Effect.catchTag("TaskConflict", (conflict) => (attempt < 5 ? Effect.succeed(false) : Effect.fail(conflict)))
+        )
+        if (written) return toWire(cancelled)
+      }
+    })
+
     /** The caller's tasks, newest first, `limit` (1 to 100, default 20) at a time. */
     const list = Effect.fn("TaskService.list")(function*(account: Account, options: { readonly limit?: unknown; readonly cursor?: unknown }) {
       const limit = options.limit === undefined ? 20 : Number(options.limit)
@@ -174,7 +198,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       return { tasks: page.tasks.map(toWire), next_cursor: page.nextCursor }
     })
 
-    return { submit, query, list } as const
+    return { submit, query, list, cancel } as const
   })
 }) {}
 

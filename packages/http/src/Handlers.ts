@@ -93,6 +93,23 @@ export const layer: Layer.Layer<
               )
           })
         ))
+      .handle("cancel", ({ path }) =>
+        Effect.gen(function*() {
+          const account = yield* Accounts.CurrentAccount
+          const task = yield* tasks.cancel(account, path.taskId)
+          return { code: 0, msg: "ok", data: task } as const
+        }).pipe(
+          Effect.catchTags({
+            TaskNotFound: () => Effect.fail(Api.taskNotFound()),
+            TaskNotCancellable: (error) =>
+              Effect.fail(new Api.Conflict({ code: 409, msg: `task is already ${error.status}` })),
+            TaskConflict: () => Effect.fail(new Api.Conflict({ code: 409, msg: "task is changing; try again" })),
+            StoreError: (error) =>
+              Effect.logError("mediagate: cancel failed in the store", error).pipe(
+                Effect.zipRight(Effect.fail(Api.internalError()))
+              )
+          })
+        ))
       .handle("query", ({ path }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
