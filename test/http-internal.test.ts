@@ -25,7 +25,10 @@ const brokenStore = (mode: "error" | "defect") =>
     update: () => Effect.die("unused"),
     claimDue: () => Effect.succeed([]),
     list: () => Effect.die("unused"),
-    callbacks: () => Effect.die("unused")
+    callbacks: () => Effect.die("unused"),
+    claimCallbacks: () => Effect.succeed([]),
+    recordCallbackAttempt: () => Effect.die("unused"),
+    callbackAttempts: () => Effect.die("unused")
   })
 
 const server = (mode: "error" | "defect") =>

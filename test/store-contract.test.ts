@@ -235,6 +235,33 @@ for (const backend of backends) {
         })
       ))
 
+    it.effect("callbacks are claimed when due, leased, retried at their time, and done once delivered or given up", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const task = record()
+          const row = (id: string, createdAt: number) => ({ id: `${id}_${randomBytes(4).toString("hex")}`, taskId: task.id, url: "https://example.com/hook", createdAt })
+          const [first, second] = [row("msg_a", 100), row("msg_b", 200)]
+          yield* store.create(task, [first, second])
+          expect(yield* store.claimCallbacks({ now: 50, limit: 10, leaseUntil: 1_000 })).toEqual([])
+          const claimed = yield* store.claimCallbacks({ now: 300, limit: 10, leaseUntil: 1_000 })
+          expect(claimed).toEqual([{ ...first, attempts: 0 }, { ...second, attempts: 0 }])
+          // Leased: nobody else takes them before the lease ends.
+          expect(yield* store.claimCallbacks({ now: 400, limit: 10, leaseUntil: 2_000 })).toEqual([])
+          const failed = { callbackId: first.id, attempt: 1, at: 400, status: 500, error: "HTTP 500", durationMs: 12, outcome: { _tag: "Retry" as const, retryAt: 5_400 } }
+          yield* store.recordCallbackAttempt(failed)
+          const delivered = { callbackId: second.id, attempt: 1, at: 410, status: 204, error: null, durationMs: 8, outcome: { _tag: "Delivered" as const } }
+          yield* store.recordCallbackAttempt(delivered)
+          expect(yield* store.claimCallbacks({ now: 5_000, limit: 10, leaseUntil: 6_000 })).toEqual([])
+          const again = yield* store.claimCallbacks({ now: 5_400, limit: 10, leaseUntil: 6_000 })
+          expect(again).toEqual([{ ...first, attempts: 1 }])
+          const gaveUp = { callbackId: first.id, attempt: 2, at: 5_400, status: null, error: "timed out", durationMs: 15_000, outcome: { _tag: "GaveUp" as const } }
+          yield* store.recordCallbackAttempt(gaveUp)
+          expect(yield* store.claimCallbacks({ now: 99_999, limit: 10, leaseUntil: 100_000 })).toEqual([])
+          expect(yield* store.callbackAttempts(first.id)).toEqual([failed, gaveUp])
+          expect(yield* store.callbackAttempts(second.id)).toEqual([delivered])
+        })
+      ))
+
     it.effect("list pages an owner's tasks newest first with a cursor, stable under concurrent inserts", () =>
       withStore((store) =>
         Effect.gen(function*() {

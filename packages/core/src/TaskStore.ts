@@ -27,6 +27,27 @@ export interface CallbackRow {
   readonly createdAt: number
 }
 
+/** A callback due for delivery, as a deliverer claims it. */
+export interface DueCallback extends CallbackRow {
+  /** Attempts made so far. */
+  readonly attempts: number
+}
+
+/** One delivery attempt and what follows from it. */
+export interface CallbackAttempt {
+  readonly callbackId: string
+  /** 1 for the first attempt. */
+  readonly attempt: number
+  readonly at: number
+  /** HTTP status of the receiver's answer, or null when there was none. */
+  readonly status: number | null
+  /** Why the attempt failed, or null when it was delivered. */
+  readonly error: string | null
+  readonly durationMs: number
+  /** What happens next: delivered, another attempt at `retryAt`, or given up. */
+  readonly outcome: { readonly _tag: "Delivered" } | { readonly _tag: "Retry"; readonly retryAt: number } | { readonly _tag: "GaveUp" }
+}
+
 /** A page of an owner's tasks, newest first. */
 export interface TaskPage {
   readonly tasks: ReadonlyArray<TaskRecord>
@@ -59,4 +80,14 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
   ) => Effect.Effect<TaskPage, StoreError>
   /** The callbacks owed for a task, oldest first. */
   readonly callbacks: (taskId: string) => Effect.Effect<ReadonlyArray<CallbackRow>, StoreError>
+  /** Leases up to `limit` callbacks whose next attempt is due, earliest first. */
+  readonly claimCallbacks: (options: {
+    readonly now: number
+    readonly limit: number
+    readonly leaseUntil: number
+  }) => Effect.Effect<ReadonlyArray<DueCallback>, StoreError>
+  /** Records an attempt and its consequence (delivered, retry time, given up), releasing the lease. */
+  readonly recordCallbackAttempt: (attempt: CallbackAttempt) => Effect.Effect<void, StoreError>
+  /** Every attempt made for a callback, in order. */
+  readonly callbackAttempts: (callbackId: string) => Effect.Effect<ReadonlyArray<CallbackAttempt>, StoreError>
 }>() {}

@@ -57,7 +57,10 @@ const makeMemoryStore = (tasks: Map<string, Task.TaskRecord>): Context.Tag.Servi
         })
     ),
   list: () => Effect.die("not used by TaskService"),
-  callbacks: () => Effect.succeed([])
+  callbacks: () => Effect.succeed([]),
+  claimCallbacks: () => Effect.succeed([]),
+  recordCallbackAttempt: () => Effect.void,
+  callbackAttempts: () => Effect.succeed([])
 })
 
 /** A fresh, empty store each time the layer is built (once per test). */

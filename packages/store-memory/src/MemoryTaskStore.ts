@@ -9,9 +9,15 @@ import { Effect, Layer, Option } from "effect"
 export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Effect.sync(() => {
   const tasks = new Map<string, Task.TaskRecord>()
   const outbox = new Map<string, TaskStore.CallbackRow>()
+  const delivery = new Map<string, { attempts: number; nextAttemptAt: number; leaseUntil: number | null; done: boolean }>()
+  const attempts = new Map<string, Array<TaskStore.CallbackAttempt>>()
   const duplicate = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
     callbacks.find((row, i) => outbox.has(row.id) || callbacks.findIndex((other) => other.id === row.id) !== i)
-  const record = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) => callbacks.forEach((row) => outbox.set(row.id, row))
+  const record = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
+    callbacks.forEach((row) => {
+      outbox.set(row.id, row)
+      delivery.set(row.id, { attempts: 0, nextAttemptAt: row.createdAt, leaseUntil: null, done: false })
+    })
   return {
     create: (task, callbacks = []) =>
       Effect.suspend(() => {
@@ -67,7 +73,33 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         return { tasks: page, nextCursor: owned.length > limit ? page[page.length - 1]!.id : null }
       }),
     callbacks: (taskId) =>
-      Effect.sync(() => [...outbox.values()].filter((row) => row.taskId === taskId))
+      Effect.sync(() => [...outbox.values()].filter((row) => row.taskId === taskId)),
+    claimCallbacks: ({ leaseUntil, limit, now }) =>
+      Effect.sync(() =>
+        [...outbox.values()]
+          .filter((row) => {
+            const state = delivery.get(row.id)!
+            return !state.done && state.nextAttemptAt <= now && (state.leaseUntil === null || state.leaseUntil <= now)
+          })
+          .sort((a, b) => delivery.get(a.id)!.nextAttemptAt - delivery.get(b.id)!.nextAttemptAt)
+          .slice(0, limit)
+          .map((row) => {
+            const state = delivery.get(row.id)!
+            state.leaseUntil = leaseUntil
+            return { ...row, attempts: state.attempts }
+          })
+      ),
+    recordCallbackAttempt: (attempt) =>
+      Effect.sync(() => {
+        const state = delivery.get(attempt.callbackId)
+        if (state === undefined) return
+        attempts.set(attempt.callbackId, [...(attempts.get(attempt.callbackId) ?? []), attempt])
+        state.attempts = attempt.attempt
+        state.leaseUntil = null
+        if (attempt.outcome._tag === "Retry") state.nextAttemptAt = attempt.outcome.retryAt
+        else state.done = true
+      }),
+    callbackAttempts: (callbackId) => Effect.sync(() => attempts.get(callbackId) ?? [])
   }
 })
 

@@ -12,6 +12,7 @@ export const tables = (prefix: string) => ({
   tasks: `${prefix}tasks`,
   callbacks: `${prefix}callbacks`,
   accounts: `${prefix}accounts`,
+  callbackAttempts: `${prefix}callback_attempts`,
   migrations: `${prefix}migrations`
 })
 
@@ -57,6 +58,24 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
         delivered_at BIGINT
       )`
       yield* sql`CREATE INDEX ${sql(`${t.callbacks}_task`)} ON ${sql(t.callbacks)} (task_id)`
+    }),
+    "0004_callback_delivery": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`ALTER TABLE ${sql(t.callbacks)} ADD COLUMN lease_until BIGINT`
+      yield* sql`ALTER TABLE ${sql(t.callbacks)} ADD COLUMN failed_at BIGINT`
+      // Only undelivered callbacks have a next attempt: the deliverer's claim reads this index.
+      yield* sql`CREATE INDEX ${sql(`${t.callbacks}_due`)} ON ${sql(t.callbacks)} (next_attempt_at) WHERE delivered_at IS NULL AND failed_at IS NULL`
+      yield* sql`CREATE TABLE ${sql(t.callbackAttempts)} (
+        callback_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        at BIGINT NOT NULL,
+        status INTEGER,
+        error TEXT,
+        duration_ms INTEGER NOT NULL,
+        outcome TEXT NOT NULL,
+        retry_at BIGINT,
+        PRIMARY KEY (callback_id, attempt)
+      )`
     }),
     "0003_create_accounts": Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient

@@ -176,6 +176,22 @@ export const make = (options: Options = {}): Effect.Effect<
     const listFirst = compile(`SELECT * FROM ${tasks} WHERE owner_id = ? ORDER BY id DESC LIMIT ?`)
     const listAfter = compile(`SELECT * FROM ${tasks} WHERE owner_id = ? AND id < ? ORDER BY id DESC LIMIT ?`)
     const selectCallbacks = compile(`SELECT * FROM "${t.callbacks}" WHERE task_id = ? ORDER BY created_at, id`)
+    const claimCallbacks = compile(
+      `UPDATE "${t.callbacks}" SET lease_until = ?
+       WHERE id IN (
+         SELECT id FROM "${t.callbacks}"
+         WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+         ORDER BY next_attempt_at LIMIT ?${isPg ? " FOR UPDATE SKIP LOCKED" : ""}
+       )
+       RETURNING *`
+    )
+    const insertAttempt = compile(
+      `INSERT INTO "${t.callbackAttempts}" (callback_id, attempt, at, status, error, duration_ms, outcome, retry_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+    )
+    const afterAttempt = compile(
+      `UPDATE "${t.callbacks}" SET attempts = ?, lease_until = NULL, next_attempt_at = ?, delivered_at = ?, failed_at = ? WHERE id = ?`
+    )
+    const selectAttempts = compile(`SELECT * FROM "${t.callbackAttempts}" WHERE callback_id = ? ORDER BY attempt`)
 
     const writeCallbacks = (run: Run, callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
       Effect.forEach(callbacks, (row) => run(insertCallback, [row.id, row.taskId, row.url, row.createdAt, row.createdAt]), {
@@ -233,6 +249,67 @@ export const make = (options: Options = {}): Effect.Effect<
             rows.map((row) => ({ id: String(row["id"]), taskId: String(row["task_id"]), url: String(row["url"]), createdAt: num(row["created_at"]) }))
           ),
           refail("callbacks")
+        ),
+
+      claimCallbacks: ({ leaseUntil, limit, now }) =>
+        executor.run(claimCallbacks, [leaseUntil, now, now, limit]).pipe(
+          Effect.map((rows) =>
+            rows
+              .map((row) => ({
+                id: String(row["id"]),
+                taskId: String(row["task_id"]),
+                url: String(row["url"]),
+                createdAt: num(row["created_at"]),
+                attempts: num(row["attempts"]),
+                due: num(row["next_attempt_at"])
+              }))
+              .sort((a, b) => a.due - b.due)
+              .map(({ due: _, ...callback }) => callback)
+          ),
+          refail("claimCallbacks")
+        ),
+
+      recordCallbackAttempt: (attempt) =>
+        executor.transaction((run) =>
+          Effect.zipRight(
+            run(insertAttempt, [
+              attempt.callbackId,
+              attempt.attempt,
+              attempt.at,
+              attempt.status,
+              attempt.error,
+              Math.round(attempt.durationMs),
+              attempt.outcome._tag,
+              attempt.outcome._tag === "Retry" ? attempt.outcome.retryAt : null
+            ]),
+            run(afterAttempt, [
+              attempt.attempt,
+              attempt.outcome._tag === "Retry" ? attempt.outcome.retryAt : null,
+              attempt.outcome._tag === "Delivered" ? attempt.at : null,
+              attempt.outcome._tag === "GaveUp" ? attempt.at : null,
+              attempt.callbackId
+            ])
+          )
+        ).pipe(Effect.asVoid, refail("recordCallbackAttempt")),
+
+      callbackAttempts: (callbackId) =>
+        executor.run(selectAttempts, [callbackId]).pipe(
+          Effect.map((rows) =>
+            rows.map((row): TaskStore.CallbackAttempt => ({
+              callbackId: String(row["callback_id"]),
+              attempt: num(row["attempt"]),
+              at: num(row["at"]),
+              status: numOrNull(row["status"]),
+              error: strOrNull(row["error"]),
+              durationMs: num(row["duration_ms"]),
+              outcome: row["outcome"] === "Retry"
+                ? { _tag: "Retry", retryAt: num(row["retry_at"]) }
+                : row["outcome"] === "Delivered"
+                ? { _tag: "Delivered" }
+                : { _tag: "GaveUp" }
+            }))
+          ),
+          refail("callbackAttempts")
         )
     }
     return service
