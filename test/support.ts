@@ -11,6 +11,9 @@ import { Effect, Layer, Redacted } from "effect"
 /** The key of the test account. */
 export const apiKey = "mg_test_key_0123456789"
 
+/** The callback signing secret of the test account. */
+export const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
 /** The key of a second account, to check that tasks are private to their owner. */
 export const otherApiKey = "mg_other_key_9876543210"
 
@@ -29,7 +32,7 @@ export const testServer = (options: {
           services(
             { simulatorProfile: options.profile ?? "instant", allowPrivateUrls: options.allowPrivateUrls ?? false },
             memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
-              { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey) },
+              { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), webhookSecret: Redacted.make(webhookSecret) },
               { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey) }
             ]),
             options.engine

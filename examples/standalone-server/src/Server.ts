@@ -3,12 +3,14 @@
  * the simulator, the engine and HTTP on one node:http server. Tests build the same
  * composition.
  */
+import { FetchHttpClient } from "@effect/platform"
+import type { HttpClient } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Accounts, MediaStore, StoreError, TaskStore } from "@mediagate/core"
 import { Ids, ModelCatalog, SubmitPolicy, TaskService } from "@mediagate/core"
 import { MediagateHttp, Routes } from "@mediagate/http"
 import { FileMediaStore } from "@mediagate/media"
-import { Engine } from "@mediagate/scheduler"
+import { Deliverer, Engine } from "@mediagate/scheduler"
 import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlAccounts, SqlTaskStore } from "@mediagate/store-sql"
 import { SimulatedModeration, Simulator } from "@mediagate/upstream"
@@ -48,13 +50,15 @@ export const sqlBackends = (config: Pick<ServerConfig, "publicUrl" | "databaseUr
 export const services = (
   config: Pick<ServerConfig, "simulatorProfile" | "allowPrivateUrls">,
   backends: Backends,
-  engine: Engine.Options = {}
+  engine: Engine.Options = {},
+  deliverer: Deliverer.Options = {}
 ) => {
   const upstream = Simulator.layer({ profile: config.simulatorProfile }).pipe(Layer.provide(backends.media))
   const wakeup = Engine.layer(engine).pipe(Layer.provide(upstream))
   const tasks = TaskService.Default.pipe(Layer.provide([wakeup, SimulatedModeration.layer]))
   return Layer.mergeAll(
     tasks,
+    Deliverer.layer(deliverer).pipe(Layer.provide([backends.accounts, callbackClient])),
     backends.media,
     backends.accounts,
     Layer.succeed(SubmitPolicy, { ...SubmitPolicy.defaultValue(), allowPrivateUrls: config.allowPrivateUrls })
@@ -64,6 +68,11 @@ export const services = (
     Layer.provideMerge(Ids.layer)
   )
 }
+
+/** The HTTP client callbacks go out with: redirects are answers, not followed. */
+export const callbackClient: Layer.Layer<HttpClient.HttpClient> = FetchHttpClient.layer.pipe(
+  Layer.provide(Layer.succeed(FetchHttpClient.RequestInit, { redirect: "manual" }))
+)
 
 /** The HTTP server on `host:port`. */
 export const server = (config: Pick<ServerConfig, "host" | "port">) =>

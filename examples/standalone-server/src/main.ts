@@ -3,6 +3,7 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Ids } from "@mediagate/core"
+import { Webhooks } from "@mediagate/scheduler"
 import { SqlAccounts } from "@mediagate/store-sql"
 import { Clock, Console, Context, Effect, Layer, Option, Redacted } from "effect"
 import type { ServerConfig } from "./Config.js"
@@ -12,7 +13,7 @@ import { layer, memoryBackends, sqlBackends } from "./Server.js"
 /** How the key in use came about, for the banner. */
 type KeyOrigin = "environment" | "generated" | "stored"
 
-const banner = (config: ServerConfig, key: Option.Option<string>, origin: KeyOrigin) => {
+const banner = (config: ServerConfig, key: Option.Option<string>, origin: KeyOrigin, secret: Option.Option<string>) => {
   const shown = Option.getOrElse(key, () => "<your key>")
   const store = config.databaseUrl === "memory" ? "memory" : config.databaseUrl.replace(/\/\/[^@/]*@/, "//***@")
   return [
@@ -23,6 +24,10 @@ const banner = (config: ServerConfig, key: Option.Option<string>, origin: KeyOri
       : origin === "generated"
       ? `API key (generated now and shown only this once; keep it, or set MEDIAGATE_API_KEY): ${shown}`
       : "API key: the one printed at the first start (only its hash is stored); or set MEDIAGATE_API_KEY",
+    ...Option.match(secret, {
+      onNone: () => [],
+      onSome: (s) => [`Callback signing secret (Standard Webhooks) of this key's account: ${s}`]
+    }),
     "",
     "Try it:",
     `  curl -s -X POST ${config.publicUrl}/api/v1/task/submit \\`,
@@ -34,14 +39,20 @@ const banner = (config: ServerConfig, key: Option.Option<string>, origin: KeyOri
 }
 
 const newKey = Effect.map(Effect.flatMap(Ids.Ids, (ids) => ids.token(24)), (token) => `mg_${token}`)
+const newSecret = Effect.map(Effect.flatMap(Ids.Ids, (ids) => ids.token(24)), Webhooks.secretFromHex)
 
 /** Memory store: the key from the environment, or a new one for this run. */
 const runInMemory = (config: ServerConfig) =>
   Effect.gen(function*() {
     const key = Option.isSome(config.apiKey) ? config.apiKey.value : yield* newKey
-    const backends = memoryBackends(config, [{ id: "acct_default", name: "default", apiKey: Redacted.make(key) }])
+    const secret = yield* newSecret
+    const backends = memoryBackends(config, [
+      { id: "acct_default", name: "default", apiKey: Redacted.make(key), webhookSecret: Redacted.make(secret) }
+    ])
     return yield* layer(config, backends).pipe(
-      Layer.tap(() => Console.log(banner(config, Option.some(key), Option.isSome(config.apiKey) ? "environment" : "generated"))),
+      Layer.tap(() =>
+        Console.log(banner(config, Option.some(key), Option.isSome(config.apiKey) ? "environment" : "generated", Option.some(secret)))
+      ),
       Layer.launch
     )
   })
@@ -59,20 +70,24 @@ const runOnSql = (config: ServerConfig) =>
       const now = yield* Clock.currentTimeMillis
       let key: Option.Option<string> = Option.none()
       let origin: KeyOrigin = "stored"
+      let secret: Option.Option<string> = Option.none()
+      const webhookSecret = Redacted.make(yield* newSecret)
       if (Option.isSome(config.apiKey)) {
         const hash = SqlAccounts.hashKey(config.apiKey.value)
-        yield* accounts.ensure({ id: `acct_${hash.slice(0, 16)}`, name: "default", apiKey: Redacted.make(config.apiKey.value), now })
+        const account = yield* accounts.ensure({ id: `acct_${hash.slice(0, 16)}`, name: "default", apiKey: Redacted.make(config.apiKey.value), webhookSecret, now })
         key = config.apiKey
         origin = "environment"
+        secret = Option.map(yield* accounts.webhookSecret(account.id), Redacted.value)
       } else if ((yield* accounts.count) === 0) {
         const generated = yield* newKey
-        yield* accounts.ensure({ id: "acct_default", name: "default", apiKey: Redacted.make(generated), now })
+        const account = yield* accounts.ensure({ id: "acct_default", name: "default", apiKey: Redacted.make(generated), webhookSecret, now })
         key = Option.some(generated)
         origin = "generated"
+        secret = Option.map(yield* accounts.webhookSecret(account.id), Redacted.value)
       }
       const reuse = { ...backends, store: Layer.succeedContext(built), accounts: Layer.succeedContext(built) } as const
       return yield* layer(config, reuse).pipe(
-        Layer.tap(() => Console.log(banner(config, key, origin))),
+        Layer.tap(() => Console.log(banner(config, key, origin, secret))),
         Layer.launch
       )
     })

@@ -14,6 +14,8 @@ export interface Account {
 /** Looks up the account of an API key. */
 export class Accounts extends Context.Tag("@mediagate/core/Accounts")<Accounts, {
   readonly authenticate: (apiKey: Redacted.Redacted<string>) => Effect.Effect<Option.Option<Account>, StoreError>
+  /** The account's `whsec_` secret that signs its callbacks (Standard Webhooks), if it has one. */
+  readonly webhookSecret: (accountId: string) => Effect.Effect<Option.Option<Redacted.Redacted<string>>, StoreError>
 }>() {}
 
 /** The account of the current request, provided by the HTTP auth middleware. */

@@ -1,2 +1,6 @@
+/** The callback deliverer. */
+export * as Deliverer from "./Deliverer.js"
 /** The task lifecycle engine. */
 export * as Engine from "./Engine.js"
+/** Standard Webhooks signatures. */
+export * as Webhooks from "./Webhooks.js"

@@ -9,6 +9,8 @@ import { createHash } from "node:crypto"
 /** An account together with its API key, as a host configures it. */
 export interface AccountWithKey extends Accounts.Account {
   readonly apiKey: Redacted.Redacted<string>
+  /** `whsec_` secret that signs the account's callbacks. */
+  readonly webhookSecret?: Redacted.Redacted<string>
 }
 
 /** SHA-256 of an API key. */
@@ -22,7 +24,9 @@ export const make = (accounts: ReadonlyArray<AccountWithKey>): Context.Tag.Servi
       { id: account.id, name: account.name }
     ])
   )
+  const secrets = new Map(accounts.flatMap((account) => (account.webhookSecret ? [[account.id, account.webhookSecret] as const] : [])))
   return {
+    webhookSecret: (accountId) => Effect.sync(() => Option.fromNullable(secrets.get(accountId))),
     authenticate: (apiKey) =>
       Effect.sync(() => {
         const key = Redacted.value(apiKey)

@@ -77,6 +77,10 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
         PRIMARY KEY (callback_id, attempt)
       )`
     }),
+    "0005_account_webhook_secret": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`ALTER TABLE ${sql(t.accounts)} ADD COLUMN webhook_secret TEXT`
+    }),
     "0003_create_accounts": Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* sql`CREATE TABLE ${sql(t.accounts)} (

@@ -14,7 +14,12 @@ export const hashKey = (key: string): string => createHash("sha256").update(key,
 /** The SQL accounts service: authentication plus what a server needs at startup. */
 export interface SqlAccounts extends Context.Tag.Service<Accounts.Accounts> {
   /** Creates the account unless one with this key exists; returns the account holding the key. */
-  readonly ensure: (account: Accounts.Account & { readonly apiKey: Redacted.Redacted<string>; readonly now: number }) => Effect.Effect<Accounts.Account, StoreError>
+  readonly ensure: (account: Accounts.Account & {
+    readonly apiKey: Redacted.Redacted<string>
+    /** Given to an account that has no secret yet. */
+    readonly webhookSecret: Redacted.Redacted<string>
+    readonly now: number
+  }) => Effect.Effect<Accounts.Account, StoreError>
   /** How many accounts exist. */
   readonly count: Effect.Effect<number, StoreError>
 }
@@ -42,14 +47,22 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
           ? Effect.succeed(Option.none())
           : byHash(hashKey(key)).pipe(Effect.mapError(storeError("authenticate")))
       },
-      ensure: ({ apiKey, id, name, now }) =>
+      ensure: ({ apiKey, id, name, now, webhookSecret }) =>
         Effect.gen(function*() {
           const hash = hashKey(Redacted.value(apiKey))
           const existing = yield* byHash(hash)
-          if (Option.isSome(existing)) return existing.value
-          yield* sql`INSERT INTO ${sql(table)} ${sql.insert({ id, name, key_hash: hash, created_at: now })}`
+          if (Option.isSome(existing)) {
+            yield* sql`UPDATE ${sql(table)} SET webhook_secret = ${Redacted.value(webhookSecret)} WHERE id = ${existing.value.id} AND webhook_secret IS NULL`
+            return existing.value
+          }
+          yield* sql`INSERT INTO ${sql(table)} ${sql.insert({ id, name, key_hash: hash, created_at: now, webhook_secret: Redacted.value(webhookSecret) })}`
           return { id, name }
         }).pipe(Effect.mapError(storeError("ensure account"))),
+      webhookSecret: (accountId) =>
+        sql<{ webhook_secret: string | null }>`SELECT webhook_secret FROM ${sql(table)} WHERE id = ${accountId}`.pipe(
+          Effect.map((rows) => Option.map(Option.fromNullable(rows[0]?.webhook_secret), (secret) => Redacted.make(String(secret)))),
+          Effect.mapError(storeError("webhook secret"))
+        ),
       count: sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(table)}`.pipe(
         Effect.map((rows) => Number(rows[0]?.n ?? 0)),
         Effect.mapError(storeError("count accounts"))

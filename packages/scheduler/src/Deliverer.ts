@@ -1,0 +1,111 @@
+/**
+ * The callback deliverer (DESIGN.md section 5): sends each callback the store owes, signed
+ * per Standard Webhooks, and retries on a schedule. 2xx is delivered; anything else
+ * (3xx included: redirects are not followed) is tried again; every attempt is recorded.
+ */
+import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { Accounts, Task, TaskStore } from "@mediagate/core"
+import { Clock, Duration, Effect, Layer, Option, Random, Redacted } from "effect"
+import * as Webhooks from "./Webhooks.js"
+
+/** Delays before attempt 1, 2, ... (the first is immediate): 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h. */
+export const defaultSchedule: ReadonlyArray<Duration.DurationInput> = [
+  "0 millis", "5 seconds", "5 minutes", "30 minutes", "2 hours", "5 hours", "10 hours", "14 hours", "20 hours", "24 hours"
+]
+
+/** Deliverer settings. */
+export interface Options {
+  /** How often it looks for due callbacks. Default 1 s. */
+  readonly pollInterval?: Duration.DurationInput
+  /** Callbacks sent at once. Default 8. */
+  readonly concurrency?: number
+  /** Time limit of one attempt. Default 15 s. */
+  readonly timeout?: Duration.DurationInput
+  readonly schedule?: ReadonlyArray<Duration.DurationInput>
+  /** Each retry delay varies by up to this fraction either way, so receivers are not hit in bursts. Default 0.1. */
+  readonly jitter?: number
+}
+
+/** Builds the deliverer loop; it runs for the scope's lifetime. */
+export const make = (options: Options = {}) =>
+  Effect.gen(function*() {
+    const store = yield* TaskStore.TaskStore
+    const accounts = yield* Accounts.Accounts
+    const http = yield* HttpClient.HttpClient
+    const timeout = Duration.decode(options.timeout ?? "15 seconds")
+    const schedule = (options.schedule ?? defaultSchedule).map((delay) => Duration.toMillis(delay))
+    const jitter = options.jitter ?? 0.1
+    const leaseMillis = Duration.toMillis(timeout) * 2
+
+    const send = (callback: TaskStore.DueCallback, body: string, secret: Option.Option<Redacted.Redacted<string>>, now: number) => {
+      const timestamp = Math.floor(now / 1000)
+      const signature = Option.map(secret, (s) => Webhooks.sign(Redacted.value(s), callback.id, timestamp, body))
+      const request = HttpClientRequest.post(callback.url).pipe(
+        HttpClientRequest.setHeaders({
+          "user-agent": "mediagate-webhooks/0.1",
+          "webhook-id": callback.id,
+          "webhook-timestamp": String(timestamp),
+          ...(Option.isSome(signature) ? { "webhook-signature": signature.value } : {})
+        }),
+        HttpClientRequest.bodyText(body, "application/json")
+      )
+      return http.execute(request).pipe(
+        Effect.map((response) => response.status),
+        Effect.scoped,
+        Effect.timeoutFail({ duration: timeout, onTimeout: () => `no answer within ${Duration.format(timeout)}` }),
+        Effect.mapError((error) => (typeof error === "string" ? error : `request failed: ${error.message}`)),
+        Effect.either
+      )
+    }
+
+    const deliver = (callback: TaskStore.DueCallback) =>
+      Effect.gen(function*() {
+        const started = yield* Clock.currentTimeMillis
+        const attempt = callback.attempts + 1
+        const task = yield* store.get(callback.taskId)
+        const record = (status: number | null, error: string | null) =>
+          Effect.gen(function*() {
+            const at = yield* Clock.currentTimeMillis
+            const delivered = status !== null && status >= 200 && status < 300
+            const delay = schedule[attempt]
+            const outcome: TaskStore.CallbackAttempt["outcome"] = delivered
+              ? { _tag: "Delivered" }
+              : delay === undefined
+              ? { _tag: "GaveUp" }
+              : { _tag: "Retry", retryAt: at + Math.round(delay * (yield* Random.nextRange(1 - jitter, 1 + jitter))) }
+            yield* store.recordCallbackAttempt({ callbackId: callback.id, attempt, at, status, error, durationMs: at - started, outcome })
+          })
+        if (Option.isNone(task)) return yield* record(null, "the task no longer exists")
+        // The body is the query answer, as it stands now.
+        const body = JSON.stringify({ code: 0, msg: "ok", data: Task.toWire(task.value) })
+        const secret = yield* accounts.webhookSecret(task.value.ownerId)
+        const outcome = yield* send(callback, body, secret, started)
+        if (outcome._tag === "Left") return yield* record(null, outcome.left)
+        const status = outcome.right
+        return yield* record(status, status >= 200 && status < 300 ? null : `HTTP ${status}`)
+      }).pipe(
+        Effect.catchAll((error) => Effect.logError(`deliverer: callback ${callback.id} could not be processed`, error)),
+        Effect.withSpan("Deliverer.deliver", { attributes: { callbackId: callback.id } })
+      )
+
+    const round = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const due = yield* store.claimCallbacks({ now, limit: 100, leaseUntil: now + leaseMillis })
+      yield* Effect.forEach(due, deliver, { concurrency: options.concurrency ?? 8, discard: true })
+      return due.length
+    }).pipe(Effect.catchAll((error) => Effect.logError("deliverer: claiming callbacks failed", error).pipe(Effect.as(0))))
+
+    // Busy: go again at once; idle: wait for the next poll.
+    yield* round.pipe(
+      Effect.flatMap((count) => (count > 0 ? Effect.void : Effect.sleep(options.pollInterval ?? "1 second"))),
+      Effect.forever,
+      Effect.forkScoped,
+      Effect.interruptible
+    )
+  })
+
+/** The deliverer running in the background for the layer's lifetime. */
+export const layer = (
+  options: Options = {}
+): Layer.Layer<never, never, TaskStore.TaskStore | Accounts.Accounts | HttpClient.HttpClient> =>
+  Layer.scopedDiscard(make(options))

@@ -1,0 +1,154 @@
+/**
+ * The callback deliverer against a real receiver on loopback, verified with the
+ * `standardwebhooks` library, retries timed by the TestClock.
+ */
+import { FetchHttpClient } from "@effect/platform"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { Task, TaskStore, Testing } from "@mediagate/core"
+import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
+import { Effect, Layer, Redacted, TestClock } from "effect"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { Webhook } from "standardwebhooks"
+import { Deliverer, Webhooks } from "../src/index.js"
+
+const secret = Webhooks.secretFromHex("00112233445566778899aabbccddeeff0011223344556677")
+
+type Received = { readonly path: string; readonly headers: Http.IncomingHttpHeaders; readonly body: string }
+const received: Array<Received> = []
+/** What the receiver answers, per path: a list of statuses used in turn (the last one repeats). */
+const script = new Map<string, Array<number>>()
+let base = ""
+const server = Http.createServer((request, response) => {
+  let body = ""
+  request.on("data", (chunk) => (body += chunk))
+  request.on("end", () => {
+    const path = request.url ?? "/"
+    received.push({ path, headers: request.headers, body })
+    const statuses = script.get(path) ?? [204]
+    const status = statuses.length > 1 ? statuses.shift()! : statuses[0]!
+    if (status === 0) return // never answer
+    response.writeHead(status, status === 302 ? { location: `${base}/elsewhere` } : {})
+    response.end()
+  })
+})
+beforeAll(() => new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => {
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  resolve()
+})))
+afterAll(() => {
+  server.closeAllConnections()
+  return new Promise<void>((resolve) => server.close(() => resolve()))
+})
+
+const deliverer = (options: Deliverer.Options = {}) =>
+  Deliverer.layer(options).pipe(
+    Layer.provideMerge(MemoryTaskStore.layer),
+    Layer.provide(MemoryAccounts.layer([{ id: "acct_test", name: "t", apiKey: Redacted.make("k"), webhookSecret: Redacted.make(secret) }])),
+    Layer.provide(FetchHttpClient.layer.pipe(Layer.provide(Layer.succeed(FetchHttpClient.RequestInit, { redirect: "manual" }))))
+  )
+
+/** Lets real I/O happen: event-loop turns, not timed sleeps. */
+const until = <A>(effect: Effect.Effect<A, unknown, TaskStore.TaskStore>, done: (a: A) => boolean) =>
+  Effect.gen(function*() {
+    for (let turn = 0; turn < 2_000; turn++) {
+      const value = yield* effect
+      if (done(value)) return value
+      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+    }
+    return yield* Effect.dieMessage("condition not reached")
+  })
+
+/** A finished task owing one callback to `path`. */
+const owe = (path: string) =>
+  Effect.gen(function*() {
+    const store = yield* TaskStore.TaskStore
+    const id = `0190c8a4-0000-7000-8000-${String(received.length + script.size).padStart(12, "0")}${path.length}`
+    const task = Testing.record({
+      id,
+      status: "SUCCESS",
+      dueAt: null,
+      result: { type: "image", urls: ["https://cdn.example/a.png"] },
+      callBackUrl: `${base}${path}`
+    })
+    const callback = { id: `msg_${path.slice(1)}`, taskId: task.id, url: task.callBackUrl!, createdAt: 0 }
+    yield* store.create(task, [callback])
+    return { task, callback }
+  })
+
+const attemptsOf = (id: string) => Effect.flatMap(TaskStore.TaskStore, (store) => store.callbackAttempts(id))
+
+describe("Deliverer", () => {
+  it.effect("delivers the query answer, signed so that standardwebhooks verifies it", () =>
+    Effect.gen(function*() {
+      const { callback, task } = yield* owe("/ok")
+      yield* TestClock.adjust("1 second")
+      const [attempt] = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      expect(attempt).toMatchObject({ attempt: 1, status: 204, error: null, outcome: { _tag: "Delivered" } })
+      const request = received.find((r) => r.path === "/ok")!
+      expect(JSON.parse(request.body)).toEqual({ code: 0, msg: "ok", data: Task.toWire(task) })
+      expect(request.headers["webhook-id"]).toBe(callback.id)
+      expect(request.headers["content-type"]).toBe("application/json")
+      // The library's own signer is the reference: same id, timestamp and body, same signature.
+      // (Its verify() also checks the timestamp against the wall clock; ours comes from the TestClock.)
+      const timestamp = Number(request.headers["webhook-timestamp"])
+      const webhook = new Webhook(secret)
+      expect(request.headers["webhook-signature"]).toBe(webhook.sign(callback.id, new Date(timestamp * 1000), request.body))
+      expect(webhook.sign(callback.id, new Date(timestamp * 1000), request.body.replace("SUCCESS", "FAILURE")))
+        .not.toBe(request.headers["webhook-signature"])
+    }).pipe(Effect.provide(deliverer()), Effect.scoped))
+
+  it.effect("a failed attempt is retried after about 5 s with the same webhook-id, then delivered", () =>
+    Effect.gen(function*() {
+      script.set("/flaky", [500, 200])
+      const { callback } = yield* owe("/flaky")
+      yield* TestClock.adjust("1 second")
+      const first = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      expect(first[0]).toMatchObject({ status: 500, error: "HTTP 500", outcome: { _tag: "Retry" } })
+      const retryAt = (first[0]!.outcome as { retryAt: number }).retryAt - first[0]!.at
+      expect(retryAt).toBeGreaterThanOrEqual(4_500)
+      expect(retryAt).toBeLessThanOrEqual(5_500)
+      yield* TestClock.adjust("3 seconds")
+      expect((yield* attemptsOf(callback.id)).length).toBe(1)
+      yield* TestClock.adjust("4 seconds")
+      const both = yield* until(attemptsOf(callback.id), (a) => a.length === 2)
+      expect(both[1]).toMatchObject({ attempt: 2, status: 200, outcome: { _tag: "Delivered" } })
+      const ids = received.filter((r) => r.path === "/flaky").map((r) => r.headers["webhook-id"])
+      expect(ids).toEqual([callback.id, callback.id])
+    }).pipe(Effect.provide(deliverer()), Effect.scoped))
+
+  it.effect("a redirect is not followed: it counts as a failed attempt", () =>
+    Effect.gen(function*() {
+      script.set("/moved", [302])
+      const { callback } = yield* owe("/moved")
+      yield* TestClock.adjust("1 second")
+      const [attempt] = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      expect(attempt).toMatchObject({ status: 302, error: "HTTP 302", outcome: { _tag: "Retry" } })
+      expect(received.some((r) => r.path === "/elsewhere")).toBe(false)
+    }).pipe(Effect.provide(deliverer()), Effect.scoped))
+
+  it.effect("after the last attempt of the schedule it gives up, every attempt recorded", () =>
+    Effect.gen(function*() {
+      script.set("/down", [503])
+      const { callback } = yield* owe("/down")
+      for (let i = 0; i < 3; i++) {
+        yield* TestClock.adjust("1 second")
+        yield* until(attemptsOf(callback.id), (a) => a.length >= i + 1)
+      }
+      const attempts = yield* until(attemptsOf(callback.id), (a) => a.length === 3)
+      expect(attempts.map((a) => [a.attempt, a.status, a.outcome._tag])).toEqual([[1, 503, "Retry"], [2, 503, "Retry"], [3, 503, "GaveUp"]])
+      yield* TestClock.adjust("1 hour")
+      expect((yield* attemptsOf(callback.id)).length).toBe(3)
+    }).pipe(Effect.provide(deliverer({ schedule: ["0 millis", "1 second", "1 second"], jitter: 0 })), Effect.scoped))
+
+  it.effect("a receiver that never answers is given up on after 15 s, and retried", () =>
+    Effect.gen(function*() {
+      script.set("/silent", [0])
+      const { callback } = yield* owe("/silent")
+      yield* TestClock.adjust("1 second")
+      yield* until(Effect.succeed(received.filter((r) => r.path === "/silent").length), (n) => n === 1)
+      yield* TestClock.adjust("15 seconds")
+      const [attempt] = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      expect(attempt).toMatchObject({ status: null, error: "no answer within 15s", outcome: { _tag: "Retry" } })
+    }).pipe(Effect.provide(deliverer()), Effect.scoped))
+})
