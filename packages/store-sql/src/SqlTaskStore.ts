@@ -4,7 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { SqlConnection, SqlError } from "@effect/sql"
-import { StoreError, Task, TaskConflict, TaskStore } from "@mediagate/core"
+import { StoreError, Task, TaskConflict, TaskStore, Testing } from "@mediagate/core"
 import type { Context, Scope } from "effect"
 import { Effect, Exit, Layer, Option } from "effect"
 import { migrate, tables } from "./Schema.js"
@@ -153,7 +153,7 @@ export const make = (options: Options = {}): Effect.Effect<
       return isPg ? text.replace(/\?/g, () => `$${++n}`) : text
     }
     const tasks = `"${t.tasks}"`
-    const columns = Object.keys(toRow(new Task.TaskRecord(sample)))
+    const columns = Object.keys(toRow(Testing.record({ id: "" })))
     const insertTask = compile(`INSERT INTO ${tasks} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`)
     const updateColumns = columns.filter((column) => column !== "id")
     const updateTask = compile(
@@ -314,17 +314,6 @@ export const make = (options: Options = {}): Effect.Effect<
     }
     return service
   })
-
-/** A record whose only use is to list the columns in order. */
-const sample: ConstructorParameters<typeof Task.TaskRecord>[0] = {
-  id: "", ownerId: "", status: "PENDING", input: {},
-  job: {
-    model: "", mode: "", output: "image", prompt: "", n: 1, ratio: null, resolution: null, width: null, height: null,
-    duration: null, imageUrls: [], params: {}, fallbackModel: null, sync: false, priceMicroUsd: 0, adjustments: []
-  },
-  result: null, failureReason: null, errorMessage: null, callBackUrl: null, userId: null, upstreamId: null,
-  createdAt: 0, updatedAt: 0, deadlineAt: 0, dueAt: null, leaseOwner: null, leaseUntil: null, version: 1
-}
 
 /** The SQL TaskStore layer (on the SqlClient in context). */
 export const layer: Layer.Layer<TaskStore.TaskStore, StoreError, SqlClient.SqlClient> = Layer.scoped(TaskStore.TaskStore, make())
