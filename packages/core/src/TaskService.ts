@@ -51,6 +51,9 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
 
 const fail = (message: string) => Either.left(new ValidationError({ message }))
 
+/** A client's string in a message, cut short: an error should not echo a megabyte back. */
+const shown = (value: string) => (value.length > 64 ? `${value.slice(0, 64)}…` : value)
+
 interface Envelope {
   readonly model: string
   readonly input: Record<string, unknown>
@@ -65,7 +68,7 @@ const checkEnvelope = (
 ): Either.Either<Envelope, ValidationError> => {
   if (!isPlainObject(body)) return fail("request body must be a JSON object")
   const unknownField = Object.keys(body).find((key) => !topLevelFields.has(key))
-  if (unknownField !== undefined) return fail(`${unknownField} is not a supported field`)
+  if (unknownField !== undefined) return fail(`${shown(unknownField)} is not a supported field`)
   const { callBackUrl, input, model, user_id } = body
   if (model === undefined || model === null || model === "") return fail("model is required")
   if (typeof model !== "string") return fail("model must be a string")
@@ -104,7 +107,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       const policy = yield* SubmitPolicy
       const request = yield* checkEnvelope(body, policy)
       const model = yield* Option.match(catalog.find(request.model), {
-        onNone: () => Effect.fail(new ValidationError({ message: `model '${request.model}' is not supported` })),
+        onNone: () => Effect.fail(new ValidationError({ message: `model '${shown(request.model)}' is not supported` })),
         onSome: Effect.succeed
       })
       const normalized = yield* model.normalize(request.input)
