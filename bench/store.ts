@@ -51,7 +51,7 @@ const storeRun = async (
   const insert = await time(() => runtime.runPromise(Effect.forEach(tasks, (task) => store.create(task), { discard: true })))
   const ids = tasks.map((t) => t.id)
   const read = await time(() =>
-    runtime.runPromise(Effect.forEach(ids, (_, i) => store.get(ids[(i * 7919) % ids.length]!, "acct_bench"), { discard: true }))
+    runtime.runPromise(Effect.forEach(ids, (_, i) => store.getOwned(ids[(i * 7919) % ids.length]!, Ids.AccountId.make("acct_bench")), { discard: true }))
   )
   const claim = await time(() =>
     runtime.runPromise(

@@ -16,11 +16,12 @@ const brokenStore = (mode: "error" | "defect") =>
   Layer.succeed(TaskStore.TaskStore, {
     create: () =>
       mode === "error"
-        ? Effect.fail(new StoreError({ message: "disk on fire" }))
+        ? Effect.die(new StoreError({ message: "disk on fire" }))
         : Effect.die(new Error("bug: undefined is not a function")),
-    get: () =>
+    get: () => Effect.die("unused"),
+    getOwned: () =>
       mode === "error"
-        ? Effect.fail(new StoreError({ message: "disk on fire" }))
+        ? Effect.die(new StoreError({ message: "disk on fire" }))
         : Effect.die(new Error("bug: undefined is not a function")),
     update: () => Effect.die("unused"),
     claimDue: () => Effect.succeed([]),

@@ -74,13 +74,13 @@ const runOnSql = (config: ServerConfig) =>
       const webhookSecret = Redacted.make(yield* newSecret)
       if (Option.isSome(config.apiKey)) {
         const hash = SqlAccounts.hashKey(config.apiKey.value)
-        const account = yield* accounts.ensure({ id: `acct_${hash.slice(0, 16)}`, name: "default", apiKey: Redacted.make(config.apiKey.value), webhookSecret, now })
+        const account = yield* accounts.ensure({ id: Ids.AccountId.make(`acct_${hash.slice(0, 16)}`), name: "default", apiKey: Redacted.make(config.apiKey.value), webhookSecret, now })
         key = config.apiKey
         origin = "environment"
         secret = Option.map(yield* accounts.webhookSecret(account.id), Redacted.value)
       } else if ((yield* accounts.count) === 0) {
         const generated = yield* newKey
-        const account = yield* accounts.ensure({ id: "acct_default", name: "default", apiKey: Redacted.make(generated), webhookSecret, now })
+        const account = yield* accounts.ensure({ id: Ids.AccountId.make("acct_default"), name: "default", apiKey: Redacted.make(generated), webhookSecret, now })
         key = Option.some(generated)
         origin = "generated"
         secret = Option.map(yield* accounts.webhookSecret(account.id), Redacted.value)

@@ -1,12 +1,24 @@
 /**
  * Identifiers. Everything random goes through this service, so tests can pin it.
  */
-import { Clock, Context, Effect, Layer, Random } from "effect"
+import { Clock, Context, Effect, Layer, Random, Schema } from "effect"
+
+/** A task's id: a lowercase UUIDv7 string. */
+export const TaskId = Schema.String.pipe(Schema.brand("@mediagate/TaskId"))
+export type TaskId = typeof TaskId.Type
+
+/** An account's id: the owner of tasks. */
+export const AccountId = Schema.String.pipe(Schema.brand("@mediagate/AccountId"))
+export type AccountId = typeof AccountId.Type
+
+/** The id an upstream gave a job it accepted. */
+export const UpstreamId = Schema.String.pipe(Schema.brand("@mediagate/UpstreamId"))
+export type UpstreamId = typeof UpstreamId.Type
 
 /** Makes task ids (UUIDv7) and opaque random tokens. */
 export class Ids extends Context.Tag("@mediagate/core/Ids")<Ids, {
   /** A UUIDv7: time-ordered, so ids sort by creation. */
-  readonly taskId: Effect.Effect<string>
+  readonly taskId: Effect.Effect<TaskId>
   /** `bytes` random bytes as lowercase hex. */
   readonly token: (bytes: number) => Effect.Effect<string>
 }>() {}
@@ -55,7 +67,7 @@ export const make = (randomBytes: (count: number) => Effect.Effect<ReadonlyArray
     return uuidV7(lastMillis, [(counter >> 8) & 0x0f, counter & 0xff, ...random.slice(2)])
   }
   return {
-    taskId: Effect.zipWith(Clock.currentTimeMillis, randomBytes(10), next),
+    taskId: Effect.zipWith(Clock.currentTimeMillis, randomBytes(10), (millis, bytes) => TaskId.make(next(millis, bytes))),
     token: (count) => Effect.map(randomBytes(count), (bytes) => bytes.map(hex).join(""))
   }
 }

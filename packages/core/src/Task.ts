@@ -3,6 +3,7 @@
  * and the wire shape the query endpoint returns (spec section 2).
  */
 import { Schema } from "effect"
+import { AccountId, TaskId, UpstreamId } from "./Ids.js"
 
 /** Every status a task can be in (spec section 3). */
 export const TaskStatus = Schema.Literal(
@@ -80,8 +81,8 @@ export type UpstreamJob = typeof UpstreamJob.Type
 
 /** The task as the store keeps it: the public fields plus what the engine needs. Times are epoch milliseconds. */
 export class TaskRecord extends Schema.Class<TaskRecord>("TaskRecord")({
-  id: Schema.String,
-  ownerId: Schema.String,
+  id: TaskId,
+  ownerId: AccountId,
   status: TaskStatus,
   input: TaskInput,
   job: UpstreamJob,
@@ -91,7 +92,7 @@ export class TaskRecord extends Schema.Class<TaskRecord>("TaskRecord")({
   errorMessage: Schema.NullOr(Schema.String),
   callBackUrl: Schema.NullOr(Schema.String),
   userId: Schema.NullOr(Schema.String),
-  upstreamId: Schema.NullOr(Schema.String),
+  upstreamId: Schema.NullOr(UpstreamId),
   createdAt: Schema.Number,
   updatedAt: Schema.Number,
   deadlineAt: Schema.Number,

@@ -3,7 +3,8 @@
  */
 import { Clock, Context, Duration, Effect, Either, Option } from "effect"
 import type { Account } from "./Accounts.js"
-import { ModerationRejected, StoreError, TaskNotCancellable, TaskNotFound, ValidationError } from "./Errors.js"
+import { ModerationRejected, TaskNotCancellable, TaskNotFound, ValidationError } from "./Errors.js"
+import type { TaskId } from "./Ids.js"
 import { Ids } from "./Ids.js"
 import { ModelCatalog } from "./models/ModelCatalog.js"
 import { Moderation } from "./Moderation.js"
@@ -155,8 +156,8 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
 
     /** The caller's task with this id, as the query endpoint shows it. */
     const query = Effect.fn("TaskService.query")(
-      function*(account: Account, taskId: string) {
-        const record = yield* store.get(taskId, account.id)
+      function*(account: Account, taskId: TaskId) {
+        const record = yield* store.getOwned(taskId, account.id)
         return yield* Option.match(record, {
           onNone: () => Effect.fail(new TaskNotFound({ taskId })),
           onSome: (found): Effect.Effect<Task> => Effect.succeed(toWire(found))
@@ -168,9 +169,9 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
      * Cancels the caller's task unless it has ended. The engine's next write for the task
      * then meets a newer version and leaves the task CANCELLED.
      */
-    const cancel = Effect.fn("TaskService.cancel")(function*(account: Account, taskId: string) {
+    const cancel = Effect.fn("TaskService.cancel")(function*(account: Account, taskId: TaskId) {
       for (let attempt = 0; ; attempt++) {
-        const found = yield* store.get(taskId, account.id)
+        const found = yield* store.getOwned(taskId, account.id)
         if (Option.isNone(found)) return yield* new TaskNotFound({ taskId })
         const record = found.value
         if (isTerminal(record.status)) return yield* new TaskNotCancellable({ taskId, status: record.status })
@@ -197,7 +198,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       if (options.cursor !== undefined && (typeof options.cursor !== "string" || options.cursor.length > 100)) {
         return yield* new ValidationError({ message: "cursor must be a next_cursor from a previous page" })
       }
-      const page = yield* store.list(account.id, { limit, cursor: options.cursor as string | undefined })
+      const page = yield* store.list(account.id, { limit, cursor: options.cursor as TaskId | undefined })
       return { tasks: page.tasks.map(toWire), next_cursor: page.nextCursor }
     })
 
@@ -206,4 +207,4 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
 }) {}
 
 /** Re-exported so handlers can name every failure of submit. */
-export type SubmitError = ValidationError | ModerationRejected | StoreError
+export type SubmitError = ValidationError | ModerationRejected

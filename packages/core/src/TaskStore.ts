@@ -3,7 +3,8 @@
  */
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
-import type { StoreError, TaskConflict } from "./Errors.js"
+import type { TaskConflict } from "./Errors.js"
+import type { AccountId, TaskId } from "./Ids.js"
 import type { TaskRecord } from "./Task.js"
 
 /** Options of a claim for due work. */
@@ -22,7 +23,7 @@ export interface ClaimOptions {
 export interface CallbackRow {
   /** Stable across retries: the `webhook-id` of every attempt. */
   readonly id: string
-  readonly taskId: string
+  readonly taskId: TaskId
   readonly url: string
   readonly createdAt: number
 }
@@ -52,15 +53,21 @@ export interface CallbackAttempt {
 export interface TaskPage {
   readonly tasks: ReadonlyArray<TaskRecord>
   /** Pass it back as `cursor` for the next page; null on the last page. */
-  readonly nextCursor: string | null
+  readonly nextCursor: TaskId | null
 }
 
-/** The task store. */
+/**
+ * The task store. A failure of the database is a defect here (logged where it happens,
+ * answered 500 by the HTTP layer); the only failure callers handle is a lost optimistic
+ * check. A backend whose database is unreachable at start fails to build its layer.
+ */
 export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStore, {
   /** Stores a new task, with the callbacks it already owes (a task that fails at once). */
-  readonly create: (task: TaskRecord, callbacks?: ReadonlyArray<CallbackRow>) => Effect.Effect<void, StoreError>
-  /** The task with this id if `ownerId` owns it (or any owner when `ownerId` is omitted). */
-  readonly get: (id: string, ownerId?: string) => Effect.Effect<Option.Option<TaskRecord>, StoreError>
+  readonly create: (task: TaskRecord, callbacks?: ReadonlyArray<CallbackRow>) => Effect.Effect<void>
+  /** The task with this id, whoever owns it: for the engine and the deliverer, never for a client's request. */
+  readonly get: (id: TaskId) => Effect.Effect<Option.Option<TaskRecord>>
+  /** The task with this id if `owner` owns it: what a client's request may read. */
+  readonly getOwned: (id: TaskId, owner: AccountId) => Effect.Effect<Option.Option<TaskRecord>>
   /**
    * Replaces a task with `next` if its stored version is still `expectedVersion`, and
    * records `callbacks`, all or nothing; on a stale version fails with TaskConflict and
@@ -70,24 +77,24 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
     next: TaskRecord,
     expectedVersion: number,
     callbacks?: ReadonlyArray<CallbackRow>
-  ) => Effect.Effect<void, StoreError | TaskConflict>
+  ) => Effect.Effect<void, TaskConflict>
   /** Leases up to `limit` non-terminal tasks that are due and not leased by someone else, earliest due first. */
-  readonly claimDue: (options: ClaimOptions) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreError>
+  readonly claimDue: (options: ClaimOptions) => Effect.Effect<ReadonlyArray<TaskRecord>>
   /** An owner's tasks, newest first, `limit` at a time; stable while new tasks arrive. */
   readonly list: (
-    ownerId: string,
-    options: { readonly limit: number; readonly cursor?: string | undefined }
-  ) => Effect.Effect<TaskPage, StoreError>
+    owner: AccountId,
+    options: { readonly limit: number; readonly cursor?: TaskId | undefined }
+  ) => Effect.Effect<TaskPage>
   /** The callbacks owed for a task, oldest first. */
-  readonly callbacks: (taskId: string) => Effect.Effect<ReadonlyArray<CallbackRow>, StoreError>
+  readonly callbacks: (taskId: TaskId) => Effect.Effect<ReadonlyArray<CallbackRow>>
   /** Leases up to `limit` callbacks whose next attempt is due, earliest first. */
   readonly claimCallbacks: (options: {
     readonly now: number
     readonly limit: number
     readonly leaseUntil: number
-  }) => Effect.Effect<ReadonlyArray<DueCallback>, StoreError>
+  }) => Effect.Effect<ReadonlyArray<DueCallback>>
   /** Records an attempt and its consequence (delivered, retry time, given up), releasing the lease. */
-  readonly recordCallbackAttempt: (attempt: CallbackAttempt) => Effect.Effect<void, StoreError>
+  readonly recordCallbackAttempt: (attempt: CallbackAttempt) => Effect.Effect<void>
   /** Every attempt made for a callback, in order. */
-  readonly callbackAttempts: (callbackId: string) => Effect.Effect<ReadonlyArray<CallbackAttempt>, StoreError>
+  readonly callbackAttempts: (callbackId: string) => Effect.Effect<ReadonlyArray<CallbackAttempt>>
 }>() {}

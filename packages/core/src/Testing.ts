@@ -2,6 +2,7 @@
  * Valid jobs and task records with neutral values, for tests, benchmarks and tools that
  * need one without going through a model.
  */
+import { AccountId, TaskId, UpstreamId } from "./Ids.js"
 import type { UpstreamJob } from "./Task.js"
 import { TaskRecord } from "./Task.js"
 
@@ -26,13 +27,17 @@ export const job = (overrides: Partial<UpstreamJob> = {}): UpstreamJob => ({
   ...overrides
 })
 
+/** The owner of `record`'s tasks unless overridden. */
+export const owner = AccountId.make("acct_test")
+
 /** A PENDING task of owner `acct_test`, created and due at `createdAt` (default 0); override what matters. */
 export const record = (
-  overrides: Partial<ConstructorParameters<typeof TaskRecord>[0]> & { readonly id: string }
+  overrides:
+    & Omit<Partial<ConstructorParameters<typeof TaskRecord>[0]>, "id" | "ownerId" | "upstreamId">
+    & { readonly id: string; readonly ownerId?: string; readonly upstreamId?: string | null }
 ): TaskRecord => {
   const createdAt = overrides.createdAt ?? 0
   return new TaskRecord({
-    ownerId: "acct_test",
     status: "PENDING",
     input: { model: "alpha-image-2/text-to-image", prompt: "a test" },
     job: job(),
@@ -41,7 +46,6 @@ export const record = (
     errorMessage: null,
     callBackUrl: null,
     userId: null,
-    upstreamId: null,
     createdAt,
     updatedAt: createdAt,
     deadlineAt: createdAt + 600_000,
@@ -49,6 +53,9 @@ export const record = (
     leaseOwner: null,
     leaseUntil: null,
     version: 1,
-    ...overrides
+    ...overrides,
+    id: TaskId.make(overrides.id),
+    ownerId: AccountId.make(overrides.ownerId ?? owner),
+    upstreamId: overrides.upstreamId === undefined || overrides.upstreamId === null ? null : UpstreamId.make(overrides.upstreamId)
   })
 }

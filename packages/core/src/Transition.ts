@@ -6,13 +6,14 @@
  */
 import { Either } from "effect"
 import { IllegalTransition } from "./Errors.js"
+import type { UpstreamId } from "./Ids.js"
 import type { FailureReason, TaskResult, TaskStatus, UpstreamJob } from "./Task.js"
 import { isTerminal, TaskRecord } from "./Task.js"
 
 /** A requested change of status with the data that status needs. */
 export type TaskChange =
-  | { readonly to: "SUBMITTED"; readonly upstreamId: string; readonly dueAt: number }
-  | { readonly to: "PROCESSING"; readonly upstreamId?: string | null; readonly dueAt: number }
+  | { readonly to: "SUBMITTED"; readonly upstreamId: UpstreamId; readonly dueAt: number }
+  | { readonly to: "PROCESSING"; readonly upstreamId?: UpstreamId | null; readonly dueAt: number }
   | { readonly to: "SUCCESS"; readonly result: TaskResult }
   | { readonly to: "FAILURE"; readonly reason: FailureReason | null; readonly message: string }
   | { readonly to: "TIMEOUT"; readonly message?: string }
@@ -78,7 +79,7 @@ export const apply = (
 export const reschedule = (
   record: TaskRecord,
   dueAt: number,
-  patch: { readonly job?: UpstreamJob; readonly upstreamId?: string | null } = {}
+  patch: { readonly job?: UpstreamJob; readonly upstreamId?: UpstreamId | null } = {}
 ): Either.Either<TaskRecord, IllegalTransition> =>
   isTerminal(record.status)
     ? Either.left(new IllegalTransition({ taskId: record.id, from: record.status, to: record.status }))

@@ -4,12 +4,13 @@
 import type { Effect } from "effect"
 import { Context } from "effect"
 import type { UpstreamError } from "./Errors.js"
+import type { TaskId, UpstreamId } from "./Ids.js"
 import type { TaskResult, UpstreamJob } from "./Task.js"
 
 /** What submitting a job gave: the result (sync upstreams) or the upstream's id for polling. */
 export type SubmitOutcome =
   | { readonly _tag: "Completed"; readonly result: TaskResult }
-  | { readonly _tag: "Accepted"; readonly upstreamId: string }
+  | { readonly _tag: "Accepted"; readonly upstreamId: UpstreamId }
 
 /** What polling a job gave. */
 export type PollOutcome =
@@ -18,6 +19,6 @@ export type PollOutcome =
 
 /** An upstream provider. */
 export class Upstream extends Context.Tag("@mediagate/core/Upstream")<Upstream, {
-  readonly submit: (job: UpstreamJob, context: { readonly taskId: string }) => Effect.Effect<SubmitOutcome, UpstreamError>
-  readonly poll: (upstreamId: string, job: UpstreamJob) => Effect.Effect<PollOutcome, UpstreamError>
+  readonly submit: (job: UpstreamJob, context: { readonly taskId: TaskId }) => Effect.Effect<SubmitOutcome, UpstreamError>
+  readonly poll: (upstreamId: UpstreamId, job: UpstreamJob) => Effect.Effect<PollOutcome, UpstreamError>
 }>() {}

@@ -28,10 +28,8 @@ class StoredTasks extends Context.Tag("test/StoredTasks")<StoredTasks, Map<strin
 
 const makeMemoryStore = (tasks: Map<string, Task.TaskRecord>): Context.Tag.Service<TaskStore.TaskStore> => ({
   create: (task) => Effect.sync(() => void tasks.set(task.id, task)),
-  get: (id, ownerId) =>
-    Effect.sync(() =>
-      Option.fromNullable(tasks.get(id)).pipe(Option.filter((task) => ownerId === undefined || task.ownerId === ownerId))
-    ),
+  get: (id) => Effect.sync(() => Option.fromNullable(tasks.get(id))),
+  getOwned: (id, owner) => Effect.sync(() => Option.fromNullable(tasks.get(id)).pipe(Option.filter((task) => task.ownerId === owner))),
   update: (next, expectedVersion) =>
     Effect.suspend(() => {
       const current = tasks.get(next.id)
@@ -91,8 +89,8 @@ const Service = serviceWith(Moderation.layerAllowAll)
 
 // ---------------------------------------------------------------------------
 
-const alice = { id: "acct-alice", name: "Alice" }
-const bob = { id: "acct-bob", name: "Bob" }
+const alice = { id: Ids.AccountId.make("acct-alice"), name: "Alice" }
+const bob = { id: Ids.AccountId.make("acct-bob"), name: "Bob" }
 const T2I = "alpha-image-2/text-to-image"
 const I2I = "alpha-image-2/image-to-image"
 const NOW = 1_767_225_600_123 // 2026-01-01T00:00:00.123Z
@@ -264,7 +262,7 @@ describe("TaskService.query", () => {
       const forBob = yield* Effect.flip(service.query(bob, taskId))
       expect(forBob).toBeInstanceOf(TaskNotFound)
       expect(forBob).toMatchObject({ _tag: "TaskNotFound", taskId })
-      const unknown = yield* Effect.flip(service.query(alice, "0190c8a4-b2c3-7fff-bfff-ffffffffffff"))
+      const unknown = yield* Effect.flip(service.query(alice, Ids.TaskId.make("0190c8a4-b2c3-7fff-bfff-ffffffffffff")))
       expect(unknown).toBeInstanceOf(TaskNotFound)
       expect(unknown).toMatchObject({ taskId: "0190c8a4-b2c3-7fff-bfff-ffffffffffff" })
     }).pipe(Effect.provide(Service)))

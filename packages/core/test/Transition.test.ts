@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
-import { IllegalTransition, Task, Transition } from "../src/index.js"
+import { IllegalTransition, Ids, Task, Transition } from "../src/index.js"
 
 const statuses: ReadonlyArray<Task.TaskStatus> = [
   "PENDING",
@@ -55,8 +55,8 @@ const job: Task.UpstreamJob = {
 /** A record as the engine would hold it in `status`, leased by a worker. */
 const record = (status: Task.TaskStatus, overrides: Partial<Task.TaskRecord> = {}) =>
   new Task.TaskRecord({
-    id: "task-1",
-    ownerId: "acct-1",
+    id: Ids.TaskId.make("task-1"),
+    ownerId: Ids.AccountId.make("acct-1"),
     status,
     input: { model: "alpha-image-2/text-to-image", prompt: "a lighthouse" },
     job,
@@ -65,7 +65,7 @@ const record = (status: Task.TaskStatus, overrides: Partial<Task.TaskRecord> = {
     errorMessage: terminal.includes(status) && status !== "SUCCESS" ? "earlier" : null,
     callBackUrl: "https://hooks.example/cb",
     userId: "u-1",
-    upstreamId: status === "SUBMITTED" || status === "PROCESSING" ? "up-0" : null,
+    upstreamId: status === "SUBMITTED" || status === "PROCESSING" ? Ids.UpstreamId.make("up-0") : null,
     createdAt: CREATED,
     updatedAt: UPDATED,
     deadlineAt: 600_000,
@@ -82,7 +82,7 @@ const result: Task.TaskResult = { type: "image", urls: ["https://cdn.example/new
 const changeTo = (to: Task.TaskStatus): Transition.TaskChange => {
   switch (to) {
     case "SUBMITTED":
-      return { to, upstreamId: "up-1", dueAt: 5_000 }
+      return { to, upstreamId: Ids.UpstreamId.make("up-1"), dueAt: 5_000 }
     case "PROCESSING":
       return { to, dueAt: 6_000 }
     case "SUCCESS":
@@ -182,7 +182,7 @@ describe("Transition.apply: all 49 (from, to) pairs", () => {
 describe("Transition.apply: details", () => {
   it("PROCESSING takes a new upstream id when one is given", () => {
     const next = Either.getOrThrow(
-      Transition.apply(record("SUBMITTED"), { to: "PROCESSING", upstreamId: "up-2", dueAt: 9_000 }, NOW)
+      Transition.apply(record("SUBMITTED"), { to: "PROCESSING", upstreamId: Ids.UpstreamId.make("up-2"), dueAt: 9_000 }, NOW)
     )
     expect(next.upstreamId).toBe("up-2")
   })
@@ -196,7 +196,7 @@ describe("Transition.apply: details", () => {
   it("a task walked PENDING -> SUBMITTED -> PROCESSING -> SUCCESS shows its result only at the end", () => {
     let current = record("PENDING", { leaseOwner: null, leaseUntil: null, version: 1 })
     const steps: ReadonlyArray<[Transition.TaskChange, number]> = [
-      [{ to: "SUBMITTED", upstreamId: "up-9", dueAt: 3_500 }, 3_000],
+      [{ to: "SUBMITTED", upstreamId: Ids.UpstreamId.make("up-9"), dueAt: 3_500 }, 3_000],
       [{ to: "PROCESSING", dueAt: 4_500 }, 4_000],
       [{ to: "SUCCESS", result }, 5_000]
     ]
@@ -204,7 +204,7 @@ describe("Transition.apply: details", () => {
       expect(Task.toWire(current).result).toBeNull()
       current = Either.getOrThrow(Transition.apply(current, change, now))
     }
-    expect(current).toMatchObject({ status: "SUCCESS", version: 4, upstreamId: "up-9", dueAt: null, updatedAt: 5_000 })
+    expect(current).toMatchObject({ status: "SUCCESS", version: 4, upstreamId: Ids.UpstreamId.make("up-9"), dueAt: null, updatedAt: 5_000 })
     expect(Task.toWire(current)).toMatchObject({ result, failure_reason: null, updated_at: "1970-01-01T00:00:05.000Z" })
     // Once terminal nothing moves it, not even to another terminal state.
     for (const to of statuses) expect(Either.isLeft(Transition.apply(current, changeTo(to), 6_000))).toBe(true)
@@ -230,7 +230,7 @@ describe("Transition: updatedAt never goes backwards", () => {
     let current = record("PENDING")
     const seen = [current.updatedAt]
     const walk: ReadonlyArray<[Transition.TaskChange, number]> = [
-      [{ to: "SUBMITTED", upstreamId: "u", dueAt: 1 }, 10_000],
+      [{ to: "SUBMITTED", upstreamId: Ids.UpstreamId.make("u"), dueAt: 1 }, 10_000],
       [{ to: "PROCESSING", dueAt: 2 }, 4_000],
       [{ to: "CANCELLED" }, 12_000]
     ]

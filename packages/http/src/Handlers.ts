@@ -3,7 +3,7 @@
  */
 import { HttpApiBuilder, HttpIncomingMessage } from "@effect/platform"
 import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
-import { Accounts, Api, ModelCatalog, ModelInfo, TaskService } from "@mediagate/core"
+import { Accounts, Api, Ids, ModelCatalog, ModelInfo, TaskService } from "@mediagate/core"
 import type { Layer } from "effect"
 import { Effect, Option } from "effect"
 
@@ -63,10 +63,6 @@ export const layer: Layer.Layer<
                   msg: "content rejected by moderation",
                   data: { flagged: true, categories: error.categories as never }
                 })
-              ),
-            StoreError: (error) =>
-              Effect.logError("mediagate: submit failed in the store", error).pipe(
-                Effect.zipRight(Effect.fail(Api.internalError()))
               )
           })
         ))
@@ -86,42 +82,30 @@ export const layer: Layer.Layer<
           return { code: 0, msg: "ok", data } as const
         }).pipe(
           Effect.catchTags({
-            ValidationError: (error) => Effect.fail(badRequest(error.message)),
-            StoreError: (error) =>
-              Effect.logError("mediagate: list failed in the store", error).pipe(
-                Effect.zipRight(Effect.fail(Api.internalError()))
-              )
+            ValidationError: (error) => Effect.fail(badRequest(error.message))
           })
         ))
       .handle("cancel", ({ path }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          const task = yield* tasks.cancel(account, path.taskId)
+          const task = yield* tasks.cancel(account, Ids.TaskId.make(path.taskId))
           return { code: 0, msg: "ok", data: task } as const
         }).pipe(
           Effect.catchTags({
             TaskNotFound: () => Effect.fail(Api.taskNotFound()),
             TaskNotCancellable: (error) =>
               Effect.fail(new Api.Conflict({ code: 409, msg: `task is already ${error.status}` })),
-            TaskConflict: () => Effect.fail(new Api.Conflict({ code: 409, msg: "task is changing; try again" })),
-            StoreError: (error) =>
-              Effect.logError("mediagate: cancel failed in the store", error).pipe(
-                Effect.zipRight(Effect.fail(Api.internalError()))
-              )
+            TaskConflict: () => Effect.fail(new Api.Conflict({ code: 409, msg: "task is changing; try again" }))
           })
         ))
       .handle("query", ({ path }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          const task = yield* tasks.query(account, path.taskId)
+          const task = yield* tasks.query(account, Ids.TaskId.make(path.taskId))
           return { code: 0, msg: "ok", data: task } as const
         }).pipe(
           Effect.catchTags({
-            TaskNotFound: () => Effect.fail(Api.taskNotFound()),
-            StoreError: (error) =>
-              Effect.logError("mediagate: query failed in the store", error).pipe(
-                Effect.zipRight(Effect.fail(Api.internalError()))
-              )
+            TaskNotFound: () => Effect.fail(Api.taskNotFound())
           })
         ))
   }))

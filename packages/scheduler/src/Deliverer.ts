@@ -84,7 +84,7 @@ export const make = (options: Options = {}) =>
         const status = outcome.right
         return yield* record(status, status >= 200 && status < 300 ? null : `HTTP ${status}`)
       }).pipe(
-        Effect.catchAll((error) => Effect.logError(`deliverer: callback ${callback.id} could not be processed`, error)),
+        Effect.catchAllDefect((defect) => Effect.logError(`deliverer: callback ${callback.id} could not be processed`, defect)),
         Effect.withSpan("Deliverer.deliver", { attributes: { callbackId: callback.id } })
       )
 
@@ -93,7 +93,7 @@ export const make = (options: Options = {}) =>
       const due = yield* store.claimCallbacks({ now, limit: 100, leaseUntil: now + leaseMillis })
       yield* Effect.forEach(due, deliver, { concurrency: options.concurrency ?? 8, discard: true })
       return due.length
-    }).pipe(Effect.catchAll((error) => Effect.logError("deliverer: claiming callbacks failed", error).pipe(Effect.as(0))))
+    }).pipe(Effect.catchAllDefect((defect) => Effect.logError("deliverer: claiming callbacks failed", defect).pipe(Effect.as(0))))
 
     // Busy: go again at once; idle: wait for the next poll.
     yield* round.pipe(

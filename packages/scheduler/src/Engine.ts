@@ -96,7 +96,7 @@ export const makeStep = (options: Options = {}): Effect.Effect<
         // Uninterruptible: the stored version and the Ref must never disagree.
         yield* store.update(next.right, latest.version).pipe(
           Effect.zipRight(Ref.set(current, next.right)),
-          Effect.catchAll((error) => Effect.logWarning(`engine: heartbeat of task ${latest.id} failed`, error)),
+          Effect.catchAllCause((cause) => Effect.logWarning(`engine: heartbeat of task ${latest.id} failed`, cause)),
           Effect.uninterruptible
         )
       }).pipe(Effect.delay(Duration.millis(settings.heartbeatWindow / 3)), Effect.forever)
@@ -149,7 +149,7 @@ export const makeStep = (options: Options = {}): Effect.Effect<
         })
       )
 
-    const poll = (record: Task.TaskRecord, upstreamId: string, now: number) =>
+    const poll = (record: Task.TaskRecord, upstreamId: Ids.UpstreamId, now: number) =>
       upstream.poll(upstreamId, record.job).pipe(
         Effect.matchEffect({
           onFailure: (error) => fail(record, error, now),
@@ -180,7 +180,8 @@ export const makeStep = (options: Options = {}): Effect.Effect<
           : yield* write(record, Transition.reschedule(record, retryAt))
         return processing.status === "PROCESSING" ? yield* runSync(processing) : processing
       }).pipe(
-        Effect.catchAll((error) => Effect.logError(`engine: step of task ${record.id} failed`, error).pipe(Effect.as(record))),
+        // A store failure is a defect: log it; the lease expires and the task is tried again.
+        Effect.catchAllDefect((defect) => Effect.logError(`engine: step of task ${record.id} failed`, defect).pipe(Effect.as(record))),
         Effect.withSpan("Engine.step", { attributes: { taskId: record.id, status: record.status } })
       )
   })
@@ -209,7 +210,7 @@ export const make = (options: Options = {}) =>
           step(record).pipe(Effect.ensuring(Ref.update(inflight, (n) => n - 1).pipe(Effect.zipRight(wakeups.offer()))))
         )
       }
-    }).pipe(Effect.catchAll((error) => Effect.logError("engine: claiming due work failed", error)))
+    }).pipe(Effect.catchAllDefect((defect) => Effect.logError("engine: claiming due work failed", defect)))
 
     yield* claimAndRun.pipe(
       Effect.zipRight(Effect.race(Effect.sleep(settings.pollInterval), wakeups.take)),

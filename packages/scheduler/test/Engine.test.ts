@@ -31,7 +31,7 @@ const run = <A, E>(
   )
 
 const statusOf = (id: string) =>
-  Effect.flatMap(TaskStore.TaskStore, (store) => store.get(id)).pipe(
+  Effect.flatMap(TaskStore.TaskStore, (store) => store.get(Ids.TaskId.make(id))).pipe(
     Effect.map(Option.getOrThrow)
   )
 
@@ -110,7 +110,7 @@ describe("Engine", () => {
       const polls = yield* Ref.make(0)
       yield* run(
         scripted(
-          () => Effect.succeed({ _tag: "Accepted" as const, upstreamId: "up-1" }),
+          () => Effect.succeed({ _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make("up-1") }),
           () =>
             Ref.updateAndGet(polls, (n) => n + 1).pipe(
               Effect.map((n) => (n >= 3 ? { _tag: "Completed" as const, result } : { _tag: "Running" as const }))
@@ -221,7 +221,7 @@ describe("Engine", () => {
           yield* Layer.build(Engine.layer({ pollInterval: "1 second" }).pipe(Layer.provide([upstream(false), Ids.layerTest, Layer.succeedContext(store)])))
           yield* advance(60)
           expect(yield* Ref.get(calls)).toBe(1)
-          expect((Option.getOrThrow(yield* tasks.get("t1"))).status).toBe("PROCESSING")
+          expect((Option.getOrThrow(yield* tasks.get(Ids.TaskId.make("t1")))).status).toBe("PROCESSING")
         })
       )
       // Both workers are gone (the first died mid-call). A new worker takes the task up
@@ -230,9 +230,9 @@ describe("Engine", () => {
         Effect.gen(function*() {
           yield* Layer.build(engine(false))
           yield* advance(10)
-          expect((Option.getOrThrow(yield* tasks.get("t1"))).status).toBe("PROCESSING")
+          expect((Option.getOrThrow(yield* tasks.get(Ids.TaskId.make("t1")))).status).toBe("PROCESSING")
           yield* advance(10)
-          expect((Option.getOrThrow(yield* tasks.get("t1"))).status).toBe("SUCCESS")
+          expect((Option.getOrThrow(yield* tasks.get(Ids.TaskId.make("t1")))).status).toBe("SUCCESS")
           expect(yield* Ref.get(calls)).toBe(2)
         })
       )

@@ -1,13 +1,16 @@
 /**
  * Accounts in memory. Keys are kept as SHA-256 hashes, never in the clear.
  */
-import { Accounts } from "@mediagate/core"
+import { Accounts, Ids } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { createHash } from "node:crypto"
 
 /** An account together with its API key, as a host configures it. */
-export interface AccountWithKey extends Accounts.Account {
+export interface AccountWithKey {
+  /** Branded on the way in, so a host can write a plain string. */
+  readonly id: string
+  readonly name: string
   readonly apiKey: Redacted.Redacted<string>
   /** `whsec_` secret that signs the account's callbacks. */
   readonly webhookSecret?: Redacted.Redacted<string>
@@ -21,7 +24,7 @@ export const make = (accounts: ReadonlyArray<AccountWithKey>): Context.Tag.Servi
   const byHash = new Map(
     accounts.map((account) => [
       hashKey(Redacted.value(account.apiKey)).toString("hex"),
-      { id: account.id, name: account.name }
+      { id: Ids.AccountId.make(account.id), name: account.name }
     ])
   )
   const secrets = new Map(accounts.flatMap((account) => (account.webhookSecret ? [[account.id, account.webhookSecret] as const] : [])))

@@ -1,7 +1,7 @@
 /**
  * TaskStore in memory: for tests, demos and single-process embedding without persistence.
  */
-import { StoreError, Task, TaskConflict, TaskStore } from "@mediagate/core"
+import { Task, TaskConflict, TaskStore } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer, Option } from "effect"
 
@@ -21,29 +21,26 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
   return {
     create: (task, callbacks = []) =>
       Effect.suspend(() => {
-        if (tasks.has(task.id)) return Effect.fail(new StoreError({ message: `task ${task.id} exists` }))
+        // A duplicate id is a bug of the caller (ids are unique by construction), so a defect.
+        if (tasks.has(task.id)) return Effect.dieMessage(`task ${task.id} exists`)
         const clash = duplicate(callbacks)
-        if (clash) return Effect.fail(new StoreError({ message: `callback ${clash.id} exists` }))
+        if (clash) return Effect.dieMessage(`callback ${clash.id} exists`)
         tasks.set(task.id, task)
         record(callbacks)
         return Effect.void
       }),
-    get: (id, ownerId) =>
-      Effect.sync(() => {
-        const task = tasks.get(id)
-        return task !== undefined && (ownerId === undefined || task.ownerId === ownerId)
-          ? Option.some(task)
-          : Option.none()
-      }),
+    get: (id) => Effect.sync(() => Option.fromNullable(tasks.get(id))),
+    getOwned: (id, owner) =>
+      Effect.sync(() => Option.filter(Option.fromNullable(tasks.get(id)), (task) => task.ownerId === owner)),
     update: (next, expectedVersion, callbacks = []) =>
-      Effect.suspend((): Effect.Effect<void, StoreError | TaskConflict> => {
+      Effect.suspend((): Effect.Effect<void, TaskConflict> => {
         const current = tasks.get(next.id)
         if (current === undefined || current.version !== expectedVersion) {
           return Effect.fail(new TaskConflict({ taskId: next.id, expectedVersion }))
         }
         // All or nothing: check everything before changing anything.
         const clash = duplicate(callbacks)
-        if (clash) return Effect.fail(new StoreError({ message: `callback ${clash.id} exists` }))
+        if (clash) return Effect.dieMessage(`callback ${clash.id} exists`)
         tasks.set(next.id, next)
         record(callbacks)
         return Effect.void

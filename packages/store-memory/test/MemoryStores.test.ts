@@ -11,17 +11,17 @@ describe("MemoryTaskStore", () => {
     Effect.gen(function*() {
       const store = yield* TaskStore.TaskStore
       yield* store.create(record("t1", "alice"))
-      expect(Option.isSome(yield* store.get("t1", "alice"))).toBe(true)
-      expect(Option.isNone(yield* store.get("t1", "bob"))).toBe(true)
-      expect(Option.isSome(yield* store.get("t1"))).toBe(true)
-      expect(Option.isNone(yield* store.get("nope"))).toBe(true)
+      expect(Option.isSome(yield* store.getOwned(Ids.TaskId.make("t1"), Ids.AccountId.make("alice")))).toBe(true)
+      expect(Option.isNone(yield* store.getOwned(Ids.TaskId.make("t1"), Ids.AccountId.make("bob")))).toBe(true)
+      expect(Option.isSome(yield* store.get(Ids.TaskId.make("t1")))).toBe(true)
+      expect(Option.isNone(yield* store.get(Ids.TaskId.make("nope")))).toBe(true)
     }).pipe(Effect.provide(MemoryTaskStore.layer)))
 
   it.effect("update checks the version: of two writers from the same read, exactly one wins", () =>
     Effect.gen(function*() {
       const store = yield* TaskStore.TaskStore
       yield* store.create(record("t1", "alice"))
-      const read = Option.getOrThrow(yield* store.get("t1"))
+      const read = Option.getOrThrow(yield* store.get(Ids.TaskId.make("t1")))
       const first = new Task.TaskRecord({ ...read, status: "PROCESSING", version: read.version + 1 })
       const second = new Task.TaskRecord({ ...read, status: "FAILURE", version: read.version + 1 })
       const outcomes = yield* Effect.all([store.update(first, read.version), store.update(second, read.version)].map(Effect.either), {
@@ -30,7 +30,7 @@ describe("MemoryTaskStore", () => {
       expect(outcomes.filter((o) => o._tag === "Right")).toHaveLength(1)
       const loser = outcomes.find((o) => o._tag === "Left")
       expect(loser?._tag === "Left" && loser.left).toBeInstanceOf(TaskConflict)
-      expect(Option.getOrThrow(yield* store.get("t1")).status).toBe("PROCESSING")
+      expect(Option.getOrThrow(yield* store.get(Ids.TaskId.make("t1"))).status).toBe("PROCESSING")
     }).pipe(Effect.provide(MemoryTaskStore.layer)))
 
   it.effect("claimDue leases due, non-terminal tasks once until the lease expires", () =>
@@ -75,6 +75,6 @@ describe("MemoryMediaStore", () => {
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:8080\/media\/[0-9a-f]{32}\.png$/)
       const stored = yield* media.get(url.split("/").pop()!)
       expect(Option.getOrThrow(stored)).toEqual({ bytes, contentType: "image/png" })
-      expect(Option.isNone(yield* media.get("missing.png"))).toBe(true)
+      expect(Option.isNone(yield* media.get(Ids.TaskId.make("missing.png")))).toBe(true)
     }).pipe(Effect.provide(MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1:8080/media/" })), Effect.provide(Ids.layerTest)))
 })

@@ -2,7 +2,7 @@
  * Accounts in SQL. Only SHA-256 hashes of API keys are stored.
  */
 import { SqlClient } from "@effect/sql"
-import { Accounts, StoreError } from "@mediagate/core"
+import { Accounts, Ids, StoreError } from "@mediagate/core"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { createHash } from "node:crypto"
 import { migrate, tables } from "./Schema.js"
@@ -27,6 +27,14 @@ export interface SqlAccounts extends Context.Tag.Service<Accounts.Accounts> {
 const storeError = (operation: string) => (error: { readonly message: string }) =>
   new StoreError({ message: `${operation} failed: ${error.message}` })
 
+/** While serving, a database failure is a defect (logged, answered 500), as in the task store. */
+const orDie = (operation: string) => <A, R>(effect: Effect.Effect<A, { readonly message: string }, R>) =>
+  effect.pipe(
+    Effect.tapError((error) => Effect.logError(`accounts: ${operation} failed`, error)),
+    Effect.mapError(storeError(operation)),
+    Effect.orDie
+  )
+
 /** Builds the SQL accounts on the SqlClient in context, migrating first. */
 export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Effect<SqlAccounts, StoreError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
@@ -37,7 +45,7 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
 
     const byHash = (hash: string) =>
       sql<{ id: string; name: string }>`SELECT id, name FROM ${sql(table)} WHERE key_hash = ${hash}`.pipe(
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => ({ id: String(row.id), name: String(row.name) })))
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => ({ id: Ids.AccountId.make(String(row.id)), name: String(row.name) })))
       )
 
     return {
@@ -45,7 +53,7 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
         const key = Redacted.value(apiKey)
         return key.length === 0
           ? Effect.succeed(Option.none())
-          : byHash(hashKey(key)).pipe(Effect.mapError(storeError("authenticate")))
+          : byHash(hashKey(key)).pipe(orDie("authenticate"))
       },
       ensure: ({ apiKey, id, name, now, webhookSecret }) =>
         Effect.gen(function*() {
@@ -61,7 +69,7 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
       webhookSecret: (accountId) =>
         sql<{ webhook_secret: string | null }>`SELECT webhook_secret FROM ${sql(table)} WHERE id = ${accountId}`.pipe(
           Effect.map((rows) => Option.map(Option.fromNullable(rows[0]?.webhook_secret), (secret) => Redacted.make(String(secret)))),
-          Effect.mapError(storeError("webhook secret"))
+          orDie("webhook secret")
         ),
       count: sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(table)}`.pipe(
         Effect.map((rows) => Number(rows[0]?.n ?? 0)),

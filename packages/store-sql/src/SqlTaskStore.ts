@@ -4,7 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { SqlConnection, SqlError } from "@effect/sql"
-import { StoreError, Task, TaskConflict, TaskStore, Testing } from "@mediagate/core"
+import { Ids, StoreError, Task, TaskConflict, TaskStore, Testing } from "@mediagate/core"
 import type { Context, Scope } from "effect"
 import { Effect, Exit, Layer, Option } from "effect"
 import { migrate, tables } from "./Schema.js"
@@ -28,8 +28,8 @@ const json = (value: unknown): any => (value === null || value === undefined ? n
 /** A row of the tasks table as a TaskRecord (validated by its schema). */
 export const fromRow = (row: Row): Task.TaskRecord =>
   new Task.TaskRecord({
-    id: String(row["id"]),
-    ownerId: String(row["owner_id"]),
+    id: Ids.TaskId.make(String(row["id"])),
+    ownerId: Ids.AccountId.make(String(row["owner_id"])),
     status: row["status"] as Task.TaskStatus,
     input: json(row["input"]),
     job: json(row["job"]),
@@ -38,7 +38,7 @@ export const fromRow = (row: Row): Task.TaskRecord =>
     errorMessage: strOrNull(row["error_message"]),
     callBackUrl: strOrNull(row["callback_url"]),
     userId: strOrNull(row["user_id"]),
-    upstreamId: strOrNull(row["upstream_id"]),
+    upstreamId: row["upstream_id"] === null || row["upstream_id"] === undefined ? null : Ids.UpstreamId.make(String(row["upstream_id"])),
     createdAt: num(row["created_at"]),
     updatedAt: num(row["updated_at"]),
     deadlineAt: num(row["deadline_at"]),
@@ -70,12 +70,24 @@ export const toRow = (task: Task.TaskRecord) => ({
   version: task.version
 })
 
-/** Turns a driver failure into the store's error; the cause is logged where it happened. */
+/** Turns a driver failure into the store's error, at the start (the layer fails to build). */
 const refail = (operation: string) => <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
   Effect.catchTag(effect as Effect.Effect<A, SqlError.SqlError, R>, "SqlError", (error) =>
+    Effect.fail(new StoreError({ message: `${operation} failed: ${error.message}`, cause: error.cause }))) as Effect.Effect<
+      A,
+      Exclude<E, SqlError.SqlError> | StoreError,
+      R
+    >
+
+/**
+ * A driver failure while serving is a defect: nothing a caller can do about it; it is
+ * logged here and answered 500 by the HTTP layer (STYLE.md: SqlError never reaches a handler).
+ */
+const orDie = (operation: string) => <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
+  Effect.catchTag(effect as Effect.Effect<A, SqlError.SqlError, R>, "SqlError", (error) =>
     Effect.logError(`store: ${operation} failed`, error).pipe(
-      Effect.zipRight(Effect.fail(new StoreError({ message: `${operation} failed: ${error.message}`, cause: error.cause })))
-    )) as Effect.Effect<A, Exclude<E, SqlError.SqlError> | StoreError, R>
+      Effect.zipRight(Effect.die(new StoreError({ message: `${operation} failed: ${error.message}`, cause: error.cause })))
+    )) as Effect.Effect<A, Exclude<E, SqlError.SqlError>, R>
 
 type Run = (text: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<Row>, SqlError.SqlError>
 
@@ -204,12 +216,18 @@ export const make = (options: Options = {}): Effect.Effect<
           ? executor.run(insertTask, Object.values(toRow(task)))
           : executor.transaction((run) =>
             Effect.zipRight(run(insertTask, Object.values(toRow(task))), writeCallbacks(run, callbacks))
-          )).pipe(Effect.asVoid, refail("create")),
+          )).pipe(Effect.asVoid, orDie("create")),
 
-      get: (id, ownerId) =>
-        executor.run(ownerId === undefined ? selectById : selectByIdOwner, ownerId === undefined ? [id] : [id, ownerId]).pipe(
+      get: (id) =>
+        executor.run(selectById, [id]).pipe(
           Effect.map((rows) => (rows.length === 0 ? Option.none() : Option.some(fromRow(rows[0]!)))),
-          refail("get")
+          orDie("get")
+        ),
+
+      getOwned: (id, owner) =>
+        executor.run(selectByIdOwner, [id, owner]).pipe(
+          Effect.map((rows) => (rows.length === 0 ? Option.none() : Option.some(fromRow(rows[0]!)))),
+          orDie("getOwned")
         ),
 
       update: (next, expectedVersion, callbacks = []) => {
@@ -224,14 +242,14 @@ export const make = (options: Options = {}): Effect.Effect<
               if (updated.length === 0) return yield* Effect.fail(conflict)
               yield* writeCallbacks(run, callbacks)
             })
-          )).pipe(refail("update"))
+          )).pipe(orDie("update"))
       },
 
       claimDue: ({ leaseUntil, limit, now, worker }) =>
         // One UPDATE picks and leases the rows atomically (with SKIP LOCKED on PostgreSQL).
         executor.run(claim, [worker, leaseUntil, now, now, limit]).pipe(
           Effect.map((rows) => rows.map(fromRow).sort((a, b) => a.dueAt! - b.dueAt!)),
-          refail("claimDue")
+          orDie("claimDue")
         ),
 
       list: (ownerId, { cursor, limit }) =>
@@ -240,15 +258,15 @@ export const make = (options: Options = {}): Effect.Effect<
             const page = rows.slice(0, limit).map(fromRow)
             return { tasks: page, nextCursor: rows.length > limit ? page[page.length - 1]!.id : null }
           }),
-          refail("list")
+          orDie("list")
         ),
 
       callbacks: (taskId) =>
         executor.run(selectCallbacks, [taskId]).pipe(
           Effect.map((rows) =>
-            rows.map((row) => ({ id: String(row["id"]), taskId: String(row["task_id"]), url: String(row["url"]), createdAt: num(row["created_at"]) }))
+            rows.map((row) => ({ id: String(row["id"]), taskId: Ids.TaskId.make(String(row["task_id"])), url: String(row["url"]), createdAt: num(row["created_at"]) }))
           ),
-          refail("callbacks")
+          orDie("callbacks")
         ),
 
       claimCallbacks: ({ leaseUntil, limit, now }) =>
@@ -257,7 +275,7 @@ export const make = (options: Options = {}): Effect.Effect<
             rows
               .map((row) => ({
                 id: String(row["id"]),
-                taskId: String(row["task_id"]),
+                taskId: Ids.TaskId.make(String(row["task_id"])),
                 url: String(row["url"]),
                 createdAt: num(row["created_at"]),
                 attempts: num(row["attempts"]),
@@ -266,7 +284,7 @@ export const make = (options: Options = {}): Effect.Effect<
               .sort((a, b) => a.due - b.due)
               .map(({ due: _, ...callback }) => callback)
           ),
-          refail("claimCallbacks")
+          orDie("claimCallbacks")
         ),
 
       recordCallbackAttempt: (attempt) =>
@@ -290,7 +308,7 @@ export const make = (options: Options = {}): Effect.Effect<
               attempt.callbackId
             ])
           )
-        ).pipe(Effect.asVoid, refail("recordCallbackAttempt")),
+        ).pipe(Effect.asVoid, orDie("recordCallbackAttempt")),
 
       callbackAttempts: (callbackId) =>
         executor.run(selectAttempts, [callbackId]).pipe(
@@ -309,7 +327,7 @@ export const make = (options: Options = {}): Effect.Effect<
                 : { _tag: "GaveUp" }
             }))
           ),
-          refail("callbackAttempts")
+          orDie("callbackAttempts")
         )
     }
     return service

@@ -80,7 +80,7 @@ export const pixelSize = (job: Task.UpstreamJob): readonly [number, number] => {
 }
 
 /** Upstream ids carry their completion time, so polling needs no memory and survives restarts. */
-const upstreamIdOf = (readyAt: number, token: string) => `sim_${readyAt}_${token}`
+const upstreamIdOf = (readyAt: number, token: string) => Ids.UpstreamId.make(`sim_${readyAt}_${token}`)
 const readyAtOf = (upstreamId: string): number | undefined => {
   const match = /^sim_(\d+)_[0-9a-f]+$/.exec(upstreamId)
   return match === null ? undefined : Number(match[1])
