@@ -27,8 +27,16 @@ export const materialType = (url: string): MaterialType | undefined => {
   return (Object.keys(extensions) as Array<MaterialType>).find((type) => extensions[type].some((ext) => path.endsWith(ext)))
 }
 
-/** Prompt references to materials by position: @1, @图1, @image1. */
-export const hasReferences = (prompt: string): boolean => /@(?:\d+|图\d+|image\d+)/i.test(prompt)
+/**
+ * A reference to a material by position: `@1`, `@图1`, `@image1` (any case), as a whole
+ * token. The neighbours are checked against ASCII letters and digits only, so Chinese
+ * prompts, which have no spaces, still reference (`参考@图1跳舞`), while an e-mail address
+ * (`bob@1mail.com`), `@1abc` or a number (`@1.5x`) does not.
+ */
+const reference = /(?<![A-Za-z0-9_])@(?:image|图)?[1-9]\d*(?![A-Za-z0-9_]|[.,-][A-Za-z0-9])/i
+
+/** Whether the prompt references materials by position (spec: @1, @图1, @image1). */
+export const hasReferences = (prompt: string): boolean => reference.test(prompt)
 
 const known = ["prompt", "mediaUrls", "imageUrls", "ratio", "resolution", "duration", "fallback"]
 
