@@ -4,7 +4,7 @@
  */
 import { Duration, Either, Schema } from "effect"
 import { draft } from "./Draft.js"
-import { decodeInput, intBetween, oneOf, Prompt, urlList } from "./Fields.js"
+import { decodeInput, intBetween, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
 import type { DraftJob, ModelSpec } from "./ModelSpec.js"
 
 /** The 13 ratios. */
@@ -106,6 +106,7 @@ const spec = <A extends Decoded>(
     output: "image",
     modes: [mode],
     inputSchema: schema,
+    mediaUrls: mediaUrlsOf(schema),
     passThrough: false,
     defaults: { resolution: "1k", n: 1, ratio: "chosen by the upstream (1:1; 16:9 at 4k)" },
     limits: ["n 1 to 10", "at 4k, ratio one of 16:9, 9:16, 2:1, 1:2, 21:9, 9:21", ...(mode === "image-to-image" ? ["imageUrls exactly 1 https URL"] : [])],

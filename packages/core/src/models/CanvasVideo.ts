@@ -4,7 +4,7 @@
  */
 import { Duration, Either, Schema } from "effect"
 import { draft, extras } from "./Draft.js"
-import { decodeInput, intOneOf, oneOf, Prompt, urlList } from "./Fields.js"
+import { decodeInput, intOneOf, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
 import type { ModelSpec } from "./ModelSpec.js"
 import { lookup } from "./Pricing.js"
 import { videoSize } from "./Sizes.js"
@@ -35,6 +35,7 @@ const spec = (id: typeof ids[number]): ModelSpec => ({
   output: "video",
   modes,
   inputSchema: schema,
+  mediaUrls: mediaUrlsOf(schema),
   passThrough: true,
   defaults: { ratio: "16:9", resolution: "720p", duration: 5 },
   limits: ["imageUrls 1 to 3", "unknown fields pass through to the upstream for text-to-video only"],

@@ -3,7 +3,7 @@
  * the rule is broken; `formatIssue` turns the first broken rule into
  * `input.<field> <rule> for <model>`.
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Either, ParseResult, Schema, SchemaAST } from "effect"
 import { ValidationError } from "../Errors.js"
 
 /** Longest prompt accepted (characters). */
@@ -75,7 +75,13 @@ export const HttpsUrl = Schema.String.pipe(
   jsonSchema: { type: "string", format: "uri", pattern: "^https://" }
 })
 
-/** An array of URLs (https only unless `http` is set) with between `min` and `max` items. */
+/**
+ * Marks a field whose URLs the service (or its upstream) fetches: a URL or an array of
+ * URLs. The submit policy checks every URL so marked, whatever the field is called.
+ */
+export const MediaUrls: unique symbol = Symbol.for("@mediagate/core/MediaUrls")
+
+/** An array of URLs (https only unless `http` is set) with between `min` and `max` items; media URLs. */
 export const urlList = (min: number, max: number, description?: string, options: { readonly http?: boolean } = {}) =>
   Schema.Array(options.http ? HttpUrl : HttpsUrl).annotations({ message: () => "must be an array of URLs" }).pipe(
     Schema.filter((urls) => urls.length >= min && urls.length <= max, {
@@ -87,7 +93,46 @@ export const urlList = (min: number, max: number, description?: string, options:
           ? `must contain between 1 and ${max} URLs`
           : `must contain between ${min} and ${max} URLs`
     })
-  ).annotations(description ? { description } : {})
+  ).annotations({ [MediaUrls]: true, ...(description ? { description } : {}) })
+
+const isMarked = (ast: SchemaAST.AST): boolean =>
+  ast.annotations[MediaUrls] === true ||
+  (SchemaAST.isUnion(ast) && ast.types.some(isMarked)) ||
+  (SchemaAST.isRefinement(ast) && isMarked(ast.from))
+
+/** The struct under a schema's refinements and transformations, or undefined. */
+const typeLiteral = (ast: SchemaAST.AST): SchemaAST.TypeLiteral | undefined =>
+  SchemaAST.isTypeLiteral(ast)
+    ? ast
+    : SchemaAST.isRefinement(ast)
+    ? typeLiteral(ast.from)
+    : SchemaAST.isTransformation(ast)
+    ? typeLiteral(ast.to)
+    : undefined
+
+/** The fields of an input schema marked with `MediaUrls`, in the schema's order. */
+export const mediaUrlFields = (schema: Schema.Schema.Any): ReadonlyArray<string> =>
+  (typeLiteral(schema.ast)?.propertySignatures ?? [])
+    .filter((signature) => typeof signature.name === "string" && isMarked(signature.type))
+    .map((signature) => signature.name as string)
+
+/** One media URL of an input: where it is (`imageUrls[0]`, as messages name it) and the URL. */
+export interface MediaUrl {
+  readonly path: string
+  readonly url: string
+}
+
+/** Every media URL of an input its schema accepted, field by field in the schema's order. */
+export const mediaUrlsOf = (schema: Schema.Schema.Any) => {
+  const fields = mediaUrlFields(schema)
+  return (input: Readonly<Record<string, unknown>>): ReadonlyArray<MediaUrl> =>
+    fields.flatMap((field) => {
+      const value = input[field]
+      if (typeof value === "string") return [{ path: field, url: value }]
+      if (!Array.isArray(value)) return []
+      return value.flatMap((url, index) => (typeof url === "string" ? [{ path: `${field}[${index}]`, url }] : []))
+    })
+}
 
 /** `a.b[0]`; a key that is not a plain name (empty, spaces, dots) is quoted: `input[""]`, `input["a.b"]`. */
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>

@@ -6,7 +6,7 @@ import { Duration, Either, Schema } from "effect"
 import type { ValidationError } from "../Errors.js"
 import type { Adjustment, UpstreamJob } from "../Task.js"
 import { adjusted, draft, extras } from "./Draft.js"
-import { decodeInput, Flag, HttpUrl, intBetween, intOneOf, invalid, oneOf, Prompt } from "./Fields.js"
+import { decodeInput, Flag, HttpUrl, intBetween, intOneOf, invalid, MediaUrls, mediaUrlsOf, oneOf, Prompt } from "./Fields.js"
 import type { ModelSpec, Normalized } from "./ModelSpec.js"
 import { lookup } from "./Pricing.js"
 import { videoSize } from "./Sizes.js"
@@ -105,8 +105,8 @@ const known = ["prompt", "mediaUrls", "imageUrls", "ratio", "resolution", "durat
 const schemaOf = (tier: Tier) =>
   Schema.Struct({
     prompt: Prompt,
-    mediaUrls: Schema.optional(Schema.Array(HttpUrl).annotations({ message: () => "must be an array of URLs", description: "1 to 12 material URLs: images, videos, audio." })),
-    imageUrls: Schema.optional(Schema.Array(HttpUrl).annotations({ message: () => "must be an array of URLs", description: "Accepted as another name for mediaUrls." })),
+    mediaUrls: Schema.optional(Schema.Array(HttpUrl).annotations({ [MediaUrls]: true, message: () => "must be an array of URLs", description: "1 to 12 material URLs: images, videos, audio." })),
+    imageUrls: Schema.optional(Schema.Array(HttpUrl).annotations({ [MediaUrls]: true, message: () => "must be an array of URLs", description: "Accepted as another name for mediaUrls." })),
     ratio: Schema.optional(oneOf(["1:1", "4:3", "3:4", "16:9", "9:16"], "Default 16:9.")),
     resolution: Schema.optional(oneOf(["480p", "720p", "1080p"], "Default 720p.")),
     duration: Schema.optional(
@@ -175,6 +175,7 @@ const spec = (tier: Tier): ModelSpec => ({
     ? ["text-to-video", "first-frame", "first-last-frame"]
     : ["text-to-video", "first-frame", "first-last-frame", "multi-image-reference", "multimodal-reference"],
   inputSchema: schemaOf(tier),
+  mediaUrls: mediaUrlsOf(schemaOf(tier)),
   passThrough: true,
   defaults: { ratio: "16:9", resolution: "720p", duration: 5, fallback: tier === "motion-1.5-pro" ? "ignored" : true },
   limits: [
