@@ -44,7 +44,7 @@ const spec = (id: typeof ids[number]): ModelSpec => ({
   normalize: (input) => {
     const raw = typeof input === "object" && input !== null ? (input as Record<string, unknown>) : {}
     const textOnly = raw["imageUrls"] === undefined
-    return Either.map(decodeInput(id, schema, input, { passThrough: textOnly }), (decoded) => {
+    return Either.map(decodeInput(id, schema, input, { passThrough: textOnly, mediaMode: "image-to-video" }), (decoded) => {
       const images = decoded.imageUrls ?? []
       const ratio = decoded.ratio ?? "16:9"
       const resolution = decoded.resolution ?? "720p"

@@ -149,19 +149,56 @@ export const invalid = (modelId: string, field: string, rule: string) =>
   new ValidationError({ message: `input.${field} ${rule} for ${modelId}` })
 
 /**
+ * Names clients give media fields: the spec's (each model takes one of them) and their
+ * snake_case and singular forms. A pass-through model refuses those it does not take:
+ * passed through, they would leave the task running in another mode than the client
+ * asked for (canvas `imageUrls` running as text-to-image) and their URLs unchecked.
+ */
+export const mediaFieldNames: ReadonlyArray<string> = [
+  "imageUrls", "mediaUrls", "images", "image_urls", "media_urls", "image_url", "imageUrl"
+]
+
+/** A media field the model does not take, in a pass-through input: a ValidationError naming the one it takes. */
+const foreignMediaField = (
+  modelId: string,
+  schema: Schema.Schema.Any,
+  input: unknown,
+  mediaMode: string | undefined
+): ValidationError | undefined => {
+  if (typeof input !== "object" || input === null) return undefined
+  const own = mediaUrlFields(schema)
+  const foreign = Object.keys(input).find((key) => mediaFieldNames.includes(key) && !own.includes(key))
+  if (foreign === undefined || own[0] === undefined) return undefined
+  const hint = mediaMode === undefined ? `media URLs go in input.${own[0]}` : `${mediaMode} takes input.${own[0]}`
+  return new ValidationError({ message: `input.${foreign} is not a supported field for ${modelId}; ${hint}` })
+}
+
+/**
  * Decodes `input` with a model's schema; the first broken rule becomes a ValidationError
  * naming field and rule. With `passThrough`, fields the schema does not name are kept
- * (models whose field lists the spec leaves open); otherwise they are refused.
+ * (models whose field lists the spec leaves open), except a media field under a name the
+ * model does not take (see `mediaFieldNames`; `mediaMode` names the mode its own selects);
+ * otherwise they are refused.
  */
 export const decodeInput = <A, I>(
   modelId: string,
   schema: Schema.Schema<A, I>,
   input: unknown,
-  options: { readonly passThrough?: boolean } = {}
+  options: { readonly passThrough?: boolean; readonly mediaMode?: string } = {}
+): Either.Either<A, ValidationError> => {
+  const foreign = options.passThrough ? foreignMediaField(modelId, schema, input, options.mediaMode) : undefined
+  return foreign !== undefined ? Either.left(foreign) : decodeWith(modelId, schema, input, options.passThrough === true)
+}
+
+const decodeWith = <A, I>(
+  modelId: string,
+  schema: Schema.Schema<A, I>,
+  input: unknown,
+  passThrough: boolean
 ): Either.Either<A, ValidationError> =>
   Schema.decodeUnknownEither(schema, {
     errors: "first",
-    onExcessProperty: options.passThrough ? "preserve" : "error"
+    onExcessProperty: passThrough ? "preserve" : "error"
   })(input).pipe(
     Either.mapLeft((error) => {
       const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]

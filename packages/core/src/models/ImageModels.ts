@@ -103,7 +103,7 @@ const canvas = (id: typeof canvasIds[number]): ModelSpec => {
     priceRule: `per image by resolution (price table), ${canvasImageCount} images per generation`,
     deadline: Duration.minutes(15),
     normalize: (input) =>
-      Either.map(decodeInput(id, schema, input, { passThrough: true }), (decoded) => {
+      Either.map(decodeInput(id, schema, input, { passThrough: true, mediaMode: "image-to-image" }), (decoded) => {
         const ratio = decoded.ratio ?? "1:1"
         const resolution = decoded.resolution ?? "2k"
         const [width, height] = imageSize(ratio, resolution)

@@ -123,7 +123,7 @@ const normalize = (tier: Tier) => {
       const raw = typeof input === "object" && input !== null ? (input as Record<string, unknown>) : {}
       const textOnly = raw["mediaUrls"] === undefined && raw["imageUrls"] === undefined
       // Text-to-video field lists are open in the spec: unknown fields pass through.
-      const decoded = (yield* decodeInput(tier, schema, input, { passThrough: textOnly })) as Decoded
+      const decoded = (yield* decodeInput(tier, schema, input, { passThrough: textOnly, mediaMode: "media-to-video" })) as Decoded
       if (decoded.mediaUrls !== undefined && decoded.imageUrls !== undefined) {
         return yield* Either.left(invalid(tier, "imageUrls", "cannot be combined with mediaUrls"))
       }
