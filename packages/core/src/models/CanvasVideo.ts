@@ -38,7 +38,7 @@ const spec = (id: typeof ids[number]): ModelSpec => ({
   mediaUrls: mediaUrlsOf(schema),
   passThrough: true,
   defaults: { ratio: "16:9", resolution: "720p", duration: 5 },
-  limits: ["imageUrls 1 to 3", "unknown fields pass through to the upstream for text-to-video only"],
+  limits: ["imageUrls 1 to 3", "unknown fields pass through to the upstream for text-to-video only, except another name for imageUrls (images, mediaUrls, image_urls, ...), which is refused"],
   priceRule: "per second of video (price table)",
   deadline: Duration.hours(2),
   normalize: (input) => {

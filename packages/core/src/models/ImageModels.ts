@@ -99,7 +99,7 @@ const canvas = (id: typeof canvasIds[number]): ModelSpec => {
     mediaUrls: mediaUrlsOf(schema),
     passThrough: true,
     defaults: { ratio: "1:1", resolution: "2k" },
-    limits: ["images 1 to 10", `${canvasImageCount} images per generation`, "unknown fields pass through to the upstream"],
+    limits: ["images 1 to 10", `${canvasImageCount} images per generation`, "unknown fields pass through to the upstream, except another name for images (imageUrls, image_urls, ...), which is refused"],
     priceRule: `per image by resolution (price table), ${canvasImageCount} images per generation`,
     deadline: Duration.minutes(15),
     normalize: (input) =>

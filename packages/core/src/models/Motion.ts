@@ -179,10 +179,14 @@ const spec = (tier: Tier): ModelSpec => ({
   passThrough: true,
   defaults: { ratio: "16:9", resolution: "720p", duration: 5, fallback: tier === "motion-1.5-pro" ? "ignored" : true },
   limits: [
-    "mediaUrls 1 to 12, at most 9 images, total video at most 15 s, total audio at most 15 s (a violation fails the task with INVALID_PARAMETERS)",
-    tier === "motion-1.5-pro" ? "duration 5 or 10; at most 2 images; no video or audio" : "duration 4 to 15",
-    "material type from the URL's extension",
-    "unknown fields pass through to the upstream for text-to-video only"
+    "mediaUrls 1 to 12, at most 9 images (a violation fails the task with INVALID_PARAMETERS); the spec's totals of at most 15 s of video and 15 s of audio are not checked yet: durations are not probed",
+    tier === "motion-1.5-pro"
+      ? "duration 5 or 10; at most 2 images and no video or audio (a violation fails the task with INVALID_PARAMETERS)"
+      : "duration 4 to 15",
+    tier === "motion-1.5-pro"
+      ? "material type from the URL's extension; a URL without a known one is kept as type unknown (typing it from the file is not implemented yet) and counts as one of the 2 images"
+      : "material type from the URL's extension; a URL without a known one is kept as type unknown (typing it from the file is not implemented yet): it counts toward the 12 URLs but not as an image, and the request does not fall back",
+    "unknown fields pass through to the upstream for text-to-video only, except another name for mediaUrls (images, image_urls, ...), which is refused"
   ],
   priceRule: "per second of video (price table)",
   deadline: Duration.hours(6),
