@@ -95,12 +95,20 @@ describe("every model over HTTP", () => {
     it.effect("motion mediaUrls beyond the limits: accepted, then FAILURE with INVALID_PARAMETERS", () =>
       Effect.gen(function*() {
         const api = yield* client
-        const mediaUrls = Array.from({ length: 10 }, (_, i) => `https://example.com/${i}.png`)
-        const { data } = yield* api.tasks.submit({ payload: { model: "motion-2.0", input: { prompt: "x", mediaUrls } } })
-        const task = yield* api.tasks.query({ path: { taskId: data.taskId } })
-        expect(task.data.status).toBe("FAILURE")
-        expect(task.data.failure_reason).toBe("INVALID_PARAMETERS")
-        expect(task.data.result).toBeNull()
+        const images = (count: number) => Array.from({ length: count }, (_, i) => `https://example.com/${i}.png`)
+        const cases: ReadonlyArray<[string, ReadonlyArray<string>]> = [
+          ["motion-2.0", images(10)],
+          // A URL whose type the URL does not tell is no 400: the count rule comes first.
+          ["motion-2.0", [...images(12), "https://example.com/signed?sig=abc"]],
+          ["motion-1.5-pro", images(3)]
+        ]
+        for (const [model, mediaUrls] of cases) {
+          const { data } = yield* api.tasks.submit({ payload: { model, input: { prompt: "x", mediaUrls } } })
+          const task = yield* api.tasks.query({ path: { taskId: data.taskId } })
+          expect(task.data.status).toBe("FAILURE")
+          expect(task.data.failure_reason).toBe("INVALID_PARAMETERS")
+          expect(task.data.result).toBeNull()
+        }
       }))
 
     it.effect("a failing motion-2.0 job falls back to motion-1.5-pro, recorded in adjustments", () =>

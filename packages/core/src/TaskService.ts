@@ -7,6 +7,7 @@ import { ModerationRejected, TaskNotCancellable, TaskNotFound, ValidationError }
 import type { TaskId } from "./Ids.js"
 import { Ids } from "./Ids.js"
 import { ModelCatalog } from "./models/ModelCatalog.js"
+import type { ModelSpec } from "./models/ModelSpec.js"
 import { Moderation } from "./Moderation.js"
 import { Prices } from "./models/Pricing.js"
 import type { Task, TaskInput, UpstreamJob } from "./Task.js"
@@ -28,20 +29,12 @@ export class SubmitPolicy extends Context.Reference<SubmitPolicy>()("@mediagate/
 
 const topLevelFields = new Set(["model", "input", "callBackUrl", "user_id"])
 
-/** The input fields that carry URLs we will fetch. */
-const mediaFields = ["imageUrls", "mediaUrls", "images"] as const
-
-/** Every media URL must name a public host (unless the policy allows private ones). */
-const checkMediaUrls = (modelId: string, input: Record<string, unknown>, allowPrivate: boolean) => {
-  for (const field of mediaFields) {
-    const urls = input[field]
-    if (!Array.isArray(urls)) continue
-    for (const [index, url] of urls.entries()) {
-      if (typeof url !== "string") continue
-      const problem = checkUrl(url, { protocols: ["http:", "https:"], allowPrivate })
-      if (problem !== undefined) {
-        return Either.left(new ValidationError({ message: `input.${field}[${index}] ${problem} for ${modelId}` }))
-      }
+/** Every media URL (the fields the model's schema marks) must name a public host (unless the policy allows private ones). */
+const checkMediaUrls = (model: ModelSpec, input: Record<string, unknown>, allowPrivate: boolean) => {
+  for (const { path, url } of model.mediaUrls(input)) {
+    const problem = checkUrl(url, { protocols: ["http:", "https:"], allowPrivate })
+    if (problem !== undefined) {
+      return Either.left(new ValidationError({ message: `input.${path} ${problem} for ${model.id}` }))
     }
   }
   return Either.right(undefined)
@@ -112,7 +105,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
         onSome: Effect.succeed
       })
       const normalized = yield* model.normalize(request.input)
-      yield* checkMediaUrls(model.id, request.input, policy.allowPrivateUrls)
+      yield* checkMediaUrls(model, request.input, policy.allowPrivateUrls)
       const prices = yield* Prices
       const job: UpstreamJob = { ...normalized.job, priceMicroUsd: model.price(normalized.job, prices) }
       const verdict = yield* moderation.check(job.prompt)

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import type { ModelSpec } from "../src/index.js"
-import { AlphaImage2, Pricing, ValidationError } from "../src/index.js"
+import { AlphaImage2, ModelInfo, Pricing, ValidationError } from "../src/index.js"
 
 /** The spec's pixel table, copied verbatim: width×height, "-" where the ratio is not allowed. */
 const specTable = `
@@ -256,5 +256,13 @@ describe("price (spec section 8): n × unit price of the resolution, in micro-US
   it("the ratio does not change the price", () => {
     expect(Either.getOrThrow(t2i({ prompt: "p", ratio: "16:9", resolution: "4k", n: 3 })).priceMicroUsd).toBe(180_000)
     expect(Either.getOrThrow(t2i({ prompt: "p", resolution: "4k", n: 3 })).priceMicroUsd).toBe(180_000)
+  })
+})
+
+describe("catalog text claims only what the code does", () => {
+  it("WebP input is not said to be transcoded to JPEG: nothing transcodes yet, and the text says so", () => {
+    const text = JSON.stringify(ModelInfo.describe(AlphaImage2.imageToImage))
+    expect(text).not.toMatch(/transcoded to JPEG automatically/)
+    expect(text).toMatch(/WebP input is passed on as given: transcoding it to JPEG \(spec\) is not implemented yet/)
   })
 })

@@ -263,12 +263,12 @@ describe("motion", () => {
     [".mp4", "video"], [".mov", "video"], [".m4v", "video"], [".mp3", "audio"], [".wav", "audio"]
   ]
   for (const [extension, type] of materialTable) {
-    it(`material ${extension} is ${type}; motion-1.5-pro takes it only if an image`, () => {
+    it(`material ${extension} is ${type}; motion-1.5-pro takes it only if an image (else the task fails)`, () => {
       expect(Motion.materialType(img(`clip${extension}`))).toBe(type)
       expect(Motion.materialType(img(`CLIP${extension.toUpperCase()}?v=2`))).toBe(type)
       expect(job("motion-2.0", { ...p, mediaUrls: [img(`a${extension}`)] }).mode).toBe(type === "image" ? "first-frame" : "multimodal-reference")
-      const outcome = normalize("motion-1.5-pro", { ...p, mediaUrls: [img(`a${extension}`)] })
-      expect(Either.isRight(outcome)).toBe(type === "image")
+      const outcome = Either.getOrThrow(normalize("motion-1.5-pro", { ...p, mediaUrls: [img(`a${extension}`)] }))
+      expect(outcome.rejection === undefined).toBe(type === "image")
     })
   }
 
@@ -279,15 +279,16 @@ describe("motion", () => {
     expect(job("motion-2.0", { ...p, mediaUrls: [img("a.png"), img("b.gif"), img("c.bmp")] }).mode).toBe("multi-image-reference")
     expect(job("motion-2.0-fast", { ...p, mediaUrls: [img("a.png"), img("b.mov")] }).mode).toBe("multimodal-reference")
     expect(job("motion-2.0", { ...p, mediaUrls: [img("a.mp3")] }).mode).toBe("multimodal-reference")
-    expect(refused("motion-2.0", { ...p, mediaUrls: [img("a.txt")] })).toBe(
-      "input.mediaUrls[0] must end in an image (.jpg, .jpeg, .png, .webp, .gif, .bmp), video (.mp4, .mov, .m4v) or audio (.mp3, .wav) extension for motion-2.0"
-    )
+    // The URL does not tell the type: kept, typed from the file when it is fetched.
+    expect(Motion.materialType(img("a.txt"))).toBeUndefined()
+    expect(job("motion-2.0", { ...p, mediaUrls: [img("a.txt")] }).mode).toBe("undetermined")
   })
-  it("motion-1.5-pro takes at most 2 images and no video or audio", () => {
+  it("motion-1.5-pro takes at most 2 images and no video or audio; a violation fails the task", () => {
+    const rejection = (input: Record<string, unknown>) => Either.getOrThrow(normalize("motion-1.5-pro", input)).rejection
     expect(job("motion-1.5-pro", { ...p, mediaUrls: [img("a.png"), img("b.png")] }).mode).toBe("first-last-frame")
-    expect(refused("motion-1.5-pro", { ...p, mediaUrls: [img("a.png"), img("b.png"), img("c.png")] })).toBe("input.mediaUrls may contain at most 2 images for motion-1.5-pro")
-    expect(refused("motion-1.5-pro", { ...p, mediaUrls: [img("a.png"), img("b.mp4")] })).toBe("input.mediaUrls[1] is a video material; motion-1.5-pro accepts images only for motion-1.5-pro")
-    expect(refused("motion-1.5-pro", { ...p, mediaUrls: [img("b.wav")] })).toBe("input.mediaUrls[0] is an audio material; motion-1.5-pro accepts images only for motion-1.5-pro")
+    expect(rejection({ ...p, mediaUrls: [img("a.png"), img("b.png"), img("c.png")] })).toBe("mediaUrls may contain at most 2 images for motion-1.5-pro")
+    expect(rejection({ ...p, mediaUrls: [img("a.png"), img("b.mp4")] })).toBe("mediaUrls[1] is a video material; motion-1.5-pro accepts images only")
+    expect(rejection({ ...p, mediaUrls: [img("b.wav")] })).toBe("mediaUrls[0] is an audio material; motion-1.5-pro accepts images only")
   })
   it("fallback defaults to motion-1.5-pro for motion-2.0 and motion-2.0-fast", () => {
     expect(job("motion-2.0", p).fallbackModel).toBe("motion-1.5-pro")

@@ -4,7 +4,7 @@
  */
 import { Duration, Either, Schema } from "effect"
 import { draft } from "./Draft.js"
-import { decodeInput, intBetween, oneOf, Prompt, urlList } from "./Fields.js"
+import { decodeInput, intBetween, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
 import type { DraftJob, ModelSpec } from "./ModelSpec.js"
 
 /** The 13 ratios. */
@@ -65,7 +65,7 @@ export const TextToImageInput = Schema.Struct(fields).pipe(Schema.filter(ratioAl
 /** Input of alpha-image-2/image-to-image. */
 export const ImageToImageInput = Schema.Struct({
   ...fields,
-  imageUrls: urlList(1, 1, "Exactly 1 public HTTPS URL. WebP input is transcoded to JPEG automatically.")
+  imageUrls: urlList(1, 1, "Exactly 1 public HTTPS URL. WebP input is passed on as given: transcoding it to JPEG (spec) is not implemented yet.")
 }).pipe(Schema.filter(ratioAllowedAtResolution))
 
 type Decoded = {
@@ -106,6 +106,7 @@ const spec = <A extends Decoded>(
     output: "image",
     modes: [mode],
     inputSchema: schema,
+    mediaUrls: mediaUrlsOf(schema),
     passThrough: false,
     defaults: { resolution: "1k", n: 1, ratio: "chosen by the upstream (1:1; 16:9 at 4k)" },
     limits: ["n 1 to 10", "at 4k, ratio one of 16:9, 9:16, 2:1, 1:2, 21:9, 9:21", ...(mode === "image-to-image" ? ["imageUrls exactly 1 https URL"] : [])],

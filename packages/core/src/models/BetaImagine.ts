@@ -3,7 +3,7 @@
  */
 import { Duration, Either, Schema } from "effect"
 import { adjusted, draft } from "./Draft.js"
-import { decodeInput, intBetween, intOneOf, oneOf, Prompt, urlList } from "./Fields.js"
+import { decodeInput, intBetween, intOneOf, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
 import type { ModelSpec } from "./ModelSpec.js"
 import { videoSize } from "./Sizes.js"
 
@@ -51,6 +51,7 @@ const textToImage = (tier: ImageTier): ModelSpec => {
     output: "image",
     modes: ["text-to-image"],
     inputSchema: schema,
+    mediaUrls: mediaUrlsOf(schema),
     passThrough: false,
     defaults: tier === "lite" ? { n: 1, ratio: "inferred from the prompt" } : { n: 1, ratio: "1:1", resolution: "720p" },
     limits: [
@@ -116,6 +117,7 @@ const video = (mode: "text-to-video" | "image-to-video"): ModelSpec => {
     output: "video",
     modes: [mode],
     inputSchema: schema,
+    mediaUrls: mediaUrlsOf(schema),
     passThrough: false,
     defaults: { duration: 6, ratio: "9:16", resolution: "720p", mode: "custom" },
     limits: mode === "image-to-video" ? ["imageUrls 1 to 5"] : [],

@@ -4,7 +4,7 @@
  */
 import { Duration, Either, Schema } from "effect"
 import { draft, extras } from "./Draft.js"
-import { decodeInput, intOneOf, oneOf, Prompt, urlList } from "./Fields.js"
+import { decodeInput, intOneOf, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
 import type { ModelSpec } from "./ModelSpec.js"
 import { lookup } from "./Pricing.js"
 import { videoSize } from "./Sizes.js"
@@ -35,15 +35,16 @@ const spec = (id: typeof ids[number]): ModelSpec => ({
   output: "video",
   modes,
   inputSchema: schema,
+  mediaUrls: mediaUrlsOf(schema),
   passThrough: true,
   defaults: { ratio: "16:9", resolution: "720p", duration: 5 },
-  limits: ["imageUrls 1 to 3", "unknown fields pass through to the upstream for text-to-video only"],
+  limits: ["imageUrls 1 to 3", "unknown fields pass through to the upstream for text-to-video only, except another name for imageUrls (images, mediaUrls, image_urls, ...), which is refused"],
   priceRule: "per second of video (price table)",
   deadline: Duration.hours(2),
   normalize: (input) => {
     const raw = typeof input === "object" && input !== null ? (input as Record<string, unknown>) : {}
     const textOnly = raw["imageUrls"] === undefined
-    return Either.map(decodeInput(id, schema, input, { passThrough: textOnly }), (decoded) => {
+    return Either.map(decodeInput(id, schema, input, { passThrough: textOnly, mediaMode: "image-to-video" }), (decoded) => {
       const images = decoded.imageUrls ?? []
       const ratio = decoded.ratio ?? "16:9"
       const resolution = decoded.resolution ?? "720p"

@@ -6,7 +6,7 @@ import { Duration, Either, Schema } from "effect"
 import type { ValidationError } from "../Errors.js"
 import type { Adjustment } from "../Task.js"
 import { adjusted, draft } from "./Draft.js"
-import { decodeInput, intOneOf, invalid, oneOf, Prompt, urlList } from "./Fields.js"
+import { decodeInput, intOneOf, invalid, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
 import type { ModelSpec, Normalized } from "./ModelSpec.js"
 import { lookup } from "./Pricing.js"
 import { videoSize } from "./Sizes.js"
@@ -92,6 +92,7 @@ const spec = (tier: Tier): ModelSpec => ({
   output: "video",
   modes: tier === "clip3_lite" ? ["i2v", "i2v-fl"] : ["t2v", "i2v", "i2v-fl", "r2v"],
   inputSchema: schema,
+  mediaUrls: mediaUrlsOf(schema),
   passThrough: false,
   defaults: { ratio: "16:9", resolution: "720p (standard, no upscale)", duration: 8, mode: "from the image count: 0 t2v, 1 i2v, 2 i2v-fl, 3 r2v" },
   limits: [

@@ -4,7 +4,7 @@
  */
 import { Duration, Either, Schema } from "effect"
 import { adjusted, draft, extras } from "./Draft.js"
-import { decodeInput, intBetween, oneOf, Prompt, urlList } from "./Fields.js"
+import { decodeInput, intBetween, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
 import type { DraftJob, ModelSpec } from "./ModelSpec.js"
 import { lookup } from "./Pricing.js"
 import { imageSize } from "./Sizes.js"
@@ -35,6 +35,7 @@ const compact = (id: typeof compactIds[number]): ModelSpec => {
     output: "image",
     modes: ["text-to-image", "image-to-image"],
     inputSchema: schema,
+    mediaUrls: mediaUrlsOf(schema),
     passThrough: false,
     defaults: { ratio: "16:9", resolution: "1k" },
     limits: ["imageUrls up to 10", fixed ? "ratio 16:9 or 9:16; resolution ignored (always 1k)" : "resolution 1k, 2k, 4k", "one image per generation"],
@@ -95,13 +96,14 @@ const canvas = (id: typeof canvasIds[number]): ModelSpec => {
     output: "image",
     modes: ["text-to-image", "image-to-image"],
     inputSchema: schema,
+    mediaUrls: mediaUrlsOf(schema),
     passThrough: true,
     defaults: { ratio: "1:1", resolution: "2k" },
-    limits: ["images 1 to 10", `${canvasImageCount} images per generation`, "unknown fields pass through to the upstream"],
+    limits: ["images 1 to 10", `${canvasImageCount} images per generation`, "unknown fields pass through to the upstream, except another name for images (imageUrls, image_urls, ...), which is refused"],
     priceRule: `per image by resolution (price table), ${canvasImageCount} images per generation`,
     deadline: Duration.minutes(15),
     normalize: (input) =>
-      Either.map(decodeInput(id, schema, input, { passThrough: true }), (decoded) => {
+      Either.map(decodeInput(id, schema, input, { passThrough: true, mediaMode: "image-to-image" }), (decoded) => {
         const ratio = decoded.ratio ?? "1:1"
         const resolution = decoded.resolution ?? "2k"
         const [width, height] = imageSize(ratio, resolution)
@@ -150,6 +152,7 @@ const dream = (id: typeof dreamIds[number]): ModelSpec => {
     output: "image",
     modes: ["text-to-image", "image-to-image"],
     inputSchema: schema,
+    mediaUrls: mediaUrlsOf(schema),
     passThrough: false,
     defaults: { ratio: "1:1", resolution: "2k", n: 1 },
     limits: [`n 1 to ${maxN}`, "imageUrls 1 to 10"],

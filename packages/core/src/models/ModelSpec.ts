@@ -4,6 +4,7 @@
  */
 import type { Duration, Either, Schema } from "effect"
 import type { ValidationError } from "../Errors.js"
+import type { MediaUrl } from "./Fields.js"
 import type { UpstreamJob } from "../Task.js"
 import type { PriceTable } from "./Pricing.js"
 
@@ -36,6 +37,8 @@ export interface ModelSpec {
   readonly modes: ReadonlyArray<string>
   /** The Effect Schema of `input`; the catalog endpoint renders it as JSON Schema. */
   readonly inputSchema: Schema.Schema.Any
+  /** Every URL of an accepted input that is fetched, from the fields its schema marks `MediaUrls`. */
+  readonly mediaUrls: (input: Readonly<Record<string, unknown>>) => ReadonlyArray<MediaUrl>
   /** Whether fields the schema does not name pass through to the upstream (spec leaves them open). */
   readonly passThrough: boolean
   /** Defaults applied when a field is omitted. */

@@ -6,7 +6,7 @@ import { Duration, Either, Schema } from "effect"
 import type { ValidationError } from "../Errors.js"
 import type { Adjustment, UpstreamJob } from "../Task.js"
 import { adjusted, draft, extras } from "./Draft.js"
-import { decodeInput, Flag, HttpUrl, intBetween, intOneOf, invalid, oneOf, Prompt } from "./Fields.js"
+import { decodeInput, Flag, HttpUrl, intBetween, intOneOf, invalid, MediaUrls, mediaUrlsOf, oneOf, Prompt } from "./Fields.js"
 import type { ModelSpec, Normalized } from "./ModelSpec.js"
 import { lookup } from "./Pricing.js"
 import { videoSize } from "./Sizes.js"
@@ -21,22 +21,92 @@ export const extensions: Readonly<Record<MaterialType, ReadonlyArray<string>>> =
   audio: [".mp3", ".wav"]
 }
 
-/** The material type of a URL, from the extension of its path. */
+/** The material type of a URL, from the extension of its path; undefined when the URL does not tell. */
 export const materialType = (url: string): MaterialType | undefined => {
   const path = new URL(url).pathname.toLowerCase()
   return (Object.keys(extensions) as Array<MaterialType>).find((type) => extensions[type].some((ext) => path.endsWith(ext)))
 }
 
-/** Prompt references to materials by position: @1, @图1, @image1. */
-export const hasReferences = (prompt: string): boolean => /@(?:\d+|图\d+|image\d+)/i.test(prompt)
+/**
+ * A material as the job carries it. A URL without a known extension (a signed URL, say)
+ * is "unknown": it is kept, and its type is told from the file when it is fetched.
+ */
+export interface Material {
+  readonly url: string
+  readonly type: MaterialType | "unknown"
+}
+
+/** The materials of a request, typed from their URLs where the URL tells. */
+export const materialsOf = (urls: ReadonlyArray<string>): ReadonlyArray<Material> =>
+  urls.map((url) => ({ url, type: materialType(url) ?? "unknown" }))
+
+/**
+ * The first rule the materials break, or undefined: the spec's mediaUrls rules in the
+ * spec's order (1 to 12 URLs; at most 9 images), then motion-1.5-pro's own (images only,
+ * at most 2). A broken rule fails the task with INVALID_PARAMETERS, for every count alike.
+ * Unknown materials count toward the 12 but not toward the 9 images until they are typed;
+ * on motion-1.5-pro every material must be an image, so more than 2 of any type fail.
+ * The spec's 15 s totals of video and of audio are not checked: durations are not probed yet.
+ * Pure, so the step that types unknown materials can apply it again.
+ */
+export const rejectionOf = (tier: Tier, field: string, materials: ReadonlyArray<Material>): string | undefined => {
+  const images = materials.filter((m) => m.type === "image").length
+  if (materials.length < 1 || materials.length > 12) return `${field} must contain between 1 and 12 URLs`
+  if (images > 9) return `${field} may contain at most 9 images`
+  if (tier !== "motion-1.5-pro") return undefined
+  const other = materials.findIndex((m) => m.type === "video" || m.type === "audio")
+  if (other >= 0) return `${field}[${other}] is ${materials[other]!.type === "audio" ? "an audio" : "a video"} material; motion-1.5-pro accepts images only`
+  if (materials.length > 2) return `${field} may contain at most 2 images for motion-1.5-pro`
+  return undefined
+}
+
+/**
+ * The mode the materials select (spec: mode by material content). On motion-2.0 and
+ * motion-2.0-fast an unknown material may be an image, a video or audio, so without a known
+ * video or audio the mode is "undetermined" until the materials are typed. motion-1.5-pro
+ * takes images only: an unknown material there either is an image or fails the task.
+ */
+export const modeOf = (tier: Tier, materials: ReadonlyArray<Material>): string => {
+  if (materials.length === 0) return "text-to-video"
+  if (materials.some((m) => m.type === "video" || m.type === "audio")) return "multimodal-reference"
+  if (tier !== "motion-1.5-pro" && materials.some((m) => m.type === "unknown")) return "undetermined"
+  return materials.length === 1 ? "first-frame" : materials.length === 2 ? "first-last-frame" : "multi-image-reference"
+}
+
+/**
+ * Why a motion-2.0 or motion-2.0-fast request never falls back, or undefined when it may:
+ * the spec's multimodal requests (video or audio, more than 2 images, @ references), and
+ * requests with unknown materials, which may be video or audio.
+ */
+export const noFallbackReason = (prompt: string, materials: ReadonlyArray<Material>): string | undefined => {
+  const images = materials.filter((m) => m.type === "image").length
+  if (materials.some((m) => m.type === "video" || m.type === "audio") || images > 2 || hasReferences(prompt)) {
+    return "multimodal requests (video or audio, more than 2 images, @ references) never fall back"
+  }
+  if (materials.some((m) => m.type === "unknown")) {
+    return "materials whose type the URL does not tell may be video or audio, which never fall back"
+  }
+  return undefined
+}
+
+/**
+ * A reference to a material by position: `@1`, `@图1`, `@image1` (any case), as a whole
+ * token. The neighbours are checked against ASCII letters and digits only, so Chinese
+ * prompts, which have no spaces, still reference (`参考@图1跳舞`), while an e-mail address
+ * (`bob@1mail.com`), `@1abc` or a number (`@1.5x`) does not.
+ */
+const reference = /(?<![A-Za-z0-9_])@(?:image|图)?[1-9]\d*(?![A-Za-z0-9_]|[.,-][A-Za-z0-9])/i
+
+/** Whether the prompt references materials by position (spec: @1, @图1, @image1). */
+export const hasReferences = (prompt: string): boolean => reference.test(prompt)
 
 const known = ["prompt", "mediaUrls", "imageUrls", "ratio", "resolution", "duration", "fallback"]
 
 const schemaOf = (tier: Tier) =>
   Schema.Struct({
     prompt: Prompt,
-    mediaUrls: Schema.optional(Schema.Array(HttpUrl).annotations({ message: () => "must be an array of URLs", description: "1 to 12 material URLs: images, videos, audio." })),
-    imageUrls: Schema.optional(Schema.Array(HttpUrl).annotations({ message: () => "must be an array of URLs", description: "Accepted as another name for mediaUrls." })),
+    mediaUrls: Schema.optional(Schema.Array(HttpUrl).annotations({ [MediaUrls]: true, message: () => "must be an array of URLs", description: "1 to 12 material URLs: images, videos, audio." })),
+    imageUrls: Schema.optional(Schema.Array(HttpUrl).annotations({ [MediaUrls]: true, message: () => "must be an array of URLs", description: "Accepted as another name for mediaUrls." })),
     ratio: Schema.optional(oneOf(["1:1", "4:3", "3:4", "16:9", "9:16"], "Default 16:9.")),
     resolution: Schema.optional(oneOf(["480p", "720p", "1080p"], "Default 720p.")),
     duration: Schema.optional(
@@ -53,59 +123,25 @@ const normalize = (tier: Tier) => {
       const raw = typeof input === "object" && input !== null ? (input as Record<string, unknown>) : {}
       const textOnly = raw["mediaUrls"] === undefined && raw["imageUrls"] === undefined
       // Text-to-video field lists are open in the spec: unknown fields pass through.
-      const decoded = (yield* decodeInput(tier, schema, input, { passThrough: textOnly })) as Decoded
+      const decoded = (yield* decodeInput(tier, schema, input, { passThrough: textOnly, mediaMode: "media-to-video" })) as Decoded
       if (decoded.mediaUrls !== undefined && decoded.imageUrls !== undefined) {
         return yield* Either.left(invalid(tier, "imageUrls", "cannot be combined with mediaUrls"))
       }
       const field = decoded.imageUrls !== undefined ? "imageUrls" : "mediaUrls"
-      const urls = decoded.mediaUrls ?? decoded.imageUrls ?? []
-      const materials: Array<{ url: string; type: MaterialType }> = []
-      for (const [index, url] of urls.entries()) {
-        const type = materialType(url)
-        if (type === undefined) {
-          return yield* Either.left(invalid(tier, `${field}[${index}]`, `must end in an image (${extensions.image.join(", ")}), video (${extensions.video.join(", ")}) or audio (${extensions.audio.join(", ")}) extension`))
-        }
-        materials.push({ url, type })
-      }
-      const images = materials.filter((m) => m.type === "image").length
-      const multimodal = materials.some((m) => m.type !== "image")
-
-      // The spec's mediaUrls checks (in its order) fail the task, not the submit call.
-      const rejection = textOnly
-        ? undefined
-        : urls.length < 1 || urls.length > 12
-        ? `${field} must contain between 1 and 12 URLs`
-        : images > 9
-        ? `${field} may contain at most 9 images`
-        : undefined
-
-      if (tier === "motion-1.5-pro" && rejection === undefined) {
-        const other = materials.findIndex((m) => m.type !== "image")
-        if (other >= 0) return yield* Either.left(invalid(tier, `${field}[${other}]`, `is ${materials[other]!.type === "audio" ? "an audio" : "a video"} material; motion-1.5-pro accepts images only`))
-        if (images > 2) return yield* Either.left(invalid(tier, field, "may contain at most 2 images"))
-      }
-
-      const mode = textOnly || urls.length === 0
-        ? "text-to-video"
-        : multimodal
-        ? "multimodal-reference"
-        : images === 1
-        ? "first-frame"
-        : images === 2
-        ? "first-last-frame"
-        : "multi-image-reference"
+      const materials = materialsOf(decoded.mediaUrls ?? decoded.imageUrls ?? [])
+      // The spec's mediaUrls rules fail the task, not the submit call.
+      const rejection = textOnly ? undefined : rejectionOf(tier, field, materials)
+      const mode = modeOf(tier, materials)
 
       const adjustments: Array<Adjustment> = []
       let fallbackModel: string | null = null
       if (tier === "motion-1.5-pro") {
         adjustments.push(...adjusted("fallback", decoded.fallback === true ? true : undefined, false, "motion-1.5-pro has no fallback"))
       } else {
-        const neverFallsBack = multimodal || images > 2 || hasReferences(decoded.prompt)
+        const never = noFallbackReason(decoded.prompt, materials)
         const wanted = decoded.fallback ?? true
-        if (wanted && !neverFallsBack) fallbackModel = "motion-1.5-pro"
-        if (wanted && neverFallsBack) {
-          adjustments.push(...adjusted("fallback", decoded.fallback, false, "multimodal requests (video or audio, more than 2 images, @ references) never fall back"))
-        }
+        if (wanted && never === undefined) fallbackModel = "motion-1.5-pro"
+        if (wanted && never !== undefined) adjustments.push(...adjusted("fallback", decoded.fallback, false, never))
       }
       const ratio = decoded.ratio ?? "16:9"
       const resolution = decoded.resolution ?? "720p"
@@ -139,13 +175,18 @@ const spec = (tier: Tier): ModelSpec => ({
     ? ["text-to-video", "first-frame", "first-last-frame"]
     : ["text-to-video", "first-frame", "first-last-frame", "multi-image-reference", "multimodal-reference"],
   inputSchema: schemaOf(tier),
+  mediaUrls: mediaUrlsOf(schemaOf(tier)),
   passThrough: true,
   defaults: { ratio: "16:9", resolution: "720p", duration: 5, fallback: tier === "motion-1.5-pro" ? "ignored" : true },
   limits: [
-    "mediaUrls 1 to 12, at most 9 images, total video at most 15 s, total audio at most 15 s (a violation fails the task with INVALID_PARAMETERS)",
-    tier === "motion-1.5-pro" ? "duration 5 or 10; at most 2 images; no video or audio" : "duration 4 to 15",
-    "material type from the URL's extension",
-    "unknown fields pass through to the upstream for text-to-video only"
+    "mediaUrls 1 to 12, at most 9 images (a violation fails the task with INVALID_PARAMETERS); the spec's totals of at most 15 s of video and 15 s of audio are not checked yet: durations are not probed",
+    tier === "motion-1.5-pro"
+      ? "duration 5 or 10; at most 2 images and no video or audio (a violation fails the task with INVALID_PARAMETERS)"
+      : "duration 4 to 15",
+    tier === "motion-1.5-pro"
+      ? "material type from the URL's extension; a URL without a known one is kept as type unknown (typing it from the file is not implemented yet) and counts as one of the 2 images"
+      : "material type from the URL's extension; a URL without a known one is kept as type unknown (typing it from the file is not implemented yet): it counts toward the 12 URLs but not as an image, and the request does not fall back",
+    "unknown fields pass through to the upstream for text-to-video only, except another name for mediaUrls (images, image_urls, ...), which is refused"
   ],
   priceRule: "per second of video (price table)",
   deadline: Duration.hours(6),
