@@ -9,10 +9,8 @@ import { lookup } from "node:dns/promises"
 /** Every address of a host name, in the resolver's order. */
 export const resolve = (hostname: string): Effect.Effect<ReadonlyArray<string>, Outbound.OutboundError> =>
   Effect.tryPromise({
-    try: (signal) => {
-      signal.throwIfAborted()
-      return lookup(hostname, { all: true, verbatim: true })
-    },
+    // verbatim: the resolver's own order, which is the order a connection would try.
+    try: () => lookup(hostname, { all: true, verbatim: true }),
     catch: (cause) =>
       new Outbound.OutboundError({
         reason: "Unresolvable",
