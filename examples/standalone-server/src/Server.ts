@@ -3,13 +3,11 @@
  * the simulator, the engine and HTTP on one node:http server. Tests build the same
  * composition.
  */
-import { FetchHttpClient } from "@effect/platform"
-import type { HttpClient } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import type { Accounts, MediaStore, StoreError, TaskStore } from "@mediagate/core"
+import type { Accounts, MediaStore, Outbound, StoreError, TaskStore } from "@mediagate/core"
 import { Ids, ModelCatalog, SubmitPolicy, TaskService } from "@mediagate/core"
 import { MediagateHttp, Routes } from "@mediagate/http"
-import { FileMediaStore } from "@mediagate/media"
+import { FileMediaStore, NodeOutbound, NodeResolver } from "@mediagate/media"
 import { Deliverer, Engine } from "@mediagate/scheduler"
 import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlAccounts, SqlTaskStore } from "@mediagate/store-sql"
@@ -58,7 +56,7 @@ export const services = (
   const tasks = TaskService.Default.pipe(Layer.provide([wakeup, SimulatedModeration.layer]))
   return Layer.mergeAll(
     tasks,
-    Deliverer.layer(deliverer).pipe(Layer.provide([backends.accounts, callbackClient])),
+    Deliverer.layer(deliverer).pipe(Layer.provide([backends.accounts, outbound(config)])),
     backends.media,
     backends.accounts,
     Layer.succeed(SubmitPolicy, { ...SubmitPolicy.defaultValue(), allowPrivateUrls: config.allowPrivateUrls })
@@ -69,10 +67,9 @@ export const services = (
   )
 }
 
-/** The HTTP client callbacks go out with: redirects are answers, not followed. */
-export const callbackClient: Layer.Layer<HttpClient.HttpClient> = FetchHttpClient.layer.pipe(
-  Layer.provide(Layer.succeed(FetchHttpClient.RequestInit, { redirect: "manual" }))
-)
+/** Requests to third parties (callbacks): public addresses only unless private ones are allowed. */
+export const outbound = (config: Pick<ServerConfig, "allowPrivateUrls">): Layer.Layer<Outbound.Outbound> =>
+  NodeOutbound.layer({ allowPrivate: config.allowPrivateUrls }).pipe(Layer.provide(NodeResolver.layer))
 
 /** The HTTP server on `host:port`. */
 export const server = (config: Pick<ServerConfig, "host" | "port">) =>

@@ -37,6 +37,8 @@ export type { DraftJob, ModelExample, ModelSpec, Normalized } from "./models/Mod
 export * as Moderation from "./Moderation.js"
 /** Tasks: statuses, records, the wire shape. */
 export * as Task from "./Task.js"
+/** Requests to third parties: address checks, pinning, no redirects. */
+export * as Outbound from "./Outbound.js"
 /** Engine nudges. */
 export * as TaskEvents from "./TaskEvents.js"
 /** Submit and query. */

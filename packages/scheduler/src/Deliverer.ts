@@ -2,11 +2,15 @@
  * The callback deliverer (DESIGN.md section 5): sends each callback the store owes, signed
  * per Standard Webhooks, and retries on a schedule. 2xx is delivered; anything else
  * (3xx included: redirects are not followed) is tried again; every attempt is recorded.
+ * Requests go through Outbound, never a host's HTTP client: the callback host must resolve
+ * to public addresses only, and nothing but the webhook's own headers is sent.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { Accounts, Task, TaskStore } from "@mediagate/core"
+import { Accounts, Outbound, Task, TaskStore } from "@mediagate/core"
 import { Clock, Duration, Effect, Layer, Option, Random, Redacted } from "effect"
 import * as Webhooks from "./Webhooks.js"
+
+/** The user-agent of our callbacks. */
+export const userAgent = "mediagate-webhooks/0.1"
 
 /** Delays before attempt 1, 2, ... (the first is immediate): 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h. */
 export const defaultSchedule: ReadonlyArray<Duration.DurationInput> = [
@@ -31,7 +35,7 @@ export const make = (options: Options = {}) =>
   Effect.gen(function*() {
     const store = yield* TaskStore.TaskStore
     const accounts = yield* Accounts.Accounts
-    const http = yield* HttpClient.HttpClient
+    const outbound = yield* Outbound.Outbound
     const timeout = Duration.decode(options.timeout ?? "15 seconds")
     const schedule = (options.schedule ?? defaultSchedule).map((delay) => Duration.toMillis(delay))
     const jitter = options.jitter ?? 0.1
@@ -40,20 +44,18 @@ export const make = (options: Options = {}) =>
     const send = (callback: TaskStore.DueCallback, body: string, secret: Option.Option<Redacted.Redacted<string>>, now: number) => {
       const timestamp = Math.floor(now / 1000)
       const signature = Option.map(secret, (s) => Webhooks.sign(Redacted.value(s), callback.id, timestamp, body))
-      const request = HttpClientRequest.post(callback.url).pipe(
-        HttpClientRequest.setHeaders({
-          "user-agent": "mediagate-webhooks/0.1",
-          "webhook-id": callback.id,
-          "webhook-timestamp": String(timestamp),
-          ...(Option.isSome(signature) ? { "webhook-signature": signature.value } : {})
-        }),
-        HttpClientRequest.bodyText(body, "application/json")
-      )
-      return http.execute(request).pipe(
+      const headers = {
+        "content-type": "application/json",
+        "user-agent": userAgent,
+        "webhook-id": callback.id,
+        "webhook-timestamp": String(timestamp),
+        ...(Option.isSome(signature) ? { "webhook-signature": signature.value } : {})
+      }
+      // A host that resolves to a non-public address fails like an unreachable one: recorded
+      // with its reason and retried on the schedule, since DNS can be corrected (docs/decisions).
+      return outbound.post({ url: callback.url, headers, body, timeout }).pipe(
         Effect.map((response) => response.status),
-        Effect.scoped,
-        Effect.timeoutFail({ duration: timeout, onTimeout: () => `no answer within ${Duration.format(timeout)}` }),
-        Effect.mapError((error) => (typeof error === "string" ? error : `request failed: ${error.message}`)),
+        Effect.mapError((error) => error.message),
         Effect.either
       )
     }
@@ -107,5 +109,5 @@ export const make = (options: Options = {}) =>
 /** The deliverer running in the background for the layer's lifetime. */
 export const layer = (
   options: Options = {}
-): Layer.Layer<never, never, TaskStore.TaskStore | Accounts.Accounts | HttpClient.HttpClient> =>
+): Layer.Layer<never, never, TaskStore.TaskStore | Accounts.Accounts | Outbound.Outbound> =>
   Layer.scopedDiscard(make(options))

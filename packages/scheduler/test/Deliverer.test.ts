@@ -4,7 +4,8 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Task, TaskStore, Testing } from "@mediagate/core"
+import { Outbound, Task, TaskStore, Testing } from "@mediagate/core"
+import { NodeOutbound, NodeResolver } from "@mediagate/media"
 import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, Redacted, TestClock } from "effect"
 import * as Http from "node:http"
@@ -28,24 +29,43 @@ const server = Http.createServer((request, response) => {
     const statuses = script.get(path) ?? [204]
     const status = statuses.length > 1 ? statuses.shift()! : statuses[0]!
     if (status === 0) return // never answer
-    response.writeHead(status, status === 302 ? { location: `${base}/elsewhere` } : {})
+    response.writeHead(status, status === 302 ? { location: `${elsewhereBase}/stolen` } : {})
     response.end()
   })
 })
-beforeAll(() => new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => {
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  resolve()
-})))
-afterAll(() => {
-  server.closeAllConnections()
-  return new Promise<void>((resolve) => server.close(() => resolve()))
+/** A second receiver, where redirects point: it must never be reached. */
+const elsewhere: Array<string> = []
+let elsewhereBase = ""
+const elsewhereServer = Http.createServer((request, response) => {
+  elsewhere.push(request.url ?? "/")
+  response.writeHead(204).end()
+})
+const listen = (target: Http.Server) =>
+  new Promise<string>((resolve) =>
+    target.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(target.address() as AddressInfo).port}`)))
+const close = (target: Http.Server) => {
+  target.closeAllConnections()
+  return new Promise<void>((resolve) => target.close(() => resolve()))
+}
+beforeAll(async () => {
+  base = await listen(server)
+  elsewhereBase = await listen(elsewhereServer)
+})
+afterAll(async () => {
+  await close(server)
+  await close(elsewhereServer)
 })
 
-const deliverer = (options: Deliverer.Options = {}) =>
+/** Loopback receivers need private addresses allowed; the address tests bring their own. */
+const loopbackOutbound = NodeOutbound.layer({ allowPrivate: true }).pipe(Layer.provide(NodeResolver.layer))
+
+const deliverer = (options: Deliverer.Options = {}, outbound: Layer.Layer<Outbound.Outbound> = loopbackOutbound) =>
   Deliverer.layer(options).pipe(
     Layer.provideMerge(MemoryTaskStore.layer),
     Layer.provide(MemoryAccounts.layer([{ id: "acct_test", name: "t", apiKey: Redacted.make("k"), webhookSecret: Redacted.make(secret) }])),
-    Layer.provide(FetchHttpClient.layer.pipe(Layer.provide(Layer.succeed(FetchHttpClient.RequestInit, { redirect: "manual" }))))
+    Layer.provide(outbound),
+    // A host's own HTTP client, following redirects as fetch does by default: the deliverer must not use it.
+    Layer.provide(FetchHttpClient.layer)
   )
 
 /** Lets real I/O happen: event-loop turns, not timed sleeps. */
@@ -59,8 +79,8 @@ const until = <A>(effect: Effect.Effect<A, unknown, TaskStore.TaskStore>, done: 
     return yield* Effect.dieMessage("condition not reached")
   })
 
-/** A finished task owing one callback to `path`. */
-const owe = (path: string) =>
+/** A finished task owing one callback to `path` on `origin` (the receiver by default). */
+const owe = (path: string, origin?: string) =>
   Effect.gen(function*() {
     const store = yield* TaskStore.TaskStore
     const id = `0190c8a4-0000-7000-8000-${String(received.length + script.size).padStart(12, "0")}${path.length}`
@@ -69,7 +89,7 @@ const owe = (path: string) =>
       status: "SUCCESS",
       dueAt: null,
       result: { type: "image", urls: ["https://cdn.example/a.png"] },
-      callBackUrl: `${base}${path}`
+      callBackUrl: `${origin ?? base}${path}`
     })
     const callback = { id: `msg_${path.slice(1)}`, taskId: task.id, url: task.callBackUrl!, createdAt: 0 }
     yield* store.create(task, [callback])
@@ -89,6 +109,11 @@ describe("Deliverer", () => {
       expect(JSON.parse(request.body)).toEqual({ code: 0, msg: "ok", data: Task.toWire(task) })
       expect(request.headers["webhook-id"]).toBe(callback.id)
       expect(request.headers["content-type"]).toBe("application/json")
+      expect(request.headers["user-agent"]).toMatch(/^mediagate-webhooks\//)
+      // Standard Webhooks and HTTP, nothing else: no tracer (b3, traceparent), no browser headers.
+      expect(Object.keys(request.headers).sort()).toEqual([
+        "content-length", "content-type", "host", "user-agent", "webhook-id", "webhook-signature", "webhook-timestamp"
+      ])
       // The library's own signer is the reference: same id, timestamp and body, same signature.
       // (Its verify() also checks the timestamp against the wall clock; ours comes from the TestClock.)
       const timestamp = Number(request.headers["webhook-timestamp"])
@@ -117,15 +142,36 @@ describe("Deliverer", () => {
       expect(ids).toEqual([callback.id, callback.id])
     }).pipe(Effect.provide(deliverer()), Effect.scoped))
 
-  it.effect("a redirect is not followed: it counts as a failed attempt", () =>
+  it.effect("a redirect is not followed, whatever HTTP client the host provides: it counts as a failed attempt", () =>
     Effect.gen(function*() {
       script.set("/moved", [302])
       const { callback } = yield* owe("/moved")
       yield* TestClock.adjust("1 second")
       const [attempt] = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
       expect(attempt).toMatchObject({ status: 302, error: "HTTP 302", outcome: { _tag: "Retry" } })
-      expect(received.some((r) => r.path === "/elsewhere")).toBe(false)
+      expect(elsewhere).toEqual([])
     }).pipe(Effect.provide(deliverer()), Effect.scoped))
+
+  it.effect("a callback host resolving to a public and a private address is not called; the attempt says why and is retried", () => {
+    const calls: Array<string> = []
+    const resolver = Layer.succeed(Outbound.Resolver, {
+      resolve: (hostname) => Effect.sync(() => (calls.push(hostname), ["192.0.78.9", "127.0.0.1"]))
+    })
+    return Effect.gen(function*() {
+      const port = new URL(base).port
+      const { callback } = yield* owe("/rebound", `http://hooks.example.test:${port}`)
+      yield* TestClock.adjust("1 second")
+      const [attempt] = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      expect(attempt).toMatchObject({
+        attempt: 1,
+        status: null,
+        error: "hooks.example.test resolves to 127.0.0.1, which is not a public address",
+        outcome: { _tag: "Retry" }
+      })
+      expect(calls).toEqual(["hooks.example.test"])
+      expect(received.some((r) => r.path === "/rebound")).toBe(false)
+    }).pipe(Effect.provide(deliverer({}, NodeOutbound.layer().pipe(Layer.provide(resolver)))), Effect.scoped)
+  })
 
   it.effect("after the last attempt of the schedule it gives up, every attempt recorded", () =>
     Effect.gen(function*() {
@@ -137,7 +183,9 @@ describe("Deliverer", () => {
       }
       const attempts = yield* until(attemptsOf(callback.id), (a) => a.length === 3)
       expect(attempts.map((a) => [a.attempt, a.status, a.outcome._tag])).toEqual([[1, 503, "Retry"], [2, 503, "Retry"], [3, 503, "GaveUp"]])
-      yield* TestClock.adjust("1 hour")
+      // Far beyond the 1 s schedule. Not hours: each TestClock wake-up of the 1 s poll costs a real
+      // timer turn, and 3,600 of them made this test take 13 s.
+      yield* TestClock.adjust("1 minute")
       expect((yield* attemptsOf(callback.id)).length).toBe(3)
     }).pipe(Effect.provide(deliverer({ schedule: ["0 millis", "1 second", "1 second"], jitter: 0 })), Effect.scoped))
 
