@@ -1,5 +1,5 @@
 /**
- * Configuration of the standalone server from the environment (DESIGN.md section 7).
+ * Configuration of the standalone server from the environment (the README lists it).
  * A value that does not parse is reported as one line naming the variable, the values it
  * allows and what it got, so an operator can fix it without reading code.
  */
