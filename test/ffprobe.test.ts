@@ -3,10 +3,10 @@
  * ffmpeg decodes its frame. .ci/run installs ffmpeg from Debian when it is missing; on a
  * machine without it this suite says so and does not run.
  */
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Mp4 } from "@mediagate/upstream"
 import { execFileSync } from "node:child_process"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -21,7 +21,11 @@ const hasFfprobe = (() => {
 if (!hasFfprobe) console.warn("ffprobe.test.ts: ffprobe is not installed; the ffprobe checks are not run")
 
 describe.runIf(hasFfprobe)("ffprobe reads the simulator's MP4 files", () => {
-  const dir = mkdtempSync(join(tmpdir(), "mediagate-ffprobe-"))
+  let dir = ""
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), "mediagate-ffprobe-"))
+  })
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
   for (const [width, height, seconds] of [[1280, 720, 6], [720, 1280, 10], [854, 480, 4], [1920, 1080, 8], [960, 720, 15]] as const) {
     it(`${width}x${height}, ${seconds} s: H.264 of that size and duration, and its frame decodes`, () => {
       const file = join(dir, `${width}x${height}.mp4`)

@@ -5,7 +5,7 @@
  * database created for this run.
  */
 import { SqlClient } from "@effect/sql"
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Ids, Task, TaskConflict, TaskStore, Testing } from "@mediagate/core"
 import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
@@ -44,7 +44,7 @@ type Backend = {
 }
 
 const sqliteDir = mkdtempSync(join(tmpdir(), "mediagate-contract-"))
-process.on("exit", () => rmSync(sqliteDir, { recursive: true, force: true }))
+afterAll(() => rmSync(sqliteDir, { recursive: true, force: true }))
 
 const pgUrl = process.env["MEDIAGATE_TEST_PG_URL"]
 

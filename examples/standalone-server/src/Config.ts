@@ -1,7 +1,10 @@
 /**
- * Configuration of the standalone server from the environment (DESIGN.md section 7).
+ * Configuration of the standalone server from the environment (the README lists it).
+ * A value that does not parse is reported as one line naming the variable, the values it
+ * allows and what it got, so an operator can fix it without reading code.
  */
-import { Config, Option } from "effect"
+import { Database } from "@mediagate/store-sql"
+import { Config, ConfigError, Either, Option } from "effect"
 
 /** The simulator's latency profiles. */
 export type SimulatorProfile = "instant" | "demo" | "realistic"
@@ -19,19 +22,86 @@ export interface ServerConfig {
   readonly mediaDir: string
 }
 
+/** The database used when MEDIAGATE_DATABASE_URL is not set. */
+export const defaultDatabaseUrl = "sqlite:./data/mediagate.db"
+
+/** Every variable the server reads, for the README check. */
+export const variables = [
+  "MEDIAGATE_PORT",
+  "MEDIAGATE_HOST",
+  "MEDIAGATE_PUBLIC_URL",
+  "MEDIAGATE_API_KEY",
+  "MEDIAGATE_SIMULATOR_PROFILE",
+  "MEDIAGATE_ALLOW_PRIVATE_URLS",
+  "MEDIAGATE_UPSTREAM",
+  "MEDIAGATE_DATABASE_URL",
+  "MEDIAGATE_MEDIA_DIR"
+] as const
+
+type Variable = typeof variables[number]
+
+/** An operator's value in a message, cut short like every other echoed string. */
+const shown = (value: string) => JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value)
+
+/** A variable parsed by `parse`, which answers the rule it broke. The message is the whole line. */
+const variable = <A>(name: Variable, parse: (raw: string) => Either.Either<A, string>): Config.Config<A> =>
+  Config.string(name).pipe(
+    Config.mapOrFail((raw) =>
+      Either.mapLeft(parse(raw), (rule) => ConfigError.InvalidData([], `${name} ${rule}`))
+    )
+  )
+
+const oneOf = <const A extends string>(name: Variable, values: ReadonlyArray<A>, rule = `must be one of ${values.join(", ")}`) =>
+  variable(name, (raw) =>
+    values.includes(raw as A) ? Either.right(raw as A) : Either.left(`${rule} (got ${shown(raw)})`))
+
+const port = variable("MEDIAGATE_PORT", (raw) => {
+  const value = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN
+  return value >= 1 && value <= 65535
+    ? Either.right(value)
+    : Either.left(`must be a whole number from 1 to 65535 (got ${shown(raw)})`)
+})
+
+const truthy = ["true", "yes", "on", "1"]
+const falsy = ["false", "no", "off", "0"]
+const allowPrivateUrls = variable("MEDIAGATE_ALLOW_PRIVATE_URLS", (raw) =>
+  truthy.includes(raw.toLowerCase())
+    ? Either.right(true)
+    : falsy.includes(raw.toLowerCase())
+    ? Either.right(false)
+    : Either.left(`must be true or false (got ${shown(raw)})`))
+
+const publicUrl = variable("MEDIAGATE_PUBLIC_URL", (raw) =>
+  /^https?:\/\/[^/\s]+/i.test(raw) && URL.canParse(raw)
+    ? Either.right(raw)
+    : Either.left(`must be an absolute http:// or https:// URL (got ${shown(raw)})`))
+
+const databaseUrl = variable("MEDIAGATE_DATABASE_URL", (raw) =>
+  raw === "memory" || Either.isRight(Database.parseUrl(raw))
+    ? Either.right(raw)
+    : Either.left(`must be sqlite:<path>, postgres://... or memory (got ${shown(raw)})`))
+
+const apiKey = variable("MEDIAGATE_API_KEY", (raw) =>
+  raw.length > 0 ? Either.right(raw) : Either.left("must not be empty (unset it to have a key generated)"))
+
+const nonEmpty = (name: Variable) =>
+  variable(name, (raw) => raw.length > 0 ? Either.right(raw) : Either.left("must not be empty"))
+
 /** Reads MEDIAGATE_* variables. */
 export const serverConfig: Config.Config<ServerConfig> = Config.all({
-  port: Config.port("MEDIAGATE_PORT").pipe(Config.withDefault(8080)),
-  host: Config.string("MEDIAGATE_HOST").pipe(Config.withDefault("127.0.0.1")),
-  publicUrl: Config.option(Config.string("MEDIAGATE_PUBLIC_URL")),
-  apiKey: Config.option(Config.nonEmptyString("MEDIAGATE_API_KEY")),
-  allowPrivateUrls: Config.boolean("MEDIAGATE_ALLOW_PRIVATE_URLS").pipe(Config.withDefault(false)),
-  upstream: Config.literal("simulator")("MEDIAGATE_UPSTREAM").pipe(Config.withDefault("simulator" as const)),
-  simulatorProfile: Config.literal("instant", "demo", "realistic")("MEDIAGATE_SIMULATOR_PROFILE").pipe(
+  port: port.pipe(Config.withDefault(8080)),
+  host: nonEmpty("MEDIAGATE_HOST").pipe(Config.withDefault("127.0.0.1")),
+  publicUrl: Config.option(publicUrl),
+  apiKey: Config.option(apiKey),
+  allowPrivateUrls: allowPrivateUrls.pipe(Config.withDefault(false)),
+  upstream: oneOf("MEDIAGATE_UPSTREAM", ["simulator"], "must be simulator, the only upstream built so far").pipe(
+    Config.withDefault("simulator" as const)
+  ),
+  simulatorProfile: oneOf("MEDIAGATE_SIMULATOR_PROFILE", ["instant", "demo", "realistic"]).pipe(
     Config.withDefault("demo" as const)
   ),
-  databaseUrl: Config.string("MEDIAGATE_DATABASE_URL").pipe(Config.withDefault("sqlite:./data/mediagate.db")),
-  mediaDir: Config.string("MEDIAGATE_MEDIA_DIR").pipe(Config.withDefault("./data/media"))
+  databaseUrl: databaseUrl.pipe(Config.withDefault(defaultDatabaseUrl)),
+  mediaDir: nonEmpty("MEDIAGATE_MEDIA_DIR").pipe(Config.withDefault("./data/media"))
 }).pipe(
   Config.map((config) => ({
     ...config,
@@ -41,3 +111,14 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
     ).replace(/\/+$/, "")
   }))
 )
+
+/** One line per problem of a configuration error, in the order the variables are read. */
+export const configErrorLines = (error: ConfigError.ConfigError): ReadonlyArray<string> =>
+  ConfigError.reduceWithContext(error, undefined, {
+    andCase: (_, left: ReadonlyArray<string>, right: ReadonlyArray<string>) => [...left, ...right],
+    orCase: (_, left: ReadonlyArray<string>, right: ReadonlyArray<string>) => [...left, ...right],
+    invalidDataCase: (_, path, message) => [message.startsWith("MEDIAGATE_") ? message : `${path.join(".")}: ${message}`],
+    missingDataCase: (_, path, message) => [`${path.join(".")}: ${message}`],
+    sourceUnavailableCase: (_, path, message) => [`${path.join(".")}: ${message}`],
+    unsupportedCase: (_, path, message) => [`${path.join(".")}: ${message}`]
+  }).filter((line, index, lines) => lines.indexOf(line) === index)

@@ -5,28 +5,43 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Ids } from "@mediagate/core"
 import { Webhooks } from "@mediagate/scheduler"
 import { SqlAccounts } from "@mediagate/store-sql"
-import { Clock, Console, Context, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Console, ConfigError, Context, Effect, Layer, Option, Redacted } from "effect"
+import { mkdirSync } from "node:fs"
 import type { ServerConfig } from "./Config.js"
-import { serverConfig } from "./Config.js"
+import { configErrorLines, defaultDatabaseUrl, serverConfig } from "./Config.js"
 import { layer, memoryBackends, sqlBackends } from "./Server.js"
 
-/** How the key in use came about, for the banner. */
-type KeyOrigin = "environment" | "generated" | "stored"
+/**
+ * What the banner may say about the key and the signing secret. A secret is shown once,
+ * at the start that generated it; a key the operator supplied is never echoed, so it does
+ * not end up in logs.
+ */
+interface Credentials {
+  readonly key:
+    | { readonly _tag: "Generated"; readonly value: string }
+    | { readonly _tag: "Environment" }
+    | { readonly _tag: "Stored" }
+  /** The account's signing secret, when it was generated at this start. */
+  readonly newSecret: Option.Option<string>
+}
 
-const banner = (config: ServerConfig, key: Option.Option<string>, origin: KeyOrigin, secret: Option.Option<string>) => {
-  const shown = Option.getOrElse(key, () => "<your key>")
+const notAgain = "it cannot be shown again yet (a command to show or rotate it is not built yet)"
+
+const banner = (config: ServerConfig, credentials: Credentials) => {
+  const { key } = credentials
+  const shown = key._tag === "Generated" ? key.value : key._tag === "Environment" ? "<your MEDIAGATE_API_KEY>" : "<your key>"
   const store = config.databaseUrl === "memory" ? "memory" : config.databaseUrl.replace(/\/\/[^@/]*@/, "//***@")
   return [
     "",
     `mediagate listening on ${config.publicUrl} (upstream: simulator, profile: ${config.simulatorProfile}, store: ${store})`,
-    origin === "environment"
-      ? `API key (from MEDIAGATE_API_KEY): ${shown}`
-      : origin === "generated"
-      ? `API key (generated now and shown only this once; keep it, or set MEDIAGATE_API_KEY): ${shown}`
+    key._tag === "Environment"
+      ? "API key: the one in MEDIAGATE_API_KEY"
+      : key._tag === "Generated"
+      ? `API key (generated now and shown only this once; keep it, or set MEDIAGATE_API_KEY): ${key.value}`
       : "API key: the one printed at the first start (only its hash is stored); or set MEDIAGATE_API_KEY",
-    ...Option.match(secret, {
-      onNone: () => [],
-      onSome: (s) => [`Callback signing secret (Standard Webhooks) of this key's account: ${s}`]
+    Option.match(credentials.newSecret, {
+      onSome: (secret) => `Callback signing secret (Standard Webhooks), generated now and shown only this once: ${secret}`,
+      onNone: () => `Callback signing secret: printed at the start that created this account; ${notAgain}`
     }),
     "",
     "Try it:",
@@ -38,23 +53,25 @@ const banner = (config: ServerConfig, key: Option.Option<string>, origin: KeyOri
   ].join("\n")
 }
 
-const newKey = Effect.map(Effect.flatMap(Ids.Ids, (ids) => ids.token(24)), (token) => `mg_${token}`)
-const newSecret = Effect.map(Effect.flatMap(Ids.Ids, (ids) => ids.token(24)), Webhooks.secretFromHex)
+const token = (bytes: number) => Effect.flatMap(Ids.Ids, (ids) => ids.token(bytes))
+const newKey = Effect.map(token(24), (value) => `mg_${value}`)
+const newSecret = Effect.map(token(24), Webhooks.secretFromHex)
+// Random, so a task row says nothing about its owner's key.
+const newAccountId = Effect.map(token(12), (value) => Ids.AccountId.make(`acct_${value}`))
 
-/** Memory store: the key from the environment, or a new one for this run. */
+/** Memory store: the key from the environment, or a new one for this run; a new secret every run. */
 const runInMemory = (config: ServerConfig) =>
   Effect.gen(function*() {
     const key = Option.isSome(config.apiKey) ? config.apiKey.value : yield* newKey
     const secret = yield* newSecret
     const backends = memoryBackends(config, [
-      { id: "acct_default", name: "default", apiKey: Redacted.make(key), webhookSecret: Redacted.make(secret) }
+      { id: yield* newAccountId, name: "default", apiKey: Redacted.make(key), webhookSecret: Redacted.make(secret) }
     ])
-    return yield* layer(config, backends).pipe(
-      Layer.tap(() =>
-        Console.log(banner(config, Option.some(key), Option.isSome(config.apiKey) ? "environment" : "generated", Option.some(secret)))
-      ),
-      Layer.launch
-    )
+    const credentials: Credentials = {
+      key: Option.isSome(config.apiKey) ? { _tag: "Environment" } : { _tag: "Generated", value: key },
+      newSecret: Option.some(secret)
+    }
+    return yield* layer(config, backends).pipe(Layer.tap(() => Console.log(banner(config, credentials))), Layer.launch)
   })
 
 /**
@@ -64,32 +81,35 @@ const runInMemory = (config: ServerConfig) =>
 const runOnSql = (config: ServerConfig) =>
   Effect.scoped(
     Effect.gen(function*() {
+      // The default folder is ours to create; any other path must exist (a typo should not make folders).
+      if (config.databaseUrl === defaultDatabaseUrl) yield* Effect.sync(() => mkdirSync("./data", { recursive: true }))
       const backends = sqlBackends(config)
       const built = yield* Layer.build(Layer.mergeAll(backends.store, backends.accounts))
       const accounts = Context.get(built, SqlAccounts.SqlAccountsService)
       const now = yield* Clock.currentTimeMillis
-      let key: Option.Option<string> = Option.none()
-      let origin: KeyOrigin = "stored"
-      let secret: Option.Option<string> = Option.none()
-      const webhookSecret = Redacted.make(yield* newSecret)
+      const secret = yield* newSecret
+      /** Ensures the account; the secret is new if the account now holds the one made at this start. */
+      const ensure = (apiKey: string) =>
+        Effect.gen(function*() {
+          const account = yield* accounts.ensure({
+            id: yield* newAccountId,
+            name: "default",
+            apiKey: Redacted.make(apiKey),
+            webhookSecret: Redacted.make(secret),
+            now
+          })
+          const stored = yield* accounts.webhookSecret(account.id)
+          return Option.filter(Option.map(stored, Redacted.value), (value) => value === secret)
+        })
+      let credentials: Credentials = { key: { _tag: "Stored" }, newSecret: Option.none() }
       if (Option.isSome(config.apiKey)) {
-        const hash = SqlAccounts.hashKey(config.apiKey.value)
-        const account = yield* accounts.ensure({ id: Ids.AccountId.make(`acct_${hash.slice(0, 16)}`), name: "default", apiKey: Redacted.make(config.apiKey.value), webhookSecret, now })
-        key = config.apiKey
-        origin = "environment"
-        secret = Option.map(yield* accounts.webhookSecret(account.id), Redacted.value)
+        credentials = { key: { _tag: "Environment" }, newSecret: yield* ensure(config.apiKey.value) }
       } else if ((yield* accounts.count) === 0) {
         const generated = yield* newKey
-        const account = yield* accounts.ensure({ id: Ids.AccountId.make("acct_default"), name: "default", apiKey: Redacted.make(generated), webhookSecret, now })
-        key = Option.some(generated)
-        origin = "generated"
-        secret = Option.map(yield* accounts.webhookSecret(account.id), Redacted.value)
+        credentials = { key: { _tag: "Generated", value: generated }, newSecret: yield* ensure(generated) }
       }
       const reuse = { ...backends, store: Layer.succeedContext(built), accounts: Layer.succeedContext(built) } as const
-      return yield* layer(config, reuse).pipe(
-        Layer.tap(() => Console.log(banner(config, key, origin, secret))),
-        Layer.launch
-      )
+      return yield* layer(config, reuse).pipe(Layer.tap(() => Console.log(banner(config, credentials))), Layer.launch)
     })
   )
 
@@ -98,17 +118,18 @@ const program = Effect.gen(function*() {
   return yield* (config.databaseUrl === "memory" ? runInMemory(config) : runOnSql(config))
 }).pipe(Effect.provide(Ids.layer))
 
-/** One line for a startup failure: its message, or its cause's, or its tag. */
-const describe = (error: unknown): string => {
+/** One line per startup problem: each bad variable, or the failure's message, its cause's, or its tag. */
+const describe = (error: unknown): ReadonlyArray<string> => {
+  if (ConfigError.isConfigError(error)) return configErrorLines(error)
   const e = error as { message?: string; _tag?: string; cause?: { message?: string; code?: string } }
-  return e.message || e.cause?.message || e.cause?.code || e._tag || String(error)
+  return [e.message || e.cause?.message || e.cause?.code || e._tag || String(error)]
 }
 
-// Startup failures (a taken port, a database that cannot be opened) are one line, not a stack.
+// Startup failures (a bad variable, a taken port, a database that cannot be opened) are lines, not a stack.
 NodeRuntime.runMain(
   program.pipe(
     Effect.catchAll((error) =>
-      Console.error(`mediagate: cannot start: ${describe(error)}`).pipe(
+      Effect.forEach(describe(error), (line) => Console.error(`mediagate: cannot start: ${line}`)).pipe(
         Effect.zipRight(Effect.sync(() => process.exit(1)))
       )
     )

@@ -1,12 +1,13 @@
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Ids, MediaStore } from "@mediagate/core"
 import { Effect, Option } from "effect"
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { FileMediaStore } from "../src/index.js"
 
 const directory = mkdtempSync(join(tmpdir(), "mediagate-media-"))
+afterAll(() => rmSync(directory, { recursive: true, force: true }))
 const store = FileMediaStore.layer({ directory: join(directory, "nested"), baseUrl: "http://127.0.0.1:8080/media/" })
 
 describe("FileMediaStore", () => {

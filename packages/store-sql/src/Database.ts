@@ -7,7 +7,7 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import type { SqlClient } from "@effect/sql"
 import { StoreError } from "@mediagate/core"
 import { Cause, Effect, Either, Layer, Redacted } from "effect"
-import { mkdirSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { dirname } from "node:path"
 
 /** A parsed database URL. */
@@ -30,15 +30,18 @@ const reason = (cause: Cause.Cause<unknown>) => {
   return error?.cause?.message ?? error?.message ?? String(error)
 }
 
-/** SQLite at `filename` (its folder is created), WAL journal. */
+/**
+ * SQLite at `filename`, WAL journal. Its folder must exist: a mistyped path fails here
+ * instead of silently creating folders somewhere (a host that wants a default folder
+ * creates it first).
+ */
 export const layerSqlite = (filename: string): Layer.Layer<SqlClient.SqlClient, StoreError> =>
   Layer.unwrapEffect(
-    Effect.try({
-      try: () => {
-        if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
-        return SqliteClient.layer({ filename })
-      },
-      catch: (error) => new StoreError({ message: `cannot open database ${filename}: ${(error as Error).message}` })
+    Effect.suspend(() => {
+      const folder = dirname(filename)
+      return filename === ":memory:" || existsSync(folder)
+        ? Effect.succeed(SqliteClient.layer({ filename }))
+        : Effect.fail(new StoreError({ message: `cannot open database ${filename}: the folder ${folder} does not exist` }))
     })
   ).pipe(
     Layer.catchAllCause((cause) =>

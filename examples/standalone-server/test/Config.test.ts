@@ -1,0 +1,92 @@
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Either, Option } from "effect"
+import { configErrorLines, serverConfig } from "../src/Config.js"
+
+const read = (env: Record<string, string>) =>
+  Effect.either(Effect.withConfigProvider(serverConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))))
+
+/** The lines a start with this environment would print, or the config it would run with. */
+const problems = (env: Record<string, string>) =>
+  Effect.map(read(env), Either.match({ onLeft: configErrorLines, onRight: () => [] }))
+
+describe("serverConfig", () => {
+  it.effect("defaults when nothing is set", () =>
+    Effect.gen(function*() {
+      const config = Either.getOrThrow(yield* read({}))
+      expect(config).toMatchObject({
+        port: 8080,
+        host: "127.0.0.1",
+        publicUrl: "http://127.0.0.1:8080",
+        allowPrivateUrls: false,
+        upstream: "simulator",
+        simulatorProfile: "demo",
+        databaseUrl: "sqlite:./data/mediagate.db",
+        mediaDir: "./data/media"
+      })
+      expect(Option.isNone(config.apiKey)).toBe(true)
+    }))
+
+  it.effect("valid values are read", () =>
+    Effect.gen(function*() {
+      const config = Either.getOrThrow(yield* read({
+        MEDIAGATE_PORT: "9000",
+        MEDIAGATE_HOST: "0.0.0.0",
+        MEDIAGATE_PUBLIC_URL: "https://media.example.com/",
+        MEDIAGATE_API_KEY: "k",
+        MEDIAGATE_ALLOW_PRIVATE_URLS: "true",
+        MEDIAGATE_SIMULATOR_PROFILE: "realistic",
+        MEDIAGATE_DATABASE_URL: "postgres://u@127.0.0.1:5432/db"
+      }))
+      expect(config).toMatchObject({
+        port: 9000,
+        publicUrl: "https://media.example.com",
+        allowPrivateUrls: true,
+        simulatorProfile: "realistic",
+        databaseUrl: "postgres://u@127.0.0.1:5432/db"
+      })
+      expect(Option.getOrThrow(config.apiKey)).toBe("k")
+    }))
+
+  it.effect("each bad variable is one line naming it, the allowed values and what it got", () =>
+    Effect.gen(function*() {
+      expect(yield* problems({ MEDIAGATE_SIMULATOR_PROFILE: "fast" })).toEqual([
+        `MEDIAGATE_SIMULATOR_PROFILE must be one of instant, demo, realistic (got "fast")`
+      ])
+      expect(yield* problems({ MEDIAGATE_PORT: "80a" })).toEqual([
+        `MEDIAGATE_PORT must be a whole number from 1 to 65535 (got "80a")`
+      ])
+      expect(yield* problems({ MEDIAGATE_PORT: "70000" })).toEqual([
+        `MEDIAGATE_PORT must be a whole number from 1 to 65535 (got "70000")`
+      ])
+      expect(yield* problems({ MEDIAGATE_ALLOW_PRIVATE_URLS: "maybe" })).toEqual([
+        `MEDIAGATE_ALLOW_PRIVATE_URLS must be true or false (got "maybe")`
+      ])
+      expect(yield* problems({ MEDIAGATE_UPSTREAM: "fal" })).toEqual([
+        `MEDIAGATE_UPSTREAM must be simulator, the only upstream built so far (got "fal")`
+      ])
+      expect(yield* problems({ MEDIAGATE_DATABASE_URL: "mysql://x" })).toEqual([
+        `MEDIAGATE_DATABASE_URL must be sqlite:<path>, postgres://... or memory (got "mysql://x")`
+      ])
+      expect(yield* problems({ MEDIAGATE_PUBLIC_URL: "media.example.com" })).toEqual([
+        `MEDIAGATE_PUBLIC_URL must be an absolute http:// or https:// URL (got "media.example.com")`
+      ])
+      expect(yield* problems({ MEDIAGATE_API_KEY: "" })).toEqual([
+        `MEDIAGATE_API_KEY must not be empty (unset it to have a key generated)`
+      ])
+    }))
+
+  it.effect("every bad variable is reported, not only the first", () =>
+    Effect.gen(function*() {
+      expect(yield* problems({ MEDIAGATE_PORT: "x", MEDIAGATE_SIMULATOR_PROFILE: "fast" })).toEqual([
+        `MEDIAGATE_PORT must be a whole number from 1 to 65535 (got "x")`,
+        `MEDIAGATE_SIMULATOR_PROFILE must be one of instant, demo, realistic (got "fast")`
+      ])
+    }))
+
+  it.effect("a long value is quoted shortened", () =>
+    Effect.gen(function*() {
+      const [line] = yield* problems({ MEDIAGATE_SIMULATOR_PROFILE: "x".repeat(500) })
+      expect(line!.length).toBeLessThan(200)
+      expect(line).toContain("…")
+    }))
+})

@@ -1,0 +1,148 @@
+/**
+ * The standalone server as an operator meets it: started as a child process, what it
+ * prints and what it refuses. Each start runs until the banner is complete (or the
+ * process exits), then it is stopped; nothing here measures time.
+ */
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import Sqlite from "better-sqlite3"
+import { spawn } from "node:child_process"
+import { createHash } from "node:crypto"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+const root = new URL("..", import.meta.url).pathname
+// The server starts in folders of its own, where `--import tsx` would not resolve.
+const tsx = new URL("../node_modules/tsx/dist/loader.mjs", import.meta.url).href
+const dir = mkdtempSync(join(tmpdir(), "mediagate-standalone-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+
+/** Starts the server with `env` in `cwd`; resolves with its exit code (null if it was stopped after its banner) and output. */
+const run = async (env: Record<string, string>, cwd = dir) => {
+  const port = await freePort()
+  return new Promise<{ code: number | null; output: string }>((resolve) => {
+    const child = spawn(process.execPath, ["--import", tsx, join(root, "examples/standalone-server/src/main.ts")], {
+      cwd,
+      env: {
+        PATH: process.env["PATH"] ?? "",
+        MEDIAGATE_PORT: String(port),
+        MEDIAGATE_MEDIA_DIR: join(dir, "media"),
+        MEDIAGATE_SIMULATOR_PROFILE: "instant",
+        ...env
+      },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    let stopped = false
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString()
+      // The banner ends with the second curl line.
+      if (!stopped && /curl -s http:\/\/\S+\/api\/v1\/task\/<taskId>.*\n/.test(output)) {
+        stopped = true
+        child.kill("SIGKILL")
+      }
+    }
+    child.stdout!.on("data", onData)
+    child.stderr!.on("data", onData)
+    child.on("exit", (code) => resolve({ code: stopped ? null : code, output }))
+  })
+}
+
+const secretPattern = /whsec_[A-Za-z0-9+/=]{20,}/g
+const keyPattern = /mg_[0-9a-f]{48}/g
+
+const accountIds = (file: string) => {
+  const db = new Sqlite(file, { readonly: true })
+  try {
+    return (db.prepare("SELECT id FROM mediagate_accounts ORDER BY created_at, id").all() as Array<{ id: string }>).map((row) => row.id)
+  } finally {
+    db.close()
+  }
+}
+
+describe("standalone server configuration", () => {
+  it("a variable that does not parse: one line naming it and the allowed values, exit 1", { timeout: 60_000 }, async () => {
+    const { code, output } = await run({ MEDIAGATE_SIMULATOR_PROFILE: "fast", MEDIAGATE_PORT: "http" })
+    expect(code).toBe(1)
+    expect(output.trim().split("\n")).toEqual([
+      `mediagate: cannot start: MEDIAGATE_PORT must be a whole number from 1 to 65535 (got "http")`,
+      `mediagate: cannot start: MEDIAGATE_SIMULATOR_PROFILE must be one of instant, demo, realistic (got "fast")`
+    ])
+  })
+
+  it("a SQLite file in a folder that does not exist is refused, and the folder is not created", { timeout: 60_000 }, async () => {
+    const missing = join(dir, "no-such-dir", "deeper")
+    const { code, output } = await run({ MEDIAGATE_DATABASE_URL: `sqlite:${join(missing, "x.db")}` })
+    expect(code).toBe(1)
+    expect(output.trim()).toBe(
+      `mediagate: cannot start: cannot open database ${join(missing, "x.db")}: the folder ${missing} does not exist`
+    )
+    expect(existsSync(join(dir, "no-such-dir"))).toBe(false)
+  })
+
+  it("the default ./data folder is created at the first start", { timeout: 60_000 }, async () => {
+    const home = mkdtempSync(join(dir, "home-"))
+    const { code, output } = await run({}, home)
+    expect(code, output).toBe(null)
+    expect(existsSync(join(home, "data", "mediagate.db"))).toBe(true)
+  })
+})
+
+describe("standalone server secrets", () => {
+  it("a generated key and secret are printed at the start that made them, never again", { timeout: 60_000 }, async () => {
+    const file = join(dir, "generated.db")
+    const first = await run({ MEDIAGATE_DATABASE_URL: `sqlite:${file}` })
+    expect(first.code, first.output).toBe(null)
+    const keys = first.output.match(keyPattern) ?? []
+    const secrets = first.output.match(secretPattern) ?? []
+    expect(new Set(keys).size).toBe(1)
+    expect(secrets).toHaveLength(1)
+    expect(first.output).toContain(`Bearer ${keys[0]}`)
+
+    const second = await run({ MEDIAGATE_DATABASE_URL: `sqlite:${file}` })
+    expect(second.code, second.output).toBe(null)
+    expect(second.output).not.toMatch(keyPattern)
+    expect(second.output).not.toMatch(secretPattern)
+    expect(second.output).toContain("cannot be shown again")
+    expect(second.output).toContain("Bearer <your key>")
+  })
+
+  it("a key from MEDIAGATE_API_KEY is never printed; its new account's secret only at the start that made it", { timeout: 60_000 }, async () => {
+    const file = join(dir, "operator.db")
+    const key = "operator-chosen-key-0123456789"
+    const env = { MEDIAGATE_DATABASE_URL: `sqlite:${file}`, MEDIAGATE_API_KEY: key }
+    const first = await run(env)
+    expect(first.code, first.output).toBe(null)
+    expect(first.output).not.toContain(key)
+    expect(first.output).toContain("Bearer <your MEDIAGATE_API_KEY>")
+    expect(first.output.match(secretPattern) ?? []).toHaveLength(1)
+
+    const second = await run(env)
+    expect(second.code, second.output).toBe(null)
+    expect(second.output).not.toContain(key)
+    expect(second.output).not.toMatch(secretPattern)
+    expect(second.output).toContain("cannot be shown again")
+  })
+
+  it("account ids are random, not derived from the key", { timeout: 60_000 }, async () => {
+    const file = join(dir, "ids.db")
+    const key = "another-operator-key-0123456789"
+    await run({ MEDIAGATE_DATABASE_URL: `sqlite:${file}` })
+    await run({ MEDIAGATE_DATABASE_URL: `sqlite:${file}`, MEDIAGATE_API_KEY: key })
+    const ids = accountIds(file)
+    expect(ids).toHaveLength(2)
+    for (const id of ids) expect(id).toMatch(/^acct_[0-9a-f]{24}$/)
+    const keyHash = createHash("sha256").update(key).digest("hex")
+    for (const id of ids) expect(keyHash).not.toContain(id.slice("acct_".length, "acct_".length + 8))
+  })
+})
