@@ -7,10 +7,10 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
+import { freePort } from "./ports.js"
 
 const root = new URL("..", import.meta.url).pathname
 const dir = mkdtempSync(join(tmpdir(), "mediagate-restart-"))
@@ -21,14 +21,6 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 
 /** Starts the server and resolves once it prints that it listens. */
 const start = (port: number) =>

@@ -8,9 +8,9 @@ import Sqlite from "better-sqlite3"
 import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { freePort } from "./ports.js"
 
 const root = new URL("..", import.meta.url).pathname
 // The server starts in folders of its own, where `--import tsx` would not resolve.
@@ -18,14 +18,6 @@ const tsx = new URL("../node_modules/tsx/dist/loader.mjs", import.meta.url).href
 const dir = mkdtempSync(join(tmpdir(), "mediagate-standalone-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 
 /** Starts the server with `env` in `cwd`; resolves with its exit code (null if it was stopped after its banner) and output. */
 const run = async (env: Record<string, string>, cwd = dir) => {
