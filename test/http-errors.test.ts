@@ -144,9 +144,9 @@ describe("HTTP errors", () => {
 
     it.effect("400 on an unknown model", () =>
       Effect.gen(function*() {
-        expectEnvelope(yield* submit({ model: "gamma-9", input: { prompt: "x" } }), 400, "model 'gamma-9' is not supported")
+        expectEnvelope(yield* submit({ model: "gamma-9", input: { prompt: "x" } }), 400, "model 'gamma-9' is not supported; GET /api/v1/models lists the models")
         const long = "m".repeat(100_000)
-        expectEnvelope(yield* submit({ model: long, input: { prompt: "x" } }), 400, `model '${"m".repeat(64)}…' is not supported`)
+        expectEnvelope(yield* submit({ model: long, input: { prompt: "x" } }), 400, `model '${"m".repeat(64)}…' is not supported; GET /api/v1/models lists the models`)
       }))
 
     it.effect("400 naming the field and the rule on invalid input", () =>

@@ -7,7 +7,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Ids, ModelCatalog, Moderation, StoreError, TaskService, TaskStore } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
-import { MemoryAccounts, MemoryMediaStore } from "@mediagate/store-memory"
+import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, Redacted } from "effect"
 
 const key = "internal-test-key"
@@ -32,11 +32,14 @@ const brokenStore = (mode: "error" | "defect") =>
     callbackAttempts: () => Effect.die("unused")
   })
 
-const server = (mode: "error" | "defect") =>
+const server = (
+  store: Layer.Layer<TaskStore.TaskStore>,
+  moderation: Layer.Layer<Moderation.Moderation> = Moderation.layerAllowAll
+) =>
   MediagateHttp.serve.pipe(
     Layer.provide(
       Layer.mergeAll(
-        TaskService.Default.pipe(Layer.provide([brokenStore(mode), ModelCatalog.layer, Moderation.layerAllowAll])),
+        TaskService.Default.pipe(Layer.provide([store, ModelCatalog.layer, moderation])),
         MemoryAccounts.layer([{ id: "a", name: "a", apiKey: Redacted.make(key) }]),
         MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" }),
         ModelCatalog.layer
@@ -65,6 +68,25 @@ describe("internal errors", () => {
           expect(JSON.parse(answer.text)).toEqual({ code: 500, msg: "internal server error" })
           expect(answer.text).not.toMatch(/disk on fire|undefined is not a function|at /)
         }
-      }).pipe(Effect.provide(server(mode))))
+      }).pipe(Effect.provide(server(brokenStore(mode)))))
   }
+})
+
+describe("moderation answer", () => {
+  // A third-party moderator that names only the categories it flagged, and says so.
+  const partial = Layer.succeed(Moderation.Moderation, {
+    check: () => Effect.succeed({ flagged: true, categories: { hate: true, "self-harm": false } })
+  })
+
+  it.effect("comes from the verdict: flagged as the moderator said, all 13 categories, missing ones false", () =>
+    Effect.gen(function*() {
+      const answer = yield* call(submit)
+      expect(answer.status).toBe(400)
+      const body = JSON.parse(answer.text)
+      expect(body.msg).toBe("content rejected by moderation")
+      expect(body.data.flagged).toBe(true)
+      expect(body.data.categories).toEqual(
+        Object.fromEntries(Moderation.moderationCategories.map((category) => [category, category === "hate"]))
+      )
+    }).pipe(Effect.provide(server(MemoryTaskStore.layer, partial))))
 })

@@ -7,6 +7,7 @@ import { Schema } from "effect"
 import { CurrentAccount } from "./Accounts.js"
 import { ModelInfo } from "./models/ModelInfo.js"
 import { moderationCategories } from "./Moderation.js"
+import { SubmitRequest } from "./SubmitRequest.js"
 import { Task } from "./Task.js"
 
 const envelopeError = <const Code extends number>(code: Code, description: string) =>
@@ -86,17 +87,8 @@ export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("@medi
   security: { bearer: HttpApiSecurity.bearer }
 }) {}
 
-/** Body of POST /api/v1/task/submit. */
-export const SubmitRequest = Schema.Struct({
-  model: Schema.String.annotations({ description: "Model identifier, e.g. alpha-image-2/text-to-image." }),
-  input: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
-    description: "Model input. input.prompt is required for every model; other fields are model specific."
-  }),
-  callBackUrl: Schema.optional(Schema.String.annotations({
-    description: "Webhook address; a POST is sent there when the task reaches a terminal state."
-  })),
-  user_id: Schema.optional(Schema.String.annotations({ description: "Caller's user identifier, for tracing." }))
-}).annotations({ identifier: "SubmitRequest" })
+/** Body of POST /api/v1/task/submit: the Schema the submit handler decodes with. */
+export { SubmitRequest }
 
 const ok = <S extends Schema.Schema.Any>(data: S) =>
   Schema.Struct({ code: Schema.Literal(0), msg: Schema.Literal("ok"), data })

@@ -11,6 +11,7 @@ export class ValidationError extends Schema.TaggedError<ValidationError>()("Vali
 
 /** Pre-submission moderation flagged the prompt. */
 export class ModerationRejected extends Schema.TaggedError<ModerationRejected>()("ModerationRejected", {
+  flagged: Schema.Boolean,
   categories: Schema.Record({ key: Schema.String, value: Schema.Boolean })
 }) {}
 

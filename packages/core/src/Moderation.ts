@@ -21,11 +21,21 @@ export const moderationCategories = [
 ] as const
 export type ModerationCategory = typeof moderationCategories[number]
 
-/** A moderation verdict: every category present, true where flagged. */
+/**
+ * A moderation verdict. A moderator may leave categories out (a third-party API names only
+ * the ones it knows); the answer to the client always has all 13, missing ones false.
+ */
 export interface ModerationVerdict {
   readonly flagged: boolean
-  readonly categories: Readonly<Record<ModerationCategory, boolean>>
+  readonly categories: Readonly<Partial<Record<ModerationCategory, boolean>>>
 }
+
+/** All 13 categories of a verdict, missing ones false, in the spec's order. */
+export const allCategories = (categories: ModerationVerdict["categories"]): Record<ModerationCategory, boolean> =>
+  Object.fromEntries(moderationCategories.map((category) => [category, categories[category] === true])) as Record<
+    ModerationCategory,
+    boolean
+  >
 
 /** A verdict with the given categories flagged. */
 export const verdict = (flaggedCategories: ReadonlyArray<ModerationCategory> = []): ModerationVerdict => {

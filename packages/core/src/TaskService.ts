@@ -8,13 +8,15 @@ import type { TaskId } from "./Ids.js"
 import { Ids } from "./Ids.js"
 import { ModelCatalog } from "./models/ModelCatalog.js"
 import type { ModelSpec } from "./models/ModelSpec.js"
-import { Moderation } from "./Moderation.js"
+import { allCategories, Moderation } from "./Moderation.js"
 import { Prices } from "./models/Pricing.js"
 import type { Task, TaskInput, UpstreamJob } from "./Task.js"
 import * as Transition from "./Transition.js"
 import { isTerminal, TaskRecord, toWire } from "./Task.js"
 import { TaskWakeup } from "./TaskEvents.js"
 import { TaskStore } from "./TaskStore.js"
+import type { SubmitRequest } from "./SubmitRequest.js"
+import { shown } from "./SubmitRequest.js"
 import { checkUrl } from "./UrlPolicy.js"
 
 /** What the submit use case accepts beyond the model's own rules. */
@@ -27,8 +29,6 @@ export class SubmitPolicy extends Context.Reference<SubmitPolicy>()("@mediagate/
   })
 }) {}
 
-const topLevelFields = new Set(["model", "input", "callBackUrl", "user_id"])
-
 /** Every media URL (the fields the model's schema marks) must name a public host (unless the policy allows private ones). */
 const checkMediaUrls = (model: ModelSpec, input: Record<string, unknown>, allowPrivate: boolean) => {
   for (const { path, url } of model.mediaUrls(input)) {
@@ -40,51 +40,44 @@ const checkMediaUrls = (model: ModelSpec, input: Record<string, unknown>, allowP
   return Either.right(undefined)
 }
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
-const fail = (message: string) => Either.left(new ValidationError({ message }))
-
-/** A client's string in a message, cut short: an error should not echo a megabyte back. */
-const shown = (value: string) => (value.length > 64 ? `${value.slice(0, 64)}…` : value)
-
-interface Envelope {
-  readonly model: string
-  readonly input: Record<string, unknown>
-  readonly callBackUrl: string | null
-  readonly userId: string | null
+/** Why a callBackUrl is refused, or undefined: an absolute http(s) URL on a public host unless the policy allows private ones. */
+const checkCallBackUrl = (url: string, allowPrivate: boolean) => {
+  const problem = checkUrl(url, { protocols: ["http:", "https:"], allowPrivate })
+  return problem === undefined ? Either.right(undefined) : Either.left(new ValidationError({ message: `callBackUrl ${problem}` }))
 }
 
-/** Checks the request fields common to every model. */
-const checkEnvelope = (
-  body: unknown,
-  policy: Context.Tag.Service<SubmitPolicy>
-): Either.Either<Envelope, ValidationError> => {
-  if (!isPlainObject(body)) return fail("request body must be a JSON object")
-  const unknownField = Object.keys(body).find((key) => !topLevelFields.has(key))
-  if (unknownField !== undefined) return fail(`${shown(unknownField)} is not a supported field`)
-  const { callBackUrl, input, model, user_id } = body
-  if (model === undefined || model === null || model === "") return fail("model is required")
-  if (typeof model !== "string") return fail("model must be a string")
-  if (input === undefined || input === null) return fail("input is required")
-  if (!isPlainObject(input)) return fail("input must be an object")
-  if (callBackUrl !== undefined && callBackUrl !== null) {
-    if (typeof callBackUrl !== "string") return fail("callBackUrl must be a string")
-    const problem = checkUrl(callBackUrl, { protocols: ["http:", "https:"], allowPrivate: policy.allowPrivateUrls })
-    if (problem !== undefined) return fail(`callBackUrl ${problem}`)
-  }
-  if (user_id !== undefined && user_id !== null) {
-    if (typeof user_id !== "string") return fail("user_id must be a string")
-    if (user_id.length > policy.maxUserIdLength) {
-      return fail(`user_id must be at most ${policy.maxUserIdLength} characters`)
+/** The catalog ids closest to what the client wrote: the ids under it, or the ones a typo away. */
+export const closestModels = (given: string, ids: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const wanted = given.toLowerCase()
+  const under = ids.filter((id) => id.toLowerCase().startsWith(`${wanted}/`) || id.toLowerCase() === wanted)
+  if (under.length > 0) return under.slice(0, 3)
+  // Nothing is a typo away from a string far longer than any id; and it would cost.
+  if (wanted.length > 64) return []
+  return ids
+    .map((id) => ({ id, distance: editDistance(wanted, id.toLowerCase()) }))
+    .filter(({ distance, id }) => distance <= Math.max(2, Math.floor(id.length / 5)))
+    .sort((a, b) => a.distance - b.distance)
+    .slice(0, 3)
+    .map(({ id }) => id)
+}
+
+/** Levenshtein distance, for model-name hints (ids are short). */
+const editDistance = (a: string, b: string): number => {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
     }
+    previous = current
   }
-  return Either.right({
-    model,
-    input,
-    callBackUrl: typeof callBackUrl === "string" ? callBackUrl : null,
-    userId: typeof user_id === "string" ? user_id : null
-  })
+  return previous[b.length]!
+}
+
+const unsupportedModel = (given: string, ids: ReadonlyArray<string>) => {
+  const closest = closestModels(given, ids)
+  const hint = closest.length === 0 ? "" : ` (did you mean ${closest.join(" or ")}?)`
+  return new ValidationError({ message: `model '${shown(given)}' is not supported${hint}; GET /api/v1/models lists the models` })
 }
 
 /** Submit and query, independent of any transport. */
@@ -96,20 +89,36 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     const moderation = yield* Moderation
     const wakeup = yield* Effect.serviceOption(TaskWakeup)
 
+    const modelIds = catalog.models.map((model) => model.id)
+
     /** Validates, moderates and stores a new PENDING task; returns its id. */
-    const submit = Effect.fn("TaskService.submit")(function*(account: Account, body: unknown) {
+    const submit = Effect.fn("TaskService.submit")(function*(account: Account, request: SubmitRequest) {
       const policy = yield* SubmitPolicy
-      const request = yield* checkEnvelope(body, policy)
+      const callBackUrl = request.callBackUrl ?? null
+      const userId = request.user_id ?? null
+      if (callBackUrl !== null) yield* checkCallBackUrl(callBackUrl, policy.allowPrivateUrls)
+      if (userId !== null && userId.length > policy.maxUserIdLength) {
+        return yield* new ValidationError({ message: `user_id must be at most ${policy.maxUserIdLength} characters` })
+      }
       const model = yield* Option.match(catalog.find(request.model), {
-        onNone: () => Effect.fail(new ValidationError({ message: `model '${shown(request.model)}' is not supported` })),
+        onNone: () => Effect.fail(unsupportedModel(request.model, modelIds)),
         onSome: Effect.succeed
       })
+      // The task's model is the top-level one; a field of that name inside input would
+      // pass through to the upstream on open models and blur the echo, so it is refused.
+      if ("model" in request.input) {
+        return yield* new ValidationError({
+          message: `input.model is not a supported field for ${model.id}; the model is the top-level field model`
+        })
+      }
       const normalized = yield* model.normalize(request.input)
       yield* checkMediaUrls(model, request.input, policy.allowPrivateUrls)
       const prices = yield* Prices
       const job: UpstreamJob = { ...normalized.job, priceMicroUsd: model.price(normalized.job, prices) }
       const verdict = yield* moderation.check(job.prompt)
-      if (verdict.flagged) return yield* new ModerationRejected({ categories: verdict.categories })
+      if (verdict.flagged) {
+        return yield* new ModerationRejected({ flagged: verdict.flagged, categories: allCategories(verdict.categories) })
+      }
 
       const now = yield* Clock.currentTimeMillis
       const taskId = yield* ids.taskId
@@ -123,8 +132,8 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
           result: null,
           failureReason: null,
           errorMessage: null,
-          callBackUrl: request.callBackUrl,
-          userId: request.userId,
+          callBackUrl,
+          userId,
           upstreamId: null,
           createdAt: now,
           updatedAt: now,

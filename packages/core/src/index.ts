@@ -41,6 +41,9 @@ export * as Task from "./Task.js"
 export * as Outbound from "./Outbound.js"
 /** Engine nudges. */
 export * as TaskEvents from "./TaskEvents.js"
+/** The submit body and its one decoder. */
+export { decodeSubmitRequest } from "./SubmitRequest.js"
+export type { SubmitRequest } from "./SubmitRequest.js"
 /** Submit and query. */
 export * from "./TaskService.js"
 /** Valid jobs and records for tests and tools. */

@@ -5,6 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Ref, TestClock } from "effect"
 import {
+  decodeSubmitRequest,
   Ids,
   ModelCatalog,
   Moderation,
@@ -97,7 +98,10 @@ const NOW = 1_767_225_600_123 // 2026-01-01T00:00:00.123Z
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 const notPublic = "must name a public host (localhost and private addresses are not supported; for local development allow them with MEDIAGATE_ALLOW_PRIVATE_URLS=true, or SubmitPolicy.allowPrivateUrls when embedding)"
 
-const submit = (body: unknown) => Effect.flatMap(TaskService, (service) => service.submit(alice, body))
+/** As the HTTP edge does it: decode the body once, then submit the typed request. */
+const submitAs = (account: typeof alice, body: unknown) =>
+  Effect.flatMap(TaskService, (service) => Effect.flatMap(decodeSubmitRequest(body), (request) => service.submit(account, request)))
+const submit = (body: unknown) => submitAs(alice, body)
 
 /** The ValidationError message of a refused submit; also checks nothing was stored. */
 const refusal = (body: unknown) =>
@@ -215,9 +219,10 @@ describe("TaskService.submit: accepted", () => {
       const service = yield* run(Effect.provide(TaskService, TaskService.Default.pipe(
         Layer.provide(Layer.mergeAll(MemoryStore, Ids.layer, ModelCatalog.layer, Moderation.layerAllowAll))
       )))
-      yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })
-      yield* service.submit(alice, { model: T2I, input: { prompt: "q" } })
-      yield* Effect.flip(service.submit(alice, { model: T2I, input: {} }))
+      const send = (body: unknown) => Effect.provideService(submitAs(alice, body), TaskService, service)
+      yield* send({ model: T2I, input: { prompt: "p" } })
+      yield* send({ model: T2I, input: { prompt: "q" } })
+      yield* Effect.flip(send({ model: T2I, input: {} }))
       expect(yield* Ref.get(wakes)).toBe(2)
     }))
 })
@@ -227,7 +232,7 @@ describe("TaskService.query", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(NOW)
       const service = yield* TaskService
-      const { taskId } = yield* service.submit(alice, { model: T2I, input: { prompt: "p", n: 3 }, user_id: "u" })
+      const { taskId } = yield* submitAs(alice, { model: T2I, input: { prompt: "p", n: 3 }, user_id: "u" })
       const task = yield* service.query(alice, taskId)
       expect(task).toEqual({
         taskId,
@@ -249,7 +254,7 @@ describe("TaskService.query", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(1_767_225_600_000)
       const service = yield* TaskService
-      const { taskId } = yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })
+      const { taskId } = yield* submitAs(alice, { model: T2I, input: { prompt: "p" } })
       const task = yield* service.query(alice, taskId)
       expect(task.created_at).toBe("2026-01-01T00:00:00.000Z")
       expect(task.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
@@ -258,7 +263,7 @@ describe("TaskService.query", () => {
   it.effect("another account, or an unknown id, gets TaskNotFound", () =>
     Effect.gen(function*() {
       const service = yield* TaskService
-      const { taskId } = yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })
+      const { taskId } = yield* submitAs(alice, { model: T2I, input: { prompt: "p" } })
       const forBob = yield* Effect.flip(service.query(bob, taskId))
       expect(forBob).toBeInstanceOf(TaskNotFound)
       expect(forBob).toMatchObject({ _tag: "TaskNotFound", taskId })
@@ -272,7 +277,7 @@ describe("TaskService.query", () => {
       yield* TestClock.setTime(NOW)
       const service = yield* TaskService
       const store = yield* TaskStore.TaskStore
-      const { taskId } = yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })
+      const { taskId } = yield* submitAs(alice, { model: T2I, input: { prompt: "p" } })
       const [claimed] = yield* store.claimDue({ now: NOW, limit: 1, worker: "w1", leaseUntil: NOW + 30_000 })
       const result: Task.TaskResult = { type: "image", urls: ["https://cdn.example.com/1.png"] }
       const done = yield* Transition.apply(claimed!, { to: "SUCCESS", result }, NOW + 2_000)
@@ -297,7 +302,7 @@ describe("TaskService.query", () => {
     Effect.gen(function*() {
       const service = yield* TaskService
       const store = yield* TaskStore.TaskStore
-      const { taskId } = yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })
+      const { taskId } = yield* submitAs(alice, { model: T2I, input: { prompt: "p" } })
       const current = Option.getOrThrow(yield* store.get(taskId))
       const failed = yield* Transition.apply(current, { to: "FAILURE", reason: "INSUFFICIENT_POINTS", message: "0 credits" }, 5)
       yield* store.update(failed, current.version)
@@ -321,8 +326,13 @@ describe("TaskService.submit: the request envelope", () => {
     ["model empty", { model: "", input: { prompt: "p" } }, "model is required"],
     ["model a number", { model: 7, input: { prompt: "p" } }, "model must be a string"],
     ["model an array", { model: [T2I], input: { prompt: "p" } }, "model must be a string"],
-    ["model unknown", { model: "x", input: { prompt: "p" } }, "model 'x' is not supported"],
-    ["model in the wrong case", { model: "Alpha-Image-2/Text-To-Image", input: { prompt: "p" } }, "model 'Alpha-Image-2/Text-To-Image' is not supported"],
+    ["model unknown", { model: "x", input: { prompt: "p" } }, "model 'x' is not supported; GET /api/v1/models lists the models"],
+    ["model in the wrong case", { model: "Alpha-Image-2/Text-To-Image", input: { prompt: "p" } }, "model 'Alpha-Image-2/Text-To-Image' is not supported (did you mean alpha-image-2/text-to-image?); GET /api/v1/models lists the models"],
+    ["model a family, not an id", { model: "alpha-image-2", input: { prompt: "p" } }, "model 'alpha-image-2' is not supported (did you mean alpha-image-2/text-to-image or alpha-image-2/image-to-image?); GET /api/v1/models lists the models"],
+    ["model a typo away", { model: "dream-4.6", input: { prompt: "p" } }, "model 'dream-4.6' is not supported (did you mean dream-4.5 or dream-4?); GET /api/v1/models lists the models"],
+    ["input.model on a model that passes fields through", { model: "canvas-4.5", input: { prompt: "p", model: "canvas-1.4" } }, "input.model is not a supported field for canvas-4.5; the model is the top-level field model"],
+    ["input.model on motion text-to-video", { model: "motion-2.0", input: { prompt: "p", model: "x" } }, "input.model is not a supported field for motion-2.0; the model is the top-level field model"],
+    ["input.model on canvas-video", { model: "canvas-video-2.0", input: { prompt: "p", model: "x" } }, "input.model is not a supported field for canvas-video-2.0; the model is the top-level field model"],
     ["input missing", { model: T2I }, "input is required"],
     ["input null", { model: T2I, input: null }, "input is required"],
     ["input an array", { model: T2I, input: [] }, "input must be an object"],

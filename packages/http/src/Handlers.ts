@@ -3,7 +3,7 @@
  */
 import { HttpApiBuilder, HttpIncomingMessage } from "@effect/platform"
 import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
-import { Accounts, Api, Ids, ModelCatalog, ModelInfo, TaskService } from "@mediagate/core"
+import { Accounts, Api, decodeSubmitRequest, Ids, ModelCatalog, Moderation, ModelInfo, TaskService } from "@mediagate/core"
 import type { Layer } from "effect"
 import { Effect, Option } from "effect"
 
@@ -51,7 +51,8 @@ export const layer: Layer.Layer<
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
           const body = yield* readJsonBody(request)
-          const { taskId } = yield* tasks.submit(account, body)
+          const submitted = yield* decodeSubmitRequest(body)
+          const { taskId } = yield* tasks.submit(account, submitted)
           return { code: 0, msg: "ok", data: { taskId } } as const
         }).pipe(
           Effect.catchTags({
@@ -61,7 +62,7 @@ export const layer: Layer.Layer<
                 new Api.ModerationRejectedResponse({
                   code: 400,
                   msg: "content rejected by moderation",
-                  data: { flagged: true, categories: error.categories as never }
+                  data: { flagged: error.flagged, categories: Moderation.allCategories(error.categories) }
                 })
               )
           })
