@@ -111,6 +111,8 @@ describe("end to end with the TestClock", () => {
       expect(done.status).toBe("FAILURE")
       expect(done.failure_reason).toBeNull()
       expect(done.result).toBeNull()
+      // Additive: the upstream's own words, for the person debugging it.
+      expect(done.error).toBe("simulated upstream failure")
     }).pipe(Effect.provide(testServer({ profile: "demo" }))))
 
   it.effect("[sim:rejected] and [sim:insufficient] carry their failure classes", () =>

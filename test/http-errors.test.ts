@@ -197,6 +197,11 @@ describe("HTTP errors", () => {
         const taskId = created.body.data.taskId as string
         const mine = yield* send(HttpClientRequest.get(`/api/v1/task/${taskId}`).pipe(auth))
         expect(mine.status).toBe(200)
+        // UUIDs compare case-insensitively: the same task in upper case, always answered with the id we issued.
+        const upper = yield* send(HttpClientRequest.get(`/api/v1/task/${taskId.toUpperCase()}`).pipe(auth))
+        expect([upper.status, upper.body.data.taskId]).toEqual([200, taskId])
+        const cancelledUpper = yield* send(HttpClientRequest.post(`/api/v1/task/${taskId.toUpperCase()}/cancel`).pipe(auth))
+        expect(cancelledUpper.status).not.toBe(404)
         const theirs = yield* send(
           HttpClientRequest.get(`/api/v1/task/${taskId}`).pipe(HttpClientRequest.bearerToken(otherApiKey))
         )

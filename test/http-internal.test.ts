@@ -62,7 +62,7 @@ describe("internal errors", () => {
   for (const mode of ["error", "defect"] as const) {
     it.effect(`a store ${mode} answers 500 in the envelope, without a stack`, () =>
       Effect.gen(function*() {
-        for (const request of [submit, HttpClientRequest.get("/api/v1/task/abc")]) {
+        for (const request of [submit, HttpClientRequest.get("/api/v1/task/0190c8a4-0000-7000-8000-000000000000")]) {
           const answer = yield* call(request)
           expect(answer.status).toBe(500)
           expect(JSON.parse(answer.text)).toEqual({ code: 500, msg: "internal server error" })

@@ -36,6 +36,9 @@ describe("GET /api/v1/tasks", () => {
           if (cursor === null) break
         }
         expect(seen).toEqual([...ids].reverse())
+        // A cursor is a task id, which compares case-insensitively.
+        const upper = yield* call(HttpClientRequest.get(`/api/v1/tasks?limit=3&cursor=${ids[3]!.toUpperCase()}`))
+        expect(upper.body.data.tasks.map((task: { taskId: string }) => task.taskId)).toEqual([ids[2], ids[1], ids[0]])
         const theirs = yield* call(HttpClientRequest.get("/api/v1/tasks"), otherApiKey)
         expect(theirs.body).toEqual({ code: 0, msg: "ok", data: { tasks: [], next_cursor: null } })
       }))
@@ -48,7 +51,10 @@ describe("GET /api/v1/tasks", () => {
           ["limit=abc", "limit must be an integer between 1 and 100"],
           ["limit=1.5", "limit must be an integer between 1 and 100"],
           ["limit=1&limit=2", "limit may be given once"],
-          ["page=2", "page is not a supported parameter"]
+          ["page=2", "page is not a supported parameter"],
+          ["cursor=zzz", "cursor must be a next_cursor from a previous page"],
+          ["cursor=", "cursor must be a next_cursor from a previous page"],
+          ["cursor=0190c8a4-0000-7000-8000-00000000000", "cursor must be a next_cursor from a previous page"]
         ]) {
           const answer = yield* call(HttpClientRequest.get(`/api/v1/tasks?${query}`))
           expect([answer.status, answer.body]).toEqual([400, { code: 400, msg }])

@@ -7,7 +7,7 @@ import { Schema } from "effect"
 import { CurrentAccount } from "./Accounts.js"
 import { ModelInfo } from "./models/ModelInfo.js"
 import { moderationCategories } from "./Moderation.js"
-import { SubmitRequest } from "./SubmitRequest.js"
+import { SubmitRequest } from "./Requests.js"
 import { Task } from "./Task.js"
 
 const envelopeError = <const Code extends number>(code: Code, description: string) =>
@@ -74,6 +74,9 @@ export class InternalServerError extends Schema.Class<InternalServerError>("Inte
 /** The envelope of every error answer. */
 export const errorEnvelope = (code: number, msg: string, data?: unknown) =>
   data === undefined ? { code, msg } : { code, msg, data }
+
+/** The success envelope, `{code: 0, msg: "ok", data}`, of every 200 answer. */
+export const okEnvelope = <const A>(data: A) => ({ code: 0, msg: "ok", data }) as const
 
 /** Shorthands for the fixed messages. */
 export const unauthorized = () => new Unauthorized({ code: 401, msg: "unauthorized" })

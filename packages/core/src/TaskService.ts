@@ -15,8 +15,8 @@ import * as Transition from "./Transition.js"
 import { isTerminal, TaskRecord, toWire } from "./Task.js"
 import { TaskWakeup } from "./TaskEvents.js"
 import { TaskStore } from "./TaskStore.js"
-import type { SubmitRequest } from "./SubmitRequest.js"
-import { shown } from "./SubmitRequest.js"
+import type { ListRequest, SubmitRequest } from "./Requests.js"
+import { shown } from "./Requests.js"
 import { checkUrl } from "./UrlPolicy.js"
 
 /** What the submit use case accepts beyond the model's own rules. */
@@ -191,16 +191,9 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       }
     })
 
-    /** The caller's tasks, newest first, `limit` (1 to 100, default 20) at a time. */
-    const list = Effect.fn("TaskService.list")(function*(account: Account, options: { readonly limit?: unknown; readonly cursor?: unknown }) {
-      const limit = options.limit === undefined ? 20 : Number(options.limit)
-      if (typeof options.limit === "string" && !/^\d+$/.test(options.limit) || !Number.isInteger(limit) || limit < 1 || limit > 100) {
-        return yield* new ValidationError({ message: "limit must be an integer between 1 and 100" })
-      }
-      if (options.cursor !== undefined && (typeof options.cursor !== "string" || options.cursor.length > 100)) {
-        return yield* new ValidationError({ message: "cursor must be a next_cursor from a previous page" })
-      }
-      const page = yield* store.list(account.id, { limit, cursor: options.cursor as TaskId | undefined })
+    /** The caller's tasks, newest first, a page at a time. */
+    const list = Effect.fn("TaskService.list")(function*(account: Account, request: ListRequest) {
+      const page = yield* store.list(account.id, { limit: request.limit, cursor: Option.getOrUndefined(request.cursor) })
       return { tasks: page.tasks.map(toWire), next_cursor: page.nextCursor }
     })
 

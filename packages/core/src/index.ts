@@ -41,9 +41,9 @@ export * as Task from "./Task.js"
 export * as Outbound from "./Outbound.js"
 /** Engine nudges. */
 export * as TaskEvents from "./TaskEvents.js"
-/** The submit body and its one decoder. */
-export { decodeSubmitRequest } from "./SubmitRequest.js"
-export type { SubmitRequest } from "./SubmitRequest.js"
+/** What clients send, decoded once at the HTTP edge. */
+export { decodeListRequest, decodeSubmitRequest, parseTaskId } from "./Requests.js"
+export type { ListRequest, SubmitRequest } from "./Requests.js"
 /** Submit and query. */
 export * from "./TaskService.js"
 /** Valid jobs and records for tests and tools. */

@@ -242,11 +242,12 @@ describe("TaskService.query", () => {
         failure_reason: null,
         created_at: "2026-01-01T00:00:00.123Z",
         updated_at: "2026-01-01T00:00:00.123Z",
-        adjustments: []
+        adjustments: [],
+        error: null
       })
-      // The spec's seven fields plus the documented additive `adjustments`; nothing internal leaks.
+      // The spec's seven fields plus the documented additive `adjustments` and `error`; nothing internal leaks.
       expect(Object.keys(task).sort()).toEqual(
-        ["adjustments", "created_at", "failure_reason", "input", "result", "status", "taskId", "updated_at"]
+        ["adjustments", "created_at", "error", "failure_reason", "input", "result", "status", "taskId", "updated_at"]
       )
     }).pipe(Effect.provide(Service)))
 
@@ -309,7 +310,8 @@ describe("TaskService.query", () => {
       expect(yield* service.query(alice, taskId)).toMatchObject({
         status: "FAILURE",
         result: null,
-        failure_reason: "INSUFFICIENT_POINTS"
+        failure_reason: "INSUFFICIENT_POINTS",
+        error: "0 credits"
       })
     }).pipe(Effect.provide(Service)))
 })

@@ -3,7 +3,7 @@
  */
 import { HttpApiBuilder, HttpIncomingMessage } from "@effect/platform"
 import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
-import { Accounts, Api, decodeSubmitRequest, Ids, ModelCatalog, Moderation, ModelInfo, TaskService } from "@mediagate/core"
+import { Accounts, Api, decodeListRequest, decodeSubmitRequest, ModelCatalog, ModelInfo, Moderation, parseTaskId, TaskNotFound, TaskService } from "@mediagate/core"
 import type { Layer } from "effect"
 import { Effect, Option } from "effect"
 
@@ -38,6 +38,13 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
     })
   })
 
+/** A task id from a path: any case of a UUID; anything else is an unknown task. */
+const ownTaskId = (value: string) =>
+  Option.match(parseTaskId(value), {
+    onNone: () => Effect.fail(new TaskNotFound({ taskId: value })),
+    onSome: Effect.succeed
+  })
+
 /** The handlers of the "tasks" group. */
 export const layer: Layer.Layer<
   HttpApiGroup.ApiGroup<"mediagate", "tasks">,
@@ -53,7 +60,7 @@ export const layer: Layer.Layer<
           const body = yield* readJsonBody(request)
           const submitted = yield* decodeSubmitRequest(body)
           const { taskId } = yield* tasks.submit(account, submitted)
-          return { code: 0, msg: "ok", data: { taskId } } as const
+          return Api.okEnvelope({ taskId })
         }).pipe(
           Effect.catchTags({
             ValidationError: (error) => Effect.fail(badRequest(error.message)),
@@ -71,16 +78,8 @@ export const layer: Layer.Layer<
       .handleRaw("list", ({ request }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          const params = new URL(request.url, "http://localhost").searchParams
-          for (const name of params.keys()) {
-            if (name !== "limit" && name !== "cursor") return yield* Effect.fail(badRequest(`${name} is not a supported parameter`))
-            if (params.getAll(name).length > 1) return yield* Effect.fail(badRequest(`${name} may be given once`))
-          }
-          const data = yield* tasks.list(account, {
-            limit: params.get("limit") ?? undefined,
-            cursor: params.get("cursor") ?? undefined
-          })
-          return { code: 0, msg: "ok", data } as const
+          const listed = yield* decodeListRequest(new URL(request.url, "http://localhost").searchParams)
+          return Api.okEnvelope(yield* tasks.list(account, listed))
         }).pipe(
           Effect.catchTags({
             ValidationError: (error) => Effect.fail(badRequest(error.message))
@@ -89,8 +88,8 @@ export const layer: Layer.Layer<
       .handle("cancel", ({ path }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          const task = yield* tasks.cancel(account, Ids.TaskId.make(path.taskId))
-          return { code: 0, msg: "ok", data: task } as const
+          const taskId = yield* ownTaskId(path.taskId)
+          return Api.okEnvelope(yield* tasks.cancel(account, taskId))
         }).pipe(
           Effect.catchTags({
             TaskNotFound: () => Effect.fail(Api.taskNotFound()),
@@ -102,8 +101,8 @@ export const layer: Layer.Layer<
       .handle("query", ({ path }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          const task = yield* tasks.query(account, Ids.TaskId.make(path.taskId))
-          return { code: 0, msg: "ok", data: task } as const
+          const taskId = yield* ownTaskId(path.taskId)
+          return Api.okEnvelope(yield* tasks.query(account, taskId))
         }).pipe(
           Effect.catchTags({
             TaskNotFound: () => Effect.fail(Api.taskNotFound())
@@ -121,5 +120,5 @@ export const catalogLayer: Layer.Layer<
     const catalog = yield* ModelCatalog.ModelCatalog
     // Described once: the catalog does not change while the server runs.
     const models = catalog.models.map(ModelInfo.describe)
-    return handlers.handle("models", () => Effect.succeed({ code: 0, msg: "ok", data: { models } } as const))
+    return handlers.handle("models", () => Effect.succeed(Api.okEnvelope({ models })))
   }))

@@ -5,7 +5,7 @@
  * Requests go through Outbound, never a host's HTTP client: the callback host must resolve
  * to public addresses only, and nothing but the webhook's own headers is sent.
  */
-import { Accounts, Outbound, Task, TaskStore } from "@mediagate/core"
+import { Accounts, Api, Outbound, Task, TaskStore } from "@mediagate/core"
 import { Clock, Duration, Effect, Layer, Option, Random, Redacted } from "effect"
 import * as Webhooks from "./Webhooks.js"
 
@@ -79,7 +79,7 @@ export const make = (options: Options = {}) =>
           })
         if (Option.isNone(task)) return yield* record(null, "the task no longer exists")
         // The body is the query answer, as it stands now.
-        const body = JSON.stringify({ code: 0, msg: "ok", data: Task.toWire(task.value) })
+        const body = JSON.stringify(Api.okEnvelope(Task.toWire(task.value)))
         const secret = yield* accounts.webhookSecret(task.value.ownerId)
         const outcome = yield* send(callback, body, secret, started)
         if (outcome._tag === "Left") return yield* record(null, outcome.left)

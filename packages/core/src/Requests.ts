@@ -1,11 +1,12 @@
 /**
- * The body of `POST /api/v1/task/submit` (spec section 4.1): one Schema that the HTTP
- * contract documents and the handler decodes, once, into the typed request the submit use
- * case takes. The model's own rules for `input` are the catalog's; the host of
- * `callBackUrl` is the submit policy's.
+ * What a client sends, decoded once at the HTTP edge into the typed requests the use cases
+ * take: the submit body (spec section 4.1), the list query, and task ids in paths. The
+ * model's own rules for `input` are the catalog's; the host of `callBackUrl` is the submit
+ * policy's.
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Either, Option, ParseResult, Schema } from "effect"
 import { ValidationError } from "./Errors.js"
+import { TaskId } from "./Ids.js"
 
 const text = (message: string) => Schema.String.annotations({ message: () => ({ message, override: true }) })
 
@@ -57,3 +58,41 @@ export const decodeSubmitRequest = (body: unknown): Either.Either<SubmitRequest,
 /** `model: null` and `input: null` read as missing, as they did before the Schema. */
 const isNull = (body: unknown, field: string) =>
   typeof body === "object" && body !== null && (body as Record<string, unknown>)[field] === null
+
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+/**
+ * A task id as a client writes it: UUIDs compare case-insensitively (RFC 9562), so any
+ * case is read as the lowercase id we issued. None for anything that is not a UUID.
+ */
+export const parseTaskId = (value: string): Option.Option<TaskId> => {
+  const lower = value.toLowerCase()
+  return uuid.test(lower) ? Option.some(TaskId.make(lower)) : Option.none()
+}
+
+/** The query of `GET /api/v1/tasks`, typed. */
+export interface ListRequest {
+  /** 1 to 100, default 20. */
+  readonly limit: number
+  /** The `next_cursor` of the previous page. */
+  readonly cursor: Option.Option<TaskId>
+}
+
+/**
+ * Decodes the list query: only `limit` (an integer 1 to 100) and `cursor` (a `next_cursor`,
+ * which is a task id), each at most once.
+ */
+export const decodeListRequest = (params: URLSearchParams): Either.Either<ListRequest, ValidationError> => {
+  const fail = (message: string) => Either.left(new ValidationError({ message }))
+  for (const name of new Set(params.keys())) {
+    if (name !== "limit" && name !== "cursor") return fail(`${shown(name)} is not a supported parameter`)
+    if (params.getAll(name).length > 1) return fail(`${name} may be given once`)
+  }
+  const limitText = params.get("limit")
+  const limit = limitText === null ? 20 : /^\d{1,3}$/.test(limitText) ? Number(limitText) : Number.NaN
+  if (!(limit >= 1 && limit <= 100)) return fail("limit must be an integer between 1 and 100")
+  const cursorText = params.get("cursor")
+  const cursor = cursorText === null ? Option.none() : parseTaskId(cursorText)
+  if (cursorText !== null && Option.isNone(cursor)) return fail("cursor must be a next_cursor from a previous page")
+  return Either.right({ limit, cursor })
+}
