@@ -50,6 +50,18 @@ export const Adjustment = Schema.Struct({
 }).annotations({ identifier: "Adjustment" })
 export type Adjustment = typeof Adjustment.Type
 
+/** An upstream attempt that failed and was followed by another (a fallback): kept in the job's history. */
+export const PreviousAttempt = Schema.Struct({
+  model: Schema.String,
+  /** The upstream's id of that attempt's job; null for a synchronous upstream. */
+  upstreamId: Schema.NullOr(Schema.String),
+  failureReason: Schema.NullOr(FailureReason),
+  error: Schema.String,
+  /** Epoch milliseconds. */
+  failedAt: Schema.Number
+}).annotations({ identifier: "PreviousAttempt" })
+export type PreviousAttempt = typeof PreviousAttempt.Type
+
 /** The normalised job an upstream runs: the model actually run and every resolved default. */
 export const UpstreamJob = Schema.Struct({
   /** The model actually run (clip3 r2v runs as clip3_fast, a fallback as motion-1.5-pro). */
@@ -75,7 +87,9 @@ export const UpstreamJob = Schema.Struct({
   sync: Schema.Boolean,
   /** Price of the job in integer micro-USD. */
   priceMicroUsd: Schema.Int,
-  adjustments: Schema.Array(Adjustment)
+  adjustments: Schema.Array(Adjustment),
+  /** Attempts of this task that failed before this job replaced them (a fallback), oldest first. Internal. */
+  previousAttempts: Schema.optional(Schema.Array(PreviousAttempt))
 })
 export type UpstreamJob = typeof UpstreamJob.Type
 

@@ -15,6 +15,7 @@ import * as Transition from "./Transition.js"
 import { isTerminal, TaskRecord, toWire } from "./Task.js"
 import { TaskWakeup } from "./TaskEvents.js"
 import { TaskStore } from "./TaskStore.js"
+import * as TaskWrites from "./TaskWrites.js"
 import type { ListRequest, SubmitRequest } from "./Requests.js"
 import { shown } from "./Requests.js"
 import { checkUrl } from "./UrlPolicy.js"
@@ -88,6 +89,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     const catalog = yield* ModelCatalog
     const moderation = yield* Moderation
     const wakeup = yield* Effect.serviceOption(TaskWakeup)
+    const writes = yield* TaskWrites.make
 
     const modelIds = catalog.models.map((model) => model.id)
 
@@ -147,11 +149,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       const record = normalized.rejection === undefined
         ? pending
         : yield* Effect.orDie(Transition.apply(pending, { to: "FAILURE", reason: "INVALID_PARAMETERS", message: normalized.rejection }, now))
-      // A task that fails at once owes its callback like any other terminal task.
-      const callbacks = record.status === "FAILURE" && record.callBackUrl !== null
-        ? [{ id: `msg_${yield* ids.token(12)}`, taskId: record.id, url: record.callBackUrl, createdAt: now }]
-        : []
-      yield* store.create(record, callbacks)
+      yield* writes.create(record)
       if (Option.isSome(wakeup) && record.status === "PENDING") yield* wakeup.value.wake
       return { taskId }
     })
@@ -178,16 +176,14 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
         const record = found.value
         if (isTerminal(record.status)) return yield* new TaskNotCancellable({ taskId, status: record.status })
         const now = yield* Clock.currentTimeMillis
-        const cancelled = yield* Effect.orDie(Transition.apply(record, { to: "CANCELLED", message: "cancelled by the client" }, now))
-        const callbacks = cancelled.callBackUrl === null
-          ? []
-          : [{ id: `msg_${yield* ids.token(12)}`, taskId, url: cancelled.callBackUrl, createdAt: now }]
-        const written = yield* store.update(cancelled, record.version, callbacks).pipe(
-          Effect.as(true),
+        const cancelled = yield* writes.apply(record, { to: "CANCELLED", message: "cancelled by the client" }, now).pipe(
+          Effect.map(Option.some),
           // The engine moved the task meanwhile: read it again and decide again.
-          Effect.catchTag("TaskConflict", (conflict) => (attempt < 5 ? Effect.succeed(false) : Effect.fail(conflict)))
+          Effect.catchTag("TaskConflict", (conflict) => (attempt < 5 ? Effect.succeed(Option.none()) : Effect.fail(conflict))),
+          // Not terminal when read, so the state machine allows CANCELLED.
+          Effect.catchTag("IllegalTransition", Effect.die)
         )
-        if (written) return toWire(cancelled)
+        if (Option.isSome(cancelled)) return toWire(cancelled.value)
       }
     })
 

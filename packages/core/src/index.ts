@@ -1,5 +1,7 @@
 /** Accounts, API keys and the current request's account. */
 export * as Accounts from "./Accounts.js"
+/** The engine's choice after a failed upstream call: retry, fall back or fail. */
+export * as Attempt from "./Attempt.js"
 /** The HTTP contract: endpoints, envelope, errors. */
 export * as Api from "./Api.js"
 /** Domain errors. */
@@ -48,6 +50,8 @@ export type { ListRequest, SubmitRequest } from "./Requests.js"
 export * from "./TaskService.js"
 /** Valid jobs and records for tests and tools. */
 export * as Testing from "./Testing.js"
+/** The one write path of task state (transition, callback owed, both written). */
+export * as TaskWrites from "./TaskWrites.js"
 /** The task store. */
 export * as TaskStore from "./TaskStore.js"
 /** The state machine. */

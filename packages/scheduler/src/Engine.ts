@@ -3,9 +3,8 @@
  * claims due tasks with a lease, runs one step, writes the next state and due time.
  * A crashed worker's leases expire and another worker carries on.
  */
-import { Ids, Motion, TaskEvents, TaskStore, Transition, Upstream } from "@mediagate/core"
-import { Task } from "@mediagate/core"
-import type { UpstreamError } from "@mediagate/core"
+import type { IllegalTransition, TaskConflict } from "@mediagate/core"
+import { Attempt, Ids, ModelCatalog, Task, TaskEvents, TaskStore, TaskWrites, Transition, Upstream, UpstreamError } from "@mediagate/core"
 import { Clock, Duration, Effect, Either, Fiber, FiberSet, Layer, Option, Queue, Ref } from "effect"
 
 /** Engine settings. */
@@ -21,12 +20,19 @@ export interface Options {
   /** How often an accepted async job is polled. Default 2 s. */
   readonly upstreamPollInterval?: Duration.DurationInput
   /**
-   * Longest wait for one call to a synchronous upstream. A task whose worker died during
-   * the call is taken up again this long after the call began. Default 2 min.
+   * Longest wait for an asynchronous upstream's submit or poll call; shorter than the
+   * lease, so a hanging call ends (as a retryable failure) before anyone else may take the
+   * task. Default 10 s.
+   */
+  readonly upstreamCallTimeout?: Duration.DurationInput
+  /**
+   * Longest wait for one call to a synchronous upstream, which answers with the result
+   * itself (alpha-image-2 takes up to a minute). The heartbeat keeps the task while it runs.
+   * Default 2 min.
    */
   readonly syncCallTimeout?: Duration.DurationInput
   /**
-   * While a synchronous call runs, the worker keeps the task's due time this far ahead,
+   * While an upstream call runs, the worker keeps the task's due time this far ahead,
    * renewing it every third of the window; if the worker dies, another takes the task up
    * once the window has passed. Default 15 s.
    */
@@ -39,6 +45,7 @@ const resolve = (options: Options) => ({
   leaseDuration: Duration.toMillis(options.leaseDuration ?? "15 seconds"),
   retryDelay: Duration.toMillis(options.retryDelay ?? "5 seconds"),
   upstreamPollInterval: Duration.toMillis(options.upstreamPollInterval ?? "2 seconds"),
+  upstreamCallTimeout: Duration.toMillis(options.upstreamCallTimeout ?? "10 seconds"),
   syncCallTimeout: Duration.toMillis(options.syncCallTimeout ?? "2 minutes"),
   heartbeatWindow: Duration.toMillis(options.heartbeatWindow ?? "15 seconds")
 })
@@ -47,44 +54,52 @@ const resolve = (options: Options) => ({
 export const makeStep = (options: Options = {}): Effect.Effect<
   (record: Task.TaskRecord) => Effect.Effect<Task.TaskRecord>,
   never,
-  TaskStore.TaskStore | Upstream.Upstream | Ids.Ids
+  TaskStore.TaskStore | Upstream.Upstream | Ids.Ids | ModelCatalog.ModelCatalog
 > =>
   Effect.gen(function*() {
     const settings = resolve(options)
     const store = yield* TaskStore.TaskStore
     const upstream = yield* Upstream.Upstream
-    const ids = yield* Ids.Ids
+    const catalog = yield* ModelCatalog.ModelCatalog
+    const writes = yield* TaskWrites.make
 
-    /** A terminal task with a callBackUrl owes a callback, written with the transition. */
-    const callbacksFor = (record: Task.TaskRecord) =>
-      Task.isTerminal(record.status) && record.callBackUrl !== null
-        ? Effect.map(ids.token(12), (token): ReadonlyArray<TaskStore.CallbackRow> => [
-          { id: `msg_${token}`, taskId: record.id, url: record.callBackUrl!, createdAt: record.updatedAt }
-        ])
-        : Effect.succeed([])
+    /** Writes through the one write path; a refused transition or a lost race leaves the task as it is. */
+    const write = (current: Task.TaskRecord, next: Effect.Effect<Task.TaskRecord, IllegalTransition | TaskConflict>) =>
+      next.pipe(
+        Effect.catchTags({
+          IllegalTransition: (error) => Effect.logWarning("engine: transition refused", error).pipe(Effect.as(current)),
+          TaskConflict: () => Effect.logInfo(`engine: task ${current.id} changed under us; leaving it`).pipe(Effect.as(current))
+        })
+      )
 
-    const write = (current: Task.TaskRecord, next: Either.Either<Task.TaskRecord, unknown>) =>
-      Either.match(next, {
-        onLeft: (error) => Effect.logWarning("engine: transition refused", error).pipe(Effect.as(current)),
-        onRight: (record) =>
-          callbacksFor(record).pipe(
-            Effect.flatMap((callbacks) => store.update(record, current.version, callbacks)),
-            Effect.as(record),
-            Effect.catchTag("TaskConflict", () =>
-              Effect.logInfo(`engine: task ${current.id} changed under us; leaving it`).pipe(Effect.as(current)))
-          )
-      })
-
-    const fail = (record: Task.TaskRecord, error: UpstreamError, now: number) =>
-      error.retryable
-        ? write(record, Transition.reschedule(record, now + settings.retryDelay))
-        : record.job.fallbackModel !== null
-        // motion fallback: the same request on the fallback model; the task stays non-terminal.
-        ? write(record, Transition.reschedule(record, now, { job: Motion.fallbackJob(record.job, error.message), upstreamId: null }))
-        : write(record, Transition.apply(record, { to: "FAILURE", reason: error.reason, message: error.message }, now))
+    const complete = (record: Task.TaskRecord, result: Task.TaskResult, now: number) =>
+      write(record, writes.apply(record, { to: "SUCCESS", result }, now))
 
     const timeOut = (record: Task.TaskRecord, now: number) =>
-      write(record, Transition.apply(record, { to: "TIMEOUT", message: "the model's deadline passed" }, now))
+      write(record, writes.apply(record, { to: "TIMEOUT", message: "the model's deadline passed" }, now))
+
+    /** The model's own fallback, reached through the catalog by the model the client asked for. */
+    const fallbackOf = (record: Task.TaskRecord) => {
+      const spec = catalog.find(String(record.input["model"]))
+      return (job: Task.UpstreamJob, failure: string) =>
+        Option.isSome(spec) && spec.value.fallback !== undefined ? spec.value.fallback(job, failure) : undefined
+    }
+
+    const fail = (record: Task.TaskRecord, error: UpstreamError, now: number) => {
+      const decision = Attempt.decide({ record, error, now, retryDelay: settings.retryDelay, fallback: fallbackOf(record) })
+      switch (decision._tag) {
+        case "Retry":
+          return write(record, writes.reschedule(record, decision.at))
+        case "FallBack":
+          // The same request on the fallback model; the task stays non-terminal.
+          return write(record, writes.reschedule(record, now, { job: decision.job, upstreamId: null }))
+        case "Fail":
+          return write(
+            record,
+            writes.apply(record, { to: "FAILURE", reason: decision.error.reason, message: decision.error.message }, now)
+          )
+      }
+    }
 
     /** Keeps pushing the task's due time ahead while this worker is busy with it. */
     const heartbeat = (current: Ref.Ref<Task.TaskRecord>) =>
@@ -101,84 +116,95 @@ export const makeStep = (options: Options = {}): Effect.Effect<
         )
       }).pipe(Effect.delay(Duration.millis(settings.heartbeatWindow / 3)), Effect.forever)
 
-    const runSync = (claimed: Task.TaskRecord) =>
+    /**
+     * Runs an upstream call for `claimed` within `limit` (never past the deadline) while a
+     * heartbeat keeps the task for this worker; answers the task as it now stands and the
+     * call's outcome, none when the call ran out of time.
+     */
+    const guarded = <A>(claimed: Task.TaskRecord, limit: number, call: Effect.Effect<A, UpstreamError>) =>
       Effect.gen(function*() {
         const started = yield* Clock.currentTimeMillis
-        const budget = Math.min(claimed.deadlineAt - started, settings.syncCallTimeout)
+        const budget = Math.max(0, Math.min(claimed.deadlineAt - started, limit))
         const current = yield* Ref.make(claimed)
         const beating = yield* Effect.fork(heartbeat(current))
-        const outcome = yield* upstream.submit(claimed.job, { taskId: claimed.id }).pipe(
-          Effect.either,
-          Effect.timeoutOption(Duration.millis(Math.max(0, budget)))
-        )
+        const outcome = yield* call.pipe(Effect.either, Effect.timeoutOption(Duration.millis(budget)))
         yield* Fiber.interrupt(beating)
-        const record = yield* Ref.get(current)
+        return [yield* Ref.get(current), outcome] as const
+      })
+
+    /** A call that ran out of time: TIMEOUT past the deadline, otherwise tried again like a retryable failure. */
+    const ranOut = (record: Task.TaskRecord, now: number, limit: number) =>
+      now >= record.deadlineAt
+        ? timeOut(record, now)
+        : fail(
+          record,
+          new UpstreamError({ message: `the upstream did not answer within ${limit} ms`, reason: null, retryable: true }),
+          now
+        )
+
+    const runSync = (claimed: Task.TaskRecord) =>
+      Effect.gen(function*() {
+        const [record, outcome] = yield* guarded(claimed, settings.syncCallTimeout, upstream.submit(claimed.job, { taskId: claimed.id }))
         const now = yield* Clock.currentTimeMillis
         if (Option.isNone(outcome)) {
-          // Past the deadline: TIMEOUT. A call that merely took too long is tried again.
-          return now >= record.deadlineAt
-            ? yield* timeOut(record, now)
-            : yield* write(record, Transition.reschedule(record, now))
+          // Past the deadline: TIMEOUT. A call that merely took too long is tried again at once.
+          return now >= record.deadlineAt ? yield* timeOut(record, now) : yield* write(record, writes.reschedule(record, now))
         }
         if (Either.isLeft(outcome.value)) return yield* fail(record, outcome.value.left, now)
         const submitted = outcome.value.right
         return submitted._tag === "Completed"
-          ? yield* write(record, Transition.apply(record, { to: "SUCCESS", result: submitted.result }, now))
+          ? yield* complete(record, submitted.result, now)
           // A sync upstream that answered with a job id after all: poll it like an async one.
-          : yield* write(record, Transition.reschedule(record, now + settings.upstreamPollInterval, { upstreamId: submitted.upstreamId }))
+          : yield* write(record, writes.reschedule(record, now + settings.upstreamPollInterval, { upstreamId: submitted.upstreamId }))
       })
 
-    const submitAsync = (record: Task.TaskRecord, now: number) =>
-      upstream.submit(record.job, { taskId: record.id }).pipe(
-        Effect.matchEffect({
-          onFailure: (error) => fail(record, error, now),
-          onSuccess: (outcome) =>
-            outcome._tag === "Completed"
-              ? write(record, Transition.apply(record, { to: "SUCCESS", result: outcome.result }, now))
-              : record.status === "PENDING"
-              ? write(
-                record,
-                Transition.apply(record, {
-                  to: "SUBMITTED",
-                  upstreamId: outcome.upstreamId,
-                  dueAt: now + settings.upstreamPollInterval
-                }, now)
-              )
-              // Resubmitted after a fallback: same status, new upstream job.
-              : write(record, Transition.reschedule(record, now + settings.upstreamPollInterval, { upstreamId: outcome.upstreamId }))
-        })
-      )
+    const submitAsync = (claimed: Task.TaskRecord) =>
+      Effect.gen(function*() {
+        const limit = settings.upstreamCallTimeout
+        const [record, outcome] = yield* guarded(claimed, limit, upstream.submit(claimed.job, { taskId: claimed.id }))
+        const now = yield* Clock.currentTimeMillis
+        if (Option.isNone(outcome)) return yield* ranOut(record, now, limit)
+        if (Either.isLeft(outcome.value)) return yield* fail(record, outcome.value.left, now)
+        const submitted = outcome.value.right
+        if (submitted._tag === "Completed") return yield* complete(record, submitted.result, now)
+        const dueAt = now + settings.upstreamPollInterval
+        return record.status === "PENDING"
+          ? yield* write(record, writes.apply(record, { to: "SUBMITTED", upstreamId: submitted.upstreamId, dueAt }, now))
+          // Resubmitted after a fallback: same status, new upstream job.
+          : yield* write(record, writes.reschedule(record, dueAt, { upstreamId: submitted.upstreamId }))
+      })
 
-    const poll = (record: Task.TaskRecord, upstreamId: Ids.UpstreamId, now: number) =>
-      upstream.poll(upstreamId, record.job).pipe(
-        Effect.matchEffect({
-          onFailure: (error) => fail(record, error, now),
-          onSuccess: (outcome) => {
-            if (outcome._tag === "Completed") {
-              return write(record, Transition.apply(record, { to: "SUCCESS", result: outcome.result }, now))
-            }
-            const dueAt = now + settings.upstreamPollInterval
-            return record.status === "SUBMITTED"
-              ? write(record, Transition.apply(record, { to: "PROCESSING", dueAt }, now))
-              : write(record, Transition.reschedule(record, dueAt))
-          }
-        })
-      )
+    const poll = (claimed: Task.TaskRecord, upstreamId: Ids.UpstreamId) =>
+      Effect.gen(function*() {
+        const limit = settings.upstreamCallTimeout
+        const [record, outcome] = yield* guarded(claimed, limit, upstream.poll(upstreamId, claimed.job))
+        const now = yield* Clock.currentTimeMillis
+        if (Option.isNone(outcome)) return yield* ranOut(record, now, limit)
+        if (Either.isLeft(outcome.value)) return yield* fail(record, outcome.value.left, now)
+        const polled = outcome.value.right
+        if (polled._tag === "Completed") return yield* complete(record, polled.result, now)
+        const dueAt = now + settings.upstreamPollInterval
+        return record.status === "SUBMITTED"
+          ? yield* write(record, writes.apply(record, { to: "PROCESSING", dueAt }, now))
+          : yield* write(record, writes.reschedule(record, dueAt))
+      })
 
     return (record: Task.TaskRecord): Effect.Effect<Task.TaskRecord, never> =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         if (now >= record.deadlineAt) return yield* timeOut(record, now)
-        if (record.upstreamId !== null) return yield* poll(record, record.upstreamId, now)
-        if (!record.job.sync) return yield* submitAsync(record, now)
+        if (record.upstreamId !== null) return yield* poll(record, record.upstreamId)
+        if (!record.job.sync) return yield* submitAsync(record)
         // A sync upstream answers the call itself: the task is PROCESSING during the call and
         // its due time stays ahead while this worker lives (heartbeat), so no other worker
         // starts it twice, and another takes it up soon after this one dies.
         const retryAt = Math.min(record.deadlineAt, now + settings.heartbeatWindow)
         const processing = record.status === "PENDING"
-          ? yield* write(record, Transition.apply(record, { to: "PROCESSING", dueAt: retryAt }, now))
-          : yield* write(record, Transition.reschedule(record, retryAt))
-        return processing.status === "PROCESSING" ? yield* runSync(processing) : processing
+          ? yield* write(record, writes.apply(record, { to: "PROCESSING", dueAt: retryAt }, now))
+          : yield* write(record, writes.reschedule(record, retryAt))
+        return processing.status === "PROCESSING" && processing.version !== record.version
+          ? yield* runSync(processing)
+          : processing
       }).pipe(
         // A store failure is a defect: log it; the lease expires and the task is tried again.
         Effect.catchAllDefect((defect) => Effect.logError(`engine: step of task ${record.id} failed`, defect).pipe(Effect.as(record))),
@@ -225,5 +251,5 @@ export const make = (options: Options = {}) =>
 /** The engine running in the background for the layer's lifetime; provides the wakeup nudge. */
 export const layer = (
   options: Options = {}
-): Layer.Layer<TaskEvents.TaskWakeup, never, TaskStore.TaskStore | Upstream.Upstream | Ids.Ids> =>
+): Layer.Layer<TaskEvents.TaskWakeup, never, TaskStore.TaskStore | Upstream.Upstream | Ids.Ids | ModelCatalog.ModelCatalog> =>
   Layer.scoped(TaskEvents.TaskWakeup, make(options))

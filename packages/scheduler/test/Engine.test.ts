@@ -2,7 +2,7 @@
  * The engine against the memory store and a scripted upstream, timed by the TestClock.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, Task, TaskEvents, TaskStore, Testing, Upstream, UpstreamError } from "@mediagate/core"
+import { Ids, ModelCatalog, Task, TaskEvents, TaskStore, Testing, Upstream, UpstreamError } from "@mediagate/core"
 import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Context, Deferred, Effect, Layer, Option, Ref, TestClock } from "effect"
 import { Engine } from "../src/index.js"
@@ -26,7 +26,7 @@ const run = <A, E>(
   options: Engine.Options = {}
 ) =>
   body.pipe(
-    Effect.provide(Engine.layer(options).pipe(Layer.provideMerge(MemoryTaskStore.layer), Layer.provide([upstream, Ids.layerTest]))),
+    Effect.provide(Engine.layer(options).pipe(Layer.provideMerge(MemoryTaskStore.layer), Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer]))),
     Effect.scoped
   )
 
@@ -185,7 +185,7 @@ describe("Engine", () => {
       )
       const engines = Layer.merge(Engine.layer(), Engine.layer({ pollInterval: "500 millis" })).pipe(
         Layer.provideMerge(MemoryTaskStore.layer),
-        Layer.provide([upstream, Ids.layerTest])
+        Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer])
       )
       yield* Effect.gen(function*() {
         const store = yield* TaskStore.TaskStore
@@ -210,7 +210,7 @@ describe("Engine", () => {
           )
         )
       const engine = (hang: boolean) =>
-        Engine.layer({ heartbeatWindow: "15 seconds" }).pipe(Layer.provide([upstream(hang), Ids.layerTest, Layer.succeedContext(store)]))
+        Engine.layer({ heartbeatWindow: "15 seconds" }).pipe(Layer.provide([upstream(hang), Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)]))
       const tasks = Context.get(store, TaskStore.TaskStore)
       yield* tasks.create(record("t1", 0))
       // The first worker takes the task and hangs in the call for a minute: the heartbeat
@@ -218,7 +218,7 @@ describe("Engine", () => {
       yield* Effect.scoped(
         Effect.gen(function*() {
           yield* Layer.build(engine(true))
-          yield* Layer.build(Engine.layer({ pollInterval: "1 second" }).pipe(Layer.provide([upstream(false), Ids.layerTest, Layer.succeedContext(store)])))
+          yield* Layer.build(Engine.layer({ pollInterval: "1 second" }).pipe(Layer.provide([upstream(false), Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)])))
           yield* advance(60)
           expect(yield* Ref.get(calls)).toBe(1)
           expect((Option.getOrThrow(yield* tasks.get(Ids.TaskId.make("t1")))).status).toBe("PROCESSING")

@@ -54,4 +54,9 @@ export interface ModelSpec {
   /** Price of a normalised job in integer micro-USD. */
   readonly price: (job: DraftJob, prices: PriceTable) => number
   readonly examples: ReadonlyArray<ModelExample>
+  /**
+   * The job to run instead when this model's job failed (motion-2.0 falls back to
+   * motion-1.5-pro), or undefined when the model has no fallback or this job may not take it.
+   */
+  readonly fallback?: (job: UpstreamJob, failure: string) => UpstreamJob | undefined
 }

@@ -192,6 +192,8 @@ const spec = (tier: Tier): ModelSpec => ({
   deadline: Duration.hours(6),
   normalize: normalize(tier),
   price: (job, prices) => lookup(prices.videoPerSecond, job.model, "model") * (job.duration ?? 0),
+  // Only motion-2.0 and motion-2.0-fast jobs that may fall back carry a fallbackModel.
+  fallback: (job, failure) => (job.fallbackModel === null ? undefined : fallbackJob(job, failure)),
   examples: [
     { input: { prompt: "a heron taking flight", duration: 5 }, type: "video", count: 1 },
     { input: { prompt: "the scene comes alive", mediaUrls: ["https://example.com/first.png", "https://example.com/last.jpg"], duration: tier === "motion-1.5-pro" ? 10 : 8 }, type: "video", count: 1 }

@@ -1,0 +1,65 @@
+/**
+ * The one write path of task state. A change goes through the state machine, the callback
+ * it owes is worked out here (a task that reaches a terminal state with a callBackUrl owes
+ * exactly one), and the record and its callback are written together, all or nothing. The
+ * API (submit, cancel) and the engine write through this module alone.
+ */
+import type { Either } from "effect"
+import { Effect } from "effect"
+import type { IllegalTransition, TaskConflict } from "./Errors.js"
+import type { UpstreamId } from "./Ids.js"
+import { Ids } from "./Ids.js"
+import type { TaskRecord, TaskStatus, UpstreamJob } from "./Task.js"
+import { isTerminal } from "./Task.js"
+import type { CallbackRow } from "./TaskStore.js"
+import { TaskStore } from "./TaskStore.js"
+import type { TaskChange } from "./Transition.js"
+import * as Transition from "./Transition.js"
+
+/** Whether moving a task from `before` (null: a new task) to `after` owes a callback. */
+export const owesCallback = (before: TaskStatus | null, after: TaskRecord): boolean =>
+  after.callBackUrl !== null && isTerminal(after.status) && (before === null || !isTerminal(before))
+
+/** Writes task state; see the module comment. */
+export interface TaskWrites {
+  /** Stores a new task (PENDING, or already ended by a rule of its model) with the callback it owes. */
+  readonly create: (record: TaskRecord) => Effect.Effect<void>
+  /** Applies `change` to `current` at `now` and writes it if `current` is still the stored version. */
+  readonly apply: (
+    current: TaskRecord,
+    change: TaskChange,
+    now: number
+  ) => Effect.Effect<TaskRecord, IllegalTransition | TaskConflict>
+  /** Moves a non-terminal task's next look to `dueAt` (same status), optionally with a new job or upstream id. */
+  readonly reschedule: (
+    current: TaskRecord,
+    dueAt: number,
+    patch?: { readonly job?: UpstreamJob; readonly upstreamId?: UpstreamId | null }
+  ) => Effect.Effect<TaskRecord, IllegalTransition | TaskConflict>
+}
+
+/** The write path on the TaskStore in context; callback ids come from Ids. */
+export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.gen(function*() {
+  const store = yield* TaskStore
+  const ids = yield* Ids
+
+  const callbacksOwed = (before: TaskStatus | null, after: TaskRecord) =>
+    owesCallback(before, after)
+      ? Effect.map(ids.token(12), (token): ReadonlyArray<CallbackRow> => [
+        { id: `msg_${token}`, taskId: after.id, url: after.callBackUrl!, createdAt: after.updatedAt }
+      ])
+      : Effect.succeed([])
+
+  const write = (current: TaskRecord, next: Either.Either<TaskRecord, IllegalTransition>) =>
+    Effect.flatMap(next, (record) =>
+      callbacksOwed(current.status, record).pipe(
+        Effect.flatMap((callbacks) => store.update(record, current.version, callbacks)),
+        Effect.as(record)
+      ))
+
+  return {
+    create: (record) => Effect.flatMap(callbacksOwed(null, record), (callbacks) => store.create(record, callbacks)),
+    apply: (current, change, now) => write(current, Transition.apply(current, change, now)),
+    reschedule: (current, dueAt, patch) => write(current, Transition.reschedule(current, dueAt, patch))
+  }
+})
