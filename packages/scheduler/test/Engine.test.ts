@@ -237,4 +237,88 @@ describe("Engine", () => {
         })
       )
     }).pipe(Effect.scoped))
+
+  it.effect("an async upstream call that hangs ends at its time limit, while the heartbeat keeps every other worker off the task", () =>
+    Effect.gen(function*() {
+      const calls = yield* Ref.make(0)
+      const inFlight = yield* Ref.make(0)
+      const most = yield* Ref.make(0)
+      // Every submit call hangs; count calls, and how many run at once.
+      const hanging = scripted(() =>
+        Effect.gen(function*() {
+          yield* Ref.update(calls, (n) => n + 1)
+          const now = yield* Ref.updateAndGet(inFlight, (n) => n + 1)
+          yield* Ref.update(most, (m) => Math.max(m, now))
+          return yield* Effect.never
+        }).pipe(Effect.onInterrupt(() => Ref.update(inFlight, (n) => n - 1)))
+      )
+      const engines = Layer.merge(Engine.layer(), Engine.layer({ pollInterval: "500 millis" })).pipe(
+        Layer.provideMerge(MemoryTaskStore.layer),
+        Layer.provide([hanging, Ids.layerTest, ModelCatalog.layer])
+      )
+      yield* Effect.gen(function*() {
+        const store = yield* TaskStore.TaskStore
+        yield* store.create(record("t1", 0, { sync: false }))
+        yield* advance(9)
+        expect(yield* Ref.get(calls)).toBe(1)
+        // Past the 15 s lease: without the heartbeat another worker would submit again now.
+        yield* advance(11)
+        expect(yield* Ref.get(most)).toBe(1)
+        // The call timed out after 10 s and was tried again, by one worker at a time.
+        yield* advance(40)
+        expect(yield* Ref.get(calls)).toBeGreaterThanOrEqual(3)
+        expect(yield* Ref.get(most)).toBe(1)
+        expect((yield* statusOf("t1")).status).toBe("PENDING")
+      }).pipe(Effect.provide(engines), Effect.scoped)
+    }))
+})
+
+describe("Engine: fallback by the failure's class (motion)", () => {
+  const motionRecord = (id: string) =>
+    Testing.record({
+      id,
+      deadlineAt: 3_600_000,
+      input: { model: "motion-2.0", prompt: "a heron" },
+      job: job({ model: "motion-2.0", output: "video", sync: false, duration: 8, fallbackModel: "motion-1.5-pro" })
+    })
+
+  const failingFirst = (reason: "CONTENT_MODERATION" | "INSUFFICIENT_POINTS" | "INVALID_PARAMETERS" | null) =>
+    scripted(
+      (job) => Effect.succeed({ _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make(`up-${job.model}`) }),
+      (upstreamId) =>
+        upstreamId === "up-motion-2.0"
+          ? Effect.fail(new UpstreamError({ message: "the first model failed", reason, retryable: false }))
+          : Effect.succeed({ _tag: "Completed" as const, result })
+    )
+
+  for (const reason of ["CONTENT_MODERATION", "INSUFFICIENT_POINTS"] as const) {
+    it.effect(`${reason} does not fall back: the same prompt or account would fail again`, () =>
+      run(
+        failingFirst(reason),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          yield* store.create(motionRecord("m1"))
+          yield* advance(10)
+          const done = yield* statusOf("m1")
+          expect([done.status, done.failureReason, done.job.model]).toEqual(["FAILURE", reason, "motion-2.0"])
+        })
+      ))
+  }
+
+  for (const reason of [null, "INVALID_PARAMETERS"] as const) {
+    it.effect(`a failure of class ${reason} falls back to motion-1.5-pro, keeping the first attempt's upstream id`, () =>
+      run(
+        failingFirst(reason),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          yield* store.create(motionRecord("m1"))
+          yield* advance(15)
+          const done = yield* statusOf("m1")
+          expect([done.status, done.job.model, done.upstreamId]).toEqual(["SUCCESS", "motion-1.5-pro", "up-motion-1.5-pro"])
+          expect(done.job.previousAttempts).toEqual([
+            { model: "motion-2.0", upstreamId: "up-motion-2.0", failureReason: reason, error: "the first model failed", failedAt: expect.any(Number) }
+          ])
+        })
+      ))
+  }
 })
