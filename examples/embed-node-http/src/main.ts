@@ -2,9 +2,9 @@
  * An existing node:http application with routes of its own that mounts the mediagate API.
  * Requests under /api/v1/ and /media/ go to mediagate; everything else stays the host's.
  */
-import { Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
-import { MediagateHttp } from "@mediagate/http"
-import { Engine } from "@mediagate/scheduler"
+import { Ids, Moderation } from "@mediagate/core"
+import { NodeOutbound, NodeResolver } from "@mediagate/media"
+import { Mediagate } from "@mediagate/server"
 import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Simulator } from "@mediagate/upstream"
 import { Layer, Redacted } from "effect"
@@ -17,20 +17,28 @@ export interface HostOptions {
   readonly host: string
   readonly apiKey: string
   readonly simulatorProfile?: "instant" | "demo" | "realistic"
+  /** The `whsec_` secret that signs the account's callbacks; unsigned without one. */
+  readonly webhookSecret?: string
+  /** Accept callback and media URLs on private addresses (development and tests only). */
+  readonly allowPrivateUrls?: boolean
 }
 
-/** The mediagate services this host composes: memory store, simulator, engine. */
-const mediagate = (publicUrl: string, options: HostOptions) => {
+/** The backends this host chooses for mediagate: everything in memory, the simulator, no moderation. */
+const backends = (publicUrl: string, options: HostOptions) => {
   const media = MemoryMediaStore.layer({ baseUrl: `${publicUrl}/media` })
-  const upstream = Simulator.layer({ profile: options.simulatorProfile ?? "demo" }).pipe(Layer.provide(media))
-  const tasks = TaskService.Default.pipe(
-    Layer.provide([Engine.layer().pipe(Layer.provide(upstream)), Moderation.layerAllowAll])
-  )
   return Layer.mergeAll(
-    tasks,
+    MemoryTaskStore.layer,
+    MemoryAccounts.layer([{
+      id: "acct_host",
+      name: "host",
+      apiKey: Redacted.make(options.apiKey),
+      ...(options.webhookSecret === undefined ? {} : { webhookSecret: Redacted.make(options.webhookSecret) })
+    }]),
     media,
-    MemoryAccounts.layer([{ id: "acct_host", name: "host", apiKey: Redacted.make(options.apiKey) }])
-  ).pipe(Layer.provideMerge(ModelCatalog.layer), Layer.provideMerge(MemoryTaskStore.layer), Layer.provideMerge(Ids.layer))
+    Simulator.layer({ profile: options.simulatorProfile ?? "demo" }).pipe(Layer.provide(media)),
+    Moderation.layerAllowAll,
+    NodeOutbound.layer({ allowPrivate: options.allowPrivateUrls ?? false }).pipe(Layer.provide(NodeResolver.layer))
+  ).pipe(Layer.provide(Ids.layer))
 }
 
 /** Starts the host application; resolves once it listens. */
@@ -39,7 +47,8 @@ export const start = async (options: HostOptions) => {
   await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve))
   const { port } = server.address() as AddressInfo
   const publicUrl = `http://${options.host}:${port}`
-  const api = await MediagateHttp.makeNodeHandler(mediagate(publicUrl, options))
+  // The standard composition: engine, callback deliverer and API over this host's backends.
+  const api = await Mediagate.makeNodeHandler(backends(publicUrl, options), { allowPrivateUrls: options.allowPrivateUrls ?? false })
 
   server.on("request", (request, response) => {
     const path = (request.url ?? "/").split("?")[0]!

@@ -2,16 +2,38 @@
  * The embedding example: the host's own route and mediagate's API on one node:http server.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { Webhook } from "standardwebhooks"
 import { start } from "../src/main.js"
 
 const apiKey = "embed-test-key"
+const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 let app: Awaited<ReturnType<typeof start>>
 
+/** A callback receiver on loopback: resolves each POST it gets, in order. */
+const received: Array<{ headers: Http.IncomingHttpHeaders; body: string }> = []
+const waiters: Array<() => void> = []
+const receiver = Http.createServer((request, response) => {
+  let body = ""
+  request.on("data", (chunk) => (body += chunk))
+  request.on("end", () => {
+    received.push({ headers: request.headers, body })
+    response.writeHead(204).end()
+    waiters.splice(0).forEach((wake) => wake())
+  })
+})
+const nextCallback = (count: number) =>
+  new Promise<void>((resolve) => (received.length >= count ? resolve() : waiters.push(() => received.length >= count && resolve())))
+
 beforeAll(async () => {
-  app = await start({ port: 0, host: "127.0.0.1", apiKey, simulatorProfile: "instant" })
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+  app = await start({ port: 0, host: "127.0.0.1", apiKey, simulatorProfile: "instant", webhookSecret, allowPrivateUrls: true })
 })
 afterAll(async () => {
   await app.close()
+  receiver.closeAllConnections()
+  await new Promise<void>((resolve) => receiver.close(() => resolve()))
 })
 
 const json = async (path: string, init: RequestInit = {}) => {
@@ -60,5 +82,29 @@ describe("embedding in an existing node:http server", () => {
     const bytes = new Uint8Array(await image.arrayBuffer())
     const view = new DataView(bytes.buffer)
     expect([view.getUint32(16), view.getUint32(20)]).toEqual([1024, 768])
+  })
+
+  it("the host's mediagate sends the finished task's callback, signed", async () => {
+    const { port } = receiver.address() as AddressInfo
+    const submitted = await json("/api/v1/task/submit", {
+      method: "POST",
+      headers: { ...authorized, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "dream-4",
+        input: { prompt: "called back", resolution: "1k" },
+        callBackUrl: `http://127.0.0.1:${port}/hooks/mediagate`
+      })
+    })
+    expect(submitted.status).toBe(200)
+    await nextCallback(1)
+    const callback = received[0]!
+    const verified = new Webhook(webhookSecret).verify(callback.body, {
+      "webhook-id": String(callback.headers["webhook-id"]),
+      "webhook-timestamp": String(callback.headers["webhook-timestamp"]),
+      "webhook-signature": String(callback.headers["webhook-signature"])
+    }) as { code: number; data: { taskId: string; status: string } }
+    expect(verified.code).toBe(0)
+    expect(verified.data.taskId).toBe(submitted.body.data.taskId)
+    expect(verified.data.status).toBe("SUCCESS")
   })
 })

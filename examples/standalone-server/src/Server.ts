@@ -1,14 +1,15 @@
 /**
- * The standalone composition: a task store (SQLite by default, PostgreSQL or memory),
- * the simulator, the engine and HTTP on one node:http server. Tests build the same
- * composition.
+ * The standalone server: the standard composition (`@mediagate/server`) over a task store
+ * (SQLite by default, PostgreSQL or memory), the simulator and files on disk, on one
+ * node:http server. Tests build the same composition.
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Accounts, MediaStore, Outbound, StoreError, TaskStore } from "@mediagate/core"
-import { Ids, ModelCatalog, SubmitPolicy, TaskService } from "@mediagate/core"
+import { Ids } from "@mediagate/core"
 import { MediagateHttp, Routes } from "@mediagate/http"
 import { FileMediaStore, NodeOutbound, NodeResolver } from "@mediagate/media"
-import { Deliverer, Engine } from "@mediagate/scheduler"
+import type { Deliverer, Engine } from "@mediagate/scheduler"
+import { Mediagate } from "@mediagate/server"
 import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlAccounts, SqlTaskStore } from "@mediagate/store-sql"
 import { SimulatedModeration, Simulator } from "@mediagate/upstream"
@@ -44,26 +45,23 @@ export const sqlBackends = (config: Pick<ServerConfig, "publicUrl" | "databaseUr
   }
 }
 
-/** The services of a mediagate deployment, without the HTTP server. */
+/** The services of a deployment, without the HTTP server: the standard composition over these backends. */
 export const services = (
   config: Pick<ServerConfig, "simulatorProfile" | "allowPrivateUrls">,
   backends: Backends,
   engine: Engine.Options = {},
   deliverer: Deliverer.Options = {}
 ) => {
-  const upstream = Simulator.layer({ profile: config.simulatorProfile }).pipe(Layer.provide(backends.media))
-  const wakeup = Engine.layer(engine).pipe(Layer.provide(upstream))
-  const tasks = TaskService.Default.pipe(Layer.provide([wakeup, SimulatedModeration.layer]))
-  return Layer.mergeAll(
-    tasks,
-    Deliverer.layer(deliverer).pipe(Layer.provide([backends.accounts, outbound(config)])),
-    backends.media,
+  const concrete = Layer.mergeAll(
+    backends.store,
     backends.accounts,
-    Layer.succeed(SubmitPolicy, { ...SubmitPolicy.defaultValue(), allowPrivateUrls: config.allowPrivateUrls })
-  ).pipe(
-    Layer.provideMerge(ModelCatalog.layer),
-    Layer.provideMerge(backends.store),
-    Layer.provideMerge(Ids.layer)
+    backends.media,
+    Simulator.layer({ profile: config.simulatorProfile }).pipe(Layer.provide(backends.media)),
+    SimulatedModeration.layer,
+    outbound(config)
+  ).pipe(Layer.provide(Ids.layer))
+  return Mediagate.services({ engine, deliverer, allowPrivateUrls: config.allowPrivateUrls }).pipe(
+    Layer.provideMerge(concrete)
   )
 }
 

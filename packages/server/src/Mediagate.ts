@@ -1,0 +1,62 @@
+/**
+ * The standard mediagate composition. A host chooses the concrete backends (task store,
+ * accounts, media store, upstream, moderation, outbound HTTP) and gets everything else:
+ * submit and query, the engine woken by every submit, the callback deliverer, the model
+ * catalog and the HTTP API. The standalone server and the embedding example are both
+ * built on it; the package depends on core, http and scheduler, never on a backend.
+ */
+import type { HttpRouter, HttpServer } from "@effect/platform"
+import type { Accounts, MediaStore, Moderation, Outbound, TaskStore, Upstream } from "@mediagate/core"
+import { Ids, ModelCatalog, SubmitPolicy, TaskService } from "@mediagate/core"
+import { MediagateHttp } from "@mediagate/http"
+import { Deliverer, Engine } from "@mediagate/scheduler"
+import { Layer } from "effect"
+
+/** What a host provides: the concrete backends of a deployment. */
+export type Backends =
+  | TaskStore.TaskStore
+  | Accounts.Accounts
+  | MediaStore.MediaStore
+  | Upstream.Upstream
+  | Moderation.Moderation
+  | Outbound.Outbound
+
+/** Settings of the composition; every one has a default. */
+export interface Options {
+  readonly engine?: Engine.Options
+  readonly deliverer?: Deliverer.Options
+  /** Accept localhost and private addresses in callBackUrl and media URLs (development and tests only). */
+  readonly allowPrivateUrls?: boolean
+  /** Ids for task ids and tokens; default `Ids.layer` (Web Crypto). Tests pass `Ids.layerTest`. */
+  readonly ids?: Layer.Layer<Ids.Ids>
+}
+
+/** The services of a deployment, without the HTTP server, with the engine and the deliverer running. */
+export const services = (
+  options: Options = {}
+): Layer.Layer<TaskService | ModelCatalog.ModelCatalog | SubmitPolicy | Ids.Ids, never, Backends> => {
+  // One engine: it provides the wake-up that submit uses, so every accepted task wakes it.
+  const tasks = TaskService.Default.pipe(Layer.provide(Engine.layer(options.engine)))
+  return Layer.mergeAll(
+    tasks,
+    Deliverer.layer(options.deliverer),
+    Layer.succeed(SubmitPolicy, { ...SubmitPolicy.defaultValue(), allowPrivateUrls: options.allowPrivateUrls ?? false })
+  ).pipe(
+    Layer.provideMerge(ModelCatalog.layer),
+    Layer.provideMerge(options.ids ?? Ids.layer)
+  )
+}
+
+/** The whole API served on the HttpServer in context. */
+export const layer = (
+  options: Options = {}
+): Layer.Layer<never, never, Backends | HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices> =>
+  MediagateHttp.serve.pipe(Layer.provide(services(options)))
+
+/**
+ * A `node:http` request listener for an existing server, with the engine and the deliverer
+ * running until `dispose`. The host decides which requests reach it (usually every path
+ * under `/api/v1/` and `/media/`).
+ */
+export const makeNodeHandler = <E>(backends: Layer.Layer<Backends, E>, options: Options = {}) =>
+  MediagateHttp.makeNodeHandler(services(options).pipe(Layer.provideMerge(backends)))

@@ -1,0 +1,2 @@
+/** The standard composition: services, engine, deliverer and HTTP over the host's backends. */
+export * as Mediagate from "./Mediagate.js"
