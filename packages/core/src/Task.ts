@@ -114,7 +114,9 @@ export const Task = Schema.Struct({
   created_at: Schema.String,
   updated_at: Schema.String,
   /** Additive: what we changed of the request, and why (see docs/decisions.md). */
-  adjustments: Schema.Array(Adjustment)
+  adjustments: Schema.Array(Adjustment),
+  /** Additive: the human-readable cause of a FAILURE, TIMEOUT or CANCELLED (the upstream's message); null otherwise. */
+  error: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "Task" })
 export type Task = typeof Task.Type
 
@@ -130,5 +132,6 @@ export const toWire = (record: TaskRecord): Task => ({
   failure_reason: record.failureReason,
   created_at: isoTime(record.createdAt),
   updated_at: isoTime(record.updatedAt),
-  adjustments: record.job.adjustments
+  adjustments: record.job.adjustments,
+  error: record.status === "FAILURE" || record.status === "TIMEOUT" || record.status === "CANCELLED" ? record.errorMessage : null
 })

@@ -3,11 +3,13 @@
  */
 import { Clock, Context, Duration, Effect, Either, Option } from "effect"
 import type { Account } from "./Accounts.js"
-import { ModerationRejected, TaskNotCancellable, TaskNotFound, ValidationError } from "./Errors.js"
+import type { ListQuery, SubmitRequest } from "./Api.js"
+import { ModerationRejected, shortened, TaskNotCancellable, TaskNotFound, ValidationError } from "./Errors.js"
 import type { TaskId } from "./Ids.js"
 import { Ids } from "./Ids.js"
 import { ModelCatalog } from "./models/ModelCatalog.js"
 import { Moderation } from "./Moderation.js"
+import * as Pricing from "./models/Pricing.js"
 import { Prices } from "./models/Pricing.js"
 import type { Task, TaskInput, UpstreamJob } from "./Task.js"
 import * as Transition from "./Transition.js"
@@ -20,13 +22,9 @@ import { checkUrl } from "./UrlPolicy.js"
 export class SubmitPolicy extends Context.Reference<SubmitPolicy>()("@mediagate/core/SubmitPolicy", {
   defaultValue: () => ({
     /** Accept localhost and private addresses in callBackUrl and media URLs (development and tests only). */
-    allowPrivateUrls: false as boolean,
-    /** Longest accepted user_id. */
-    maxUserIdLength: 256 as number
+    allowPrivateUrls: false as boolean
   })
 }) {}
-
-const topLevelFields = new Set(["model", "input", "callBackUrl", "user_id"])
 
 /** The input fields that carry URLs we will fetch. */
 const mediaFields = ["imageUrls", "mediaUrls", "images"] as const
@@ -47,51 +45,50 @@ const checkMediaUrls = (modelId: string, input: Record<string, unknown>, allowPr
   return Either.right(undefined)
 }
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
-const fail = (message: string) => Either.left(new ValidationError({ message }))
-
-/** A client's string in a message, cut short: an error should not echo a megabyte back. */
-const shown = (value: string) => (value.length > 64 ? `${value.slice(0, 64)}…` : value)
-
-interface Envelope {
-  readonly model: string
-  readonly input: Record<string, unknown>
-  readonly callBackUrl: string | null
-  readonly userId: string | null
+/** The callback address must be an absolute http(s) URL on a public host (unless the policy allows private ones). */
+const checkCallBackUrl = (callBackUrl: string | undefined, allowPrivate: boolean) => {
+  const problem = callBackUrl === undefined ? undefined : checkUrl(callBackUrl, { protocols: ["http:", "https:"], allowPrivate })
+  return problem === undefined ? Either.right(undefined) : Either.left(new ValidationError({ message: `callBackUrl ${problem}` }))
 }
 
-/** Checks the request fields common to every model. */
-const checkEnvelope = (
-  body: unknown,
-  policy: Context.Tag.Service<SubmitPolicy>
-): Either.Either<Envelope, ValidationError> => {
-  if (!isPlainObject(body)) return fail("request body must be a JSON object")
-  const unknownField = Object.keys(body).find((key) => !topLevelFields.has(key))
-  if (unknownField !== undefined) return fail(`${shown(unknownField)} is not a supported field`)
-  const { callBackUrl, input, model, user_id } = body
-  if (model === undefined || model === null || model === "") return fail("model is required")
-  if (typeof model !== "string") return fail("model must be a string")
-  if (input === undefined || input === null) return fail("input is required")
-  if (!isPlainObject(input)) return fail("input must be an object")
-  if (callBackUrl !== undefined && callBackUrl !== null) {
-    if (typeof callBackUrl !== "string") return fail("callBackUrl must be a string")
-    const problem = checkUrl(callBackUrl, { protocols: ["http:", "https:"], allowPrivate: policy.allowPrivateUrls })
-    if (problem !== undefined) return fail(`callBackUrl ${problem}`)
-  }
-  if (user_id !== undefined && user_id !== null) {
-    if (typeof user_id !== "string") return fail("user_id must be a string")
-    if (user_id.length > policy.maxUserIdLength) {
-      return fail(`user_id must be at most ${policy.maxUserIdLength} characters`)
+/** Edit distance between two strings (insertions, deletions, substitutions). */
+const distance = (a: string, b: string): number => {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
     }
+    previous = current
   }
-  return Either.right({
-    model,
-    input,
-    callBackUrl: typeof callBackUrl === "string" ? callBackUrl : null,
-    userId: typeof user_id === "string" ? user_id : null
-  })
+  return previous[b.length]!
+}
+
+/**
+ * The catalog ids a client most likely meant: those the given id starts (a family name such
+ * as alpha-image-2), else those within a few edits of it, ignoring case; at most three.
+ */
+const closestIds = (given: string, ids: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const wanted = given.toLowerCase()
+  if (wanted === "" || wanted.length > 100) return []
+  const prefixed = ids.filter((id) => id.toLowerCase().startsWith(wanted))
+  if (prefixed.length > 0) return prefixed.slice(0, 3)
+  const limit = Math.max(2, Math.floor(wanted.length / 4))
+  return ids
+    .map((id) => [id, distance(wanted, id.toLowerCase())] as const)
+    .filter(([, d]) => d <= limit)
+    .sort((x, y) => x[1] - y[1])
+    .slice(0, 3)
+    .map(([id]) => id)
+}
+
+/** `model 'x' is not supported`, with the ids the client probably meant and where to find them all. */
+const unsupportedModel = (given: string, ids: ReadonlyArray<string>) => {
+  const closest = closestIds(given, ids)
+  const hint = closest.length === 0
+    ? ""
+    : ` did you mean ${closest.length === 1 ? closest[0] : `${closest.slice(0, -1).join(", ")} or ${closest[closest.length - 1]}`}?`
+  return new ValidationError({ message: `model '${shortened(given)}' is not supported;${hint} GET /api/v1/models lists every model` })
 }
 
 /** Submit and query, independent of any transport. */
@@ -102,25 +99,35 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     const catalog = yield* ModelCatalog
     const moderation = yield* Moderation
     const wakeup = yield* Effect.serviceOption(TaskWakeup)
+    const prices = yield* Prices
+    // An incomplete price table is the host's configuration bug: stop at start, not at a submit.
+    yield* Either.match(Pricing.validate(catalog.models, prices), {
+      onLeft: (missing) => Effect.dieMessage(`mediagate: the price table is incomplete: ${missing}`),
+      onRight: () => Effect.void
+    })
+    const modelIds = catalog.models.map((model) => model.id)
 
     /** Validates, moderates and stores a new PENDING task; returns its id. */
-    const submit = Effect.fn("TaskService.submit")(function*(account: Account, body: unknown) {
+    const submit = Effect.fn("TaskService.submit")(function*(account: Account, request: SubmitRequest) {
       const policy = yield* SubmitPolicy
-      const request = yield* checkEnvelope(body, policy)
+      yield* checkCallBackUrl(request.callBackUrl, policy.allowPrivateUrls)
       const model = yield* Option.match(catalog.find(request.model), {
-        onNone: () => Effect.fail(new ValidationError({ message: `model '${shown(request.model)}' is not supported` })),
+        onNone: () => Effect.fail(unsupportedModel(request.model, modelIds)),
         onSome: Effect.succeed
       })
       const normalized = yield* model.normalize(request.input)
       yield* checkMediaUrls(model.id, request.input, policy.allowPrivateUrls)
-      const prices = yield* Prices
       const job: UpstreamJob = { ...normalized.job, priceMicroUsd: model.price(normalized.job, prices) }
       const verdict = yield* moderation.check(job.prompt)
-      if (verdict.flagged) return yield* new ModerationRejected({ categories: verdict.categories })
+      if (verdict.flagged) {
+        return yield* new ModerationRejected({ flagged: verdict.flagged, categories: verdict.categories })
+      }
 
       const now = yield* Clock.currentTimeMillis
       const taskId = yield* ids.taskId
-      const input: TaskInput = { model: request.model, ...request.input }
+      // The task's model is the submitted top-level one, whatever the input holds.
+      const { model: _ignored, ...inputFields } = request.input
+      const input: TaskInput = { model: request.model, ...inputFields }
       const pending = new TaskRecord({
           id: taskId,
           ownerId: account.id,
@@ -130,8 +137,8 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
           result: null,
           failureReason: null,
           errorMessage: null,
-          callBackUrl: request.callBackUrl,
-          userId: request.userId,
+          callBackUrl: request.callBackUrl ?? null,
+          userId: request.user_id ?? null,
           upstreamId: null,
           createdAt: now,
           updatedAt: now,
@@ -189,16 +196,9 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       }
     })
 
-    /** The caller's tasks, newest first, `limit` (1 to 100, default 20) at a time. */
-    const list = Effect.fn("TaskService.list")(function*(account: Account, options: { readonly limit?: unknown; readonly cursor?: unknown }) {
-      const limit = options.limit === undefined ? 20 : Number(options.limit)
-      if (typeof options.limit === "string" && !/^\d+$/.test(options.limit) || !Number.isInteger(limit) || limit < 1 || limit > 100) {
-        return yield* new ValidationError({ message: "limit must be an integer between 1 and 100" })
-      }
-      if (options.cursor !== undefined && (typeof options.cursor !== "string" || options.cursor.length > 100)) {
-        return yield* new ValidationError({ message: "cursor must be a next_cursor from a previous page" })
-      }
-      const page = yield* store.list(account.id, { limit, cursor: options.cursor as TaskId | undefined })
+    /** The caller's tasks, newest first, `limit` at a time, after the cursor's task. */
+    const list = Effect.fn("TaskService.list")(function*(account: Account, query: ListQuery) {
+      const page = yield* store.list(account.id, { limit: query.limit, cursor: Option.getOrUndefined(query.cursor) })
       return { tasks: page.tasks.map(toWire), next_cursor: page.nextCursor }
     })
 

@@ -6,6 +6,7 @@ import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
 import { Accounts, Api, Ids, ModelCatalog, ModelInfo, TaskService } from "@mediagate/core"
 import type { Layer } from "effect"
 import { Effect, Option } from "effect"
+import { toHttpError } from "./Envelope.js"
 
 /** Largest accepted request body (DESIGN.md section 3). */
 export const maxBodyBytes = 1024 * 1024
@@ -38,7 +39,7 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
     })
   })
 
-/** The handlers of the "tasks" group. */
+/** The handlers of the "tasks" group. Each request is decoded once, here, into the use case's typed input. */
 export const layer: Layer.Layer<
   HttpApiGroup.ApiGroup<"mediagate", "tasks">,
   never,
@@ -51,63 +52,27 @@ export const layer: Layer.Layer<
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
           const body = yield* readJsonBody(request)
-          const { taskId } = yield* tasks.submit(account, body)
-          return { code: 0, msg: "ok", data: { taskId } } as const
-        }).pipe(
-          Effect.catchTags({
-            ValidationError: (error) => Effect.fail(badRequest(error.message)),
-            ModerationRejected: (error) =>
-              Effect.fail(
-                new Api.ModerationRejectedResponse({
-                  code: 400,
-                  msg: "content rejected by moderation",
-                  data: { flagged: true, categories: error.categories as never }
-                })
-              )
-          })
-        ))
-      // Raw: the query string is read here, so a repeated or odd parameter is our 400, not the framework's.
+          const submit = yield* Api.decodeSubmitRequest(body)
+          const { taskId } = yield* tasks.submit(account, submit)
+          return Api.ok({ taskId })
+        }).pipe(Effect.mapError(toHttpError)))
+      // Raw: the query string is decoded here, so a repeated or odd parameter is our 400, not the framework's.
       .handleRaw("list", ({ request }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          const params = new URL(request.url, "http://localhost").searchParams
-          for (const name of params.keys()) {
-            if (name !== "limit" && name !== "cursor") return yield* Effect.fail(badRequest(`${name} is not a supported parameter`))
-            if (params.getAll(name).length > 1) return yield* Effect.fail(badRequest(`${name} may be given once`))
-          }
-          const data = yield* tasks.list(account, {
-            limit: params.get("limit") ?? undefined,
-            cursor: params.get("cursor") ?? undefined
-          })
-          return { code: 0, msg: "ok", data } as const
-        }).pipe(
-          Effect.catchTags({
-            ValidationError: (error) => Effect.fail(badRequest(error.message))
-          })
-        ))
+          const query = yield* Api.decodeListQuery(new URL(request.url, "http://localhost").searchParams)
+          return Api.ok(yield* tasks.list(account, query))
+        }).pipe(Effect.mapError(toHttpError)))
       .handle("cancel", ({ path }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          const task = yield* tasks.cancel(account, Ids.TaskId.make(path.taskId))
-          return { code: 0, msg: "ok", data: task } as const
-        }).pipe(
-          Effect.catchTags({
-            TaskNotFound: () => Effect.fail(Api.taskNotFound()),
-            TaskNotCancellable: (error) =>
-              Effect.fail(new Api.Conflict({ code: 409, msg: `task is already ${error.status}` })),
-            TaskConflict: () => Effect.fail(new Api.Conflict({ code: 409, msg: "task is changing; try again" }))
-          })
-        ))
+          return Api.ok(yield* tasks.cancel(account, Ids.TaskId.make(path.taskId)))
+        }).pipe(Effect.mapError(toHttpError)))
       .handle("query", ({ path }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          const task = yield* tasks.query(account, Ids.TaskId.make(path.taskId))
-          return { code: 0, msg: "ok", data: task } as const
-        }).pipe(
-          Effect.catchTags({
-            TaskNotFound: () => Effect.fail(Api.taskNotFound())
-          })
-        ))
+          return Api.ok(yield* tasks.query(account, Ids.TaskId.make(path.taskId)))
+        }).pipe(Effect.mapError(toHttpError)))
   }))
 
 /** The handler of the "catalog" group. */
@@ -120,5 +85,5 @@ export const catalogLayer: Layer.Layer<
     const catalog = yield* ModelCatalog.ModelCatalog
     // Described once: the catalog does not change while the server runs.
     const models = catalog.models.map(ModelInfo.describe)
-    return handlers.handle("models", () => Effect.succeed({ code: 0, msg: "ok", data: { models } } as const))
+    return handlers.handle("models", () => Effect.succeed(Api.ok({ models })))
   }))
