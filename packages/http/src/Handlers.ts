@@ -1,11 +1,11 @@
 /**
  * Handlers of the task endpoints.
  */
-import { HttpApiBuilder, HttpIncomingMessage } from "@effect/platform"
+import { HttpApiBuilder } from "@effect/platform"
 import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
 import { Accounts, Api, Ids, ModelCatalog, ModelInfo, TaskService } from "@mediagate/core"
 import type { Layer } from "effect"
-import { Effect, Option } from "effect"
+import { Effect, Stream } from "effect"
 import { toHttpError } from "./Envelope.js"
 
 /** Largest accepted request body (DESIGN.md section 3). */
@@ -17,6 +17,34 @@ const tooLarge = () => new Api.PayloadTooLarge({ code: 413, msg: `request body m
 const isJson = (contentType: string | undefined) =>
   contentType !== undefined && /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(contentType.trim())
 
+/**
+ * How much of an over-limit body without Content-Length (chunked) is read and dropped so
+ * that the 413 reaches the client: stopping at once would destroy the request, and with it
+ * the connection, before the answer is written. Past this the connection is reset.
+ */
+const drainBytes = 16 * maxBodyBytes
+
+/** The body as text, at most `maxBodyBytes` of it kept; 413 when there is more. */
+const readText = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function*() {
+    const kept: Array<Uint8Array> = []
+    let bytes = 0
+    yield* request.stream.pipe(
+      Stream.takeWhile(() => bytes <= drainBytes),
+      Stream.runForEach((chunk) =>
+        Effect.sync(() => {
+          bytes += chunk.length
+          if (bytes <= maxBodyBytes) kept.push(chunk)
+        })
+      ),
+      Effect.mapError(() => badRequest("the request body could not be read"))
+    )
+    if (bytes > maxBodyBytes) return yield* Effect.fail(tooLarge())
+    const body = new Uint8Array(bytes)
+    kept.reduce((offset, chunk) => (body.set(chunk, offset), offset + chunk.length), 0)
+    return new TextDecoder().decode(body)
+  })
+
 /** Reads and parses the JSON body, with the envelope errors a client should see. */
 export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
@@ -25,12 +53,7 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
     }
     const declared = Number(request.headers["content-length"] ?? "0")
     if (declared > maxBodyBytes) return yield* Effect.fail(tooLarge())
-    const text = yield* request.text.pipe(
-      HttpIncomingMessage.withMaxBodySize(Option.some(maxBodyBytes)),
-      Effect.mapError((error) =>
-        String((error as { cause?: unknown }).cause).includes("maxBytes") ? tooLarge() : badRequest("the request body could not be read")
-      )
-    )
+    const text = yield* readText(request)
     if (text.trim() === "") return yield* Effect.fail(badRequest("request body is required"))
     return yield* Effect.try({
       // A leading byte order mark is tolerated, as RFC 8259 allows.
