@@ -1,8 +1,8 @@
 /**
  * The OpenAPI document describes the answers the server gives and nothing else: the
  * framework's own decode error (`{issues, message, _tag}`) is never returned (every 400 is
- * `{code, msg}`: requests are decoded by our handlers), and the titles Schema derives
- * from filters (`between(4, 15)`, `int`) are names of code, not of the API.
+ * `{code, msg}`: requests are decoded by our handlers), and the titles and ids Schema
+ * derives from code (`between(4, 15)`, `int`) are not names of the API.
  */
 import type { OpenApi } from "@effect/platform"
 
@@ -13,12 +13,18 @@ const isFrameworkRef = (schema: unknown): boolean =>
   typeof schema === "object" && schema !== null &&
   frameworkSchemas.has(String((schema as { $ref?: unknown }).$ref ?? "").replace("#/components/schemas/", ""))
 
-/** A copy of a JSON value without any `title` key. */
+/**
+ * A copy of a JSON value without `title` and `$id` keys: Schema derives them from code
+ * (`between(4, 15)`, `int`, `/schemas/unknown`), and the repeated `$id` of every unknown
+ * value makes the document an invalid JSON Schema.
+ */
 const withoutTitles = (value: unknown): unknown =>
   Array.isArray(value)
     ? value.map(withoutTitles)
     : typeof value === "object" && value !== null
-    ? Object.fromEntries(Object.entries(value).filter(([key]) => key !== "title").map(([key, v]) => [key, withoutTitles(v)]))
+    ? Object.fromEntries(
+      Object.entries(value).filter(([key]) => key !== "title" && key !== "$id").map(([key, v]) => [key, withoutTitles(v)])
+    )
     : value
 
 type Response = { description: string; content?: Record<string, { schema: Record<string, unknown> }> }
