@@ -145,9 +145,7 @@ describe("the HTTP edge", () => {
         const far = yield* submit({ model: "gamma-9", input: { prompt: "x" } })
         expect(far.body.msg).toBe("model 'gamma-9' is not supported; GET /api/v1/models lists every model")
       }))
-  })
 
-  it.layer(testServer({ profile: "demo" }))((it) => {
     it.effect("item 10: a failed task carries the upstream's message in `error`; others carry null", () =>
       Effect.gen(function*() {
         const failing = yield* submit({ model: "alpha-image-2/text-to-image", input: { prompt: "boom [sim:fail]" } })

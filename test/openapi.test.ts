@@ -6,7 +6,8 @@
 import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Ajv } from "ajv"
-import { Effect } from "effect"
+import { Routes } from "@mediagate/http"
+import { Effect, Layer, Option } from "effect"
 import { apiKey, testServer } from "./support.js"
 
 interface Answer {
@@ -120,4 +121,10 @@ describe("the OpenAPI document", () => {
         expect(Object.keys(document.paths["/api/v1/task/submit"]!["post"]!.responses).sort()).toEqual(["200", "400", "401", "413", "500"])
       }))
   })
+
+  it.effect("names the configured public URL in servers when there is one", () =>
+    Effect.gen(function*() {
+      const served = yield* call(HttpClientRequest.get("/api/v1/openapi.json"))
+      expect((served.body as { servers: unknown }).servers).toEqual([{ url: "https://media.example.com" }])
+    }).pipe(Effect.provide(testServer().pipe(Layer.provide(Layer.succeed(Routes.PublicUrl, Option.some("https://media.example.com")))))))
 })
