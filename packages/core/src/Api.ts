@@ -3,11 +3,13 @@
  * live in @mediagate/http; the typed client and the OpenAPI document come from here too.
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
-import { Schema } from "effect"
+import { Either, ParseResult, Schema } from "effect"
 import { CurrentAccount } from "./Accounts.js"
+import { shortened, ValidationError } from "./Errors.js"
+import { TaskId } from "./Ids.js"
 import { ModelInfo } from "./models/ModelInfo.js"
 import { moderationCategories } from "./Moderation.js"
-import { SubmitRequest } from "./Requests.js"
+import * as OpenApiDocument from "./OpenApiDocument.js"
 import { Task } from "./Task.js"
 
 const envelopeError = <const Code extends number>(code: Code, description: string) =>
@@ -22,6 +24,15 @@ export class BadRequest extends Schema.Class<BadRequest>("BadRequest")(
   envelopeError(400, "What is wrong with the request, naming the field and the rule."),
   HttpApiSchema.annotations({ status: 400 })
 ) {}
+
+/** The 13 category flags of a moderation answer: a category the moderator did not name is false. */
+export const moderationCategoryFlags = (
+  categories: Readonly<Record<string, boolean>>
+): Record<typeof moderationCategories[number], boolean> =>
+  Object.fromEntries(moderationCategories.map((category) => [category, categories[category] === true])) as Record<
+    typeof moderationCategories[number],
+    boolean
+  >
 
 /** 400: pre-submission moderation rejected the prompt. */
 export class ModerationRejectedResponse extends Schema.Class<ModerationRejectedResponse>("ModerationRejected")(
@@ -53,6 +64,12 @@ export class NotFound extends Schema.Class<NotFound>("NotFound")(
   HttpApiSchema.annotations({ status: 404 })
 ) {}
 
+/** 405: the path exists but does not take this method; the `Allow` header lists those it takes. */
+export class MethodNotAllowed extends Schema.Class<MethodNotAllowed>("MethodNotAllowed")(
+  envelopeError(405, "Which methods the path takes (also in the Allow header)."),
+  HttpApiSchema.annotations({ status: 405 })
+) {}
+
 /** 409: the request conflicts with the task's state (cancelling a finished task). */
 export class Conflict extends Schema.Class<Conflict>("Conflict")(
   envelopeError(409, "Why the task's state does not allow it."),
@@ -75,9 +92,6 @@ export class InternalServerError extends Schema.Class<InternalServerError>("Inte
 export const errorEnvelope = (code: number, msg: string, data?: unknown) =>
   data === undefined ? { code, msg } : { code, msg, data }
 
-/** The success envelope, `{code: 0, msg: "ok", data}`, of every 200 answer. */
-export const okEnvelope = <const A>(data: A) => ({ code: 0, msg: "ok", data }) as const
-
 /** Shorthands for the fixed messages. */
 export const unauthorized = () => new Unauthorized({ code: 401, msg: "unauthorized" })
 export const taskNotFound = () => new NotFound({ code: 404, msg: "task not found" })
@@ -90,20 +104,141 @@ export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("@medi
   security: { bearer: HttpApiSecurity.bearer }
 }) {}
 
-/** Body of POST /api/v1/task/submit: the Schema the submit handler decodes with. */
-export { SubmitRequest }
+/** Decodes a request part with `schema`; the first broken rule becomes a ValidationError `<field> <rule>`. */
+const decodeRequest = <A, I>(
+  schema: Schema.Schema<A, I>,
+  notAnObject: string,
+  unexpected: string
+) => {
+  const decode = Schema.decodeUnknownEither(schema, { errors: "first", onExcessProperty: "error" })
+  return (input: unknown): Either.Either<A, ValidationError> =>
+    Either.mapLeft(decode(input), (error) => {
+      const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+      const field = issue?.path.map(String).join(".") ?? ""
+      const message = issue === undefined || field === ""
+        ? notAnObject
+        : issue._tag === "Missing"
+        ? `${field} is required`
+        : issue._tag === "Unexpected"
+        ? `${shortened(field)} ${unexpected}`
+        : `${field} ${issue.message}`
+      return new ValidationError({ message })
+    })
+}
 
-const ok = <S extends Schema.Schema.Any>(data: S) =>
+/** `is required` for null (JSON's way to leave a field out), else the type's rule. */
+const requiredOr = (rule: string) => (issue: ParseResult.ParseIssue) =>
+  issue._tag === "Type" && issue.actual === null ? "is required" : rule
+
+/** Longest accepted user_id. */
+export const maxUserIdLength = 256
+
+/** Body of POST /api/v1/task/submit (spec 4.1). The model's own rules check `input`. */
+export const SubmitRequest = Schema.Struct({
+  model: Schema.String.annotations({ message: requiredOr("must be a string") }).pipe(
+    Schema.filter((model) => model !== "", { message: () => "is required", jsonSchema: { minLength: 1 } })
+  ).annotations({ description: "Model identifier, e.g. alpha-image-2/text-to-image (GET /api/v1/models lists them)." }),
+  input: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+    message: requiredOr("must be an object")
+  }).pipe(
+    // The task's model is the top-level one; a second `model` inside input would be echoed
+    // beside it and could be mistaken for it (see docs/decisions).
+    Schema.filter((input) =>
+      Object.hasOwn(input, "model")
+        ? { path: ["model"], message: "is not a supported field; the model is the top-level model field" }
+        : true
+    )
+  ).annotations({
+    description: "Model input. input.prompt is required for every model; other fields are model specific."
+  }),
+  callBackUrl: Schema.optionalWith(
+    Schema.String.annotations({
+      message: () => "must be a string",
+      description: "Webhook address (absolute http or https URL on a public host); a POST is sent there when the task reaches a terminal state."
+    }),
+    { nullable: true }
+  ),
+  user_id: Schema.optionalWith(
+    Schema.String.annotations({ message: () => "must be a string" }).pipe(
+      Schema.maxLength(maxUserIdLength, { message: () => `must be at most ${maxUserIdLength} characters` })
+    ).annotations({ description: "Caller's user identifier, for tracing." }),
+    { nullable: true }
+  )
+}).annotations({ identifier: "SubmitRequest", description: "null counts as absent for callBackUrl and user_id." })
+export type SubmitRequest = typeof SubmitRequest.Type
+
+/** Decodes a submit body: `model is required`, `extra is not a supported field`, ... */
+export const decodeSubmitRequest = decodeRequest(SubmitRequest, "request body must be a JSON object", "is not a supported field")
+
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** A task id as a client writes it; UUIDs compare case-insensitively, so it is kept in lower case. */
+const LowerCase = Schema.transform(Schema.String, Schema.String, {
+  strict: true,
+  decode: (id) => id.toLowerCase(),
+  encode: (id) => id
+})
+
+/** A task id as a client writes it, into the branded id (lower case). */
+export const TaskIdFromString = Schema.compose(LowerCase, TaskId)
+
+/**
+ * The task id in a path. Its type stays a plain string so typed clients pass what submit
+ * returned; the handler brands it. Any string is accepted: an id that names no task is 404.
+ */
+const TaskIdPath = LowerCase.annotations({ description: "The taskId returned by submit (a UUID; any case)." })
+
+/** A cursor: the next_cursor of a previous page, a task id. */
+const Cursor = Schema.String.pipe(
+  Schema.filter((cursor) => uuid.test(cursor), { jsonSchema: { format: "uuid" } }),
+  Schema.compose(TaskIdFromString)
+).annotations({
+  message: () => ({ message: "must be a next_cursor from a previous page", override: true }),
+  description: "next_cursor of the previous page."
+})
+
+/** A page size, 1 to 100, written in decimal. */
+const Limit = Schema.transform(
+  Schema.String.pipe(Schema.filter((limit) => /^\d{1,3}$/.test(limit) && Number(limit) >= 1 && Number(limit) <= 100, {
+    jsonSchema: { pattern: "^[0-9]+$" }
+  })),
+  Schema.Int,
+  { strict: true, decode: Number, encode: String }
+).annotations({
+  message: () => ({ message: "must be an integer between 1 and 100", override: true }),
+  description: "Tasks per page, 1 to 100 (default 20)."
+})
+
+/** Query parameters of GET /api/v1/tasks. */
+export const ListQuery = Schema.Struct({
+  limit: Schema.optionalWith(Limit, { default: () => 20 }),
+  cursor: Schema.optionalWith(Cursor, { as: "Option" })
+}).annotations({ identifier: "ListQuery" })
+export type ListQuery = typeof ListQuery.Type
+
+const decodeListParams = decodeRequest(ListQuery, "the query string could not be read", "is not a supported parameter")
+
+/** Decodes the list query: each parameter at most once, no others. */
+export const decodeListQuery = (params: URLSearchParams): Either.Either<ListQuery, ValidationError> => {
+  const repeated = [...new Set(params.keys())].find((name) => params.getAll(name).length > 1)
+  if (repeated !== undefined) return Either.left(new ValidationError({ message: `${shortened(repeated)} may be given once` }))
+  return decodeListParams(Object.fromEntries(params))
+}
+
+const okSchema = <S extends Schema.Schema.Any>(data: S) =>
   Schema.Struct({ code: Schema.Literal(0), msg: Schema.Literal("ok"), data })
 
+/** The envelope of every success answer (and of callbacks). */
+export const ok = <A>(data: A) => ({ code: 0, msg: "ok", data }) as const
+
 /** 200 answer of submit. */
-export const SubmitResponse = ok(Schema.Struct({ taskId: Schema.String })).annotations({ identifier: "SubmitResponse" })
+export const SubmitResponse = okSchema(Schema.Struct({ taskId: Schema.String })).annotations({ identifier: "SubmitResponse" })
 
 /** 200 answer of query. */
-export const TaskResponse = ok(Task).annotations({ identifier: "TaskResponse" })
+export const TaskResponse = okSchema(Task).annotations({ identifier: "TaskResponse" })
 
 /** 200 answer of the task list. */
-export const TaskListResponse = ok(Schema.Struct({ tasks: Schema.Array(Task), next_cursor: Schema.NullOr(Schema.String) }))
+export const TaskListResponse = okSchema(Schema.Struct({ tasks: Schema.Array(Task), next_cursor: Schema.NullOr(Schema.String) }))
   .annotations({ identifier: "TaskListResponse" })
 
 /** The task endpoints. */
@@ -118,20 +253,22 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
       .annotate(OpenApi.Summary, "Submit a task")
   )
   .add(
-    // Query parameters `limit` (1 to 100, default 20) and `cursor` (next_cursor of the
-    // previous page) are read by the handler, so that a malformed one is our 400.
+    // The query parameters (ListQuery) are decoded by the handler, so that a malformed one
+    // is our 400; the document lists them by hand.
     HttpApiEndpoint.get("list", "/tasks")
       .addSuccess(TaskListResponse)
       .addError(BadRequest)
       .annotate(OpenApi.Summary, "List your tasks, newest first (additive: not in the spec)")
-      .annotate(
-        OpenApi.Description,
-        "Query parameters: limit (1 to 100, default 20) and cursor (next_cursor of the previous page)."
-      )
+      .annotate(OpenApi.Override, {
+        parameters: [
+          { name: "limit", in: "query", required: false, description: "Tasks per page, 1 to 100 (default 20).", schema: { type: "string", pattern: "^[0-9]+$" } },
+          { name: "cursor", in: "query", required: false, description: "next_cursor of the previous page.", schema: { type: "string", format: "uuid" } }
+        ]
+      })
   )
   .add(
     HttpApiEndpoint.post("cancel", "/task/:taskId/cancel")
-      .setPath(Schema.Struct({ taskId: Schema.String }))
+      .setPath(Schema.Struct({ taskId: TaskIdPath }))
       .addSuccess(TaskResponse)
       .addError(NotFound)
       .addError(Conflict)
@@ -139,7 +276,7 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
   )
   .add(
     HttpApiEndpoint.get("query", "/task/:taskId")
-      .setPath(Schema.Struct({ taskId: Schema.String }))
+      .setPath(Schema.Struct({ taskId: TaskIdPath }))
       .addSuccess(TaskResponse)
       .addError(NotFound)
       .annotate(OpenApi.Summary, "Query a task")
@@ -149,7 +286,7 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
 {}
 
 /** 200 answer of the catalog. */
-export const ModelsResponse = ok(Schema.Struct({ models: Schema.Array(ModelInfo) })).annotations({ identifier: "ModelsResponse" })
+export const ModelsResponse = okSchema(Schema.Struct({ models: Schema.Array(ModelInfo) })).annotations({ identifier: "ModelsResponse" })
 
 /** The model catalog (additive: not in the spec). */
 export class CatalogGroup extends HttpApiGroup.make("catalog")
@@ -167,6 +304,9 @@ export class MediagateApi extends HttpApi.make("mediagate")
   .add(TasksGroup)
   .add(CatalogGroup)
   .addError(InternalServerError)
+  // Answered for a wrong method on a known path, which no endpoint describes.
+  .annotate(HttpApi.AdditionalSchemas, [MethodNotAllowed])
+  .annotate(OpenApi.Transform, (spec) => OpenApiDocument.clean(spec as OpenApi.OpenAPISpec))
   .annotate(OpenApi.Title, "mediagate")
   .annotate(OpenApi.Description, "Asynchronous media generation: one submit endpoint and one query endpoint.")
 {}

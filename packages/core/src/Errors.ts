@@ -4,6 +4,9 @@
 import { Schema } from "effect"
 import { FailureReason, TaskStatus } from "./Task.js"
 
+/** A client's string in a message, cut short: an error should not echo a megabyte back. */
+export const shortened = (value: string): string => (value.length > 64 ? `${value.slice(0, 64)}…` : value)
+
 /** A submit request broke a rule; `message` names the field and the rule. */
 export class ValidationError extends Schema.TaggedError<ValidationError>()("ValidationError", {
   message: Schema.String

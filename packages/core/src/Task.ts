@@ -129,7 +129,7 @@ export const Task = Schema.Struct({
   updated_at: Schema.String,
   /** Additive: what we changed of the request, and why (see docs/decisions.md). */
   adjustments: Schema.Array(Adjustment),
-  /** Additive: a human-readable cause of FAILURE, TIMEOUT or CANCELLED (the upstream's message for a failure); null otherwise. */
+  /** Additive: the human-readable cause of a FAILURE, TIMEOUT or CANCELLED (the upstream's message); null otherwise. */
   error: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "Task" })
 export type Task = typeof Task.Type

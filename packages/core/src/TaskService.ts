@@ -3,12 +3,14 @@
  */
 import { Clock, Context, Duration, Effect, Either, Option } from "effect"
 import type { Account } from "./Accounts.js"
-import { ModerationRejected, TaskNotCancellable, TaskNotFound, ValidationError } from "./Errors.js"
+import type { ListQuery, SubmitRequest } from "./Api.js"
+import { ModerationRejected, shortened, TaskNotCancellable, TaskNotFound, ValidationError } from "./Errors.js"
 import type { TaskId } from "./Ids.js"
 import { Ids } from "./Ids.js"
 import { ModelCatalog } from "./models/ModelCatalog.js"
 import type { ModelSpec } from "./models/ModelSpec.js"
-import { allCategories, Moderation } from "./Moderation.js"
+import { Moderation } from "./Moderation.js"
+import * as Pricing from "./models/Pricing.js"
 import { Prices } from "./models/Pricing.js"
 import type { Task, TaskInput, UpstreamJob } from "./Task.js"
 import * as Transition from "./Transition.js"
@@ -16,17 +18,13 @@ import { isTerminal, TaskRecord, toWire } from "./Task.js"
 import { TaskWakeup } from "./TaskEvents.js"
 import { TaskStore } from "./TaskStore.js"
 import * as TaskWrites from "./TaskWrites.js"
-import type { ListRequest, SubmitRequest } from "./Requests.js"
-import { shown } from "./Requests.js"
 import { checkUrl } from "./UrlPolicy.js"
 
 /** What the submit use case accepts beyond the model's own rules. */
 export class SubmitPolicy extends Context.Reference<SubmitPolicy>()("@mediagate/core/SubmitPolicy", {
   defaultValue: () => ({
     /** Accept localhost and private addresses in callBackUrl and media URLs (development and tests only). */
-    allowPrivateUrls: false as boolean,
-    /** Longest accepted user_id. */
-    maxUserIdLength: 256 as number
+    allowPrivateUrls: false as boolean
   })
 }) {}
 
@@ -41,29 +39,14 @@ const checkMediaUrls = (model: ModelSpec, input: Record<string, unknown>, allowP
   return Either.right(undefined)
 }
 
-/** Why a callBackUrl is refused, or undefined: an absolute http(s) URL on a public host unless the policy allows private ones. */
-const checkCallBackUrl = (url: string, allowPrivate: boolean) => {
-  const problem = checkUrl(url, { protocols: ["http:", "https:"], allowPrivate })
+/** The callback address must be an absolute http(s) URL on a public host (unless the policy allows private ones). */
+const checkCallBackUrl = (callBackUrl: string | undefined, allowPrivate: boolean) => {
+  const problem = callBackUrl === undefined ? undefined : checkUrl(callBackUrl, { protocols: ["http:", "https:"], allowPrivate })
   return problem === undefined ? Either.right(undefined) : Either.left(new ValidationError({ message: `callBackUrl ${problem}` }))
 }
 
-/** The catalog ids closest to what the client wrote: the ids under it, or the ones a typo away. */
-export const closestModels = (given: string, ids: ReadonlyArray<string>): ReadonlyArray<string> => {
-  const wanted = given.toLowerCase()
-  const under = ids.filter((id) => id.toLowerCase().startsWith(`${wanted}/`) || id.toLowerCase() === wanted)
-  if (under.length > 0) return under.slice(0, 3)
-  // Nothing is a typo away from a string far longer than any id; and it would cost.
-  if (wanted.length > 64) return []
-  return ids
-    .map((id) => ({ id, distance: editDistance(wanted, id.toLowerCase()) }))
-    .filter(({ distance, id }) => distance <= Math.max(2, Math.floor(id.length / 5)))
-    .sort((a, b) => a.distance - b.distance)
-    .slice(0, 3)
-    .map(({ id }) => id)
-}
-
-/** Levenshtein distance, for model-name hints (ids are short). */
-const editDistance = (a: string, b: string): number => {
+/** Edit distance between two strings (insertions, deletions, substitutions). */
+const distance = (a: string, b: string): number => {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
   for (let i = 1; i <= a.length; i++) {
     const current = [i]
@@ -75,10 +58,31 @@ const editDistance = (a: string, b: string): number => {
   return previous[b.length]!
 }
 
+/**
+ * The catalog ids a client most likely meant: those the given id starts (a family name such
+ * as alpha-image-2), else those within a few edits of it, ignoring case; at most three.
+ */
+const closestIds = (given: string, ids: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const wanted = given.toLowerCase()
+  if (wanted === "" || wanted.length > 100) return []
+  const prefixed = ids.filter((id) => id.toLowerCase().startsWith(wanted))
+  if (prefixed.length > 0) return prefixed.slice(0, 3)
+  const limit = Math.max(2, Math.floor(wanted.length / 4))
+  return ids
+    .map((id) => [id, distance(wanted, id.toLowerCase())] as const)
+    .filter(([, d]) => d <= limit)
+    .sort((x, y) => x[1] - y[1])
+    .slice(0, 3)
+    .map(([id]) => id)
+}
+
+/** `model 'x' is not supported`, with the ids the client probably meant and where to find them all. */
 const unsupportedModel = (given: string, ids: ReadonlyArray<string>) => {
-  const closest = closestModels(given, ids)
-  const hint = closest.length === 0 ? "" : ` (did you mean ${closest.join(" or ")}?)`
-  return new ValidationError({ message: `model '${shown(given)}' is not supported${hint}; GET /api/v1/models lists the models` })
+  const closest = closestIds(given, ids)
+  const hint = closest.length === 0
+    ? ""
+    : ` did you mean ${closest.length === 1 ? closest[0] : `${closest.slice(0, -1).join(", ")} or ${closest[closest.length - 1]}`}?`
+  return new ValidationError({ message: `model '${shortened(given)}' is not supported;${hint} GET /api/v1/models lists every model` })
 }
 
 /** Submit and query, independent of any transport. */
@@ -90,41 +94,35 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     const moderation = yield* Moderation
     const wakeup = yield* Effect.serviceOption(TaskWakeup)
     const writes = yield* TaskWrites.make
-
+    const prices = yield* Prices
+    // An incomplete price table is the host's configuration bug: stop at start, not at a submit.
+    yield* Either.match(Pricing.validate(catalog.models, prices), {
+      onLeft: (missing) => Effect.dieMessage(`mediagate: the price table is incomplete: ${missing}`),
+      onRight: () => Effect.void
+    })
     const modelIds = catalog.models.map((model) => model.id)
 
     /** Validates, moderates and stores a new PENDING task; returns its id. */
     const submit = Effect.fn("TaskService.submit")(function*(account: Account, request: SubmitRequest) {
       const policy = yield* SubmitPolicy
-      const callBackUrl = request.callBackUrl ?? null
-      const userId = request.user_id ?? null
-      if (callBackUrl !== null) yield* checkCallBackUrl(callBackUrl, policy.allowPrivateUrls)
-      if (userId !== null && userId.length > policy.maxUserIdLength) {
-        return yield* new ValidationError({ message: `user_id must be at most ${policy.maxUserIdLength} characters` })
-      }
+      yield* checkCallBackUrl(request.callBackUrl, policy.allowPrivateUrls)
       const model = yield* Option.match(catalog.find(request.model), {
         onNone: () => Effect.fail(unsupportedModel(request.model, modelIds)),
         onSome: Effect.succeed
       })
-      // The task's model is the top-level one; a field of that name inside input would
-      // pass through to the upstream on open models and blur the echo, so it is refused.
-      if ("model" in request.input) {
-        return yield* new ValidationError({
-          message: `input.model is not a supported field for ${model.id}; the model is the top-level field model`
-        })
-      }
       const normalized = yield* model.normalize(request.input)
       yield* checkMediaUrls(model, request.input, policy.allowPrivateUrls)
-      const prices = yield* Prices
       const job: UpstreamJob = { ...normalized.job, priceMicroUsd: model.price(normalized.job, prices) }
       const verdict = yield* moderation.check(job.prompt)
       if (verdict.flagged) {
-        return yield* new ModerationRejected({ flagged: verdict.flagged, categories: allCategories(verdict.categories) })
+        return yield* new ModerationRejected({ flagged: verdict.flagged, categories: verdict.categories })
       }
 
       const now = yield* Clock.currentTimeMillis
       const taskId = yield* ids.taskId
-      const input: TaskInput = { model: request.model, ...request.input }
+      // The task's model is the submitted top-level one, whatever the input holds.
+      const { model: _ignored, ...inputFields } = request.input
+      const input: TaskInput = { model: request.model, ...inputFields }
       const pending = new TaskRecord({
           id: taskId,
           ownerId: account.id,
@@ -134,8 +132,8 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
           result: null,
           failureReason: null,
           errorMessage: null,
-          callBackUrl,
-          userId,
+          callBackUrl: request.callBackUrl ?? null,
+          userId: request.user_id ?? null,
           upstreamId: null,
           createdAt: now,
           updatedAt: now,
@@ -187,9 +185,9 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       }
     })
 
-    /** The caller's tasks, newest first, a page at a time. */
-    const list = Effect.fn("TaskService.list")(function*(account: Account, request: ListRequest) {
-      const page = yield* store.list(account.id, { limit: request.limit, cursor: Option.getOrUndefined(request.cursor) })
+    /** The caller's tasks, newest first, `limit` at a time, after the cursor's task. */
+    const list = Effect.fn("TaskService.list")(function*(account: Account, query: ListQuery) {
+      const page = yield* store.list(account.id, { limit: query.limit, cursor: Option.getOrUndefined(query.cursor) })
       return { tasks: page.tasks.map(toWire), next_cursor: page.nextCursor }
     })
 

@@ -43,9 +43,6 @@ export * as Task from "./Task.js"
 export * as Outbound from "./Outbound.js"
 /** Engine nudges. */
 export * as TaskEvents from "./TaskEvents.js"
-/** What clients send, decoded once at the HTTP edge. */
-export { decodeListRequest, decodeSubmitRequest, parseTaskId } from "./Requests.js"
-export type { ListRequest, SubmitRequest } from "./Requests.js"
 /** Submit and query. */
 export * from "./TaskService.js"
 /** Valid jobs and records for tests and tools. */

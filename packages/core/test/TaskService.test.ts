@@ -3,9 +3,9 @@
  * TaskStore written here, the production Ids and the real model catalog.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Ref, TestClock } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Option, Ref, TestClock } from "effect"
 import {
-  decodeSubmitRequest,
+  Api,
   Ids,
   ModelCatalog,
   Moderation,
@@ -15,6 +15,7 @@ import {
   TaskConflict,
   TaskEvents,
   TaskNotFound,
+  Pricing,
   TaskService,
   TaskStore,
   Transition,
@@ -98,10 +99,9 @@ const NOW = 1_767_225_600_123 // 2026-01-01T00:00:00.123Z
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 const notPublic = "must name a public host (localhost and private addresses are not supported; for local development allow them with MEDIAGATE_ALLOW_PRIVATE_URLS=true, or SubmitPolicy.allowPrivateUrls when embedding)"
 
-/** As the HTTP edge does it: decode the body once, then submit the typed request. */
-const submitAs = (account: typeof alice, body: unknown) =>
-  Effect.flatMap(TaskService, (service) => Effect.flatMap(decodeSubmitRequest(body), (request) => service.submit(account, request)))
-const submit = (body: unknown) => submitAs(alice, body)
+/** Submit as the HTTP edge does it: decode the body with the request Schema, then call the use case. */
+const submit = (body: unknown) =>
+  Effect.flatMap(TaskService, (service) => Effect.flatMap(Api.decodeSubmitRequest(body), (request) => service.submit(alice, request)))
 
 /** The ValidationError message of a refused submit; also checks nothing was stored. */
 const refusal = (body: unknown) =>
@@ -219,10 +219,9 @@ describe("TaskService.submit: accepted", () => {
       const service = yield* run(Effect.provide(TaskService, TaskService.Default.pipe(
         Layer.provide(Layer.mergeAll(MemoryStore, Ids.layer, ModelCatalog.layer, Moderation.layerAllowAll))
       )))
-      const send = (body: unknown) => Effect.provideService(submitAs(alice, body), TaskService, service)
-      yield* send({ model: T2I, input: { prompt: "p" } })
-      yield* send({ model: T2I, input: { prompt: "q" } })
-      yield* Effect.flip(send({ model: T2I, input: {} }))
+      yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })
+      yield* service.submit(alice, { model: T2I, input: { prompt: "q" } })
+      yield* Effect.flip(service.submit(alice, { model: T2I, input: {} }))
       expect(yield* Ref.get(wakes)).toBe(2)
     }))
 })
@@ -232,7 +231,7 @@ describe("TaskService.query", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(NOW)
       const service = yield* TaskService
-      const { taskId } = yield* submitAs(alice, { model: T2I, input: { prompt: "p", n: 3 }, user_id: "u" })
+      const { taskId } = yield* service.submit(alice, { model: T2I, input: { prompt: "p", n: 3 }, user_id: "u" })
       const task = yield* service.query(alice, taskId)
       expect(task).toEqual({
         taskId,
@@ -255,7 +254,7 @@ describe("TaskService.query", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(1_767_225_600_000)
       const service = yield* TaskService
-      const { taskId } = yield* submitAs(alice, { model: T2I, input: { prompt: "p" } })
+      const { taskId } = yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })
       const task = yield* service.query(alice, taskId)
       expect(task.created_at).toBe("2026-01-01T00:00:00.000Z")
       expect(task.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
@@ -264,7 +263,7 @@ describe("TaskService.query", () => {
   it.effect("another account, or an unknown id, gets TaskNotFound", () =>
     Effect.gen(function*() {
       const service = yield* TaskService
-      const { taskId } = yield* submitAs(alice, { model: T2I, input: { prompt: "p" } })
+      const { taskId } = yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })
       const forBob = yield* Effect.flip(service.query(bob, taskId))
       expect(forBob).toBeInstanceOf(TaskNotFound)
       expect(forBob).toMatchObject({ _tag: "TaskNotFound", taskId })
@@ -278,7 +277,7 @@ describe("TaskService.query", () => {
       yield* TestClock.setTime(NOW)
       const service = yield* TaskService
       const store = yield* TaskStore.TaskStore
-      const { taskId } = yield* submitAs(alice, { model: T2I, input: { prompt: "p" } })
+      const { taskId } = yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })
       const [claimed] = yield* store.claimDue({ now: NOW, limit: 1, worker: "w1", leaseUntil: NOW + 30_000 })
       const result: Task.TaskResult = { type: "image", urls: ["https://cdn.example.com/1.png"] }
       const done = yield* Transition.apply(claimed!, { to: "SUCCESS", result }, NOW + 2_000)
@@ -303,15 +302,14 @@ describe("TaskService.query", () => {
     Effect.gen(function*() {
       const service = yield* TaskService
       const store = yield* TaskStore.TaskStore
-      const { taskId } = yield* submitAs(alice, { model: T2I, input: { prompt: "p" } })
+      const { taskId } = yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })
       const current = Option.getOrThrow(yield* store.get(taskId))
       const failed = yield* Transition.apply(current, { to: "FAILURE", reason: "INSUFFICIENT_POINTS", message: "0 credits" }, 5)
       yield* store.update(failed, current.version)
       expect(yield* service.query(alice, taskId)).toMatchObject({
         status: "FAILURE",
         result: null,
-        failure_reason: "INSUFFICIENT_POINTS",
-        error: "0 credits"
+        failure_reason: "INSUFFICIENT_POINTS"
       })
     }).pipe(Effect.provide(Service)))
 })
@@ -328,13 +326,11 @@ describe("TaskService.submit: the request envelope", () => {
     ["model empty", { model: "", input: { prompt: "p" } }, "model is required"],
     ["model a number", { model: 7, input: { prompt: "p" } }, "model must be a string"],
     ["model an array", { model: [T2I], input: { prompt: "p" } }, "model must be a string"],
-    ["model unknown", { model: "x", input: { prompt: "p" } }, "model 'x' is not supported; GET /api/v1/models lists the models"],
-    ["model in the wrong case", { model: "Alpha-Image-2/Text-To-Image", input: { prompt: "p" } }, "model 'Alpha-Image-2/Text-To-Image' is not supported (did you mean alpha-image-2/text-to-image?); GET /api/v1/models lists the models"],
-    ["model a family, not an id", { model: "alpha-image-2", input: { prompt: "p" } }, "model 'alpha-image-2' is not supported (did you mean alpha-image-2/text-to-image or alpha-image-2/image-to-image?); GET /api/v1/models lists the models"],
-    ["model a typo away", { model: "dream-4.6", input: { prompt: "p" } }, "model 'dream-4.6' is not supported (did you mean dream-4.5 or dream-4?); GET /api/v1/models lists the models"],
-    ["input.model on a model that passes fields through", { model: "canvas-4.5", input: { prompt: "p", model: "canvas-1.4" } }, "input.model is not a supported field for canvas-4.5; the model is the top-level field model"],
-    ["input.model on motion text-to-video", { model: "motion-2.0", input: { prompt: "p", model: "x" } }, "input.model is not a supported field for motion-2.0; the model is the top-level field model"],
-    ["input.model on canvas-video", { model: "canvas-video-2.0", input: { prompt: "p", model: "x" } }, "input.model is not a supported field for canvas-video-2.0; the model is the top-level field model"],
+    ["model unknown", { model: "x", input: { prompt: "p" } }, "model 'x' is not supported; GET /api/v1/models lists every model"],
+    ["model in the wrong case", { model: "Alpha-Image-2/Text-To-Image", input: { prompt: "p" } }, `model 'Alpha-Image-2/Text-To-Image' is not supported; did you mean ${T2I}? GET /api/v1/models lists every model`],
+    ["model a family name", { model: "clip", input: { prompt: "p" } }, "model 'clip' is not supported; did you mean clip3, clip3_fast or clip3_lite? GET /api/v1/models lists every model"],
+    ["model inside input", { model: "canvas-4.0", input: { prompt: "p", model: T2I } }, "input.model is not a supported field; the model is the top-level model field"],
+    ["input null inside", { model: T2I, input: { prompt: "p" }, extra: null }, "extra is not a supported field"],
     ["input missing", { model: T2I }, "input is required"],
     ["input null", { model: T2I, input: null }, "input is required"],
     ["input an array", { model: T2I, input: [] }, "input must be an object"],
@@ -412,17 +408,6 @@ describe("TaskService.submit: SubmitPolicy", () => {
         `input.imageUrls[0] must be an absolute https URL for ${I2I}`
       )
     }).pipe(Effect.provide(Service)))
-
-  it.effect("maxUserIdLength bounds user_id", () =>
-    Effect.gen(function*() {
-      const policy = { ...SubmitPolicy.defaultValue(), maxUserIdLength: 4 }
-      const body = (user_id: string) => ({ model: T2I, input: { prompt: "p" }, user_id })
-      yield* Effect.provideService(submit(body("abcd")), SubmitPolicy, policy)
-      const error = yield* Effect.flip(Effect.provideService(submit(body("abcde")), SubmitPolicy, policy))
-      expect((error as ValidationError).message).toBe("user_id must be at most 4 characters")
-      // Without a policy the default allows 256.
-      yield* submit(body("u".repeat(256)))
-    }).pipe(Effect.provide(Service)))
 })
 
 describe("TaskService.submit: moderation", () => {
@@ -483,4 +468,44 @@ describe("TaskService.submit: moderation", () => {
       expect((yield* StoredTasks).get(taskId)!.status).toBe("PENDING")
       expect(yield* Ref.get(yield* ModerationLog)).toEqual(["a cat"])
     }).pipe(Effect.provide(serviceWith(flagging([])))))
+})
+
+describe("TaskService: the price table", () => {
+  /** The defect a TaskService built on `table` dies with, or undefined when it builds. */
+  const buildWith = (table: Pricing.PriceTable) =>
+    Effect.map(Effect.exit(Effect.scoped(Layer.build(Service.pipe(Layer.provide(Layer.succeed(Pricing.Prices, table)))))), (exit) =>
+      Exit.isSuccess(exit) ? undefined : Cause.pretty(exit.cause))
+
+  it.effect("the default table prices every model, so the service builds", () =>
+    Effect.gen(function*() {
+      expect(yield* buildWith(Pricing.defaultPrices)).toBeUndefined()
+    }))
+
+  it.effect("a table without an entry stops the service when it is built, naming the entry", () =>
+    Effect.gen(function*() {
+      const { "motion-1.5-pro": _, ...video } = Pricing.defaultPrices.videoPerSecond
+      expect(yield* buildWith({ ...Pricing.defaultPrices, videoPerSecond: video })).toContain(
+        "the price table is incomplete: motion-1.5-pro: price table has no entry for model motion-1.5-pro"
+      )
+      // clip3 runs r2v as clip3_fast: its table must price every resolution the quality tier accepts.
+      const clip3 = { ...Pricing.defaultPrices.clip3PerSecond, clip3_fast: { "720p": 1, "1080p": 2 } }
+      expect(yield* buildWith({ ...Pricing.defaultPrices, clip3PerSecond: clip3 })).toContain(
+        "price table has no entry for clip3_fast resolution 4k"
+      )
+      const { "4k": __, ...dream } = Pricing.defaultPrices.imagePerImage["dream-4"]!
+      const images = { ...Pricing.defaultPrices.imagePerImage, "dream-4": dream }
+      expect(yield* buildWith({ ...Pricing.defaultPrices, imagePerImage: images })).toContain(
+        "dream-4: price table has no entry for dream-4 resolution 4k"
+      )
+    }))
+})
+
+describe("TaskService.submit: the moderation verdict", () => {
+  it.effect("ModerationRejected carries the verdict's flagged and categories as given", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(submit({ model: T2I, input: { prompt: "p" } }))
+      expect(error).toEqual(new ModerationRejected({ flagged: true, categories: { hate: true } }))
+    }).pipe(Effect.provide(serviceWith(Layer.succeed(Moderation.Moderation, {
+      check: () => Effect.succeed({ flagged: true, categories: { hate: true } as never })
+    })))))
 })

@@ -1,5 +1,6 @@
 /**
- * Bearer-key authentication (spec section 5).
+ * Bearer-key authentication (spec section 5), in one place: the API middleware, the
+ * OpenAPI route and the answers for unknown routes all use `authenticate`.
  */
 import { HttpServerRequest } from "@effect/platform"
 import { Accounts, Api } from "@mediagate/core"
@@ -13,34 +14,26 @@ export const bearerKey = (header: string | undefined): Option.Option<Redacted.Re
   return match === null ? Option.none() : Option.some(Redacted.make(match[1]!))
 }
 
-/** The caller's account from the request's Authorization header, or none. */
-export const authenticateRequest = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.gen(function*() {
-    const accounts = yield* Accounts.Accounts
-    const key = bearerKey(request.headers["authorization"])
-    if (Option.isNone(key)) return Option.none<Accounts.Account>()
-    return yield* accounts.authenticate(key.value).pipe(Effect.orDie)
-  })
+/** The caller's account from the request's Authorization header; 401 unless the key names one. */
+export const authenticate: Effect.Effect<
+  Accounts.Account,
+  Api.Unauthorized,
+  HttpServerRequest.HttpServerRequest | Accounts.Accounts
+> = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const key = bearerKey(request.headers["authorization"])
+  if (Option.isNone(key)) return yield* Effect.fail(Api.unauthorized())
+  const accounts = yield* Accounts.Accounts
+  const account = yield* accounts.authenticate(key.value)
+  return yield* Option.match(account, { onNone: () => Effect.fail(Api.unauthorized()), onSome: Effect.succeed })
+})
 
-/** The Authorization middleware of the API: 401 envelope unless the key names an account. */
+/** The Authorization middleware of the API. */
 export const layer: Layer.Layer<Api.Authorization, never, Accounts.Accounts> = Layer.effect(
   Api.Authorization,
-  Effect.gen(function*() {
-    const accounts = yield* Accounts.Accounts
-    return {
-      // The framework hands us the header minus its first seven characters; we read the
-      // header ourselves so that only a real "Bearer <key>" form is accepted.
-      bearer: () =>
-        Effect.gen(function*() {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          const account = yield* authenticateRequest(request).pipe(
-            Effect.provideService(Accounts.Accounts, accounts)
-          )
-          return yield* Option.match(account, {
-            onNone: () => Effect.fail(Api.unauthorized()),
-            onSome: Effect.succeed
-          })
-        })
-    }
-  })
+  Effect.map(Accounts.Accounts, (accounts) => ({
+    // The framework hands us the header minus its first seven characters; `authenticate`
+    // reads the header itself so that only a real "Bearer <key>" form is accepted.
+    bearer: () => Effect.provideService(authenticate, Accounts.Accounts, accounts)
+  }))
 )

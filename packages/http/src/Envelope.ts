@@ -1,35 +1,89 @@
 /**
- * The envelope on every answer. Whatever the framework or a bug produces (unknown route,
- * unreadable body, defect) is turned into `{code, msg}`; no stack or framework-shaped body
- * reaches a client.
+ * The envelope on every answer. Domain errors become their HTTP error in one mapping;
+ * whatever the framework or a bug produces (unknown route, wrong method, unreadable body,
+ * defect) is turned into `{code, msg}`; no stack or framework-shaped body reaches a client.
  */
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Api } from "@mediagate/core"
+import {
+  Api,
+  ModerationRejected,
+  TaskConflict,
+  TaskNotCancellable,
+  TaskNotFound,
+  ValidationError
+} from "@mediagate/core"
 import type { Accounts } from "@mediagate/core"
 import { Cause, Effect, Option } from "effect"
-import { authenticateRequest } from "./Auth.js"
+import { authenticate } from "./Auth.js"
+import { allowedMethods, isApiPath } from "./Paths.js"
 
 /** A JSON envelope response. */
-export const envelope = (code: number, msg: string, data?: unknown) =>
-  HttpServerResponse.unsafeJson(Api.errorEnvelope(code, msg, data), { status: code === 0 ? 200 : code })
+export const envelope = (code: number, msg: string, data?: unknown, headers?: Record<string, string>) =>
+  HttpServerResponse.unsafeJson(Api.errorEnvelope(code, msg, data), {
+    status: code === 0 ? 200 : code,
+    ...(headers === undefined ? {} : { headers })
+  })
 
-/** Prefix every API path lives under. */
-export const apiPrefix = "/api/v1/"
+/** The HTTP error of each domain error a use case can fail with. */
+export type HttpError<E> = E extends ValidationError ? Api.BadRequest
+  : E extends ModerationRejected ? Api.ModerationRejectedResponse
+  : E extends TaskNotFound ? Api.NotFound
+  : E extends TaskNotCancellable | TaskConflict ? Api.Conflict
+  : E
 
-const notFound = Effect.gen(function*() {
+/** Maps a domain error onto the envelope error the contract gives it; other errors pass unchanged. */
+export const toHttpError = <E>(error: E): HttpError<E> => {
+  const mapped: unknown = error instanceof ValidationError
+    ? new Api.BadRequest({ code: 400, msg: error.message })
+    : error instanceof ModerationRejected
+    ? new Api.ModerationRejectedResponse({
+      code: 400,
+      msg: "content rejected by moderation",
+      data: {
+        flagged: error.flagged,
+        // Always the 13 keys of the spec: a moderator that names fewer flags none of the others.
+        categories: Api.moderationCategoryFlags(error.categories)
+      }
+    })
+    : error instanceof TaskNotFound
+    ? Api.taskNotFound()
+    : error instanceof TaskNotCancellable
+    ? new Api.Conflict({ code: 409, msg: `task is already ${error.status}` })
+    : error instanceof TaskConflict
+    ? new Api.Conflict({ code: 409, msg: "task is changing; try again" })
+    : error
+  return mapped as HttpError<E>
+}
+
+const isErrorEnvelope = (error: unknown): error is { readonly code: number; readonly msg: string; readonly data?: unknown } =>
+  error instanceof Api.BadRequest || error instanceof Api.Unauthorized || error instanceof Api.NotFound ||
+  error instanceof Api.MethodNotAllowed || error instanceof Api.PayloadTooLarge
+
+/** 405 with the methods the path takes. */
+export const methodNotAllowed = (method: string, allowed: ReadonlyArray<string>) =>
+  envelope(405, `method ${method} is not allowed here; use ${allowed.join(" or ")}`, undefined, { allow: allowed.join(", ") })
+
+/** The path of a request, without its query. */
+export const requestPath = (request: HttpServerRequest.HttpServerRequest) => request.url.split("?")[0] ?? ""
+
+/**
+ * A request no route took. Every endpoint under /api/v1/ requires the key, so without one
+ * the answer there is 401 before anything about the path or method is revealed.
+ */
+const unrouted = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
-  const path = request.url.split("?")[0] ?? ""
-  // Every endpoint under /api/v1/ requires the key, so an unknown path there is a 401
-  // for callers without one, like every other path there.
-  if (path.startsWith(apiPrefix) || path === apiPrefix.slice(0, -1)) {
-    const account = yield* authenticateRequest(request)
-    if (Option.isNone(account)) return envelope(401, "unauthorized")
-    // A task id the router would not take (too long, odd characters) is still an unknown task.
-    if (request.method === "GET" && /^\/api\/v1\/task\/[^/]+$/.test(path)) return envelope(404, "task not found")
-  }
+  const path = requestPath(request)
+  if (isApiPath(path)) yield* authenticate
+  const allowed = allowedMethods(path)
+  if (allowed.length > 0 && !allowed.includes(request.method)) return methodNotAllowed(request.method, allowed)
+  // A task id the router would not take (too long, odd characters) is still an unknown task.
+  if (request.method === "GET" && /^\/api\/v1\/task\/[^/]+$/.test(path)) return envelope(404, "task not found")
   return envelope(404, "not found")
 })
+
+const answer = (error: { readonly code: number; readonly msg: string; readonly data?: unknown }) =>
+  envelope(error.code, error.msg, error.data)
 
 /** Wraps an app so that every failure it leaves unanswered becomes an envelope. */
 export const middleware = <E, R>(
@@ -39,7 +93,10 @@ export const middleware = <E, R>(
     const failure = Cause.failureOption(cause)
     if (Option.isSome(failure)) {
       const error = failure.value as { readonly _tag?: string }
-      if (error._tag === "RouteNotFound") return notFound.pipe(Effect.orElseSucceed(() => envelope(500, "internal server error")))
+      if (isErrorEnvelope(error)) return Effect.succeed(answer(error))
+      if (error._tag === "RouteNotFound") {
+        return unrouted.pipe(Effect.catchAll((unauthorized) => Effect.succeed(answer(unauthorized))))
+      }
       if (error._tag === "RequestError") return Effect.succeed(envelope(400, "the request could not be read"))
     }
     if (Cause.isInterruptedOnly(cause)) return Effect.succeed(envelope(503, "service unavailable"))

@@ -1,11 +1,12 @@
 /**
  * Handlers of the task endpoints.
  */
-import { HttpApiBuilder, HttpIncomingMessage } from "@effect/platform"
+import { HttpApiBuilder } from "@effect/platform"
 import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
-import { Accounts, Api, decodeListRequest, decodeSubmitRequest, ModelCatalog, ModelInfo, Moderation, parseTaskId, TaskNotFound, TaskService } from "@mediagate/core"
+import { Accounts, Api, Ids, ModelCatalog, ModelInfo, TaskService } from "@mediagate/core"
 import type { Layer } from "effect"
-import { Effect, Option } from "effect"
+import { Effect, Stream } from "effect"
+import { toHttpError } from "./Envelope.js"
 
 /** Largest accepted request body (DESIGN.md section 3). */
 export const maxBodyBytes = 1024 * 1024
@@ -16,6 +17,34 @@ const tooLarge = () => new Api.PayloadTooLarge({ code: 413, msg: `request body m
 const isJson = (contentType: string | undefined) =>
   contentType !== undefined && /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(contentType.trim())
 
+/**
+ * How much of an over-limit body without Content-Length (chunked) is read and dropped so
+ * that the 413 reaches the client: stopping at once would destroy the request, and with it
+ * the connection, before the answer is written. Past this the connection is reset.
+ */
+const drainBytes = 16 * maxBodyBytes
+
+/** The body as text, at most `maxBodyBytes` of it kept; 413 when there is more. */
+const readText = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function*() {
+    const kept: Array<Uint8Array> = []
+    let bytes = 0
+    yield* request.stream.pipe(
+      Stream.takeWhile(() => bytes <= drainBytes),
+      Stream.runForEach((chunk) =>
+        Effect.sync(() => {
+          bytes += chunk.length
+          if (bytes <= maxBodyBytes) kept.push(chunk)
+        })
+      ),
+      Effect.mapError(() => badRequest("the request body could not be read"))
+    )
+    if (bytes > maxBodyBytes) return yield* Effect.fail(tooLarge())
+    const body = new Uint8Array(bytes)
+    kept.reduce((offset, chunk) => (body.set(chunk, offset), offset + chunk.length), 0)
+    return new TextDecoder().decode(body)
+  })
+
 /** Reads and parses the JSON body, with the envelope errors a client should see. */
 export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
@@ -24,12 +53,7 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
     }
     const declared = Number(request.headers["content-length"] ?? "0")
     if (declared > maxBodyBytes) return yield* Effect.fail(tooLarge())
-    const text = yield* request.text.pipe(
-      HttpIncomingMessage.withMaxBodySize(Option.some(maxBodyBytes)),
-      Effect.mapError((error) =>
-        String((error as { cause?: unknown }).cause).includes("maxBytes") ? tooLarge() : badRequest("the request body could not be read")
-      )
-    )
+    const text = yield* readText(request)
     if (text.trim() === "") return yield* Effect.fail(badRequest("request body is required"))
     return yield* Effect.try({
       // A leading byte order mark is tolerated, as RFC 8259 allows.
@@ -38,14 +62,7 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
     })
   })
 
-/** A task id from a path: any case of a UUID; anything else is an unknown task. */
-const ownTaskId = (value: string) =>
-  Option.match(parseTaskId(value), {
-    onNone: () => Effect.fail(new TaskNotFound({ taskId: value })),
-    onSome: Effect.succeed
-  })
-
-/** The handlers of the "tasks" group. */
+/** The handlers of the "tasks" group. Each request is decoded once, here, into the use case's typed input. */
 export const layer: Layer.Layer<
   HttpApiGroup.ApiGroup<"mediagate", "tasks">,
   never,
@@ -58,56 +75,27 @@ export const layer: Layer.Layer<
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
           const body = yield* readJsonBody(request)
-          const submitted = yield* decodeSubmitRequest(body)
-          const { taskId } = yield* tasks.submit(account, submitted)
-          return Api.okEnvelope({ taskId })
-        }).pipe(
-          Effect.catchTags({
-            ValidationError: (error) => Effect.fail(badRequest(error.message)),
-            ModerationRejected: (error) =>
-              Effect.fail(
-                new Api.ModerationRejectedResponse({
-                  code: 400,
-                  msg: "content rejected by moderation",
-                  data: { flagged: error.flagged, categories: Moderation.allCategories(error.categories) }
-                })
-              )
-          })
-        ))
-      // Raw: the query string is read here, so a repeated or odd parameter is our 400, not the framework's.
+          const submit = yield* Api.decodeSubmitRequest(body)
+          const { taskId } = yield* tasks.submit(account, submit)
+          return Api.ok({ taskId })
+        }).pipe(Effect.mapError(toHttpError)))
+      // Raw: the query string is decoded here, so a repeated or odd parameter is our 400, not the framework's.
       .handleRaw("list", ({ request }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          const listed = yield* decodeListRequest(new URL(request.url, "http://localhost").searchParams)
-          return Api.okEnvelope(yield* tasks.list(account, listed))
-        }).pipe(
-          Effect.catchTags({
-            ValidationError: (error) => Effect.fail(badRequest(error.message))
-          })
-        ))
+          const query = yield* Api.decodeListQuery(new URL(request.url, "http://localhost").searchParams)
+          return Api.ok(yield* tasks.list(account, query))
+        }).pipe(Effect.mapError(toHttpError)))
       .handle("cancel", ({ path }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          const taskId = yield* ownTaskId(path.taskId)
-          return Api.okEnvelope(yield* tasks.cancel(account, taskId))
-        }).pipe(
-          Effect.catchTags({
-            TaskNotFound: () => Effect.fail(Api.taskNotFound()),
-            TaskNotCancellable: (error) =>
-              Effect.fail(new Api.Conflict({ code: 409, msg: `task is already ${error.status}` })),
-            TaskConflict: () => Effect.fail(new Api.Conflict({ code: 409, msg: "task is changing; try again" }))
-          })
-        ))
+          return Api.ok(yield* tasks.cancel(account, Ids.TaskId.make(path.taskId)))
+        }).pipe(Effect.mapError(toHttpError)))
       .handle("query", ({ path }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          const taskId = yield* ownTaskId(path.taskId)
-          return Api.okEnvelope(yield* tasks.query(account, taskId))
-        }).pipe(
-          Effect.catchTags({
-            TaskNotFound: () => Effect.fail(Api.taskNotFound())
-          })
-        ))
+          return Api.ok(yield* tasks.query(account, Ids.TaskId.make(path.taskId)))
+        }).pipe(Effect.mapError(toHttpError)))
   }))
 
 /** The handler of the "catalog" group. */
@@ -120,5 +108,5 @@ export const catalogLayer: Layer.Layer<
     const catalog = yield* ModelCatalog.ModelCatalog
     // Described once: the catalog does not change while the server runs.
     const models = catalog.models.map(ModelInfo.describe)
-    return handlers.handle("models", () => Effect.succeed(Api.okEnvelope({ models })))
+    return handlers.handle("models", () => Effect.succeed(Api.ok({ models })))
   }))

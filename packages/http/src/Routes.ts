@@ -1,30 +1,61 @@
 /**
- * Routes beside the API endpoints: the OpenAPI document and the hosted result files.
+ * Routes beside the API endpoints: the OpenAPI document, the hosted result files, and the
+ * 405 for the one wrong method the router would otherwise take for a task id.
  */
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Accounts, Api, MediaStore } from "@mediagate/core"
-import { Effect, Layer, Option } from "effect"
-import { authenticateRequest } from "./Auth.js"
-import { envelope } from "./Envelope.js"
+import { Context, Effect, Layer, Option } from "effect"
+import { authenticate } from "./Auth.js"
+import { envelope, methodNotAllowed, requestPath } from "./Envelope.js"
+import { allowedMethods, mediaPrefix, openApiPath } from "./Paths.js"
 
-/** Path of the OpenAPI document. */
-export const openApiPath = "/api/v1/openapi.json"
+export { mediaPrefix, openApiPath } from "./Paths.js"
 
-/** Path prefix result files are served under. */
-export const mediaPrefix = "/media"
+/** The base URL the OpenAPI document names in `servers`; by default the request's own origin. */
+export class PublicUrl extends Context.Reference<PublicUrl>()("@mediagate/http/PublicUrl", {
+  defaultValue: (): Option.Option<string> => Option.none()
+}) {}
+
+/** The origin a request was sent to, as its Host (and a proxy's X-Forwarded-Proto) name it. */
+const requestOrigin = (request: HttpServerRequest.HttpServerRequest): string => {
+  const host = request.headers["host"]
+  const proto = request.headers["x-forwarded-proto"]?.split(",")[0]?.trim()
+  return host === undefined ? "/" : `${proto === "https" ? "https" : "http"}://${host}`
+}
+
+/** The OpenAPI document, without `servers`, which the route adds per request. */
+const document = OpenApi.fromApi(Api.MediagateApi)
 
 /** The OpenAPI document of the API (under /api/v1/, so it asks for the key like every path there). */
 export const openApi = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const accounts = yield* Accounts.Accounts
-    const document = OpenApi.fromApi(Api.MediagateApi)
     yield* router.get(
       openApiPath,
       Effect.gen(function*() {
+        yield* authenticate
         const request = yield* HttpServerRequest.HttpServerRequest
-        const account = yield* authenticateRequest(request).pipe(Effect.provideService(Accounts.Accounts, accounts))
-        return Option.isNone(account) ? envelope(401, "unauthorized") : yield* HttpServerResponse.json(document)
-      })
+        const url = Option.getOrElse(yield* PublicUrl, () => requestOrigin(request))
+        return yield* HttpServerResponse.json({ ...document, servers: [{ url }] })
+      }).pipe(Effect.provideService(Accounts.Accounts, accounts))
+    )
+  })
+)
+
+/**
+ * GET on the submit path would reach the query endpoint as the task "submit": a route of
+ * its own answers 405 instead (401 first without a key, as everywhere under /api/v1/).
+ */
+export const submitMethods = HttpApiBuilder.Router.use((router) =>
+  Effect.gen(function*() {
+    const accounts = yield* Accounts.Accounts
+    yield* router.get(
+      "/api/v1/task/submit",
+      Effect.gen(function*() {
+        yield* authenticate
+        const request = yield* HttpServerRequest.HttpServerRequest
+        return methodNotAllowed(request.method, allowedMethods(requestPath(request)))
+      }).pipe(Effect.provideService(Accounts.Accounts, accounts))
     )
   })
 )
@@ -51,8 +82,9 @@ export const media = HttpApiBuilder.Router.use((router) =>
   })
 )
 
-/** Both extra routes. */
+/** The extra routes. */
 export const layer: Layer.Layer<never, never, Accounts.Accounts | MediaStore.MediaStore> = Layer.mergeAll(
   openApi,
+  submitMethods,
   media
 )

@@ -8,3 +8,5 @@ export * as Handlers from "./Handlers.js"
 export * as MediagateHttp from "./MediagateHttp.js"
 /** OpenAPI document and result files. */
 export * as Routes from "./Routes.js"
+/** The paths the server answers and the methods they take. */
+export * as Paths from "./Paths.js"

@@ -79,7 +79,7 @@ export const make = (options: Options = {}) =>
           })
         if (Option.isNone(task)) return yield* record(null, "the task no longer exists")
         // The body is the query answer, as it stands now.
-        const body = JSON.stringify(Api.okEnvelope(Task.toWire(task.value)))
+        const body = JSON.stringify(Api.ok(Task.toWire(task.value)))
         const secret = yield* accounts.webhookSecret(task.value.ownerId)
         const outcome = yield* send(callback, body, secret, started)
         if (outcome._tag === "Left") return yield* record(null, outcome.left)

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import {
-  decodeSubmitRequest,
+  Api,
   Ids,
   ModelCatalog,
   Moderation,
@@ -40,7 +40,7 @@ const failing: UpstreamService = {
 const hanging: UpstreamService = { submit: () => Effect.never, poll: () => Effect.never }
 
 const submit = (body: unknown) =>
-  Effect.flatMap(TaskService, (service) => Effect.flatMap(decodeSubmitRequest(body), (request) => service.submit(account, request)))
+  Effect.flatMap(TaskService, (service) => Effect.flatMap(Api.decodeSubmitRequest(body), (request) => service.submit(account, request)))
 
 const owed = (taskId: Ids.TaskId) =>
   Effect.flatMap(TaskStore.TaskStore, (store) => Effect.all([store.get(taskId), store.callbacks(taskId)]))

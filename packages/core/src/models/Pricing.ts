@@ -2,7 +2,9 @@
  * Prices in integer micro-USD (1 USD = 1,000,000). The spec publishes alpha-image-2 and
  * beta-imagine prices; the rest come from this table, which a host may replace.
  */
-import { Context } from "effect"
+import { Context, Either, JSONSchema } from "effect"
+import type { Schema } from "effect"
+import type { ModelSpec } from "./ModelSpec.js"
 
 /** Unpublished prices, per model id. */
 export interface PriceTable {
@@ -61,9 +63,52 @@ export class Prices extends Context.Reference<Prices>()("@mediagate/core/Prices"
   defaultValue: (): PriceTable => defaultPrices
 }) {}
 
-/** Looks a price up, failing loudly on a table without the entry (a host configuration bug). */
+/**
+ * Looks a price up. A table without the entry is a host configuration bug that `validate`
+ * reports when the TaskService is built, so this throw is not reached by a request.
+ */
 export const lookup = (table: Readonly<Record<string, number>> | undefined, key: string, what: string): number => {
   const price = table?.[key]
   if (price === undefined) throw new Error(`price table has no entry for ${what} ${key}`)
   return price
+}
+
+/** The values a model's input schema allows for `field` (its JSON Schema enum), or none. */
+const enumValues = (model: ModelSpec, field: string): ReadonlyArray<unknown> => {
+  const schema = JSONSchema.make(model.inputSchema as Schema.Schema<unknown, unknown>) as {
+    readonly properties?: Readonly<Record<string, { readonly enum?: ReadonlyArray<unknown> }>>
+  }
+  return schema.properties?.[field]?.enum ?? []
+}
+
+/**
+ * Checks that `table` prices every job the models can produce: each model's examples with
+ * every resolution and mode its schema allows (and with neither), which reaches every model
+ * a job can run as (clip3 r2v runs as clip3_fast) and every resolution it is priced by.
+ * Returns what is missing, so that a host's incomplete table stops the service at start
+ * instead of failing a submit.
+ */
+export const validate = (models: ReadonlyArray<ModelSpec>, table: PriceTable): Either.Either<void, string> => {
+  for (const model of models) {
+    const variants = (field: string) => [undefined, ...enumValues(model, field)]
+    for (const example of model.examples) {
+      for (const resolution of variants("resolution")) {
+        for (const mode of variants("mode")) {
+          const input = {
+            ...example.input,
+            ...(resolution === undefined ? {} : { resolution }),
+            ...(mode === undefined ? {} : { mode })
+          }
+          const normalized = model.normalize(input)
+          if (Either.isLeft(normalized)) continue
+          try {
+            model.price(normalized.right.job, table)
+          } catch (error) {
+            return Either.left(`${model.id}: ${error instanceof Error ? error.message : String(error)}`)
+          }
+        }
+      }
+    }
+  }
+  return Either.right(undefined)
 }

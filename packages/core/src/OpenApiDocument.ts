@@ -1,0 +1,68 @@
+/**
+ * The OpenAPI document describes the answers the server gives and nothing else: the
+ * framework's own decode error (`{issues, message, _tag}`) is never returned (every 400 is
+ * `{code, msg}`: requests are decoded by our handlers), and the titles and ids Schema
+ * derives from code (`between(4, 15)`, `int`) are not names of the API.
+ */
+import type { OpenApi } from "@effect/platform"
+
+/** Component schemas of the framework's decode error, which our answers never use. */
+const frameworkSchemas = new Set(["HttpApiDecodeError", "Issue", "PropertyKey"])
+
+const isFrameworkRef = (schema: unknown): boolean =>
+  typeof schema === "object" && schema !== null &&
+  frameworkSchemas.has(String((schema as { $ref?: unknown }).$ref ?? "").replace("#/components/schemas/", ""))
+
+/**
+ * A copy of a JSON value without `title` and `$id` keys: Schema derives them from code
+ * (`between(4, 15)`, `int`, `/schemas/unknown`), and the repeated `$id` of every unknown
+ * value makes the document an invalid JSON Schema.
+ */
+const withoutTitles = (value: unknown): unknown =>
+  Array.isArray(value)
+    ? value.map(withoutTitles)
+    : typeof value === "object" && value !== null
+    ? Object.fromEntries(
+      Object.entries(value).filter(([key]) => key !== "title" && key !== "$id").map(([key, v]) => [key, withoutTitles(v)])
+    )
+    : value
+
+type Response = { description: string; content?: Record<string, { schema: Record<string, unknown> }> }
+
+/** The response without the framework's decode error, or undefined when nothing else was in it. */
+const cleanResponse = (status: string, response: Response): Response | undefined => {
+  const json = response.content?.["application/json"]
+  if (json === undefined) return response
+  if (isFrameworkRef(json.schema)) return undefined
+  const anyOf = json.schema.anyOf as ReadonlyArray<unknown> | undefined
+  if (anyOf === undefined || !anyOf.some(isFrameworkRef)) return response
+  const rest = anyOf.filter((member) => !isFrameworkRef(member))
+  const schema = rest.length === 1 ? rest[0] as Record<string, unknown> : { ...json.schema, anyOf: rest }
+  return {
+    description: status === "400" ? "The request broke a rule: msg names the field and the rule." : response.description,
+    content: { "application/json": { schema } }
+  }
+}
+
+/** The document as it is served (the `servers` entry is added per request). */
+export const clean = (spec: OpenApi.OpenAPISpec): OpenApi.OpenAPISpec => {
+  const paths = Object.fromEntries(Object.entries(spec.paths).map(([path, item]) => [
+    path,
+    Object.fromEntries(Object.entries(item).map(([method, operation]) => {
+      const op = operation as OpenApi.OpenAPISpecOperation
+      const responses = Object.fromEntries(
+        Object.entries(op.responses).flatMap(([status, response]) => {
+          const cleaned = cleanResponse(status, response as Response)
+          return cleaned === undefined ? [] : [[status, cleaned]]
+        })
+      )
+      return [method, { ...op, responses }]
+    }))
+  ]))
+  const schemas = Object.fromEntries(Object.entries(spec.components.schemas).filter(([name]) => !frameworkSchemas.has(name)))
+  return {
+    ...spec,
+    paths: withoutTitles(paths) as OpenApi.OpenAPISpec["paths"],
+    components: withoutTitles({ ...spec.components, schemas }) as OpenApi.OpenAPISpec["components"]
+  }
+}

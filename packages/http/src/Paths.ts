@@ -1,0 +1,49 @@
+/**
+ * Every path the server answers and the methods each takes, from the API definition plus
+ * the extra routes, so a wrong method on a known path is 405 with `Allow` rather than 404.
+ */
+import { HttpApi } from "@effect/platform"
+import { Api } from "@mediagate/core"
+
+/** Prefix every API path lives under. */
+export const apiPrefix = "/api/v1/"
+
+/** Path of the OpenAPI document. */
+export const openApiPath = "/api/v1/openapi.json"
+
+/** Path prefix result files are served under. */
+export const mediaPrefix = "/media"
+
+interface KnownPath {
+  readonly pattern: RegExp
+  readonly static: boolean
+  readonly method: string
+}
+
+const known = (path: string, method: string): KnownPath => ({
+  pattern: new RegExp(`^${path.split("/").map((part) => (part.startsWith(":") ? "[^/]+" : part.replace(/[.]/g, "\\."))).join("/")}$`),
+  static: !path.includes(":"),
+  method
+})
+
+const knownPaths: ReadonlyArray<KnownPath> = (() => {
+  const paths: Array<KnownPath> = [known(openApiPath, "GET"), known(`${mediaPrefix}/:key`, "GET")]
+  HttpApi.reflect(Api.MediagateApi, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => void paths.push(known(endpoint.path, endpoint.method))
+  })
+  return paths
+})()
+
+/**
+ * The methods `path` takes, or none when no route has that path. A fixed path wins over a
+ * pattern (`/api/v1/task/submit` is not the task `submit`).
+ */
+export const allowedMethods = (path: string): ReadonlyArray<string> => {
+  const matching = knownPaths.filter((route) => route.pattern.test(path))
+  const fixed = matching.filter((route) => route.static)
+  return [...new Set((fixed.length > 0 ? fixed : matching).map((route) => route.method))].sort()
+}
+
+/** Whether `path` is under /api/v1/, where every answer needs the key. */
+export const isApiPath = (path: string): boolean => path.startsWith(apiPrefix) || path === apiPrefix.slice(0, -1)
