@@ -41,8 +41,6 @@ export * as Task from "./Task.js"
 export * as TaskEvents from "./TaskEvents.js"
 /** Submit and query. */
 export * from "./TaskService.js"
-/** Valid jobs and records for tests and tools. */
-export * as Testing from "./Testing.js"
 /** The task store. */
 export * as TaskStore from "./TaskStore.js"
 /** The state machine. */

@@ -4,7 +4,8 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Task, TaskStore, Testing } from "@mediagate/core"
+import { Task, TaskStore } from "@mediagate/core"
+import * as Testing from "@mediagate/core/testing"
 import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, Redacted, TestClock } from "effect"
 import * as Http from "node:http"

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, MediaStore, Task, TaskConflict, TaskStore, Testing } from "@mediagate/core"
+import { Ids, MediaStore, Task, TaskConflict, TaskStore } from "@mediagate/core"
+import * as Testing from "@mediagate/core/testing"
 import { Effect, Option, Redacted } from "effect"
 import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "../src/index.js"
 
