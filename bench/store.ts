@@ -6,8 +6,9 @@
  *   npm run bench:store            (PostgreSQL from MEDIAGATE_BENCH_PG_URL or
  *                                   MEDIAGATE_TEST_PG_URL, else 127.0.0.1:5432/test)
  */
-import { Ids, Task, TaskStore, Testing } from "@mediagate/core"
-import { Database, SqlTaskStore } from "@mediagate/store-sql"
+import { Ids, Task, TaskStore } from "@mediagate/core"
+import * as Testing from "@mediagate/core/testing"
+import { Database, SqlTaskStore, TaskRow } from "@mediagate/store-sql"
 import Sqlite from "better-sqlite3"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
@@ -63,37 +64,37 @@ const storeRun = async (
 
 const sqliteBare = (db: Sqlite.Database, tasks: ReadonlyArray<Task.TaskRecord>): Times => {
   const t = `${prefix}tasks`
-  const columns = Object.keys(SqlTaskStore.toRow(tasks[0]!))
+  const columns = TaskRow.columns
   const insertStatement = db.prepare(`INSERT INTO ${t} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`)
   const getStatement = db.prepare(`SELECT * FROM ${t} WHERE id = ? AND owner_id = ?`)
   const claimStatement = db.prepare(`UPDATE ${t} SET lease_owner = ?, lease_until = ?, version = version + 1
     WHERE id IN (SELECT id FROM ${t} WHERE due_at IS NOT NULL AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?) ORDER BY due_at LIMIT ?)
     RETURNING *`)
   const insert = performance.now()
-  for (const task of tasks) insertStatement.run(...Object.values(SqlTaskStore.toRow(task)))
+  for (const task of tasks) insertStatement.run(...TaskRow.values(TaskRow.toRow(task)))
   const insertMs = performance.now() - insert
   const ids = tasks.map((t) => t.id)
   const read = performance.now()
-  for (let i = 0; i < ids.length; i++) SqlTaskStore.fromRow(getStatement.get(ids[(i * 7919) % ids.length], "acct_bench") as never)
+  for (let i = 0; i < ids.length; i++) TaskRow.fromRow(getStatement.get(ids[(i * 7919) % ids.length], "acct_bench") as never)
   const readMs = performance.now() - read
   const claim = performance.now()
-  for (let i = 0; i < ids.length; i++) (claimStatement.all("w", 10 * N, N, N, 1) as Array<never>).map(SqlTaskStore.fromRow)
+  for (let i = 0; i < ids.length; i++) (claimStatement.all("w", 10 * N, N, N, 1) as Array<never>).map(TaskRow.fromRow)
   const claimMs = performance.now() - claim
   return { insert: insertMs, read: readMs, claim: claimMs }
 }
 
 const pgBare = async (client: pg.Client, tasks: ReadonlyArray<Task.TaskRecord>): Promise<Times> => {
   const t = `${prefix}tasks`
-  const columns = Object.keys(SqlTaskStore.toRow(tasks[0]!))
+  const columns = TaskRow.columns
   const insertSql = `INSERT INTO ${t} (${columns.join(", ")}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(", ")})`
   const insert = await time(async () => {
-    for (const task of tasks) await client.query(insertSql, Object.values(SqlTaskStore.toRow(task)))
+    for (const task of tasks) await client.query(insertSql, TaskRow.values(TaskRow.toRow(task)))
   })
   const ids = tasks.map((t) => t.id)
   const read = await time(async () => {
     for (let i = 0; i < ids.length; i++) {
       const result = await client.query(`SELECT * FROM ${t} WHERE id = $1 AND owner_id = $2`, [ids[(i * 7919) % ids.length], "acct_bench"])
-      result.rows.map(SqlTaskStore.fromRow)
+      result.rows.map(TaskRow.fromRow)
     }
   })
   const claim = await time(async () => {
@@ -104,7 +105,7 @@ const pgBare = async (client: pg.Client, tasks: ReadonlyArray<Task.TaskRecord>):
          ORDER BY due_at LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING *`,
         ["w", 10 * N, N, 1]
       )
-      result.rows.map(SqlTaskStore.fromRow)
+      result.rows.map(TaskRow.fromRow)
     }
   })
   return { insert, read, claim }

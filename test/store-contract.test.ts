@@ -6,7 +6,8 @@
  */
 import { SqlClient } from "@effect/sql"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Ids, Task, TaskConflict, TaskStore, Testing } from "@mediagate/core"
+import { Ids, Task, TaskConflict, TaskStore } from "@mediagate/core"
+import * as Testing from "@mediagate/core/testing"
 import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
 import { Cause, Effect, Either, Exit, Layer, Option, Redacted } from "effect"

@@ -1,6 +1,7 @@
 /**
  * Valid jobs and task records with neutral values, for tests, benchmarks and tools that
- * need one without going through a model.
+ * need one without going through a model. Imported from `@mediagate/core/testing`, never from
+ * the public index: no library code may build its data from a fixture.
  */
 import { AccountId, TaskId, UpstreamId } from "./Ids.js"
 import type { UpstreamJob } from "./Task.js"

@@ -45,8 +45,6 @@ export * as Outbound from "./Outbound.js"
 export * as TaskEvents from "./TaskEvents.js"
 /** Submit and query. */
 export * from "./TaskService.js"
-/** Valid jobs and records for tests and tools. */
-export * as Testing from "./Testing.js"
 /** The one write path of task state (transition, callback owed, both written). */
 export * as TaskWrites from "./TaskWrites.js"
 /** The task store. */

@@ -12,10 +12,10 @@ import {
   TaskService,
   TaskStore,
   TaskWrites,
-  Testing,
   Upstream,
   UpstreamError
 } from "@mediagate/core"
+import * as Testing from "@mediagate/core/testing"
 import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, TestClock } from "effect"
 import { Engine } from "../src/index.js"

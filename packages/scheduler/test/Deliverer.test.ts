@@ -4,7 +4,8 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Outbound, Task, TaskStore, Testing } from "@mediagate/core"
+import { Outbound, Task, TaskStore } from "@mediagate/core"
+import * as Testing from "@mediagate/core/testing"
 import { NodeOutbound, NodeResolver } from "@mediagate/media"
 import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, Redacted, TestClock } from "effect"

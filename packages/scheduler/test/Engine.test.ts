@@ -2,7 +2,8 @@
  * The engine against the memory store and a scripted upstream, timed by the TestClock.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, Task, TaskEvents, TaskStore, Testing, Upstream, UpstreamError } from "@mediagate/core"
+import { Ids, ModelCatalog, Task, TaskEvents, TaskStore, Upstream, UpstreamError } from "@mediagate/core"
+import * as Testing from "@mediagate/core/testing"
 import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Context, Deferred, Effect, Layer, Option, Ref, TestClock } from "effect"
 import { Engine } from "../src/index.js"

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, MediaStore, Task, TaskConflict, TaskStore, Testing } from "@mediagate/core"
+import { Ids, MediaStore, Task, TaskConflict, TaskStore } from "@mediagate/core"
+import * as Testing from "@mediagate/core/testing"
 import { Effect, Option, Redacted } from "effect"
 import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "../src/index.js"
 
@@ -50,8 +51,36 @@ describe("MemoryTaskStore", () => {
     }).pipe(Effect.provide(MemoryTaskStore.layer)))
 })
 
+/**
+ * Every string reachable from a value: map keys and values, object keys and fields, the
+ * contents of Redacted values and of byte buffers (as UTF-8 and hex).
+ */
+const reachableStrings = (root: unknown): Array<string> => {
+  const found: Array<string> = []
+  const seen = new Set<unknown>()
+  const visit = (value: unknown): void => {
+    if (typeof value === "string") return void found.push(value)
+    if (typeof value !== "object" || value === null || seen.has(value)) return
+    seen.add(value)
+    if (Redacted.isRedacted(value)) return visit(Redacted.value(value))
+    if (value instanceof Uint8Array) return void found.push(Buffer.from(value).toString("utf8"), Buffer.from(value).toString("hex"))
+    if (value instanceof Map) return [...value].forEach(([k, v]) => (visit(k), visit(v)))
+    if (value instanceof Set) return [...value].forEach(visit)
+    for (const key of Reflect.ownKeys(value)) {
+      if (typeof key === "string") found.push(key)
+      visit((value as Record<PropertyKey, unknown>)[key])
+    }
+  }
+  visit(root)
+  return found
+}
+
 describe("MemoryAccounts", () => {
-  const accounts = MemoryAccounts.make([{ id: "a1", name: "one", apiKey: Redacted.make("secret-key") }])
+  const keys = [
+    { id: "a1", name: "one", apiKey: Redacted.make("secret-key"), webhookSecret: Redacted.make("whsec_c2VjcmV0") },
+    { id: "a2", name: "two", apiKey: Redacted.make("other-key") }
+  ]
+  const accounts = MemoryAccounts.make(keys)
 
   it.effect("authenticates the right key only", () =>
     Effect.gen(function*() {
@@ -60,10 +89,22 @@ describe("MemoryAccounts", () => {
       expect(Option.isNone(yield* accounts.authenticate(Redacted.make("")))).toBe(true)
     }))
 
-  it("keeps only hashes of keys", () => {
-    expect(MemoryAccounts.hashKey("secret-key").toString("hex")).toHaveLength(64)
-    expect(JSON.stringify(accounts)).not.toContain("secret-key")
-  })
+  it.effect("keeps only hashes of keys: no key is found in clear anywhere in what the store holds", () =>
+    Effect.gen(function*() {
+      const state = MemoryAccounts.state(keys)
+      // The state is all the service reads: it authenticates both keys from it alone.
+      const served = MemoryAccounts.fromState(state)
+      expect(yield* served.authenticate(Redacted.make("secret-key"))).toEqual(Option.some({ id: "a1", name: "one" }))
+      expect(yield* served.authenticate(Redacted.make("other-key"))).toEqual(Option.some({ id: "a2", name: "two" }))
+      const strings = reachableStrings(state)
+      expect(strings).toContain(MemoryAccounts.hashKey("secret-key").toString("hex"))
+      expect(strings).toContain("whsec_c2VjcmV0")
+      for (const key of ["secret-key", "other-key"]) {
+        expect(strings.filter((s) => s.includes(key))).toEqual([])
+      }
+      // The search looks inside maps and Redacted values, where a clear key would hide.
+      expect(reachableStrings({ held: new Map([["a1", { key: Redacted.make("secret-key") }]]) })).toContain("secret-key")
+    }))
 })
 
 describe("MemoryMediaStore", () => {

@@ -4,10 +4,12 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { SqlConnection, SqlError } from "@effect/sql"
-import { Ids, StoreError, Task, TaskConflict, TaskStore, Testing } from "@mediagate/core"
+import { Ids, StoreError, TaskConflict, TaskStore } from "@mediagate/core"
+import type { Task } from "@mediagate/core"
 import type { Context, Scope } from "effect"
 import { Effect, Exit, Layer, Option } from "effect"
 import { migrate, tables } from "./Schema.js"
+import * as TaskRow from "./TaskRow.js"
 
 /** Settings of the SQL store. */
 export interface Options {
@@ -23,52 +25,9 @@ type Row = Record<string, unknown>
 const num = (value: unknown): number => Number(value)
 const numOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value))
 const strOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : String(value))
-const json = (value: unknown): any => (value === null || value === undefined ? null : JSON.parse(String(value)))
 
-/** A row of the tasks table as a TaskRecord (validated by its schema). */
-export const fromRow = (row: Row): Task.TaskRecord =>
-  new Task.TaskRecord({
-    id: Ids.TaskId.make(String(row["id"])),
-    ownerId: Ids.AccountId.make(String(row["owner_id"])),
-    status: row["status"] as Task.TaskStatus,
-    input: json(row["input"]),
-    job: json(row["job"]),
-    result: json(row["result"]),
-    failureReason: strOrNull(row["failure_reason"]) as Task.FailureReason | null,
-    errorMessage: strOrNull(row["error_message"]),
-    callBackUrl: strOrNull(row["callback_url"]),
-    userId: strOrNull(row["user_id"]),
-    upstreamId: row["upstream_id"] === null || row["upstream_id"] === undefined ? null : Ids.UpstreamId.make(String(row["upstream_id"])),
-    createdAt: num(row["created_at"]),
-    updatedAt: num(row["updated_at"]),
-    deadlineAt: num(row["deadline_at"]),
-    dueAt: numOrNull(row["due_at"]),
-    leaseOwner: strOrNull(row["lease_owner"]),
-    leaseUntil: numOrNull(row["lease_until"]),
-    version: num(row["version"])
-  })
-
-/** A TaskRecord as a row of the tasks table. */
-export const toRow = (task: Task.TaskRecord) => ({
-  id: task.id,
-  owner_id: task.ownerId,
-  status: task.status,
-  input: JSON.stringify(task.input),
-  job: JSON.stringify(task.job),
-  result: task.result === null ? null : JSON.stringify(task.result),
-  failure_reason: task.failureReason,
-  error_message: task.errorMessage,
-  callback_url: task.callBackUrl,
-  user_id: task.userId,
-  upstream_id: task.upstreamId,
-  created_at: task.createdAt,
-  updated_at: task.updatedAt,
-  deadline_at: task.deadlineAt,
-  due_at: task.dueAt,
-  lease_owner: task.leaseOwner,
-  lease_until: task.leaseUntil,
-  version: task.version
-})
+/** Rows of the tasks table as records; a row that does not decode is a defect (see `TaskRow.fromRow`). */
+const records = (rows: ReadonlyArray<Row>): Effect.Effect<Array<Task.TaskRecord>> => Effect.sync(() => rows.map(TaskRow.fromRow))
 
 /** Turns a driver failure into the store's error, at the start (the layer fails to build). */
 const refail = (operation: string) => <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
@@ -165,7 +124,7 @@ export const make = (options: Options = {}): Effect.Effect<
       return isPg ? text.replace(/\?/g, () => `$${++n}`) : text
     }
     const tasks = `"${t.tasks}"`
-    const columns = Object.keys(toRow(Testing.record({ id: "" })))
+    const columns = TaskRow.columns
     const insertTask = compile(`INSERT INTO ${tasks} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`)
     const updateColumns = columns.filter((column) => column !== "id")
     const updateTask = compile(
@@ -213,26 +172,26 @@ export const make = (options: Options = {}): Effect.Effect<
     const service: Context.Tag.Service<TaskStore.TaskStore> = {
       create: (task, callbacks = []) =>
         (callbacks.length === 0
-          ? executor.run(insertTask, Object.values(toRow(task)))
+          ? executor.run(insertTask, TaskRow.values(TaskRow.toRow(task)))
           : executor.transaction((run) =>
-            Effect.zipRight(run(insertTask, Object.values(toRow(task))), writeCallbacks(run, callbacks))
+            Effect.zipRight(run(insertTask, TaskRow.values(TaskRow.toRow(task))), writeCallbacks(run, callbacks))
           )).pipe(Effect.asVoid, orDie("create")),
 
       get: (id) =>
         executor.run(selectById, [id]).pipe(
-          Effect.map((rows) => (rows.length === 0 ? Option.none() : Option.some(fromRow(rows[0]!)))),
+          Effect.flatMap((rows) => Effect.map(records(rows.slice(0, 1)), (found) => Option.fromNullable(found[0]))),
           orDie("get")
         ),
 
       getOwned: (id, owner) =>
         executor.run(selectByIdOwner, [id, owner]).pipe(
-          Effect.map((rows) => (rows.length === 0 ? Option.none() : Option.some(fromRow(rows[0]!)))),
+          Effect.flatMap((rows) => Effect.map(records(rows.slice(0, 1)), (found) => Option.fromNullable(found[0]))),
           orDie("getOwned")
         ),
 
       update: (next, expectedVersion, callbacks = []) => {
-        const { id, ...rest } = toRow(next)
-        const params = [...Object.values(rest), id, expectedVersion]
+        const row = TaskRow.toRow(next)
+        const params = [...updateColumns.map((column) => row[column]), row.id, expectedVersion]
         const conflict = new TaskConflict({ taskId: next.id, expectedVersion })
         return (callbacks.length === 0
           ? Effect.flatMap(executor.run(updateTask, params), (updated) => (updated.length === 0 ? Effect.fail(conflict) : Effect.void))
@@ -248,16 +207,19 @@ export const make = (options: Options = {}): Effect.Effect<
       claimDue: ({ leaseUntil, limit, now, worker }) =>
         // One UPDATE picks and leases the rows atomically (with SKIP LOCKED on PostgreSQL).
         executor.run(claim, [worker, leaseUntil, now, now, limit]).pipe(
-          Effect.map((rows) => rows.map(fromRow).sort((a, b) => a.dueAt! - b.dueAt!)),
+          Effect.flatMap(records),
+          Effect.map((tasks) => tasks.sort((a, b) => a.dueAt! - b.dueAt!)),
           orDie("claimDue")
         ),
 
       list: (ownerId, { cursor, limit }) =>
         executor.run(cursor === undefined ? listFirst : listAfter, cursor === undefined ? [ownerId, limit + 1] : [ownerId, cursor, limit + 1]).pipe(
-          Effect.map((rows) => {
-            const page = rows.slice(0, limit).map(fromRow)
-            return { tasks: page, nextCursor: rows.length > limit ? page[page.length - 1]!.id : null }
-          }),
+          Effect.flatMap((rows) =>
+            Effect.map(records(rows.slice(0, limit)), (page) => ({
+              tasks: page,
+              nextCursor: rows.length > limit ? page[page.length - 1]!.id : null
+            }))
+          ),
           orDie("list")
         ),
 

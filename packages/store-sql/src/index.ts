@@ -6,3 +6,5 @@ export * as Schema from "./Schema.js"
 export * as SqlAccounts from "./SqlAccounts.js"
 /** The SQL TaskStore. */
 export * as SqlTaskStore from "./SqlTaskStore.js"
+/** A row of the tasks table and its transform to a TaskRecord. */
+export * as TaskRow from "./TaskRow.js"

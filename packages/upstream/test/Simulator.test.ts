@@ -2,7 +2,8 @@
  * The simulator under the TestClock, with an in-test media store.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, MediaStore, Moderation, Testing, Upstream, UpstreamError } from "@mediagate/core"
+import { Ids, MediaStore, Moderation, Upstream, UpstreamError } from "@mediagate/core"
+import * as Testing from "@mediagate/core/testing"
 import type { Task } from "@mediagate/core"
 import { Effect, Fiber, Layer, Option, TestClock } from "effect"
 import { Png, SimulatedModeration, Simulator } from "../src/index.js"

@@ -3,7 +3,7 @@
  * the realistic profile's latencies per family.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Testing } from "@mediagate/core"
+import * as Testing from "@mediagate/core/testing"
 import * as MP4Box from "mp4box"
 import { Mp4, Simulator } from "../src/index.js"
 

@@ -1,0 +1,77 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Ids, TaskStore } from "@mediagate/core"
+import * as Testing from "@mediagate/core/testing"
+import { Cause, Effect, Exit, Layer } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Database, SqlTaskStore, TaskRow } from "../src/index.js"
+
+const dir = mkdtempSync(join(tmpdir(), "mediagate-taskrow-"))
+process.on("exit", () => rmSync(dir, { recursive: true, force: true }))
+let counter = 0
+const freshFile = () => join(dir, `db${++counter}.sqlite`)
+
+const task = Testing.record({
+  id: "0190c8a4-0000-7000-8000-000000000001",
+  status: "SUCCESS",
+  result: { type: "image", urls: ["https://cdn.example.com/a.png"] },
+  dueAt: null,
+  upstreamId: "up-1",
+  leaseOwner: "w1",
+  leaseUntil: 1_700_000_000_123,
+  createdAt: 1_700_000_000_000
+})
+
+describe("TaskRow", () => {
+  it.effect("its columns are exactly the tasks table's columns, as the migrations create them", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const table = yield* Effect.scoped(Effect.as(SqlTaskStore.make({ tablePrefix: "cols_" }), "cols_tasks"))
+      const info = yield* sql<{ name: string }>`SELECT name FROM pragma_table_info(${table})`
+      expect(info.map((column) => column.name).sort()).toEqual([...TaskRow.columns].sort())
+    }).pipe(Effect.provide(Database.layerSqlite(":memory:"))))
+
+  it("a record goes to a row and back unchanged, JSON columns as text", () => {
+    const row = TaskRow.toRow(task)
+    expect(typeof row.job).toBe("string")
+    expect(JSON.parse(row.input)).toEqual(task.input)
+    expect(TaskRow.values(row)).toHaveLength(TaskRow.columns.length)
+    expect(TaskRow.fromRow(row)).toEqual(task)
+  })
+
+  it("decodes PostgreSQL's BIGINT strings and a safe-integer driver's bigints as numbers", () => {
+    const row = TaskRow.toRow(task)
+    const fromPg = { ...row, created_at: "1700000000000", lease_until: "1700000000123", version: 1 }
+    expect(TaskRow.fromRow(fromPg)).toEqual(task)
+    const fromBigints = { ...row, created_at: 1_700_000_000_000n, updated_at: 1_700_000_000_000n, deadline_at: 1_700_000_600_000n, version: 1n }
+    expect(TaskRow.fromRow(fromBigints)).toEqual(task)
+  })
+
+  it("a malformed row is refused with its id and what is wrong, never turned into a task", () => {
+    const row = TaskRow.toRow(task)
+    expect(() => TaskRow.fromRow({ ...row, status: "DONE" })).toThrow(/malformed row 0190c8a4-0000-7000-8000-000000000001 in the tasks table[\s\S]*status/)
+    expect(() => TaskRow.fromRow({ ...row, job: "{not json" })).toThrow(/malformed row .* in the tasks table[\s\S]*job/)
+    expect(() => TaskRow.fromRow({ ...row, version: "one" })).toThrow(/version/)
+    const { owner_id: _, ...withoutOwner } = row
+    expect(() => TaskRow.fromRow(withoutOwner)).toThrow(/owner_id/)
+  })
+
+  it.effect("the store answers a row it cannot decode with a defect naming the row, not a task", () =>
+    Effect.gen(function*() {
+      const file = freshFile()
+      const exit = yield* Effect.gen(function*() {
+        const store = yield* TaskStore.TaskStore
+        yield* store.create(task)
+        // Another client edits the row behind the store's back.
+        yield* Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`UPDATE rows_tasks SET status = 'DONE' WHERE id = ${task.id}`
+        }).pipe(Effect.provide(Database.layerSqlite(file)))
+        return yield* Effect.exit(store.get(Ids.TaskId.make(task.id)))
+      }).pipe(Effect.provide(SqlTaskStore.layerWith({ tablePrefix: "rows_" }).pipe(Layer.provide(Database.layerSqlite(file)))))
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      expect(Exit.isFailure(exit) && String(Cause.squash(exit.cause))).toMatch(/malformed row 0190c8a4-.* in the tasks table[\s\S]*status/)
+    }))
+})
