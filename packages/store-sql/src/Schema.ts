@@ -59,6 +59,15 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
       )`
       yield* sql`CREATE INDEX ${sql(`${t.callbacks}_task`)} ON ${sql(t.callbacks)} (task_id)`
     }),
+    "0003_create_accounts": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE ${sql(t.accounts)} (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        key_hash TEXT NOT NULL UNIQUE,
+        created_at BIGINT NOT NULL
+      )`
+    }),
     "0004_callback_delivery": Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* sql`ALTER TABLE ${sql(t.callbacks)} ADD COLUMN lease_until BIGINT`
@@ -80,15 +89,6 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
     "0005_account_webhook_secret": Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* sql`ALTER TABLE ${sql(t.accounts)} ADD COLUMN webhook_secret TEXT`
-    }),
-    "0003_create_accounts": Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql`CREATE TABLE ${sql(t.accounts)} (
-        id TEXT PRIMARY KEY,
-        name TEXT NOT NULL,
-        key_hash TEXT NOT NULL UNIQUE,
-        created_at BIGINT NOT NULL
-      )`
     })
   }
 }

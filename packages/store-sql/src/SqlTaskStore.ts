@@ -77,18 +77,24 @@ const transaction = <A, E>(
   )
 
 /**
- * SQLite has one connection per client and better-sqlite3 answers synchronously, so the
- * store keeps the connection for its lifetime and needs no lock: a single statement runs
- * in one synchronous call, and a transaction runs from `BEGIN IMMEDIATE` to `COMMIT` in one
- * synchronous stretch (no other fiber can slip a statement in between). `BEGIN IMMEDIATE`
- * takes the write lock up front, so a writer never fails halfway when another process
- * writes the same file. Give the store a client of its own.
+ * SQLite has one connection per client, and the store keeps it for its lifetime (give the
+ * store a client of its own). Fibers share that connection, so a lock orders them: a
+ * transaction runs from `BEGIN IMMEDIATE` to `COMMIT` with no other fiber's statement in
+ * between (it would otherwise commit or roll back with someone else's transaction), and a
+ * single statement waits while a transaction is open. better-sqlite3 answers synchronously,
+ * so the lock is never held across a wait on the database. `BEGIN IMMEDIATE` takes the
+ * write lock up front, so a writer never fails halfway when another process writes the
+ * same file.
  */
 const sqliteExecutor = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlError, Scope.Scope> =>
-  Effect.map(sql.reserve, (connection) => ({
-    run: (text, params) => connection.execute(text, params, undefined),
-    transaction: (body) => Effect.suspend(() => Effect.runSyncExit(transaction(connection, "BEGIN IMMEDIATE", body)))
-  }))
+  Effect.gen(function*() {
+    const connection = yield* sql.reserve
+    const exclusive = (yield* Effect.makeSemaphore(1)).withPermits(1)
+    return {
+      run: (text, params) => exclusive(connection.execute(text, params, undefined)),
+      transaction: (body) => exclusive(transaction(connection, "BEGIN IMMEDIATE", body))
+    }
+  })
 
 /** PostgreSQL: a pooled connection per operation; row locks order concurrent writers. */
 const pgExecutor = (sql: SqlClient.SqlClient): Executor => ({

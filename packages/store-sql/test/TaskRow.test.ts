@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Ids, TaskStore } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { Cause, Effect, Exit, Layer } from "effect"
@@ -9,7 +9,7 @@ import { join } from "node:path"
 import { Database, SqlTaskStore, TaskRow } from "../src/index.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-taskrow-"))
-process.on("exit", () => rmSync(dir, { recursive: true, force: true }))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
 let counter = 0
 const freshFile = () => join(dir, `db${++counter}.sqlite`)
 
