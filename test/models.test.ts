@@ -87,6 +87,8 @@ describe("every model over HTTP", () => {
           expect(info.inputSchema["required"]).toContain("prompt")
           expect(info.examples.length).toBeGreaterThan(0)
         }
+        // No titles derived from code (`between(4, 15)`) anywhere in the schemas.
+        expect(JSON.stringify(data.models)).not.toMatch(/"title"|between\(|minItems\(/)
         const clip3 = data.models.find((m) => m.id === "clip3")!
         expect((clip3.inputSchema["properties"] as any).duration.enum).toEqual([4, 6, 8])
         expect(clip3.inputSchema["additionalProperties"]).toBe(false)

@@ -14,7 +14,7 @@ import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/st
 import { Database, SqlAccounts, SqlTaskStore } from "@mediagate/store-sql"
 import { SimulatedModeration, Simulator } from "@mediagate/upstream"
 import type { MediaError } from "@mediagate/core"
-import { Layer } from "effect"
+import { Layer, Option } from "effect"
 import { createServer } from "node:http"
 import type { ServerConfig } from "./Config.js"
 
@@ -75,4 +75,9 @@ export const server = (config: Pick<ServerConfig, "host" | "port">) =>
 
 /** Everything: services and the server. */
 export const layer = (config: ServerConfig, backends: Backends) =>
-  MediagateHttp.serve.pipe(Layer.provide(services(config, backends)), Layer.provide(server(config)))
+  MediagateHttp.serve.pipe(
+    Layer.provide(services(config, backends)),
+    // The OpenAPI document names MEDIAGATE_PUBLIC_URL (or its default) in `servers`.
+    Layer.provide(Layer.succeed(Routes.PublicUrl, Option.some(config.publicUrl))),
+    Layer.provide(server(config))
+  )

@@ -30,8 +30,19 @@ export type ModelInfo = typeof ModelInfo.Type
 /** The JSON Schema of a model's input, with `additionalProperties` telling whether unknown fields pass. */
 export const inputJsonSchema = (spec: ModelSpec): Record<string, unknown> => {
   const { $schema: _, ...schema } = JSONSchema.make(spec.inputSchema as Schema.Schema<unknown, unknown>) as unknown as Record<string, unknown>
-  return { ...schema, additionalProperties: spec.passThrough }
+  return { ...withoutTitles(schema) as Record<string, unknown>, additionalProperties: spec.passThrough }
 }
+
+/**
+ * The JSON Schema without the `title`s Schema derives from code (`between(4, 15)`,
+ * `minItems(1)`): they describe our implementation, not the field; descriptions stay.
+ */
+const withoutTitles = (value: unknown): unknown =>
+  Array.isArray(value)
+    ? value.map(withoutTitles)
+    : typeof value === "object" && value !== null
+    ? Object.fromEntries(Object.entries(value).filter(([key]) => key !== "title").map(([key, item]) => [key, withoutTitles(item)]))
+    : value
 
 /** Describes a model. */
 export const describe = (spec: ModelSpec): ModelInfo => ({
