@@ -158,35 +158,38 @@ export const makeStep = (options: Options = {}): Effect.Effect<
           : yield* write(record, writes.reschedule(record, now + settings.upstreamPollInterval, { upstreamId: submitted.upstreamId }))
       })
 
-    const submitAsync = (claimed: Task.TaskRecord) =>
+    /** An asynchronous upstream's call (submit or poll), within its time limit; `onAnswer` takes its answer. */
+    const callAsync = <A>(
+      claimed: Task.TaskRecord,
+      call: Effect.Effect<A, UpstreamError>,
+      onAnswer: (record: Task.TaskRecord, answer: A, now: number) => Effect.Effect<Task.TaskRecord>
+    ) =>
       Effect.gen(function*() {
         const limit = settings.upstreamCallTimeout
-        const [record, outcome] = yield* guarded(claimed, limit, upstream.submit(claimed.job, { taskId: claimed.id }))
+        const [record, outcome] = yield* guarded(claimed, limit, call)
         const now = yield* Clock.currentTimeMillis
         if (Option.isNone(outcome)) return yield* ranOut(record, now, limit)
         if (Either.isLeft(outcome.value)) return yield* fail(record, outcome.value.left, now)
-        const submitted = outcome.value.right
-        if (submitted._tag === "Completed") return yield* complete(record, submitted.result, now)
+        return yield* onAnswer(record, outcome.value.right, now)
+      })
+
+    const submitAsync = (claimed: Task.TaskRecord) =>
+      callAsync(claimed, upstream.submit(claimed.job, { taskId: claimed.id }), (record, submitted, now) => {
+        if (submitted._tag === "Completed") return complete(record, submitted.result, now)
         const dueAt = now + settings.upstreamPollInterval
         return record.status === "PENDING"
-          ? yield* write(record, writes.apply(record, { to: "SUBMITTED", upstreamId: submitted.upstreamId, dueAt }, now))
+          ? write(record, writes.apply(record, { to: "SUBMITTED", upstreamId: submitted.upstreamId, dueAt }, now))
           // Resubmitted after a fallback: same status, new upstream job.
-          : yield* write(record, writes.reschedule(record, dueAt, { upstreamId: submitted.upstreamId }))
+          : write(record, writes.reschedule(record, dueAt, { upstreamId: submitted.upstreamId }))
       })
 
     const poll = (claimed: Task.TaskRecord, upstreamId: Ids.UpstreamId) =>
-      Effect.gen(function*() {
-        const limit = settings.upstreamCallTimeout
-        const [record, outcome] = yield* guarded(claimed, limit, upstream.poll(upstreamId, claimed.job))
-        const now = yield* Clock.currentTimeMillis
-        if (Option.isNone(outcome)) return yield* ranOut(record, now, limit)
-        if (Either.isLeft(outcome.value)) return yield* fail(record, outcome.value.left, now)
-        const polled = outcome.value.right
-        if (polled._tag === "Completed") return yield* complete(record, polled.result, now)
+      callAsync(claimed, upstream.poll(upstreamId, claimed.job), (record, polled, now) => {
+        if (polled._tag === "Completed") return complete(record, polled.result, now)
         const dueAt = now + settings.upstreamPollInterval
         return record.status === "SUBMITTED"
-          ? yield* write(record, writes.apply(record, { to: "PROCESSING", dueAt }, now))
-          : yield* write(record, writes.reschedule(record, dueAt))
+          ? write(record, writes.apply(record, { to: "PROCESSING", dueAt }, now))
+          : write(record, writes.reschedule(record, dueAt))
       })
 
     return (record: Task.TaskRecord): Effect.Effect<Task.TaskRecord, never> =>
