@@ -30,13 +30,6 @@ export interface ModerationVerdict {
   readonly categories: Readonly<Partial<Record<ModerationCategory, boolean>>>
 }
 
-/** All 13 categories of a verdict, missing ones false, in the spec's order. */
-export const allCategories = (categories: ModerationVerdict["categories"]): Record<ModerationCategory, boolean> =>
-  Object.fromEntries(moderationCategories.map((category) => [category, categories[category] === true])) as Record<
-    ModerationCategory,
-    boolean
-  >
-
 /** A verdict with the given categories flagged. */
 export const verdict = (flaggedCategories: ReadonlyArray<ModerationCategory> = []): ModerationVerdict => {
   const categories = Object.fromEntries(
