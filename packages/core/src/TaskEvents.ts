@@ -1,10 +1,16 @@
 /**
- * Lets the use cases tell the engine that new work is due, so it need not wait for its next poll.
+ * Wake-ups: the use cases tell the engine that new work is due, and the write path tells the
+ * callback deliverer that a callback is owed, so neither waits for its next periodic scan.
  */
 import { Context, Effect, Layer } from "effect"
 
 /** A nudge to the engine. Optional: without it the engine finds the work at its next poll. */
 export class TaskWakeup extends Context.Tag("@mediagate/core/TaskWakeup")<TaskWakeup, {
+  readonly wake: Effect.Effect<void>
+}>() {}
+
+/** A nudge to the callback deliverer. Optional: without it the deliverer finds the callback at its next scan. */
+export class CallbackWakeup extends Context.Tag("@mediagate/core/CallbackWakeup")<CallbackWakeup, {
   readonly wake: Effect.Effect<void>
 }>() {}
 

@@ -5,13 +5,14 @@
  * API (submit, cancel) and the engine write through this module alone.
  */
 import type { Either } from "effect"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import type { IllegalTransition, TaskConflict } from "./Errors.js"
 import type { UpstreamId } from "./Ids.js"
 import { Ids } from "./Ids.js"
 import type { TaskRecord, TaskStatus, UpstreamJob } from "./Task.js"
 import { isTerminal } from "./Task.js"
 import type { CallbackRow } from "./TaskStore.js"
+import { CallbackWakeup } from "./TaskEvents.js"
 import { TaskStore } from "./TaskStore.js"
 import type { TaskChange } from "./Transition.js"
 import * as Transition from "./Transition.js"
@@ -42,6 +43,10 @@ export interface TaskWrites {
 export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.gen(function*() {
   const store = yield* TaskStore
   const ids = yield* Ids
+  const deliverer = yield* Effect.serviceOption(CallbackWakeup)
+  /** After a callback row is written: the deliverer sends it now rather than at its next scan. */
+  const owed = (callbacks: ReadonlyArray<CallbackRow>) =>
+    callbacks.length > 0 && Option.isSome(deliverer) ? deliverer.value.wake : Effect.void
 
   const callbacksOwed = (before: TaskStatus | null, after: TaskRecord) =>
     owesCallback(before, after)
@@ -53,12 +58,17 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
   const write = (current: TaskRecord, next: Either.Either<TaskRecord, IllegalTransition>) =>
     Effect.flatMap(next, (record) =>
       callbacksOwed(current.status, record).pipe(
-        Effect.flatMap((callbacks) => store.update(record, current.version, callbacks)),
+        Effect.tap((callbacks) => store.update(record, current.version, callbacks)),
+        Effect.flatMap(owed),
         Effect.as(record)
       ))
 
   return {
-    create: (record) => Effect.flatMap(callbacksOwed(null, record), (callbacks) => store.create(record, callbacks)),
+    create: (record) =>
+      callbacksOwed(null, record).pipe(
+        Effect.tap((callbacks) => store.create(record, callbacks)),
+        Effect.flatMap(owed)
+      ),
     apply: (current, change, now) => write(current, Transition.apply(current, change, now)),
     reschedule: (current, dueAt, patch) => write(current, Transition.reschedule(current, dueAt, patch))
   }

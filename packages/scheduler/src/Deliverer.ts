@@ -5,8 +5,8 @@
  * Requests go through Outbound, never a host's HTTP client: the callback host must resolve
  * to public addresses only, and nothing but the webhook's own headers is sent.
  */
-import { Accounts, Api, Outbound, Task, TaskStore } from "@mediagate/core"
-import { Clock, Duration, Effect, Layer, Option, Random, Redacted } from "effect"
+import { Accounts, Api, Outbound, Task, TaskEvents, TaskStore } from "@mediagate/core"
+import { Clock, Duration, Effect, Layer, Option, Queue, Random, Redacted } from "effect"
 import * as Webhooks from "./Webhooks.js"
 
 /** The user-agent of our callbacks. */
@@ -97,17 +97,22 @@ export const make = (options: Options = {}) =>
       return due.length
     }).pipe(Effect.catchAllDefect((defect) => Effect.logError("deliverer: claiming callbacks failed", defect).pipe(Effect.as(0))))
 
-    // Busy: go again at once; idle: wait for the next poll.
+    // Busy: go again at once; idle: wait for a wake-up (a callback was just owed) or, as the
+    // safety net for retries coming due and other nodes' callbacks, the next periodic scan.
+    const wakeups = yield* Queue.sliding<void>(1)
     yield* round.pipe(
-      Effect.flatMap((count) => (count > 0 ? Effect.void : Effect.sleep(options.pollInterval ?? "1 second"))),
+      Effect.flatMap((count) =>
+        count > 0 ? Effect.void : Effect.race(Effect.sleep(options.pollInterval ?? "1 second"), wakeups.take)
+      ),
       Effect.forever,
       Effect.forkScoped,
       Effect.interruptible
     )
+    return { wake: wakeups.offer().pipe(Effect.asVoid) }
   })
 
-/** The deliverer running in the background for the layer's lifetime. */
+/** The deliverer running in the background for the layer's lifetime; provides its wake-up to the write path. */
 export const layer = (
   options: Options = {}
-): Layer.Layer<never, never, TaskStore.TaskStore | Accounts.Accounts | Outbound.Outbound> =>
-  Layer.scopedDiscard(make(options))
+): Layer.Layer<TaskEvents.CallbackWakeup, never, TaskStore.TaskStore | Accounts.Accounts | Outbound.Outbound> =>
+  Layer.scoped(TaskEvents.CallbackWakeup, make(options))

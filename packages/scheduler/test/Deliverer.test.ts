@@ -4,7 +4,7 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Outbound, Task, TaskStore } from "@mediagate/core"
+import { Ids, Outbound, Task, TaskStore, TaskWrites } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { NodeOutbound, NodeResolver } from "@mediagate/media"
 import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
@@ -100,6 +100,19 @@ const owe = (path: string, origin?: string) =>
 const attemptsOf = (id: string) => Effect.flatMap(TaskStore.TaskStore, (store) => store.callbackAttempts(id))
 
 describe("Deliverer", () => {
+  it.effect("is woken by the write path: a callback owed now is sent without waiting for the next scan", () =>
+    Effect.gen(function*() {
+      // The periodic scan is an hour away and the TestClock never moves: only the wake-up can send it.
+      const writes = yield* TaskWrites.make
+      const task = Testing.record({ id: "0190c8a4-0000-7000-8000-00000000wake", callBackUrl: `${base}/woken` })
+      yield* Effect.flatMap(TaskStore.TaskStore, (store) => store.create(task))
+      yield* writes.apply(task, { to: "FAILURE", reason: null, message: "x" }, 0)
+      yield* until(Effect.sync(() => received.filter((r) => r.path === "/woken").length), (n) => n === 1)
+    }).pipe(
+      Effect.provide(Layer.merge(deliverer({ pollInterval: "1 hour" }), Ids.layerTest)),
+      Effect.scoped
+    ))
+
   it.effect("delivers the query answer, signed so that standardwebhooks verifies it", () =>
     Effect.gen(function*() {
       const { callback, task } = yield* owe("/ok")

@@ -35,11 +35,14 @@ export interface Options {
 export const services = (
   options: Options = {}
 ): Layer.Layer<TaskService | ModelCatalog.ModelCatalog | SubmitPolicy | Ids.Ids, never, Backends> => {
-  // One engine: it provides the wake-up that submit uses, so every accepted task wakes it.
-  const tasks = TaskService.Default.pipe(Layer.provide(Engine.layer(options.engine)))
+  // One deliverer and one engine (layers are memoised by reference): the deliverer's
+  // wake-up reaches the write path of both the engine and the use cases, so an owed callback
+  // is sent at once; the engine's wake-up reaches submit, so an accepted task starts at once.
+  const deliverer = Deliverer.layer(options.deliverer)
+  const engine = Engine.layer(options.engine).pipe(Layer.provide(deliverer))
+  const tasks = TaskService.Default.pipe(Layer.provide(engine), Layer.provide(deliverer))
   return Layer.mergeAll(
     tasks,
-    Deliverer.layer(options.deliverer),
     Layer.succeed(SubmitPolicy, { ...SubmitPolicy.defaultValue(), allowPrivateUrls: options.allowPrivateUrls ?? false })
   ).pipe(
     Layer.provideMerge(ModelCatalog.layer),
