@@ -5,7 +5,7 @@
  */
 import type { IllegalTransition, TaskConflict } from "@mediagate/core"
 import { Attempt, Ids, ModelCatalog, Task, TaskEvents, TaskStore, TaskWrites, Transition, Upstream, UpstreamError } from "@mediagate/core"
-import { Clock, Duration, Effect, Either, Fiber, FiberSet, Layer, Option, Queue, Ref } from "effect"
+import { Clock, Duration, Effect, Either, Fiber, FiberSet, Layer, Option, Queue, Random, Ref } from "effect"
 
 /** Engine settings. */
 export interface Options {
@@ -17,8 +17,15 @@ export interface Options {
   readonly leaseDuration?: Duration.DurationInput
   /** How long after a retryable upstream error the step is tried again. Default 5 s. */
   readonly retryDelay?: Duration.DurationInput
-  /** How often an accepted async job is polled. Default 2 s. */
+  /**
+   * The longest wait between two polls of an accepted async job. Polls start soon after the
+   * upstream accepted the job (`firstPollDelay`) and back off to half the time the task has
+   * run so far, up to this cap. Default: a 36th of the model's deadline, between 1 s and
+   * 10 min (about 17 s for a 10-minute image model, 10 min for motion's 6 hours).
+   */
   readonly upstreamPollInterval?: Duration.DurationInput
+  /** The first poll's delay after the upstream accepted a job. Default 50 ms. */
+  readonly firstPollDelay?: Duration.DurationInput
   /**
    * Longest wait for an asynchronous upstream's submit or poll call; shorter than the
    * lease, so a hanging call ends (as a retryable failure) before anyone else may take the
@@ -44,7 +51,8 @@ const resolve = (options: Options) => ({
   concurrency: options.concurrency ?? 16,
   leaseDuration: Duration.toMillis(options.leaseDuration ?? "15 seconds"),
   retryDelay: Duration.toMillis(options.retryDelay ?? "5 seconds"),
-  upstreamPollInterval: Duration.toMillis(options.upstreamPollInterval ?? "2 seconds"),
+  upstreamPollInterval: options.upstreamPollInterval === undefined ? undefined : Duration.toMillis(options.upstreamPollInterval),
+  firstPollDelay: Duration.toMillis(options.firstPollDelay ?? "50 millis"),
   upstreamCallTimeout: Duration.toMillis(options.upstreamCallTimeout ?? "10 seconds"),
   syncCallTimeout: Duration.toMillis(options.syncCallTimeout ?? "2 minutes"),
   heartbeatWindow: Duration.toMillis(options.heartbeatWindow ?? "15 seconds")
@@ -62,6 +70,19 @@ export const makeStep = (options: Options = {}): Effect.Effect<
     const upstream = yield* Upstream.Upstream
     const catalog = yield* ModelCatalog.ModelCatalog
     const writes = yield* TaskWrites.make
+
+    /**
+     * When to poll an accepted job next: soon at first, then half the time the task has run so
+     * far (so a job found done is at most half again as late as it took), capped, with ±10%
+     * jitter so that jobs accepted together do not poll together.
+     */
+    const nextPollAt = (record: Task.TaskRecord, now: number) =>
+      Effect.map(Random.nextRange(0.9, 1.1), (jitter) => {
+        const cap = settings.upstreamPollInterval ??
+          Math.min(600_000, Math.max(1_000, (record.deadlineAt - record.createdAt) / 36))
+        const delay = Math.min(cap, Math.max(settings.firstPollDelay, (now - record.createdAt) / 2))
+        return now + Math.round(delay * jitter)
+      })
 
     /** Writes through the one write path; a refused transition or a lost race leaves the task as it is. */
     const write = (current: Task.TaskRecord, next: Effect.Effect<Task.TaskRecord, IllegalTransition | TaskConflict>) =>
@@ -155,7 +176,7 @@ export const makeStep = (options: Options = {}): Effect.Effect<
         return submitted._tag === "Completed"
           ? yield* complete(record, submitted.result, now)
           // A sync upstream that answered with a job id after all: poll it like an async one.
-          : yield* write(record, writes.reschedule(record, now + settings.upstreamPollInterval, { upstreamId: submitted.upstreamId }))
+          : yield* write(record, writes.reschedule(record, yield* nextPollAt(record, now), { upstreamId: submitted.upstreamId }))
       })
 
     /** An asynchronous upstream's call (submit or poll), within its time limit; `onAnswer` takes its answer. */
@@ -174,23 +195,23 @@ export const makeStep = (options: Options = {}): Effect.Effect<
       })
 
     const submitAsync = (claimed: Task.TaskRecord) =>
-      callAsync(claimed, upstream.submit(claimed.job, { taskId: claimed.id }), (record, submitted, now) => {
-        if (submitted._tag === "Completed") return complete(record, submitted.result, now)
-        const dueAt = now + settings.upstreamPollInterval
-        return record.status === "PENDING"
-          ? write(record, writes.apply(record, { to: "SUBMITTED", upstreamId: submitted.upstreamId, dueAt }, now))
-          // Resubmitted after a fallback: same status, new upstream job.
-          : write(record, writes.reschedule(record, dueAt, { upstreamId: submitted.upstreamId }))
-      })
+      callAsync(claimed, upstream.submit(claimed.job, { taskId: claimed.id }), (record, submitted, now) =>
+        submitted._tag === "Completed"
+          ? complete(record, submitted.result, now)
+          : Effect.flatMap(nextPollAt(record, now), (dueAt) =>
+            record.status === "PENDING"
+              ? write(record, writes.apply(record, { to: "SUBMITTED", upstreamId: submitted.upstreamId, dueAt }, now))
+              // Resubmitted after a fallback: same status, new upstream job.
+              : write(record, writes.reschedule(record, dueAt, { upstreamId: submitted.upstreamId }))))
 
     const poll = (claimed: Task.TaskRecord, upstreamId: Ids.UpstreamId) =>
-      callAsync(claimed, upstream.poll(upstreamId, claimed.job), (record, polled, now) => {
-        if (polled._tag === "Completed") return complete(record, polled.result, now)
-        const dueAt = now + settings.upstreamPollInterval
-        return record.status === "SUBMITTED"
-          ? write(record, writes.apply(record, { to: "PROCESSING", dueAt }, now))
-          : write(record, writes.reschedule(record, dueAt))
-      })
+      callAsync(claimed, upstream.poll(upstreamId, claimed.job), (record, polled, now) =>
+        polled._tag === "Completed"
+          ? complete(record, polled.result, now)
+          : Effect.flatMap(nextPollAt(record, now), (dueAt) =>
+            record.status === "SUBMITTED"
+              ? write(record, writes.apply(record, { to: "PROCESSING", dueAt }, now))
+              : write(record, writes.reschedule(record, dueAt))))
 
     return (record: Task.TaskRecord): Effect.Effect<Task.TaskRecord, never> =>
       Effect.gen(function*() {
@@ -226,6 +247,10 @@ export const make = (options: Options = {}) =>
     const wakeups = yield* Queue.sliding<void>(1)
     const inflight = yield* Ref.make(0)
     const fibers = yield* FiberSet.make<Task.TaskRecord>()
+    /** The earliest due time a step of this engine left behind (a poll 50 ms away): the loop wakes for it. */
+    const nextDue = yield* Ref.make(Number.POSITIVE_INFINITY)
+    const remember = (record: Task.TaskRecord) =>
+      record.dueAt === null ? Effect.void : Ref.update(nextDue, (due) => Math.min(due, record.dueAt!))
 
     const claimAndRun = Effect.gen(function*() {
       const free = settings.concurrency - (yield* Ref.get(inflight))
@@ -236,13 +261,25 @@ export const make = (options: Options = {}) =>
         yield* Ref.update(inflight, (n) => n + 1)
         yield* FiberSet.run(
           fibers,
-          step(record).pipe(Effect.ensuring(Ref.update(inflight, (n) => n - 1).pipe(Effect.zipRight(wakeups.offer()))))
+          step(record).pipe(
+            Effect.tap(remember),
+            Effect.ensuring(Ref.update(inflight, (n) => n - 1).pipe(Effect.zipRight(wakeups.offer())))
+          )
         )
       }
     }).pipe(Effect.catchAllDefect((defect) => Effect.logError("engine: claiming due work failed", defect)))
 
+    // Sleep until the earliest due time this engine knows of, a wake-up (a submit, a step
+    // done), or the periodic scan, the safety net for work written by other workers.
+    const idle = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      // A due time already reached was claimed by the round that just ran.
+      const due = yield* Ref.modify(nextDue, (due) => (due <= now ? [Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY] : [due, due]))
+      const wait = Math.max(0, Math.min(Duration.toMillis(settings.pollInterval), due - now))
+      yield* Effect.race(Effect.sleep(Duration.millis(wait)), wakeups.take)
+    })
     yield* claimAndRun.pipe(
-      Effect.zipRight(Effect.race(Effect.sleep(settings.pollInterval), wakeups.take)),
+      Effect.zipRight(idle),
       Effect.forever,
       Effect.forkScoped,
       Effect.interruptible

@@ -5,7 +5,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Ids, ModelCatalog, Task, TaskEvents, TaskStore, Upstream, UpstreamError } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { MemoryTaskStore } from "@mediagate/store-memory"
-import { Context, Deferred, Effect, Layer, Option, Ref, TestClock } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, Option, Ref, TestClock } from "effect"
 import { Engine } from "../src/index.js"
 
 const job = (overrides: Partial<Task.UpstreamJob> = {}) => Testing.job({ ratio: null, width: null, height: null, ...overrides })
@@ -130,7 +130,57 @@ describe("Engine", () => {
           expect((yield* statusOf("t1")).status).toBe("SUCCESS")
           expect(yield* Ref.get(polls)).toBe(3)
         }),
-        { upstreamPollInterval: "2 seconds" }
+        // A fixed 2-second rhythm, to see each status in turn.
+        { firstPollDelay: "2 seconds", upstreamPollInterval: "2 seconds" }
+      )
+    }))
+
+  it.effect("an accepted job is polled soon, then ever less often: an instant job ends within 100 ms", () =>
+    Effect.gen(function*() {
+      yield* run(
+        scripted(
+          () => Effect.succeed({ _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make("up-fast") }),
+          () => Effect.succeed({ _tag: "Completed" as const, result })
+        ),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          yield* store.create(record("t1", 0, { sync: false }))
+          yield* settle
+          for (let i = 0; i < 10; i++) {
+            yield* TestClock.adjust("10 millis")
+            yield* settle
+          }
+          expect((yield* statusOf("t1")).status).toBe("SUCCESS")
+        })
+      )
+    }))
+
+  it.effect("a motion job that takes 4 hours is polled at most 50 times", () =>
+    Effect.gen(function*() {
+      const polls = yield* Ref.make(0)
+      const fourHours = 4 * 3_600_000
+      yield* run(
+        scripted(
+          () => Effect.succeed({ _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make("up-slow") }),
+          () =>
+            Ref.update(polls, (n) => n + 1).pipe(
+              Effect.zipRight(Clock.currentTimeMillis),
+              Effect.map((now) => (now >= fourHours ? { _tag: "Completed" as const, result } : { _tag: "Running" as const }))
+            )
+        ),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          // motion's deadline is 6 hours.
+          yield* store.create(record("m1", 0, { sync: false, model: "motion-2.0" }, 6 * 3_600_000))
+          for (let step = 0; step < (4 * 60 + 15) / 5; step++) {
+            yield* TestClock.adjust("5 minutes")
+            yield* settle
+          }
+          expect((yield* statusOf("m1")).status).toBe("SUCCESS")
+          expect(yield* Ref.get(polls)).toBeLessThanOrEqual(50)
+        }),
+        // No periodic scan to speak of: the engine wakes for the due times it set itself.
+        { pollInterval: "1 hour" }
       )
     }))
 
