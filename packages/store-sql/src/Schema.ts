@@ -16,7 +16,7 @@ export const tables = (prefix: string) => ({
   migrations: `${prefix}migrations`
 })
 
-/** The migrations, in order. Add a new entry `NNNN_name` to change the schema. */
+/** The migrations, listed in the order they run. Add a new entry `NNNN_name` at the end to change the schema. */
 export const migrations = (prefix: string): Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> => {
   const t = tables(prefix)
   return {
@@ -93,6 +93,30 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
   }
 }
 
-/** Runs the pending migrations. */
+/**
+ * Runs the pending migrations, each once, in the order of their numbers (the migrator sorts
+ * them and records each in `<prefix>migrations`). On PostgreSQL several nodes may start at
+ * once: a session advisory lock lets one migrate while the others wait, since the migrator's
+ * own first step (creating its table) is not safe to run twice at the same time.
+ */
 export const migrate = (prefix: string) =>
-  Migrator.make({})({ loader: Migrator.fromRecord(migrations(prefix)), table: tables(prefix).migrations })
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const table = tables(prefix).migrations
+    const run = Migrator.make({})({ loader: Migrator.fromRecord(migrations(prefix)), table })
+    return yield* sql.onDialectOrElse({
+      pg: () =>
+        Effect.scoped(
+          Effect.gen(function*() {
+            const connection = yield* sql.reserve
+            yield* Effect.acquireRelease(
+              connection.execute("SELECT pg_advisory_lock(hashtext($1))", [table], undefined),
+              // Closing the session releases the lock too; a failed unlock leaves nothing to undo.
+              () => Effect.ignore(connection.execute("SELECT pg_advisory_unlock(hashtext($1))", [table], undefined))
+            )
+            return yield* run
+          })
+        ),
+      orElse: () => run
+    })
+  })
