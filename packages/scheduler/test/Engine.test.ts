@@ -324,6 +324,27 @@ describe("Engine", () => {
     }))
 })
 
+describe("Engine: the heartbeat of an async call", () => {
+  it.effect("keeps a second worker off the task when the call's time limit is longer than the lease", () =>
+    Effect.gen(function*() {
+      const calls = yield* Ref.make(0)
+      const hanging = scripted(() => Ref.update(calls, (n) => n + 1).pipe(Effect.zipRight(Effect.never)))
+      const options = { leaseDuration: "15 seconds", upstreamCallTimeout: "60 seconds" } as const
+      const engines = Layer.merge(Engine.layer(options), Engine.layer({ ...options, pollInterval: "500 millis" })).pipe(
+        Layer.provideMerge(MemoryTaskStore.layer),
+        Layer.provide([hanging, Ids.layerTest, ModelCatalog.layer])
+      )
+      yield* Effect.gen(function*() {
+        const store = yield* TaskStore.TaskStore
+        yield* store.create(record("t1", 0, { sync: false }))
+        // Twice the lease: only the heartbeat keeps the task due in the future.
+        yield* advance(45)
+        expect(yield* Ref.get(calls)).toBe(1)
+        expect((yield* statusOf("t1")).dueAt).toBeGreaterThan(45_000)
+      }).pipe(Effect.provide(engines), Effect.scoped)
+    }))
+})
+
 describe("Engine: fallback by the failure's class (motion)", () => {
   const motionRecord = (id: string) =>
     Testing.record({
@@ -341,6 +362,33 @@ describe("Engine: fallback by the failure's class (motion)", () => {
           ? Effect.fail(new UpstreamError({ message: "the first model failed", reason, retryable: false }))
           : Effect.succeed({ _tag: "Completed" as const, result })
     )
+
+  it.effect("a transient failure retries motion-2.0 itself: no fallback, no attempt recorded", () =>
+    Effect.gen(function*() {
+      const polls = yield* Ref.make(0)
+      yield* run(
+        scripted(
+          (job) => Effect.succeed({ _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make(`up-${job.model}`) }),
+          () =>
+            Ref.getAndUpdate(polls, (n) => n + 1).pipe(
+              Effect.flatMap((n) =>
+                n === 0
+                  ? Effect.fail(new UpstreamError({ message: "busy", reason: null, retryable: true }))
+                  : Effect.succeed({ _tag: "Completed" as const, result })
+              )
+            )
+        ),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          yield* store.create(motionRecord("m1"))
+          yield* advance(15)
+          const done = yield* statusOf("m1")
+          expect([done.status, done.job.model, done.upstreamId]).toEqual(["SUCCESS", "motion-2.0", "up-motion-2.0"])
+          expect(done.job.previousAttempts).toBeUndefined()
+          expect(yield* Ref.get(polls)).toBe(2)
+        })
+      )
+    }))
 
   for (const reason of ["CONTENT_MODERATION", "INSUFFICIENT_POINTS"] as const) {
     it.effect(`${reason} does not fall back: the same prompt or account would fail again`, () =>
