@@ -21,6 +21,16 @@ const scripted = (
   poll: Upstream.Upstream["Type"]["poll"] = () => Effect.succeed({ _tag: "Running" })
 ) => Layer.succeed(Upstream.Upstream, { submit, poll })
 
+/** A call that fails retryably the first time and completes after; `calls` counts them. */
+const busyOnceThenDone = (calls: Ref.Ref<number>) =>
+  Ref.getAndUpdate(calls, (n) => n + 1).pipe(
+    Effect.flatMap((n) =>
+      n === 0
+        ? Effect.fail(new UpstreamError({ message: "busy", reason: null, retryable: true }))
+        : Effect.succeed({ _tag: "Completed" as const, result })
+    )
+  )
+
 const run = <A, E>(
   upstream: Layer.Layer<Upstream.Upstream>,
   body: Effect.Effect<A, E, TaskStore.TaskStore | TaskEvents.TaskWakeup>,
@@ -83,15 +93,7 @@ describe("Engine", () => {
     Effect.gen(function*() {
       const calls = yield* Ref.make(0)
       yield* run(
-        scripted(() =>
-          Ref.getAndUpdate(calls, (n) => n + 1).pipe(
-            Effect.flatMap((n) =>
-              n === 0
-                ? Effect.fail(new UpstreamError({ message: "busy", reason: null, retryable: true }))
-                : Effect.succeed({ _tag: "Completed" as const, result })
-            )
-          )
-        ),
+        scripted(() => busyOnceThenDone(calls)),
         Effect.gen(function*() {
           const store = yield* TaskStore.TaskStore
           yield* store.create(record("t1", 0))
@@ -369,14 +371,7 @@ describe("Engine: fallback by the failure's class (motion)", () => {
       yield* run(
         scripted(
           (job) => Effect.succeed({ _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make(`up-${job.model}`) }),
-          () =>
-            Ref.getAndUpdate(polls, (n) => n + 1).pipe(
-              Effect.flatMap((n) =>
-                n === 0
-                  ? Effect.fail(new UpstreamError({ message: "busy", reason: null, retryable: true }))
-                  : Effect.succeed({ _tag: "Completed" as const, result })
-              )
-            )
+          () => busyOnceThenDone(polls)
         ),
         Effect.gen(function*() {
           const store = yield* TaskStore.TaskStore
