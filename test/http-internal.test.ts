@@ -25,6 +25,7 @@ const brokenStore = (mode: "error" | "defect") =>
         : Effect.die(new Error("bug: undefined is not a function")),
     update: () => Effect.die("unused"),
     claimDue: () => Effect.succeed([]),
+    releaseLeases: () => Effect.void,
     list: () => Effect.die("unused"),
     callbacks: () => Effect.die("unused"),
     claimCallbacks: () => Effect.succeed([]),

@@ -210,6 +210,86 @@ for (const backend of backends) {
         })
       ))
 
+    it.effect("work in flight is claimed before new work, each earliest due first", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const waiting = record({ dueAt: 100 })
+          const polling = record({ status: "SUBMITTED", upstreamId: "up-1", dueAt: 800 })
+          const recovered = record({ status: "PROCESSING", dueAt: 300, leaseOwner: "dead", leaseUntil: 900 })
+          for (const task of [waiting, polling, recovered]) yield* store.create(task)
+          const claimed = yield* store.claimDue({ now: 1_000, limit: 2, worker: "w", leaseUntil: 2_000 })
+          expect(claimed.map((t) => t.id)).toEqual([recovered.id, polling.id])
+          expect((yield* store.claimDue({ now: 1_000, limit: 2, worker: "w", leaseUntil: 2_000 })).map((t) => t.id)).toEqual([waiting.id])
+        })
+      ))
+
+    it.effect("owners take turns: one owner's burst does not hold back another owner's task", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const burst = Array.from({ length: 6 }, (_, i) => record({ ownerId: "busy", dueAt: i }))
+          const single = record({ ownerId: "quiet", dueAt: 50 })
+          for (const task of [...burst, single]) yield* store.create(task)
+          const claimed = yield* store.claimDue({ now: 1_000, limit: 3, worker: "w", leaseUntil: 2_000 })
+          expect(new Set(claimed.map((t) => t.id))).toEqual(new Set([burst[0]!.id, single.id, burst[1]!.id]))
+        })
+      ))
+
+    it.effect("new work waits while the running limit is reached, and starts when a task ends", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const limits = { running: 2, perAccount: 100 }
+          const running = record({ status: "SUBMITTED", upstreamId: "up-1", dueAt: 5_000 })
+          const waiting = Array.from({ length: 3 }, (_, i) => record({ dueAt: i }))
+          for (const task of [running, ...waiting]) yield* store.create(task)
+          const first = yield* store.claimDue({ now: 1_000, limit: 10, worker: "w", leaseUntil: 2_000, limits })
+          expect(first.map((t) => t.id)).toEqual([waiting[0]!.id])
+          // The claimed PENDING task holds its place while leased.
+          expect(yield* store.claimDue({ now: 1_500, limit: 10, worker: "w", leaseUntil: 2_000, limits })).toEqual([])
+          const stored = Option.getOrThrow(yield* store.get(running.id))
+          yield* store.update(withVersion(stored, { status: "SUCCESS", dueAt: null }), stored.version)
+          const next = yield* store.claimDue({ now: 1_500, limit: 10, worker: "w", leaseUntil: 2_000, limits })
+          expect(next.map((t) => t.id)).toEqual([waiting[1]!.id])
+        })
+      ))
+
+    it.effect("an owner at its cap waits while other owners' work starts", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const limits = { running: 100, perAccount: 2 }
+          const mine = record({ ownerId: "capped", status: "PROCESSING", dueAt: 9_000 })
+          const more = Array.from({ length: 3 }, (_, i) => record({ ownerId: "capped", dueAt: i }))
+          const other = record({ ownerId: "other", dueAt: 10 })
+          for (const task of [mine, ...more, other]) yield* store.create(task)
+          const claimed = yield* store.claimDue({ now: 1_000, limit: 10, worker: "w", leaseUntil: 2_000, limits })
+          expect(new Set(claimed.map((t) => t.id))).toEqual(new Set([more[0]!.id, other.id]))
+        })
+      ))
+
+    it.effect("released leases free a node's tasks at once, keeping their due times", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const tasks = [record({ dueAt: 10 }), record({ dueAt: 20 })]
+          for (const task of tasks) yield* store.create(task)
+          expect(yield* store.claimDue({ now: 100, limit: 1, worker: "leaving", leaseUntil: 60_000 })).toHaveLength(1)
+          yield* store.releaseLeases("leaving")
+          const taken = yield* store.claimDue({ now: 101, limit: 2, worker: "other", leaseUntil: 60_000 })
+          expect(taken.map((t) => [t.id, t.dueAt])).toEqual([[tasks[0]!.id, 10], [tasks[1]!.id, 20]])
+        })
+      ))
+
+    it.effect("a task's upstream attempts round-trip", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const attempts: ReadonlyArray<Task.UpstreamAttempt> = [
+            { number: 1, model: "motion-2.0", upstreamId: "j1", startedAt: 1, endedAt: 2, outcome: "failed", error: "no", transientFailures: 2 },
+            { number: 2, model: "motion-1.5-pro", upstreamId: null, startedAt: 3, endedAt: null, outcome: "running", error: null, transientFailures: 0 }
+          ]
+          const task = record({ attempts })
+          yield* store.create(task)
+          expect(Option.getOrThrow(yield* store.get(task.id)).attempts).toEqual(attempts)
+        })
+      ))
+
     it.effect("a terminal transition and its callback row are written together", () =>
       withStore((store) =>
         Effect.gen(function*() {

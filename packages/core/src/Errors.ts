@@ -50,8 +50,14 @@ export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
 export class UpstreamError extends Schema.TaggedError<UpstreamError>()("UpstreamError", {
   message: Schema.String,
   reason: Schema.NullOr(FailureReason),
-  /** True when trying the same call again later may succeed. */
-  retryable: Schema.Boolean
+  /**
+   * True for a transient failure (connection error, timeout, 5xx, 429): the same call may
+   * succeed later, and is retried with backoff. False for a permanent one, which ends the
+   * attempt with `reason`.
+   */
+  retryable: Schema.Boolean,
+  /** The upstream's `Retry-After`, in milliseconds: no retry comes sooner. */
+  retryAfterMs: Schema.optional(Schema.Number)
 }) {}
 
 /** The media store could not keep or serve bytes. */

@@ -62,6 +62,30 @@ export const PreviousAttempt = Schema.Struct({
 }).annotations({ identifier: "PreviousAttempt" })
 export type PreviousAttempt = typeof PreviousAttempt.Type
 
+/**
+ * One upstream attempt: a job given to the upstream under one idempotency key, from its
+ * first call to its end. Transient failures of calls within it (a timeout, a 503) are
+ * retried under the same key and counted here; a fallback or a failed job starts the next.
+ */
+export const UpstreamAttempt = Schema.Struct({
+  /** 1 for the first attempt. The idempotency key is `<taskId>.<number>`. */
+  number: Schema.Int,
+  /** The model this attempt ran. */
+  model: Schema.String,
+  /** The upstream's id of the job; null until it accepted one (and for synchronous upstreams). */
+  upstreamId: Schema.NullOr(Schema.String),
+  /** Epoch milliseconds of the attempt's first call. */
+  startedAt: Schema.Number,
+  /** Epoch milliseconds of its end; null while it runs. */
+  endedAt: Schema.NullOr(Schema.Number),
+  outcome: Schema.Literal("running", "succeeded", "failed", "timed_out", "cancelled"),
+  /** The last error seen in this attempt (a transient one while it runs), or null. */
+  error: Schema.NullOr(Schema.String),
+  /** Transient call failures within this attempt so far. */
+  transientFailures: Schema.Int
+}).annotations({ identifier: "UpstreamAttempt" })
+export type UpstreamAttempt = typeof UpstreamAttempt.Type
+
 /** The normalised job an upstream runs: the model actually run and every resolved default. */
 export const UpstreamJob = Schema.Struct({
   /** The model actually run (clip3 r2v runs as clip3_fast, a fallback as motion-1.5-pro). */
@@ -88,7 +112,10 @@ export const UpstreamJob = Schema.Struct({
   /** Price of the job in integer micro-USD. */
   priceMicroUsd: Schema.Int,
   adjustments: Schema.Array(Adjustment),
-  /** Attempts of this task that failed before this job replaced them (a fallback), oldest first. Internal. */
+  /**
+   * Read from rows written before the task's `attempts` existed; nothing writes it now
+   * (`TaskRecord.attempts` holds every attempt).
+   */
   previousAttempts: Schema.optional(Schema.Array(PreviousAttempt))
 })
 export type UpstreamJob = typeof UpstreamJob.Type
@@ -115,8 +142,21 @@ export class TaskRecord extends Schema.Class<TaskRecord>("TaskRecord")({
   leaseOwner: Schema.NullOr(Schema.String),
   leaseUntil: Schema.NullOr(Schema.Number),
   /** Incremented by every write; the optimistic check compares it. */
-  version: Schema.Int
+  version: Schema.Int,
+  /** Every upstream attempt, oldest first; the last one may still run. */
+  attempts: Schema.optionalWith(Schema.Array(UpstreamAttempt), { default: () => [] })
 }) {}
+
+/** An upstream attempt as the query endpoint shows it. */
+export const WireAttempt = Schema.Struct({
+  attempt: Schema.Int,
+  model: Schema.String,
+  upstream_id: Schema.NullOr(Schema.String),
+  started_at: Schema.String,
+  ended_at: Schema.NullOr(Schema.String),
+  outcome: Schema.Literal("running", "succeeded", "failed", "timed_out", "cancelled"),
+  error: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "Attempt" })
 
 /** The task as the query endpoint returns it (spec section 2). */
 export const Task = Schema.Struct({
@@ -130,7 +170,9 @@ export const Task = Schema.Struct({
   /** Additive: what we changed of the request, and why (see docs/decisions.md). */
   adjustments: Schema.Array(Adjustment),
   /** Additive: the human-readable cause of a FAILURE, TIMEOUT or CANCELLED (the upstream's message); null otherwise. */
-  error: Schema.NullOr(Schema.String)
+  error: Schema.NullOr(Schema.String),
+  /** Additive: every upstream attempt, oldest first (a fallback is one more). */
+  attempts: Schema.Array(WireAttempt)
 }).annotations({ identifier: "Task" })
 export type Task = typeof Task.Type
 
@@ -147,5 +189,14 @@ export const toWire = (record: TaskRecord): Task => ({
   created_at: isoTime(record.createdAt),
   updated_at: isoTime(record.updatedAt),
   adjustments: record.job.adjustments,
-  error: record.status === "FAILURE" || record.status === "TIMEOUT" || record.status === "CANCELLED" ? record.errorMessage : null
+  error: record.status === "FAILURE" || record.status === "TIMEOUT" || record.status === "CANCELLED" ? record.errorMessage : null,
+  attempts: record.attempts.map((attempt) => ({
+    attempt: attempt.number,
+    model: attempt.model,
+    upstream_id: attempt.upstreamId,
+    started_at: isoTime(attempt.startedAt),
+    ended_at: attempt.endedAt === null ? null : isoTime(attempt.endedAt),
+    outcome: attempt.outcome,
+    error: attempt.error
+  }))
 })

@@ -14,6 +14,14 @@ export interface ClaimOptions {
   readonly worker: string
   /** The lease holds until this time; nobody else claims the task before then. */
   readonly leaseUntil: number
+  /**
+   * Limits on starting new work. A task is running from its claim out of PENDING until it
+   * ends: SUBMITTED, PROCESSING, or PENDING under a live lease. A PENDING task is claimed
+   * only while fewer than `running` tasks run in all and fewer than `perAccount` of its
+   * owner's. Work in flight (polls, a task whose worker died) is claimed regardless.
+   * Default: no limits.
+   */
+  readonly limits?: { readonly running: number; readonly perAccount: number }
 }
 
 /**
@@ -78,8 +86,18 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
     expectedVersion: number,
     callbacks?: ReadonlyArray<CallbackRow>
   ) => Effect.Effect<void, TaskConflict>
-  /** Leases up to `limit` non-terminal tasks that are due and not leased by someone else, earliest due first. */
+  /**
+   * Leases up to `limit` non-terminal tasks that are due and not leased by someone else:
+   * work in flight first, earliest due first; then PENDING tasks within `limits`, taking the
+   * owners in turn (each owner's earliest first, then each owner's second, ...), so one
+   * account's burst does not keep another's task waiting behind it.
+   */
   readonly claimDue: (options: ClaimOptions) => Effect.Effect<ReadonlyArray<TaskRecord>>
+  /**
+   * Gives up every lease `worker` holds (a node shutting down), so other workers take its
+   * tasks at once; their due times, and so their places in line, stay as they were.
+   */
+  readonly releaseLeases: (worker: string) => Effect.Effect<void>
   /** An owner's tasks, newest first, `limit` at a time; stable while new tasks arrive. */
   readonly list: (
     owner: AccountId,

@@ -4,13 +4,12 @@
  * exactly one), and the record and its callback are written together, all or nothing. The
  * API (submit, cancel) and the engine write through this module alone.
  */
-import type { Either } from "effect"
-import { Effect, Option } from "effect"
+import { Effect, Either, Option } from "effect"
 import type { IllegalTransition, TaskConflict } from "./Errors.js"
 import type { UpstreamId } from "./Ids.js"
 import { Ids } from "./Ids.js"
-import type { TaskRecord, TaskStatus, UpstreamJob } from "./Task.js"
-import { isTerminal } from "./Task.js"
+import type { TaskStatus, UpstreamAttempt, UpstreamJob } from "./Task.js"
+import { isTerminal, TaskRecord } from "./Task.js"
 import type { CallbackRow } from "./TaskStore.js"
 import { CallbackWakeup } from "./TaskEvents.js"
 import { TaskStore } from "./TaskStore.js"
@@ -21,6 +20,16 @@ import * as Transition from "./Transition.js"
 export const owesCallback = (before: TaskStatus | null, after: TaskRecord): boolean =>
   after.callBackUrl !== null && isTerminal(after.status) && (before === null || !isTerminal(before))
 
+/**
+ * What a write may carry besides the change: the upstream attempts as they now stand, and a
+ * lease the writer keeps (a worker busy with a call keeps the task; others skip it until the
+ * lease ends).
+ */
+export interface WriteOptions {
+  readonly attempts?: ReadonlyArray<UpstreamAttempt>
+  readonly lease?: { readonly owner: string; readonly until: number }
+}
+
 /** Writes task state; see the module comment. */
 export interface TaskWrites {
   /** Stores a new task (PENDING, or already ended by a rule of its model) with the callback it owes. */
@@ -29,13 +38,14 @@ export interface TaskWrites {
   readonly apply: (
     current: TaskRecord,
     change: TaskChange,
-    now: number
+    now: number,
+    options?: WriteOptions
   ) => Effect.Effect<TaskRecord, IllegalTransition | TaskConflict>
   /** Moves a non-terminal task's next look to `dueAt` (same status), optionally with a new job or upstream id. */
   readonly reschedule: (
     current: TaskRecord,
     dueAt: number,
-    patch?: { readonly job?: UpstreamJob; readonly upstreamId?: UpstreamId | null }
+    patch?: { readonly job?: UpstreamJob; readonly upstreamId?: UpstreamId | null } & WriteOptions
   ) => Effect.Effect<TaskRecord, IllegalTransition | TaskConflict>
 }
 
@@ -55,6 +65,10 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
       ])
       : Effect.succeed([])
 
+  /** `record` holding `lease`, if the writer keeps one. */
+  const leased = (record: TaskRecord, lease: WriteOptions["lease"]) =>
+    lease === undefined ? record : new TaskRecord({ ...record, leaseOwner: lease.owner, leaseUntil: lease.until })
+
   const write = (current: TaskRecord, next: Either.Either<TaskRecord, IllegalTransition>) =>
     Effect.flatMap(next, (record) =>
       callbacksOwed(current.status, record).pipe(
@@ -69,7 +83,11 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
         Effect.tap((callbacks) => store.create(record, callbacks)),
         Effect.flatMap(owed)
       ),
-    apply: (current, change, now) => write(current, Transition.apply(current, change, now)),
-    reschedule: (current, dueAt, patch) => write(current, Transition.reschedule(current, dueAt, patch))
+    apply: (current, change, now, options = {}) => {
+      const base = options.attempts === undefined ? current : new TaskRecord({ ...current, attempts: options.attempts })
+      return write(current, Either.map(Transition.apply(base, change, now), (next) => leased(next, options.lease)))
+    },
+    reschedule: (current, dueAt, { lease, ...patch } = {}) =>
+      write(current, Either.map(Transition.reschedule(current, dueAt, patch), (next) => leased(next, lease)))
   }
 })

@@ -5,9 +5,11 @@
  * any non-terminal -> SUCCESS | FAILURE | TIMEOUT | CANCELLED. Nothing leaves a terminal state.
  */
 import { Either } from "effect"
+import { close } from "./Attempt.js"
 import { IllegalTransition } from "./Errors.js"
 import type { UpstreamId } from "./Ids.js"
 import type { FailureReason, TaskResult, TaskStatus, UpstreamJob } from "./Task.js"
+import type { UpstreamAttempt } from "./Task.js"
 import { isTerminal, TaskRecord } from "./Task.js"
 
 /** A requested change of status with the data that status needs. */
@@ -52,6 +54,9 @@ export const apply = (
     leaseOwner: null,
     leaseUntil: null
   }
+  // A terminal state ends the running upstream attempt with it.
+  const ended = (outcome: Exclude<UpstreamAttempt["outcome"], "running">, error: string | null) =>
+    close(record.attempts, now, outcome, error)
   switch (change.to) {
     case "SUBMITTED":
       return Either.right(new TaskRecord({ ...base, upstreamId: change.upstreamId, dueAt: change.dueAt }))
@@ -60,14 +65,27 @@ export const apply = (
         new TaskRecord({ ...base, upstreamId: change.upstreamId ?? record.upstreamId, dueAt: change.dueAt })
       )
     case "SUCCESS":
-      return Either.right(new TaskRecord({ ...base, result: change.result, failureReason: null, dueAt: null }))
+      return Either.right(
+        new TaskRecord({ ...base, result: change.result, failureReason: null, dueAt: null, attempts: ended("succeeded", null) })
+      )
     case "FAILURE":
       return Either.right(
-        new TaskRecord({ ...base, failureReason: change.reason, errorMessage: change.message, dueAt: null })
+        new TaskRecord({
+          ...base,
+          failureReason: change.reason,
+          errorMessage: change.message,
+          dueAt: null,
+          attempts: ended("failed", change.message)
+        })
       )
     case "TIMEOUT":
+      return Either.right(
+        new TaskRecord({ ...base, errorMessage: change.message ?? null, dueAt: null, attempts: ended("timed_out", change.message ?? null) })
+      )
     case "CANCELLED":
-      return Either.right(new TaskRecord({ ...base, errorMessage: change.message ?? null, dueAt: null }))
+      return Either.right(
+        new TaskRecord({ ...base, errorMessage: change.message ?? null, dueAt: null, attempts: ended("cancelled", null) })
+      )
   }
 }
 
@@ -79,7 +97,11 @@ export const apply = (
 export const reschedule = (
   record: TaskRecord,
   dueAt: number,
-  patch: { readonly job?: UpstreamJob; readonly upstreamId?: UpstreamId | null } = {}
+  patch: {
+    readonly job?: UpstreamJob
+    readonly upstreamId?: UpstreamId | null
+    readonly attempts?: ReadonlyArray<UpstreamAttempt>
+  } = {}
 ): Either.Either<TaskRecord, IllegalTransition> =>
   isTerminal(record.status)
     ? Either.left(new IllegalTransition({ taskId: record.id, from: record.status, to: record.status }))

@@ -17,8 +17,28 @@ export type PollOutcome =
   | { readonly _tag: "Running" }
   | { readonly _tag: "Completed"; readonly result: TaskResult }
 
-/** An upstream provider. */
+/** What the engine tells the upstream with a submit. */
+export interface SubmitContext {
+  readonly taskId: TaskId
+  /**
+   * `<taskId>.<attempt number>`: the same for every call of one attempt (a retry after a
+   * timeout or a crash), new for the next attempt. An upstream that deduplicates on it never
+   * runs one attempt twice; adapters send it as the provider's idempotency key.
+   */
+  readonly idempotencyKey: string
+}
+
+/**
+ * An upstream provider. Failures are `UpstreamError`s, classified: `retryable` for transient
+ * ones (connection error, timeout, 5xx, 429, with `retryAfterMs` from `Retry-After`), which
+ * the engine retries with backoff; permanent ones carry the task's `failure_reason`.
+ */
 export class Upstream extends Context.Tag("@mediagate/core/Upstream")<Upstream, {
-  readonly submit: (job: UpstreamJob, context: { readonly taskId: TaskId }) => Effect.Effect<SubmitOutcome, UpstreamError>
+  readonly submit: (job: UpstreamJob, context: SubmitContext) => Effect.Effect<SubmitOutcome, UpstreamError>
   readonly poll: (upstreamId: UpstreamId, job: UpstreamJob) => Effect.Effect<PollOutcome, UpstreamError>
+  /**
+   * Asks the upstream to stop a job (a cancelled or timed-out task), best effort: the engine
+   * logs a failure and goes on. Optional: an upstream that cannot cancel leaves it out.
+   */
+  readonly cancel?: (upstreamId: UpstreamId, job: UpstreamJob) => Effect.Effect<void, UpstreamError>
 }>() {}

@@ -1,10 +1,12 @@
 /**
- * The engine's choice after a failed upstream call, as a table: retry, fall back or fail.
+ * Upstream attempts and the engine's choice after a failed call, as tables: retry with
+ * backoff, fall back or fail; which attempt a call belongs to and its idempotency key.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Task } from "@mediagate/core"
-import { Attempt, Ids, UpstreamError } from "@mediagate/core"
+import { Attempt, Transition, UpstreamError } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
+import { Either } from "effect"
 
 const motion = Testing.record({
   id: "t1",
@@ -14,25 +16,84 @@ const motion = Testing.record({
 })
 const fallenBack = (job: Task.UpstreamJob): Task.UpstreamJob => ({ ...job, model: "motion-1.5-pro", fallbackModel: null })
 const noFallback = (): Task.UpstreamJob | undefined => undefined
+const policy: Attempt.RetryPolicy = { baseDelay: 1_000, maxDelay: 8_000, maxTransientFailures: 5 }
 
 const decide = (
   reason: Task.FailureReason | null,
   retryable: boolean,
-  fallback: (job: Task.UpstreamJob) => Task.UpstreamJob | undefined = fallenBack
+  options: {
+    readonly fallback?: (job: Task.UpstreamJob) => Task.UpstreamJob | undefined
+    readonly record?: Task.TaskRecord
+    readonly jitter?: number
+    readonly retryAfterMs?: number
+  } = {}
 ) =>
   Attempt.decide({
-    record: motion,
-    error: new UpstreamError({ message: "failed", reason, retryable }),
-    now: 1_000,
-    retryDelay: 5_000,
-    fallback
+    record: options.record ?? motion,
+    error: new UpstreamError({
+      message: "failed",
+      reason,
+      retryable,
+      ...(options.retryAfterMs === undefined ? {} : { retryAfterMs: options.retryAfterMs })
+    }),
+    now: 100_000,
+    startedAt: 99_000,
+    policy,
+    jitter: options.jitter ?? 0.5,
+    fallback: options.fallback ?? fallenBack
+  })
+
+/** `motion` after `failures` transient failures in its running attempt. */
+const afterFailures = (failures: number) =>
+  new (motion.constructor as typeof Task.TaskRecord)({
+    ...motion,
+    attempts: [{ number: 1, model: "motion-2.0", upstreamId: "up-1", startedAt: 0, endedAt: null, outcome: "running", error: "x", transientFailures: failures }]
   })
 
 describe("Attempt.decide", () => {
-  it("a transient failure retries the same model after the delay, even when a fallback exists", () => {
+  it("a transient failure retries the same model, even when a fallback exists, whatever its class", () => {
     for (const reason of [null, "INVALID_PARAMETERS", "CONTENT_MODERATION", "INSUFFICIENT_POINTS"] as const) {
-      expect(decide(reason, true)).toEqual({ _tag: "Retry", at: 6_000 })
+      const decision = decide(reason, true)
+      expect(decision._tag).toBe("Retry")
+      expect(decision.attempts).toEqual([
+        { number: 1, model: "motion-2.0", upstreamId: null, startedAt: 99_000, endedAt: null, outcome: "running", error: "failed", transientFailures: 1 }
+      ])
     }
+  })
+
+  it("backs off exponentially to the cap, ±20% by the jitter", () => {
+    // failures before this one -> delay with jitter 0.5 (no spread), 0 (-20%), 1 (+20%)
+    const table: ReadonlyArray<readonly [number, number, number, number]> = [
+      [0, 1_000, 800, 1_200],
+      [1, 2_000, 1_600, 2_400],
+      [2, 4_000, 3_200, 4_800],
+      [3, 8_000, 6_400, 9_600],
+      [4, 8_000, 6_400, 9_600]
+    ]
+    for (const [before, middle, low, high] of table) {
+      const at = (jitter: number) => {
+        const decision = decide(null, true, { record: afterFailures(before), jitter })
+        return decision._tag === "Retry" ? decision.at - 100_000 : Number.NaN
+      }
+      expect([at(0.5), at(0), at(0.999999)].map(Math.round)).toEqual([middle, low, high])
+    }
+  })
+
+  it("never retries sooner than the upstream's Retry-After", () => {
+    const decision = decide(null, true, { retryAfterMs: 30_000 })
+    expect(decision._tag === "Retry" && decision.at).toBe(130_000)
+    const shorter = decide(null, true, { retryAfterMs: 10 })
+    expect(shorter._tag === "Retry" && shorter.at).toBe(101_000)
+  })
+
+  it("after the last transient failure the attempt fails, and moves to the fallback if there is one", () => {
+    const decision = decide(null, true, { record: afterFailures(5) })
+    expect(decision._tag).toBe("FallBack")
+    expect(decision.attempts[0]).toMatchObject({ outcome: "failed", endedAt: 100_000, transientFailures: 6 })
+    expect(decision.attempts[0]!.error).toMatch(/failed 6 times in a row; the last failure: failed/)
+    const alone = decide(null, true, { record: afterFailures(5), fallback: noFallback })
+    expect(alone._tag).toBe("Fail")
+    expect(alone._tag === "Fail" && alone.error.retryable).toBe(false)
   })
 
   it("CONTENT_MODERATION and INSUFFICIENT_POINTS fail with their class, never fall back", () => {
@@ -40,23 +101,52 @@ describe("Attempt.decide", () => {
       const decision = decide(reason, false)
       expect(decision._tag).toBe("Fail")
       expect(decision._tag === "Fail" && decision.error.reason).toBe(reason)
+      expect(decision.attempts.map((a) => a.outcome)).toEqual(["failed"])
     }
   })
 
-  it("a null or INVALID_PARAMETERS failure falls back when the model offers one, keeping the failed attempt", () => {
+  it("a null or INVALID_PARAMETERS failure falls back when the model offers one, ending the failed attempt", () => {
     for (const reason of [null, "INVALID_PARAMETERS"] as const) {
       const decision = decide(reason, false)
       expect(decision._tag).toBe("FallBack")
       if (decision._tag !== "FallBack") continue
       expect(decision.job.model).toBe("motion-1.5-pro")
-      expect(decision.job.previousAttempts).toEqual([
-        { model: "motion-2.0", upstreamId: Ids.UpstreamId.make("up-1"), failureReason: reason, error: "failed", failedAt: 1_000 }
+      expect(decision.attempts).toEqual([
+        { number: 1, model: "motion-2.0", upstreamId: null, startedAt: 99_000, endedAt: 100_000, outcome: "failed", error: "failed", transientFailures: 0 }
       ])
     }
   })
 
   it("without a fallback the failure ends the task with its class", () => {
-    expect(decide(null, false, noFallback)).toMatchObject({ _tag: "Fail", error: { reason: null } })
-    expect(decide("INVALID_PARAMETERS", false, noFallback)).toMatchObject({ _tag: "Fail", error: { reason: "INVALID_PARAMETERS" } })
+    expect(decide(null, false, { fallback: noFallback })).toMatchObject({ _tag: "Fail", error: { reason: null } })
+    expect(decide("INVALID_PARAMETERS", false, { fallback: noFallback })).toMatchObject({ _tag: "Fail", error: { reason: "INVALID_PARAMETERS" } })
+  })
+})
+
+describe("Attempt numbers and idempotency keys", () => {
+  it("a call belongs to the running attempt, or the next one once the last has ended", () => {
+    expect(Attempt.idempotencyKey(motion)).toBe("t1.1")
+    const running = afterFailures(2)
+    expect(Attempt.idempotencyKey(running)).toBe("t1.1")
+    const failed = new (motion.constructor as typeof Task.TaskRecord)({
+      ...motion,
+      attempts: Attempt.close(running.attempts, 5, "failed", "gone")
+    })
+    expect(Attempt.idempotencyKey(failed)).toBe("t1.2")
+    expect(Attempt.touch(failed, 7)).toMatchObject([{ number: 1, outcome: "failed" }, { number: 2, startedAt: 7, outcome: "running" }])
+  })
+
+  it("a terminal transition ends the running attempt with the task's outcome", () => {
+    const running = afterFailures(0)
+    const outcomes = [
+      [{ to: "SUCCESS", result: { type: "video", urls: ["u"] } }, "succeeded", "x"],
+      [{ to: "FAILURE", reason: null, message: "broken" }, "failed", "broken"],
+      [{ to: "TIMEOUT", message: "late" }, "timed_out", "late"],
+      [{ to: "CANCELLED" }, "cancelled", "x"]
+    ] as const
+    for (const [change, outcome, error] of outcomes) {
+      const ended = Either.getOrThrow(Transition.apply(running, change, 9))
+      expect(ended.attempts).toEqual([{ ...running.attempts[0], endedAt: 9, outcome, error }])
+    }
   })
 })

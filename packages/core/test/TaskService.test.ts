@@ -56,6 +56,7 @@ const makeMemoryStore = (tasks: Map<string, Task.TaskRecord>): Context.Tag.Servi
           return leased
         })
     ),
+  releaseLeases: () => Effect.die("not used by TaskService"),
   list: () => Effect.die("not used by TaskService"),
   callbacks: () => Effect.succeed([]),
   claimCallbacks: () => Effect.succeed([]),
@@ -128,6 +129,7 @@ describe("TaskService.submit: accepted", () => {
       const stored = (yield* StoredTasks).get(taskId)!
       expect(stored).toBeInstanceOf(Task.TaskRecord)
       expect({ ...stored }).toEqual({
+        attempts: [],
         id: taskId,
         ownerId: alice.id,
         status: "PENDING",
@@ -242,11 +244,12 @@ describe("TaskService.query", () => {
         created_at: "2026-01-01T00:00:00.123Z",
         updated_at: "2026-01-01T00:00:00.123Z",
         adjustments: [],
-        error: null
+        error: null,
+        attempts: []
       })
-      // The spec's seven fields plus the documented additive `adjustments` and `error`; nothing internal leaks.
+      // The spec's seven fields plus the documented additive `adjustments`, `error` and `attempts`; nothing internal leaks.
       expect(Object.keys(task).sort()).toEqual(
-        ["adjustments", "created_at", "error", "failure_reason", "input", "result", "status", "taskId", "updated_at"]
+        ["adjustments", "attempts", "created_at", "error", "failure_reason", "input", "result", "status", "taskId", "updated_at"]
       )
     }).pipe(Effect.provide(Service)))
 

@@ -1,22 +1,35 @@
 /**
  * The lifecycle engine (DESIGN.md section 5). All state lives in the TaskStore: a worker
  * claims due tasks with a lease, runs one step, writes the next state and due time.
- * A crashed worker's leases expire and another worker carries on.
+ * A crashed worker's leases expire and another worker carries on; a worker that stops
+ * (its scope closes, SIGTERM in the standalone server) finishes or gives back its work.
+ *
+ * Steps are short (a submit or a poll of an asynchronous upstream, under a time limit) and
+ * share `concurrency` slots. A synchronous upstream's call, which answers with the result
+ * and may take a minute, runs beside them, holding no slot: how many calls and jobs run at
+ * the upstream at once is the store's running limit (`maxRunning`, `maxRunningPerAccount`).
  */
 import type { IllegalTransition, TaskConflict } from "@mediagate/core"
-import { Attempt, Ids, ModelCatalog, Task, TaskEvents, TaskStore, TaskWrites, Transition, Upstream, UpstreamError } from "@mediagate/core"
-import { Clock, Duration, Effect, Either, Fiber, FiberSet, Layer, Option, Queue, Random, Ref } from "effect"
+import { Attempt, Ids, ModelCatalog, Task, TaskEvents, TaskStore, TaskWrites, Upstream, UpstreamError } from "@mediagate/core"
+import { Clock, Deferred, Duration, Effect, Either, Fiber, FiberSet, Layer, Option, Queue, Random, Ref } from "effect"
 
 /** Engine settings. */
 export interface Options {
-  /** How often the engine looks for due work when nothing wakes it. Default 1 s. */
+  /** How often the engine looks for due work when nothing wakes it: the safety net. Default 1 s. */
   readonly pollInterval?: Duration.DurationInput
-  /** Tasks worked on at once by this engine. Default 16. */
+  /** Steps (submits and polls of asynchronous upstreams) worked on at once by this engine. Default 16. */
   readonly concurrency?: number
+  /**
+   * Tasks running at the upstream at once, counted over every node on the store: from the
+   * claim out of PENDING to the end. Work beyond it waits PENDING, in its place. Default 500.
+   */
+  readonly maxRunning?: number
+  /** Of those, at most this many of one account's tasks. Default 100. */
+  readonly maxRunningPerAccount?: number
   /** How long a claim holds before another worker may take the task. Default 15 s: a step is short. */
   readonly leaseDuration?: Duration.DurationInput
-  /** How long after a retryable upstream error the step is tried again. Default 5 s. */
-  readonly retryDelay?: Duration.DurationInput
+  /** How transient upstream failures are retried (see `Attempt.defaultRetryPolicy`). */
+  readonly retry?: Partial<Attempt.RetryPolicy>
   /**
    * The longest wait between two polls of an accepted async job. Polls start soon after the
    * upstream accepted the job (`firstPollDelay`) and back off to half the time the task has
@@ -28,7 +41,7 @@ export interface Options {
   readonly firstPollDelay?: Duration.DurationInput
   /**
    * Longest wait for an asynchronous upstream's submit or poll call; shorter than the
-   * lease, so a hanging call ends (as a retryable failure) before anyone else may take the
+   * lease, so a hanging call ends (as a transient failure) before anyone else may take the
    * task. Default 10 s.
    */
   readonly upstreamCallTimeout?: Duration.DurationInput
@@ -39,27 +52,53 @@ export interface Options {
    */
   readonly syncCallTimeout?: Duration.DurationInput
   /**
-   * While an upstream call runs, the worker keeps the task's due time this far ahead,
-   * renewing it every third of the window; if the worker dies, another takes the task up
-   * once the window has passed. Default 15 s.
+   * While an upstream call runs, the worker keeps the task's lease this far ahead, renewing
+   * it every third of the window; if the worker dies, another takes the task up once the
+   * window has passed. Default 15 s.
    */
   readonly heartbeatWindow?: Duration.DurationInput
+  /**
+   * When the engine stops, how long the steps and calls in flight may take to finish before
+   * they are interrupted and their tasks given back to the store for other workers. Default
+   * 0: interrupted at once (a repeated submit carries the same idempotency key). The
+   * standalone server waits 10 s (`MEDIAGATE_SHUTDOWN_GRACE`).
+   */
+  readonly shutdownGrace?: Duration.DurationInput
+  /**
+   * Whether a stopping engine gives its leases back at once (default true). Tests that
+   * emulate a crashed process set false: its tasks then wait for their leases to run out.
+   */
+  readonly releaseOnStop?: boolean
 }
 
 const resolve = (options: Options) => ({
   pollInterval: Duration.decode(options.pollInterval ?? "1 second"),
   concurrency: options.concurrency ?? 16,
+  maxRunning: options.maxRunning ?? 500,
+  maxRunningPerAccount: options.maxRunningPerAccount ?? 100,
   leaseDuration: Duration.toMillis(options.leaseDuration ?? "15 seconds"),
-  retryDelay: Duration.toMillis(options.retryDelay ?? "5 seconds"),
+  retry: { ...Attempt.defaultRetryPolicy, ...options.retry },
   upstreamPollInterval: options.upstreamPollInterval === undefined ? undefined : Duration.toMillis(options.upstreamPollInterval),
   firstPollDelay: Duration.toMillis(options.firstPollDelay ?? "50 millis"),
   upstreamCallTimeout: Duration.toMillis(options.upstreamCallTimeout ?? "10 seconds"),
   syncCallTimeout: Duration.toMillis(options.syncCallTimeout ?? "2 minutes"),
-  heartbeatWindow: Duration.toMillis(options.heartbeatWindow ?? "15 seconds")
+  heartbeatWindow: Duration.toMillis(options.heartbeatWindow ?? "15 seconds"),
+  shutdownGrace: Duration.decode(options.shutdownGrace ?? 0),
+  releaseOnStop: options.releaseOnStop ?? true
 })
 
-/** Runs one step of one claimed task. Exported for tests of single steps. */
-export const makeStep = (options: Options = {}): Effect.Effect<
+/** How an upstream call under `guarded` ended. */
+type Guarded<A> =
+  | { readonly _tag: "Answered"; readonly answer: Either.Either<A, UpstreamError> }
+  | { readonly _tag: "RanOut" }
+  /** The task changed under the worker (a client cancelled it): the call was abandoned. */
+  | { readonly _tag: "Lost" }
+
+/** True for a claimed task whose step is a synchronous upstream's call (it runs beside the steps). */
+export const isSyncCall = (record: Task.TaskRecord): boolean => record.job.sync && record.upstreamId === null
+
+/** Runs one step of one claimed task as `worker`. Exported for tests of single steps. */
+export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effect<
   (record: Task.TaskRecord) => Effect.Effect<Task.TaskRecord>,
   never,
   TaskStore.TaskStore | Upstream.Upstream | Ids.Ids | ModelCatalog.ModelCatalog
@@ -93,11 +132,22 @@ export const makeStep = (options: Options = {}): Effect.Effect<
         })
       )
 
-    const complete = (record: Task.TaskRecord, result: Task.TaskResult, now: number) =>
-      write(record, writes.apply(record, { to: "SUCCESS", result }, now))
+    const complete = (record: Task.TaskRecord, result: Task.TaskResult, now: number, startedAt: number) =>
+      write(record, writes.apply(record, { to: "SUCCESS", result }, now, { attempts: Attempt.touch(record, startedAt) }))
+
+    /** Asks the upstream to stop the task's job, best effort: a failure is logged, never the task's. */
+    const cancelUpstream = (record: Task.TaskRecord) =>
+      record.upstreamId === null || upstream.cancel === undefined
+        ? Effect.void
+        : upstream.cancel(record.upstreamId, record.job).pipe(
+          Effect.timeout(Duration.millis(settings.upstreamCallTimeout)),
+          Effect.catchAllCause((cause) => Effect.logWarning(`engine: cancelling the upstream job of task ${record.id} failed`, cause))
+        )
 
     const timeOut = (record: Task.TaskRecord, now: number) =>
-      write(record, writes.apply(record, { to: "TIMEOUT", message: "the model's deadline passed" }, now))
+      write(record, writes.apply(record, { to: "TIMEOUT", message: "the model's deadline passed" }, now)).pipe(
+        Effect.tap((ended) => (ended.status === "TIMEOUT" ? cancelUpstream(record) : Effect.void))
+      )
 
     /** The model's own fallback, reached through the catalog by the model the client asked for. */
     const fallbackOf = (record: Task.TaskRecord) => {
@@ -106,112 +156,154 @@ export const makeStep = (options: Options = {}): Effect.Effect<
         Option.isSome(spec) && spec.value.fallback !== undefined ? spec.value.fallback(job, failure) : undefined
     }
 
-    const fail = (record: Task.TaskRecord, error: UpstreamError, now: number) => {
-      const decision = Attempt.decide({ record, error, now, retryDelay: settings.retryDelay, fallback: fallbackOf(record) })
-      switch (decision._tag) {
-        case "Retry":
-          return write(record, writes.reschedule(record, decision.at))
-        case "FallBack":
-          // The same request on the fallback model; the task stays non-terminal.
-          return write(record, writes.reschedule(record, now, { job: decision.job, upstreamId: null }))
-        case "Fail":
-          return write(
-            record,
-            writes.apply(record, { to: "FAILURE", reason: decision.error.reason, message: decision.error.message }, now)
-          )
-      }
-    }
-
-    /** Keeps pushing the task's due time ahead while this worker is busy with it. */
-    const heartbeat = (current: Ref.Ref<Task.TaskRecord>) =>
+    /** After a failed call that started at `startedAt`: retry with backoff, fall back, or fail (`Attempt.decide`). */
+    const fail = (record: Task.TaskRecord, error: UpstreamError, now: number, startedAt: number) =>
       Effect.gen(function*() {
+        const jitter = yield* Random.next
+        const decision = Attempt.decide({ record, error, now, startedAt, policy: settings.retry, jitter, fallback: fallbackOf(record) })
+        switch (decision._tag) {
+          case "Retry":
+            return yield* write(record, writes.reschedule(record, decision.at, { attempts: decision.attempts }))
+          case "FallBack":
+            // The same request on the fallback model, as the next attempt; the task stays non-terminal.
+            return yield* write(
+              record,
+              writes.reschedule(record, now, { job: decision.job, upstreamId: null, attempts: decision.attempts })
+            )
+          case "Fail":
+            return yield* write(
+              record,
+              writes.apply(
+                record,
+                { to: "FAILURE", reason: decision.error.reason, message: decision.error.message },
+                now,
+                { attempts: decision.attempts }
+              )
+            )
+        }
+      })
+
+    /**
+     * Keeps the task's lease ahead while this worker is busy with it; completes `lost` and
+     * stops when the task changed under it (a client cancelled it).
+     */
+    const heartbeat = (current: Ref.Ref<Task.TaskRecord>, lost: Deferred.Deferred<void>) => {
+      const beat = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const latest = yield* Ref.get(current)
-        const next = Transition.reschedule(latest, Math.min(latest.deadlineAt, now + settings.heartbeatWindow))
-        if (Either.isLeft(next)) return
+        const next = new Task.TaskRecord({
+          ...latest,
+          leaseOwner: worker,
+          leaseUntil: Math.min(latest.deadlineAt, now + settings.heartbeatWindow),
+          version: latest.version + 1
+        })
         // Uninterruptible: the stored version and the Ref must never disagree.
-        yield* store.update(next.right, latest.version).pipe(
-          Effect.zipRight(Ref.set(current, next.right)),
-          Effect.catchAllCause((cause) => Effect.logWarning(`engine: heartbeat of task ${latest.id} failed`, cause)),
+        return yield* store.update(next, latest.version).pipe(
+          Effect.zipRight(Ref.set(current, next)),
+          Effect.as(true),
+          Effect.catchTag("TaskConflict", () => Deferred.succeed(lost, undefined).pipe(Effect.as(false))),
+          Effect.catchAllCause((cause) => Effect.logWarning(`engine: heartbeat of task ${latest.id} failed`, cause).pipe(Effect.as(true))),
           Effect.uninterruptible
         )
-      }).pipe(Effect.delay(Duration.millis(settings.heartbeatWindow / 3)), Effect.forever)
+      })
+      return beat.pipe(Effect.delay(Duration.millis(settings.heartbeatWindow / 3)), Effect.repeat({ while: (going) => going }))
+    }
 
     /**
      * Runs an upstream call for `claimed` within `limit` (never past the deadline) while a
-     * heartbeat keeps the task for this worker; answers the task as it now stands and the
-     * call's outcome, none when the call ran out of time.
+     * heartbeat keeps the task for this worker; answers the task as it now stands and how
+     * the call ended.
      */
     const guarded = <A>(claimed: Task.TaskRecord, limit: number, call: Effect.Effect<A, UpstreamError>) =>
       Effect.gen(function*() {
         const started = yield* Clock.currentTimeMillis
         const budget = Math.max(0, Math.min(claimed.deadlineAt - started, limit))
         const current = yield* Ref.make(claimed)
-        const beating = yield* Effect.fork(heartbeat(current))
-        const outcome = yield* call.pipe(Effect.either, Effect.timeoutOption(Duration.millis(budget)))
+        const lost = yield* Deferred.make<void>()
+        const beating = yield* Effect.fork(heartbeat(current, lost))
+        const outcome: Guarded<A> = yield* call.pipe(
+          Effect.either,
+          Effect.timeoutOption(Duration.millis(budget)),
+          Effect.map((answer): Guarded<A> => Option.isSome(answer) ? { _tag: "Answered", answer: answer.value } : { _tag: "RanOut" }),
+          Effect.raceFirst(Effect.as(Deferred.await(lost), { _tag: "Lost" } as const))
+        )
         yield* Fiber.interrupt(beating)
-        return [yield* Ref.get(current), outcome] as const
+        return [yield* Ref.get(current), outcome, started] as const
       })
 
-    /** A call that ran out of time: TIMEOUT past the deadline, otherwise tried again like a retryable failure. */
-    const ranOut = (record: Task.TaskRecord, now: number, limit: number) =>
+    /** A call that ran out of time: TIMEOUT past the deadline, otherwise a transient failure. */
+    const ranOut = (record: Task.TaskRecord, now: number, limit: number, startedAt: number) =>
       now >= record.deadlineAt
         ? timeOut(record, now)
         : fail(
           record,
           new UpstreamError({ message: `the upstream did not answer within ${limit} ms`, reason: null, retryable: true }),
-          now
+          now,
+          startedAt
         )
 
-    const runSync = (claimed: Task.TaskRecord) =>
-      Effect.gen(function*() {
-        const [record, outcome] = yield* guarded(claimed, settings.syncCallTimeout, upstream.submit(claimed.job, { taskId: claimed.id }))
-        const now = yield* Clock.currentTimeMillis
-        if (Option.isNone(outcome)) {
-          // Past the deadline: TIMEOUT. A call that merely took too long is tried again at once.
-          return now >= record.deadlineAt ? yield* timeOut(record, now) : yield* write(record, writes.reschedule(record, now))
-        }
-        if (Either.isLeft(outcome.value)) return yield* fail(record, outcome.value.left, now)
-        const submitted = outcome.value.right
-        return submitted._tag === "Completed"
-          ? yield* complete(record, submitted.result, now)
-          // A sync upstream that answered with a job id after all: poll it like an async one.
-          : yield* write(record, writes.reschedule(record, yield* nextPollAt(record, now), { upstreamId: submitted.upstreamId }))
-      })
-
-    /** An asynchronous upstream's call (submit or poll), within its time limit; `onAnswer` takes its answer. */
-    const callAsync = <A>(
+    /** An upstream call (submit or poll) within its time limit; `onAnswer` takes its answer. */
+    const callUpstream = <A>(
       claimed: Task.TaskRecord,
+      limit: number,
       call: Effect.Effect<A, UpstreamError>,
-      onAnswer: (record: Task.TaskRecord, answer: A, now: number) => Effect.Effect<Task.TaskRecord>
+      onAnswer: (record: Task.TaskRecord, answer: A, now: number, startedAt: number) => Effect.Effect<Task.TaskRecord>
     ) =>
       Effect.gen(function*() {
-        const limit = settings.upstreamCallTimeout
-        const [record, outcome] = yield* guarded(claimed, limit, call)
+        const [record, outcome, startedAt] = yield* guarded(claimed, limit, call)
         const now = yield* Clock.currentTimeMillis
-        if (Option.isNone(outcome)) return yield* ranOut(record, now, limit)
-        if (Either.isLeft(outcome.value)) return yield* fail(record, outcome.value.left, now)
-        return yield* onAnswer(record, outcome.value.right, now)
+        switch (outcome._tag) {
+          case "Lost":
+            return Option.getOrElse(yield* store.get(record.id), () => record)
+          case "RanOut":
+            return yield* ranOut(record, now, limit, startedAt)
+          case "Answered":
+            return Either.isLeft(outcome.answer)
+              ? yield* fail(record, outcome.answer.left, now, startedAt)
+              : yield* onAnswer(record, outcome.answer.right, now, startedAt)
+        }
       })
 
-    const submitAsync = (claimed: Task.TaskRecord) =>
-      callAsync(claimed, upstream.submit(claimed.job, { taskId: claimed.id }), (record, submitted, now) =>
+    const submitContext = (record: Task.TaskRecord): Upstream.SubmitContext => ({
+      taskId: record.id,
+      idempotencyKey: Attempt.idempotencyKey(record)
+    })
+
+    /** An accepted job: polled soon, as SUBMITTED (or the same status after a fallback). */
+    const accepted = (record: Task.TaskRecord, upstreamId: Ids.UpstreamId, now: number, startedAt: number) =>
+      Effect.flatMap(nextPollAt(record, now), (dueAt) => {
+        const attempts = Attempt.touch(record, startedAt, { upstreamId })
+        return record.status === "PENDING"
+          ? write(record, writes.apply(record, { to: "SUBMITTED", upstreamId, dueAt }, now, { attempts }))
+          : write(record, writes.reschedule(record, dueAt, { upstreamId, attempts }))
+      })
+
+    const runSync = (claimed: Task.TaskRecord) =>
+      callUpstream(claimed, settings.syncCallTimeout, upstream.submit(claimed.job, submitContext(claimed)), (record, submitted, now, startedAt) =>
         submitted._tag === "Completed"
-          ? complete(record, submitted.result, now)
-          : Effect.flatMap(nextPollAt(record, now), (dueAt) =>
-            record.status === "PENDING"
-              ? write(record, writes.apply(record, { to: "SUBMITTED", upstreamId: submitted.upstreamId, dueAt }, now))
-              // Resubmitted after a fallback: same status, new upstream job.
-              : write(record, writes.reschedule(record, dueAt, { upstreamId: submitted.upstreamId }))))
+          ? complete(record, submitted.result, now, startedAt)
+          // A sync upstream that answered with a job id after all: poll it like an async one.
+          : accepted(record, submitted.upstreamId, now, startedAt))
+
+    const submitAsync = (claimed: Task.TaskRecord) =>
+      callUpstream(claimed, settings.upstreamCallTimeout, upstream.submit(claimed.job, submitContext(claimed)), (record, submitted, now, startedAt) =>
+        submitted._tag === "Completed"
+          ? complete(record, submitted.result, now, startedAt)
+          : accepted(record, submitted.upstreamId, now, startedAt))
 
     const poll = (claimed: Task.TaskRecord, upstreamId: Ids.UpstreamId) =>
-      callAsync(claimed, upstream.poll(upstreamId, claimed.job), (record, polled, now) =>
-        polled._tag === "Completed"
-          ? complete(record, polled.result, now)
-          : Effect.flatMap(nextPollAt(record, now), (dueAt) =>
-            record.status === "SUBMITTED"
-              ? write(record, writes.apply(record, { to: "PROCESSING", dueAt }, now))
-              : write(record, writes.reschedule(record, dueAt))))
+      callUpstream(claimed, settings.upstreamCallTimeout, upstream.poll(upstreamId, claimed.job), (record, polled, now, startedAt) => {
+        if (polled._tag === "Completed") return complete(record, polled.result, now, startedAt)
+        // A poll that answered ends a run of transient failures.
+        const running = Attempt.open(record)
+        const attempts = running !== undefined && running.transientFailures > 0
+          ? Attempt.touch(record, startedAt, { transientFailures: 0 })
+          : undefined
+        return Effect.flatMap(nextPollAt(record, now), (dueAt) =>
+          record.status === "SUBMITTED"
+            ? write(record, writes.apply(record, { to: "PROCESSING", dueAt }, now, attempts === undefined ? {} : { attempts }))
+            : write(record, writes.reschedule(record, dueAt, attempts === undefined ? {} : { attempts })))
+      })
 
     return (record: Task.TaskRecord): Effect.Effect<Task.TaskRecord, never> =>
       Effect.gen(function*() {
@@ -220,12 +312,13 @@ export const makeStep = (options: Options = {}): Effect.Effect<
         if (record.upstreamId !== null) return yield* poll(record, record.upstreamId)
         if (!record.job.sync) return yield* submitAsync(record)
         // A sync upstream answers the call itself: the task is PROCESSING during the call and
-        // its due time stays ahead while this worker lives (heartbeat), so no other worker
-        // starts it twice, and another takes it up soon after this one dies.
-        const retryAt = Math.min(record.deadlineAt, now + settings.heartbeatWindow)
+        // this worker keeps its lease (heartbeat), so nobody starts it twice and another worker
+        // takes it up soon after this one dies. Its due time stays, so it keeps its place.
+        const options = { attempts: Attempt.touch(record, now), lease: { owner: worker, until: now + settings.heartbeatWindow } }
+        const dueAt = Math.min(record.dueAt ?? now, now)
         const processing = record.status === "PENDING"
-          ? yield* write(record, writes.apply(record, { to: "PROCESSING", dueAt: retryAt }, now))
-          : yield* write(record, writes.reschedule(record, retryAt))
+          ? yield* write(record, writes.apply(record, { to: "PROCESSING", dueAt }, now, options))
+          : yield* write(record, writes.reschedule(record, dueAt, options))
         return processing.status === "PROCESSING" && processing.version !== record.version
           ? yield* runSync(processing)
           : processing
@@ -242,31 +335,37 @@ export const make = (options: Options = {}) =>
     const settings = resolve(options)
     const store = yield* TaskStore.TaskStore
     const ids = yield* Ids.Ids
-    const step = yield* makeStep(options)
     const worker = `worker-${yield* ids.token(6)}`
+    const step = yield* makeStep(options, worker)
     const wakeups = yield* Queue.sliding<void>(1)
     const inflight = yield* Ref.make(0)
-    const fibers = yield* FiberSet.make<Task.TaskRecord>()
+    const stopping = yield* Ref.make(false)
+    /** Steps (short, `concurrency` at once) and sync calls (beside them, bounded by the running limit). */
+    const steps = yield* FiberSet.make<Task.TaskRecord>()
+    const calls = yield* FiberSet.make<Task.TaskRecord>()
     /** The earliest due time a step of this engine left behind (a poll 50 ms away): the loop wakes for it. */
     const nextDue = yield* Ref.make(Number.POSITIVE_INFINITY)
     const remember = (record: Task.TaskRecord) =>
       record.dueAt === null ? Effect.void : Ref.update(nextDue, (due) => Math.min(due, record.dueAt!))
+    const limits = { running: settings.maxRunning, perAccount: settings.maxRunningPerAccount }
 
     const claimAndRun = Effect.gen(function*() {
+      if (yield* Ref.get(stopping)) return
       const free = settings.concurrency - (yield* Ref.get(inflight))
       if (free <= 0) return
       const now = yield* Clock.currentTimeMillis
-      const claimed = yield* store.claimDue({ now, limit: free, worker, leaseUntil: now + settings.leaseDuration })
+      const claimed = yield* store.claimDue({ now, limit: free, worker, leaseUntil: now + settings.leaseDuration, limits })
       for (const record of claimed) {
-        yield* Ref.update(inflight, (n) => n + 1)
-        yield* FiberSet.run(
-          fibers,
-          step(record).pipe(
-            Effect.tap(remember),
-            Effect.ensuring(Ref.update(inflight, (n) => n - 1).pipe(Effect.zipRight(wakeups.offer())))
-          )
-        )
+        const done = step(record).pipe(Effect.tap(remember), Effect.ensuring(wakeups.offer()))
+        if (isSyncCall(record) && now < record.deadlineAt) {
+          yield* FiberSet.run(calls, done)
+        } else {
+          yield* Ref.update(inflight, (n) => n + 1)
+          yield* FiberSet.run(steps, Effect.ensuring(done, Ref.update(inflight, (n) => n - 1)))
+        }
       }
+      // A full batch: more may be due at once.
+      if (claimed.length === free) yield* wakeups.offer()
     }).pipe(Effect.catchAllDefect((defect) => Effect.logError("engine: claiming due work failed", defect)))
 
     // Sleep until the earliest due time this engine knows of, a wake-up (a submit, a step
@@ -283,6 +382,26 @@ export const make = (options: Options = {}) =>
       Effect.forever,
       Effect.forkScoped,
       Effect.interruptible
+    )
+
+    // Stopping (runs before the loop is interrupted): claim nothing more, let the work in
+    // flight finish within the grace period, interrupt the rest, and give its tasks back.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        yield* Ref.set(stopping, true)
+        if (Duration.greaterThan(settings.shutdownGrace, Duration.zero)) {
+          yield* Effect.all([FiberSet.awaitEmpty(steps), FiberSet.awaitEmpty(calls)], { discard: true }).pipe(
+            Effect.timeoutOption(settings.shutdownGrace)
+          )
+        }
+        yield* FiberSet.clear(steps)
+        yield* FiberSet.clear(calls)
+        if (settings.releaseOnStop) {
+          yield* store.releaseLeases(worker).pipe(
+            Effect.catchAllDefect((defect) => Effect.logWarning("engine: giving back leases failed; they expire", defect))
+          )
+        }
+      })
     )
 
     return { wake: wakeups.offer().pipe(Effect.asVoid) }

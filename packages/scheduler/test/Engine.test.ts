@@ -104,7 +104,7 @@ describe("Engine", () => {
           expect((yield* statusOf("t1")).status).toBe("SUCCESS")
           expect(yield* Ref.get(calls)).toBe(2)
         }),
-        { retryDelay: "5 seconds" }
+        { retry: { baseDelay: 5_000 } }
       )
     }))
 
@@ -199,7 +199,7 @@ describe("Engine", () => {
       })
     ))
 
-  it.effect("no more than `concurrency` tasks are worked on at once", () =>
+  it.effect("no more than `maxRunning` tasks run at the upstream at once", () =>
     Effect.gen(function*() {
       const inflight = yield* Ref.make(0)
       const peak = yield* Ref.make(0)
@@ -223,7 +223,7 @@ describe("Engine", () => {
           for (let i = 0; i < 5; i++) expect((yield* statusOf(`t${i}`)).status).toBe("SUCCESS")
           expect(yield* Ref.get(peak)).toBe(2)
         }),
-        { concurrency: 2 }
+        { maxRunning: 2 }
       )
     }))
 
@@ -262,16 +262,17 @@ describe("Engine", () => {
             Effect.as({ _tag: "Completed" as const, result })
           )
         )
+      // `releaseOnStop: false`: the first worker dies rather than stops, keeping its lease.
       const engine = (hang: boolean) =>
-        Engine.layer({ heartbeatWindow: "15 seconds" }).pipe(Layer.provide([upstream(hang), Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)]))
+        Engine.layer({ heartbeatWindow: "15 seconds", releaseOnStop: false }).pipe(Layer.provide([upstream(hang), Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)]))
       const tasks = Context.get(store, TaskStore.TaskStore)
       yield* tasks.create(record("t1", 0))
       // The first worker takes the task and hangs in the call for a minute: the heartbeat
-      // keeps the task due in the future, so nobody else starts it.
+      // keeps its lease ahead, so nobody else starts it.
       yield* Effect.scoped(
         Effect.gen(function*() {
           yield* Layer.build(engine(true))
-          yield* Layer.build(Engine.layer({ pollInterval: "1 second" }).pipe(Layer.provide([upstream(false), Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)])))
+          yield* Layer.build(Engine.layer({ pollInterval: "1 second", releaseOnStop: false }).pipe(Layer.provide([upstream(false), Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)])))
           yield* advance(60)
           expect(yield* Ref.get(calls)).toBe(1)
           expect((Option.getOrThrow(yield* tasks.get(Ids.TaskId.make("t1")))).status).toBe("PROCESSING")
@@ -339,10 +340,10 @@ describe("Engine: the heartbeat of an async call", () => {
       yield* Effect.gen(function*() {
         const store = yield* TaskStore.TaskStore
         yield* store.create(record("t1", 0, { sync: false }))
-        // Twice the lease: only the heartbeat keeps the task due in the future.
+        // Twice the lease: only the heartbeat keeps the task's lease ahead.
         yield* advance(45)
         expect(yield* Ref.get(calls)).toBe(1)
-        expect((yield* statusOf("t1")).dueAt).toBeGreaterThan(45_000)
+        expect((yield* statusOf("t1")).leaseUntil).toBeGreaterThan(45_000)
       }).pipe(Effect.provide(engines), Effect.scoped)
     }))
 })
@@ -365,7 +366,7 @@ describe("Engine: fallback by the failure's class (motion)", () => {
           : Effect.succeed({ _tag: "Completed" as const, result })
     )
 
-  it.effect("a transient failure retries motion-2.0 itself: no fallback, no attempt recorded", () =>
+  it.effect("a transient failure retries motion-2.0 itself: no fallback, one attempt", () =>
     Effect.gen(function*() {
       const polls = yield* Ref.make(0)
       yield* run(
@@ -379,7 +380,7 @@ describe("Engine: fallback by the failure's class (motion)", () => {
           yield* advance(15)
           const done = yield* statusOf("m1")
           expect([done.status, done.job.model, done.upstreamId]).toEqual(["SUCCESS", "motion-2.0", "up-motion-2.0"])
-          expect(done.job.previousAttempts).toBeUndefined()
+          expect(done.attempts.map((a) => [a.number, a.model, a.outcome])).toEqual([[1, "motion-2.0", "succeeded"]])
           expect(yield* Ref.get(polls)).toBe(2)
         })
       )
@@ -409,8 +410,9 @@ describe("Engine: fallback by the failure's class (motion)", () => {
           yield* advance(15)
           const done = yield* statusOf("m1")
           expect([done.status, done.job.model, done.upstreamId]).toEqual(["SUCCESS", "motion-1.5-pro", "up-motion-1.5-pro"])
-          expect(done.job.previousAttempts).toEqual([
-            { model: "motion-2.0", upstreamId: "up-motion-2.0", failureReason: reason, error: "the first model failed", failedAt: expect.any(Number) }
+          expect(done.attempts.map((a) => [a.number, a.model, a.upstreamId, a.outcome, a.error])).toEqual([
+            [1, "motion-2.0", "up-motion-2.0", "failed", "the first model failed"],
+            [2, "motion-1.5-pro", "up-motion-1.5-pro", "succeeded", null]
           ])
         })
       ))

@@ -45,20 +45,54 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         record(callbacks)
         return Effect.void
       }),
-    claimDue: ({ leaseUntil, limit, now, worker }) =>
+    claimDue: ({ leaseUntil, limit, limits, now, worker }) =>
       Effect.sync(() => {
-        const claimed: Array<Task.TaskRecord> = []
-        const due = [...tasks.values()]
-          .filter((task) => task.dueAt !== null && task.dueAt <= now)
-          .sort((a, b) => a.dueAt! - b.dueAt!)
-        for (const task of due) {
-          if (claimed.length >= limit) break
-          if (task.leaseUntil !== null && task.leaseUntil > now) continue
+        const free = (task: Task.TaskRecord) => task.leaseUntil === null || task.leaseUntil <= now
+        const nonTerminal = [...tasks.values()].filter((task) => task.dueAt !== null)
+        const byDue = (a: Task.TaskRecord, b: Task.TaskRecord) => a.dueAt! - b.dueAt! || (a.id < b.id ? -1 : 1)
+        const lease = (task: Task.TaskRecord) => {
           const record = new Task.TaskRecord({ ...task, leaseOwner: worker, leaseUntil, version: task.version + 1 })
           tasks.set(task.id, record)
-          claimed.push(record)
+          return record
+        }
+        // Work in flight first, earliest due first.
+        const claimed = nonTerminal
+          .filter((task) => task.status !== "PENDING" && task.dueAt! <= now && free(task))
+          .sort(byDue)
+          .slice(0, limit)
+          .map(lease)
+        // Then new work within the limits, the owners in turn.
+        const running = nonTerminal.filter((task) =>
+          task.status !== "PENDING" || (task.leaseUntil !== null && task.leaseUntil > now)
+        )
+        let room = Math.min(limit - claimed.length, (limits?.running ?? Infinity) - running.length)
+        if (room <= 0) return claimed
+        const busy = new Map<string, number>()
+        for (const task of running) busy.set(task.ownerId, (busy.get(task.ownerId) ?? 0) + 1)
+        const rank = new Map<string, number>()
+        const waiting = nonTerminal
+          .filter((task) => task.status === "PENDING" && task.dueAt! <= now && free(task))
+          .sort(byDue)
+          .map((task) => {
+            const turn = (rank.get(task.ownerId) ?? 0) + 1
+            rank.set(task.ownerId, turn)
+            return { task, turn }
+          })
+          .filter(({ task, turn }) => turn + (busy.get(task.ownerId) ?? 0) <= (limits?.perAccount ?? Infinity))
+          .sort((a, b) => a.turn - b.turn || byDue(a.task, b.task))
+        for (const { task } of waiting) {
+          if (room-- <= 0) break
+          claimed.push(lease(task))
         }
         return claimed
+      }),
+    releaseLeases: (worker) =>
+      Effect.sync(() => {
+        for (const task of tasks.values()) {
+          if (task.leaseOwner === worker && task.dueAt !== null) {
+            tasks.set(task.id, new Task.TaskRecord({ ...task, leaseOwner: null, leaseUntil: null, version: task.version + 1 }))
+          }
+        }
       }),
     list: (ownerId, { cursor, limit }) =>
       Effect.sync(() => {

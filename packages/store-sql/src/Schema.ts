@@ -89,6 +89,11 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
     "0005_account_webhook_secret": Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* sql`ALTER TABLE ${sql(t.accounts)} ADD COLUMN webhook_secret TEXT`
+    }),
+    "0006_task_attempts": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // Every upstream attempt of the task, as a JSON array (TaskRecord.attempts).
+      yield* sql`ALTER TABLE ${sql(t.tasks)} ADD COLUMN attempts TEXT NOT NULL DEFAULT '[]'`
     })
   }
 }

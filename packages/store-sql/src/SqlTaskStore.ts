@@ -141,14 +141,41 @@ export const make = (options: Options = {}): Effect.Effect<
     )
     const selectById = compile(`SELECT * FROM ${tasks} WHERE id = ?`)
     const selectByIdOwner = compile(`SELECT * FROM ${tasks} WHERE id = ? AND owner_id = ?`)
-    const claim = compile(
+    // Claims. A task is running from its claim out of PENDING until it ends; only non-terminal
+    // tasks have a due time, so every statement reads the partial due index.
+    const dueAndFree = `due_at IS NOT NULL AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)`
+    const runningNow = `due_at IS NOT NULL AND (status <> 'PENDING' OR lease_until > ?)`
+    // PostgreSQL takes no row locks in a query with window functions: lock the rows it picked.
+    const lockRows = (select: string) => (isPg ? `SELECT id FROM ${tasks} WHERE id IN (${select}) FOR UPDATE SKIP LOCKED` : select)
+    const claimInFlight = compile(
       `UPDATE ${tasks} SET lease_owner = ?, lease_until = ?, version = version + 1
        WHERE id IN (
-         SELECT id FROM ${tasks}
-         WHERE due_at IS NOT NULL AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
-         ORDER BY due_at LIMIT ?${isPg ? " FOR UPDATE SKIP LOCKED" : ""}
+         SELECT id FROM ${tasks} WHERE ${dueAndFree} AND status <> 'PENDING'
+         ORDER BY due_at, id LIMIT ?${isPg ? " FOR UPDATE SKIP LOCKED" : ""}
        )
        RETURNING *`
+    )
+    const anyWaiting = compile(`SELECT 1 AS found FROM ${tasks} WHERE ${dueAndFree} AND status = 'PENDING' LIMIT 1`)
+    const countRunning = compile(`SELECT count(*) AS n FROM ${tasks} WHERE ${runningNow}`)
+    // Each owner's waiting tasks are numbered by due time (its turn); turns are served in
+    // order, so owners alternate, and an owner's turns beyond its cap are not served.
+    const claimWaiting = compile(
+      `UPDATE ${tasks} SET lease_owner = ?, lease_until = ?, version = version + 1
+       WHERE id IN (${lockRows(
+        `SELECT id FROM (
+           SELECT p.id, p.due_at, row_number() OVER (PARTITION BY p.owner_id ORDER BY p.due_at, p.id) AS turn, COALESCE(r.n, 0) AS busy
+           FROM ${tasks} p LEFT JOIN (SELECT owner_id, count(*) AS n FROM ${tasks} WHERE ${runningNow} GROUP BY owner_id) r
+             ON r.owner_id = p.owner_id
+           WHERE p.status = 'PENDING' AND p.due_at IS NOT NULL AND p.due_at <= ? AND (p.lease_until IS NULL OR p.lease_until <= ?)
+         ) ranked
+         WHERE turn + busy <= ? ORDER BY turn, due_at, id LIMIT ?`
+      )})
+       RETURNING *`
+    )
+    // On PostgreSQL claims of new work take turns, so two nodes never both see the same free room.
+    const claimLock = `SELECT pg_advisory_xact_lock(hashtext('${t.tasks}_claims'))`
+    const releaseLeases = compile(
+      `UPDATE ${tasks} SET lease_owner = NULL, lease_until = NULL, version = version + 1 WHERE lease_owner = ? AND due_at IS NOT NULL`
     )
     const listFirst = compile(`SELECT * FROM ${tasks} WHERE owner_id = ? ORDER BY id DESC LIMIT ?`)
     const listAfter = compile(`SELECT * FROM ${tasks} WHERE owner_id = ? AND id < ? ORDER BY id DESC LIMIT ?`)
@@ -210,13 +237,26 @@ export const make = (options: Options = {}): Effect.Effect<
           )).pipe(orDie("update"))
       },
 
-      claimDue: ({ leaseUntil, limit, now, worker }) =>
-        // One UPDATE picks and leases the rows atomically (with SKIP LOCKED on PostgreSQL).
-        executor.run(claim, [worker, leaseUntil, now, now, limit]).pipe(
-          Effect.flatMap(records),
-          Effect.map((tasks) => tasks.sort((a, b) => a.dueAt! - b.dueAt!)),
-          orDie("claimDue")
-        ),
+      claimDue: ({ leaseUntil, limit, limits, now, worker }) =>
+        executor.transaction((run) =>
+          Effect.gen(function*() {
+            const byDue = (a: Task.TaskRecord, b: Task.TaskRecord) => a.dueAt! - b.dueAt!
+            const inFlight = (yield* records(yield* run(claimInFlight, [worker, leaseUntil, now, now, limit]))).sort(byDue)
+            let room = limit - inFlight.length
+            if (room <= 0 || (yield* run(anyWaiting, [now, now])).length === 0) return inFlight
+            if (isPg) yield* run(claimLock, [])
+            if (limits !== undefined && Number.isFinite(limits.running)) {
+              const [counted] = yield* run(countRunning, [now])
+              room = Math.min(room, limits.running - num(counted?.["n"]))
+              if (room <= 0) return inFlight
+            }
+            const perAccount = limits === undefined || !Number.isFinite(limits.perAccount) ? 2 ** 31 : limits.perAccount
+            const waiting = yield* records(yield* run(claimWaiting, [worker, leaseUntil, now, now, now, perAccount, room]))
+            return [...inFlight, ...waiting.sort(byDue)]
+          })
+        ).pipe(orDie("claimDue")),
+
+      releaseLeases: (worker) => executor.run(releaseLeases, [worker]).pipe(Effect.asVoid, orDie("releaseLeases")),
 
       list: (ownerId, { cursor, limit }) =>
         executor.run(cursor === undefined ? listFirst : listAfter, cursor === undefined ? [ownerId, limit + 1] : [ownerId, cursor, limit + 1]).pipe(

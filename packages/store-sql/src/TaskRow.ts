@@ -32,7 +32,8 @@ export const Row = Schema.Struct({
   due_at: Schema.NullOr(DbNumber),
   lease_owner: Schema.NullOr(Schema.String),
   lease_until: Schema.NullOr(DbNumber),
-  version: DbNumber.pipe(Schema.compose(Schema.Int))
+  version: DbNumber.pipe(Schema.compose(Schema.Int)),
+  attempts: Schema.parseJson(Schema.Array(Task.UpstreamAttempt))
 })
 /** A row as the driver hands it over and takes it. */
 export type Row = typeof Row.Encoded
@@ -63,7 +64,8 @@ export const TaskRow = Schema.transform(Row, Schema.typeSchema(Task.TaskRecord),
       dueAt: row.due_at,
       leaseOwner: row.lease_owner,
       leaseUntil: row.lease_until,
-      version: row.version
+      version: row.version,
+      attempts: row.attempts
     }, true),
   encode: (task) => ({
     id: task.id,
@@ -83,7 +85,8 @@ export const TaskRow = Schema.transform(Row, Schema.typeSchema(Task.TaskRecord),
     due_at: task.dueAt,
     lease_owner: task.leaseOwner,
     lease_until: task.leaseUntil,
-    version: task.version
+    version: task.version,
+    attempts: task.attempts
   })
 })
 

@@ -34,7 +34,7 @@ describe("Simulator", () => {
   it.effect("demo: a sync job finishes only after its latency (2 to 4 s), with n PNGs of the job's size", () =>
     withUpstream("demo", (upstream) =>
       Effect.gen(function*() {
-        const fiber = yield* Effect.fork(upstream.submit(job(), { taskId: Ids.TaskId.make("task-1") }))
+        const fiber = yield* Effect.fork(upstream.submit(job(), { taskId: Ids.TaskId.make("task-1"), idempotencyKey: "task-1.1" }))
         yield* TestClock.adjust("1999 millis")
         expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
         yield* TestClock.adjust("2001 millis")
@@ -67,7 +67,7 @@ describe("Simulator", () => {
     it.effect(`${marker} fails with reason ${reason}, not retryable`, () =>
       withUpstream("instant", (upstream) =>
         Effect.gen(function*() {
-          const error = yield* upstream.submit(job({ prompt: `x ${marker}` }), { taskId: Ids.TaskId.make("t") }).pipe(Effect.flip)
+          const error = yield* upstream.submit(job({ prompt: `x ${marker}` }), { taskId: Ids.TaskId.make("t"), idempotencyKey: "t.1" }).pipe(Effect.flip)
           expect(error).toBeInstanceOf(UpstreamError)
           expect(error).toMatchObject({ reason, retryable: false })
         })))
@@ -76,7 +76,7 @@ describe("Simulator", () => {
   it.effect("[sim:timeout] never finishes", () =>
     withUpstream("instant", (upstream) =>
       Effect.gen(function*() {
-        const fiber = yield* Effect.fork(upstream.submit(job({ prompt: "x [sim:timeout]" }), { taskId: Ids.TaskId.make("t") }))
+        const fiber = yield* Effect.fork(upstream.submit(job({ prompt: "x [sim:timeout]" }), { taskId: Ids.TaskId.make("t"), idempotencyKey: "t.1" }))
         yield* TestClock.adjust("1 day")
         expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
         yield* Fiber.interrupt(fiber)
@@ -85,7 +85,7 @@ describe("Simulator", () => {
   it.effect("an async job is accepted, Running until its time, then Completed; its id needs no memory", () =>
     withUpstream("demo", (upstream) =>
       Effect.gen(function*() {
-        const accepted = yield* upstream.submit(job({ sync: false, n: 1 }), { taskId: Ids.TaskId.make("t-async") })
+        const accepted = yield* upstream.submit(job({ sync: false, n: 1 }), { taskId: Ids.TaskId.make("t-async"), idempotencyKey: "t-async.1" })
         expect(accepted._tag).toBe("Accepted")
         if (accepted._tag !== "Accepted") return
         expect(accepted.upstreamId).toMatch(/^sim_\d+_[0-9a-f]+$/)
