@@ -17,6 +17,7 @@ import * as Transition from "./Transition.js"
 import { isTerminal, TaskRecord, toWire } from "./Task.js"
 import { TaskWakeup } from "./TaskEvents.js"
 import { TaskStore } from "./TaskStore.js"
+import { Upstream } from "./Upstream.js"
 import * as TaskWrites from "./TaskWrites.js"
 import { checkUrl } from "./UrlPolicy.js"
 
@@ -26,6 +27,15 @@ export class SubmitPolicy extends Context.Reference<SubmitPolicy>()("@mediagate/
     /** Accept localhost and private addresses in callBackUrl and media URLs (development and tests only). */
     allowPrivateUrls: false as boolean
   })
+}) {}
+
+/**
+ * Deadlines by model family (`motion`, `clip3`, `alpha-image-2`, ...; docs/models.md lists
+ * each model's family and default): a task of a family listed here ends TIMEOUT after this
+ * long instead of its model's default.
+ */
+export class Deadlines extends Context.Reference<Deadlines>()("@mediagate/core/Deadlines", {
+  defaultValue: (): ReadonlyMap<string, Duration.Duration> => new Map()
 }) {}
 
 /** Every media URL (the fields the model's schema marks) must name a public host (unless the policy allows private ones). */
@@ -93,6 +103,8 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     const catalog = yield* ModelCatalog
     const moderation = yield* Moderation
     const wakeup = yield* Effect.serviceOption(TaskWakeup)
+    const upstream = yield* Effect.serviceOption(Upstream)
+    const deadlines = yield* Deadlines
     const writes = yield* TaskWrites.make
     const prices = yield* Prices
     // An incomplete price table is the host's configuration bug: stop at start, not at a submit.
@@ -137,7 +149,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
           upstreamId: null,
           createdAt: now,
           updatedAt: now,
-          deadlineAt: now + Duration.toMillis(model.deadline),
+          deadlineAt: now + Duration.toMillis(deadlines.get(model.family) ?? model.deadline),
           dueAt: now,
           leaseOwner: null,
           leaseUntil: null,
@@ -181,9 +193,30 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
           // Not terminal when read, so the state machine allows CANCELLED.
           Effect.catchTag("IllegalTransition", Effect.die)
         )
-        if (Option.isSome(cancelled)) return toWire(cancelled.value)
+        if (Option.isSome(cancelled)) {
+          // Its running slot is free now: the engine may start waiting work at once.
+          if (Option.isSome(wakeup)) yield* wakeup.value.wake
+          yield* stopUpstreamJob(record)
+          return toWire(cancelled.value)
+        }
       }
     })
+
+    /**
+     * Asks the upstream to stop a cancelled task's job, best effort and in the background (the
+     * client's answer does not wait for it); a failure is logged. A synchronous call in
+     * flight is abandoned by its worker, whose heartbeat finds the task cancelled.
+     */
+    const stopUpstreamJob = (record: TaskRecord) => {
+      const cancelJob = Option.flatMap(upstream, (service) => Option.fromNullable(service.cancel))
+      if (record.upstreamId === null || Option.isNone(cancelJob)) return Effect.void
+      return cancelJob.value(record.upstreamId, record.job).pipe(
+        Effect.timeout("10 seconds"),
+        Effect.catchAllCause((cause) => Effect.logWarning(`cancel: the upstream job of task ${record.id} was not stopped`, cause)),
+        Effect.forkDaemon,
+        Effect.asVoid
+      )
+    }
 
     /** The caller's tasks, newest first, `limit` at a time, after the cursor's task. */
     const list = Effect.fn("TaskService.list")(function*(account: Account, query: ListQuery) {

@@ -89,8 +89,9 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
   /**
    * Leases up to `limit` non-terminal tasks that are due and not leased by someone else:
    * work in flight first, earliest due first; then PENDING tasks within `limits`, taking the
-   * owners in turn (each owner's earliest first, then each owner's second, ...), so one
-   * account's burst does not keep another's task waiting behind it.
+   * owners in turn (an owner's waiting tasks line up behind its running ones, and the lines
+   * are served a place at a time), so one account's burst does not keep another's task
+   * waiting behind it.
    */
   readonly claimDue: (options: ClaimOptions) => Effect.Effect<ReadonlyArray<TaskRecord>>
   /**

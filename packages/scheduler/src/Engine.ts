@@ -390,7 +390,9 @@ export const make = (options: Options = {}) =>
       Effect.gen(function*() {
         yield* Ref.set(stopping, true)
         if (Duration.greaterThan(settings.shutdownGrace, Duration.zero)) {
+          // Finalizers run uninterruptibly: the wait must be interruptible for its time limit to end it.
           yield* Effect.all([FiberSet.awaitEmpty(steps), FiberSet.awaitEmpty(calls)], { discard: true }).pipe(
+            Effect.interruptible,
             Effect.timeoutOption(settings.shutdownGrace)
           )
         }

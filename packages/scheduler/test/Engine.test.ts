@@ -2,10 +2,10 @@
  * The engine against the memory store and a scripted upstream, timed by the TestClock.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, Task, TaskEvents, TaskStore, Upstream, UpstreamError } from "@mediagate/core"
+import { Ids, ModelCatalog, Task, TaskEvents, TaskStore, TaskWrites, Upstream, UpstreamError } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { MemoryTaskStore } from "@mediagate/store-memory"
-import { Clock, Context, Deferred, Effect, Layer, Option, Ref, TestClock } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Ref, Scope, TestClock } from "effect"
 import { Engine } from "../src/index.js"
 
 const job = (overrides: Partial<Task.UpstreamJob> = {}) => Testing.job({ ratio: null, width: null, height: null, ...overrides })
@@ -417,4 +417,289 @@ describe("Engine: fallback by the failure's class (motion)", () => {
         })
       ))
   }
+})
+
+describe("Engine: limits and fairness", () => {
+  /** A sync upstream whose calls take `seconds`; records when each task's call started, and how many ran at once. */
+  const timed = (seconds: number, starts: Ref.Ref<ReadonlyArray<readonly [string, number]>>, peak: Ref.Ref<number>) => {
+    let running = 0
+    return scripted((_, { taskId }) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        yield* Ref.update(starts, (all) => [...all, [taskId, now] as const])
+        running++
+        yield* Ref.update(peak, (p) => Math.max(p, running))
+        yield* Effect.sleep(Duration.seconds(seconds))
+        running--
+        return { _tag: "Completed" as const, result }
+      })
+    )
+  }
+
+  it.effect("one account's burst of 1,000 tasks delays another account's single task by at most one slot turn", () =>
+    Effect.gen(function*() {
+      const starts = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
+      const peak = yield* Ref.make(0)
+      yield* run(
+        timed(10, starts, peak),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          for (let i = 0; i < 1_000; i++) yield* store.create(Testing.record({ id: `a${i}`, ownerId: "burst", createdAt: 0, job: job() }))
+          yield* advance(1)
+          yield* store.create(Testing.record({ id: "b0", ownerId: "single", createdAt: 1_000, dueAt: 1_000, job: job() }))
+          yield* advance(12)
+          const started = yield* Ref.get(starts)
+          const single = started.find(([id]) => id === "b0")
+          // The first slots freed at 10 s; the single task started in that turn, not after the burst.
+          expect(single?.[1]).toBeLessThanOrEqual(10_100)
+          expect(started.filter(([id, at]) => id !== "b0" && at < single![1])).toHaveLength(4)
+          expect(yield* Ref.get(peak)).toBe(4)
+        }),
+        { maxRunning: 4 }
+      )
+    }))
+
+  it.effect("a sync call holds no step slot: with one slot, five calls run at once", () =>
+    Effect.gen(function*() {
+      const starts = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
+      const peak = yield* Ref.make(0)
+      yield* run(
+        timed(3, starts, peak),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          for (let i = 0; i < 5; i++) yield* store.create(record(`t${i}`, 0))
+          yield* advance(1)
+          expect(yield* Ref.get(peak)).toBe(5)
+          yield* advance(3)
+          for (let i = 0; i < 5; i++) expect((yield* statusOf(`t${i}`)).status).toBe("SUCCESS")
+        }),
+        { concurrency: 1 }
+      )
+    }))
+
+  it.effect("an account at its cap waits PENDING while another account's task runs", () =>
+    Effect.gen(function*() {
+      const starts = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
+      const peak = yield* Ref.make(0)
+      yield* run(
+        timed(10, starts, peak),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          for (let i = 0; i < 5; i++) yield* store.create(Testing.record({ id: `a${i}`, ownerId: "capped", job: job() }))
+          yield* store.create(Testing.record({ id: "b0", ownerId: "other", job: job() }))
+          yield* advance(1)
+          expect(new Set((yield* Ref.get(starts)).map(([id]) => id))).toEqual(new Set(["a0", "a1", "b0"]))
+          expect((yield* statusOf("a2")).status).toBe("PENDING")
+          yield* advance(10)
+          expect((yield* Ref.get(starts)).map(([id]) => id)).toContain("a2")
+        }),
+        { maxRunningPerAccount: 2 }
+      )
+    }))
+})
+
+describe("Engine: transient failures, attempts and idempotency keys", () => {
+  it.effect("a Retry-After is honoured: the next call comes no sooner", () =>
+    Effect.gen(function*() {
+      const calls = yield* Ref.make<ReadonlyArray<number>>([])
+      yield* run(
+        scripted(() =>
+          Effect.gen(function*() {
+            const now = yield* Clock.currentTimeMillis
+            const before = yield* Ref.getAndUpdate(calls, (all) => [...all, now])
+            return before.length === 0
+              ? yield* Effect.fail(new UpstreamError({ message: "429 slow down", reason: null, retryable: true, retryAfterMs: 30_000 }))
+              : { _tag: "Completed" as const, result }
+          })
+        ),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          yield* store.create(record("t1", 0))
+          yield* advance(29)
+          expect(yield* Ref.get(calls)).toHaveLength(1)
+          yield* advance(2)
+          const [first, second] = yield* Ref.get(calls)
+          expect(second! - first!).toBeGreaterThanOrEqual(30_000)
+          const done = yield* statusOf("t1")
+          expect(done.status).toBe("SUCCESS")
+          expect(done.attempts).toMatchObject([{ number: 1, outcome: "succeeded", transientFailures: 1, error: "429 slow down" }])
+        })
+      )
+    }))
+
+  it.effect("transient failures back off exponentially, and after the last one the task fails with the message", () =>
+    Effect.gen(function*() {
+      const calls = yield* Ref.make<ReadonlyArray<number>>([])
+      yield* run(
+        scripted(() =>
+          Clock.currentTimeMillis.pipe(
+            Effect.flatMap((now) => Ref.update(calls, (all) => [...all, now])),
+            Effect.zipRight(Effect.fail(new UpstreamError({ message: "503", reason: null, retryable: true })))
+          )
+        ),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          yield* store.create(record("t1", 0))
+          yield* advance(120)
+          const at = yield* Ref.get(calls)
+          // 1 try and 3 retries; the gaps roughly double (±20% jitter).
+          expect(at).toHaveLength(4)
+          const gaps = at.slice(1).map((t, i) => t - at[i]!)
+          for (const [i, gap] of gaps.entries()) {
+            expect(gap).toBeGreaterThanOrEqual(0.8 * 2_000 * 2 ** i)
+            expect(gap).toBeLessThanOrEqual(1.2 * 2_000 * 2 ** i + 1_000)
+          }
+          const done = yield* statusOf("t1")
+          expect(done.status).toBe("FAILURE")
+          expect(done.failureReason).toBeNull()
+          expect(done.errorMessage).toMatch(/failed 4 times in a row; the last failure: 503/)
+        }),
+        { retry: { baseDelay: 2_000, maxTransientFailures: 3 } }
+      )
+    }))
+
+  it.effect("a retried submit sends the same idempotency key; a fallback's submit sends the next", () =>
+    Effect.gen(function*() {
+      const keys = yield* Ref.make<ReadonlyArray<string>>([])
+      const motion = Testing.record({
+        id: "m1",
+        deadlineAt: 3_600_000,
+        input: { model: "motion-2.0", prompt: "a heron" },
+        job: job({ model: "motion-2.0", output: "video", sync: false, duration: 8, fallbackModel: "motion-1.5-pro" })
+      })
+      yield* run(
+        scripted((submitted, { idempotencyKey }) =>
+          Ref.getAndUpdate(keys, (all) => [...all, idempotencyKey]).pipe(
+            Effect.flatMap((before) =>
+              before.length === 0
+                ? Effect.fail(new UpstreamError({ message: "timeout", reason: null, retryable: true }))
+                : before.length === 1
+                ? Effect.fail(new UpstreamError({ message: "model broken", reason: null, retryable: false }))
+                : Effect.succeed({ _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make(`up-${submitted.model}`) })
+            )
+          ), () => Effect.succeed({ _tag: "Completed" as const, result })),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          yield* store.create(motion)
+          yield* advance(20)
+          expect(yield* Ref.get(keys)).toEqual(["m1.1", "m1.1", "m1.2"])
+          const done = yield* statusOf("m1")
+          expect(done.attempts.map((a) => [a.number, a.model, a.outcome])).toEqual([
+            [1, "motion-2.0", "failed"],
+            [2, "motion-1.5-pro", "succeeded"]
+          ])
+        })
+      )
+    }))
+})
+
+describe("Engine: deadlines, cancels and stopping", () => {
+  it.effect("a task past its deadline ends TIMEOUT and its upstream job is cancelled", () =>
+    Effect.gen(function*() {
+      const cancelled = yield* Ref.make<ReadonlyArray<string>>([])
+      const upstream = Layer.succeed(Upstream.Upstream, {
+        submit: () => Effect.succeed({ _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make("up-slow") }),
+        poll: () => Effect.succeed({ _tag: "Running" as const }),
+        cancel: (upstreamId) => Ref.update(cancelled, (all) => [...all, upstreamId])
+      })
+      yield* run(
+        upstream,
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          yield* store.create(record("t1", 0, { sync: false }, 60_000))
+          yield* advance(62)
+          const done = yield* statusOf("t1")
+          expect(done.status).toBe("TIMEOUT")
+          expect(done.attempts).toMatchObject([{ upstreamId: "up-slow", outcome: "timed_out" }])
+          expect(yield* Ref.get(cancelled)).toEqual(["up-slow"])
+        })
+      )
+    }))
+
+  it.effect("a task cancelled during its sync call frees its slot at once and the call is abandoned", () =>
+    Effect.gen(function*() {
+      const interrupted = yield* Ref.make(0)
+      const started = yield* Ref.make<ReadonlyArray<string>>([])
+      yield* run(
+        scripted((_, { taskId }) =>
+          Ref.update(started, (all) => [...all, taskId]).pipe(
+            Effect.zipRight(Effect.never),
+            Effect.onInterrupt(() => Ref.update(interrupted, (n) => n + 1))
+          )
+        ),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          const wakeup = yield* TaskEvents.TaskWakeup
+          yield* store.create(record("t1", 0))
+          yield* store.create(record("t2", 0))
+          yield* advance(1)
+          expect(yield* Ref.get(started)).toEqual(["t1"])
+          const writes = yield* TaskWrites.make
+          const now = yield* Clock.currentTimeMillis
+          yield* writes.apply(yield* statusOf("t1"), { to: "CANCELLED" }, now)
+          yield* wakeup.wake
+          yield* settle
+          // The freed slot goes to the waiting task at once ...
+          expect(yield* Ref.get(started)).toEqual(["t1", "t2"])
+          // ... and the heartbeat finds the task cancelled and abandons the call.
+          yield* advance(6)
+          expect(yield* Ref.get(interrupted)).toBe(1)
+          expect((yield* statusOf("t1")).status).toBe("CANCELLED")
+        }).pipe(Effect.provide(Ids.layerTest)),
+        { maxRunning: 1 }
+      )
+    }))
+
+  it.effect("a stopping engine finishes its calls within the grace period, then gives the rest back to another engine at once", () =>
+    Effect.gen(function*() {
+      const calls = yield* Ref.make<ReadonlyArray<string>>([])
+      const store = yield* Layer.build(MemoryTaskStore.layer)
+      const tasks = Context.get(store, TaskStore.TaskStore)
+      const upstream = scripted((_, { taskId }) =>
+        Ref.update(calls, (all) => [...all, taskId]).pipe(
+          Effect.zipRight(taskId === "slow" ? Effect.sleep("1 minute") : Effect.sleep("2 seconds")),
+          Effect.as({ _tag: "Completed" as const, result })
+        )
+      )
+      const engine = (options: Engine.Options) =>
+        Engine.layer(options).pipe(Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)]))
+      yield* tasks.create(record("quick", 0))
+      yield* tasks.create(record("slow", 0))
+      const scope = yield* Scope.make()
+      yield* Layer.buildWithScope(engine({ shutdownGrace: "5 seconds" }), scope)
+      yield* advance(1)
+      const stopping = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* advance(5)
+      yield* Fiber.join(stopping)
+      expect((Option.getOrThrow(yield* tasks.get(Ids.TaskId.make("quick")))).status).toBe("SUCCESS")
+      const slow = Option.getOrThrow(yield* tasks.get(Ids.TaskId.make("slow")))
+      expect([slow.status, slow.leaseOwner, slow.leaseUntil]).toEqual(["PROCESSING", null, null])
+      // Another engine takes the slow task up at once, not when a lease would have run out.
+      yield* Layer.build(engine({ pollInterval: "1 hour" }).pipe(Layer.provide(Layer.succeed(TaskEvents.TaskWakeup, { wake: Effect.void }))))
+      yield* settle
+      expect(yield* Ref.get(calls)).toEqual(["quick", "slow", "slow"])
+    }).pipe(Effect.scoped))
+
+  it.effect("a task whose worker died is taken up before a backlog submitted after it", () =>
+    Effect.gen(function*() {
+      const order = yield* Ref.make<ReadonlyArray<string>>([])
+      const store = yield* Layer.build(MemoryTaskStore.layer)
+      const tasks = Context.get(store, TaskStore.TaskStore)
+      const upstream = (hang: boolean) =>
+        scripted((_, { taskId }) =>
+          hang ? Effect.never : Ref.update(order, (all) => [...all, taskId]).pipe(Effect.as({ _tag: "Completed" as const, result }))
+        )
+      const engine = (hang: boolean, options: Engine.Options) =>
+        Engine.layer({ maxRunning: 1, ...options }).pipe(Layer.provide([upstream(hang), Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)]))
+      yield* tasks.create(record("first", 0))
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* Layer.build(engine(true, { releaseOnStop: false }))
+        yield* advance(1)
+      }))
+      for (let i = 0; i < 10; i++) yield* tasks.create(Testing.record({ id: `later${i}`, createdAt: 2_000, job: job() }))
+      yield* Layer.build(engine(false, {}))
+      yield* advance(30)
+      expect((yield* Ref.get(order))[0]).toBe("first")
+      expect(yield* Ref.get(order)).toHaveLength(11)
+    }).pipe(Effect.scoped))
 })

@@ -7,10 +7,10 @@
  */
 import type { HttpRouter, HttpServer } from "@effect/platform"
 import type { Accounts, MediaStore, Moderation, Outbound, TaskStore, Upstream } from "@mediagate/core"
-import { Ids, ModelCatalog, SubmitPolicy, TaskService } from "@mediagate/core"
+import { Deadlines, Ids, ModelCatalog, SubmitPolicy, TaskService } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
 import { Deliverer, Engine } from "@mediagate/scheduler"
-import { Layer } from "effect"
+import { Duration, Layer } from "effect"
 
 /** What a host provides: the concrete backends of a deployment. */
 export type Backends =
@@ -29,6 +29,8 @@ export interface Options {
   readonly allowPrivateUrls?: boolean
   /** Ids for task ids and tokens; default `Ids.layer` (Web Crypto). Tests pass `Ids.layerTest`. */
   readonly ids?: Layer.Layer<Ids.Ids>
+  /** Deadlines by model family (`{ motion: "4 hours" }`), replacing the models' defaults (docs/models.md). */
+  readonly deadlines?: Readonly<Record<string, Duration.DurationInput>>
 }
 
 /** The services of a deployment, without the HTTP server, with the engine and the deliverer running. */
@@ -41,8 +43,9 @@ export const services = (
   const deliverer = Deliverer.layer(options.deliverer)
   const engine = Engine.layer(options.engine).pipe(Layer.provide(deliverer))
   const tasks = TaskService.Default.pipe(Layer.provide(engine), Layer.provide(deliverer))
+  const deadlines = new Map(Object.entries(options.deadlines ?? {}).map(([family, after]) => [family, Duration.decode(after)]))
   return Layer.mergeAll(
-    tasks,
+    tasks.pipe(Layer.provide(Layer.succeed(Deadlines, deadlines))),
     Layer.succeed(SubmitPolicy, { ...SubmitPolicy.defaultValue(), allowPrivateUrls: options.allowPrivateUrls ?? false })
   ).pipe(
     Layer.provideMerge(ModelCatalog.layer),

@@ -74,11 +74,12 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
           .filter((task) => task.status === "PENDING" && task.dueAt! <= now && free(task))
           .sort(byDue)
           .map((task) => {
-            const turn = (rank.get(task.ownerId) ?? 0) + 1
+            // The owner's running tasks come first in its line: an owner with fewer running goes first.
+            const turn = (rank.get(task.ownerId) ?? busy.get(task.ownerId) ?? 0) + 1
             rank.set(task.ownerId, turn)
             return { task, turn }
           })
-          .filter(({ task, turn }) => turn + (busy.get(task.ownerId) ?? 0) <= (limits?.perAccount ?? Infinity))
+          .filter(({ turn }) => turn <= (limits?.perAccount ?? Infinity))
           .sort((a, b) => a.turn - b.turn || byDue(a.task, b.task))
         for (const { task } of waiting) {
           if (room-- <= 0) break

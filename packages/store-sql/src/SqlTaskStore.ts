@@ -157,8 +157,9 @@ export const make = (options: Options = {}): Effect.Effect<
     )
     const anyWaiting = compile(`SELECT 1 AS found FROM ${tasks} WHERE ${dueAndFree} AND status = 'PENDING' LIMIT 1`)
     const countRunning = compile(`SELECT count(*) AS n FROM ${tasks} WHERE ${runningNow}`)
-    // Each owner's waiting tasks are numbered by due time (its turn); turns are served in
-    // order, so owners alternate, and an owner's turns beyond its cap are not served.
+    // Each owner's waiting tasks are numbered by due time after its running ones (its turn);
+    // turns are served in order, so owners alternate, an owner with fewer tasks running goes
+    // first, and an owner's turns beyond its cap are not served.
     const claimWaiting = compile(
       `UPDATE ${tasks} SET lease_owner = ?, lease_until = ?, version = version + 1
        WHERE id IN (${lockRows(
@@ -168,7 +169,7 @@ export const make = (options: Options = {}): Effect.Effect<
              ON r.owner_id = p.owner_id
            WHERE p.status = 'PENDING' AND p.due_at IS NOT NULL AND p.due_at <= ? AND (p.lease_until IS NULL OR p.lease_until <= ?)
          ) ranked
-         WHERE turn + busy <= ? ORDER BY turn, due_at, id LIMIT ?`
+         WHERE turn + busy <= ? ORDER BY turn + busy, due_at, id LIMIT ?`
       )})
        RETURNING *`
     )
