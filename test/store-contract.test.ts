@@ -10,12 +10,12 @@ import { Ids, Task, TaskConflict, TaskStore } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
+import { freshPgDatabase } from "@mediagate/store-sql/testing"
 import { Cause, Effect, Either, Exit, Layer, Option, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import pg from "pg"
 
 let counter = 0
 const uniquePrefix = () => `t${process.pid}_${++counter}_`
@@ -50,24 +50,8 @@ afterAll(() => rmSync(sqliteDir, { recursive: true, force: true }))
 const pgUrl = process.env["MEDIAGATE_TEST_PG_URL"]
 
 /** A database of its own for this run, dropped afterwards. */
-const freshPgDatabase = (url: string): Layer.Layer<SqlClient.SqlClient, unknown> =>
-  Layer.unwrapScoped(
-    Effect.gen(function*() {
-      const name = `mediagate_test_${process.pid}_${randomBytes(4).toString("hex")}`
-      const admin = new pg.Client({ connectionString: url })
-      yield* Effect.promise(() => admin.connect())
-      yield* Effect.promise(() => admin.query(`CREATE DATABASE ${name}`))
-      yield* Effect.addFinalizer(() =>
-        Effect.promise(async () => {
-          await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-          await admin.end()
-        })
-      )
-      const target = new URL(url)
-      target.pathname = `/${name}`
-      return Database.layerPg(Redacted.make(target.toString()))
-    })
-  )
+const freshPgClient = (url: string): Layer.Layer<SqlClient.SqlClient, unknown> =>
+  Layer.unwrapScoped(Effect.map(freshPgDatabase(url, "contract"), (target) => Database.layerPg(Redacted.make(target))))
 
 const backends: ReadonlyArray<Backend> = [
   { name: "memory", shared: undefined, store: () => MemoryTaskStore.layer },
@@ -78,7 +62,7 @@ const backends: ReadonlyArray<Backend> = [
   },
   ...(pgUrl === undefined
     ? []
-    : [{ name: "postgres", shared: freshPgDatabase(pgUrl), store: (tablePrefix: string) => SqlTaskStore.layerWith({ tablePrefix }) }])
+    : [{ name: "postgres", shared: freshPgClient(pgUrl), store: (tablePrefix: string) => SqlTaskStore.layerWith({ tablePrefix }) }])
 ]
 if (pgUrl === undefined) console.warn("store-contract: MEDIAGATE_TEST_PG_URL is not set; the PostgreSQL suite is skipped")
 

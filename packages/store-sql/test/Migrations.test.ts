@@ -6,12 +6,11 @@ import { SqlClient } from "@effect/sql"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import type { Scope } from "effect"
 import { Effect, Layer, Redacted } from "effect"
-import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import pg from "pg"
 import { Database, Schema, SqlAccounts, SqlTaskStore } from "../src/index.js"
+import { freshPgDatabase } from "../src/Testing.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-migrations-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -29,20 +28,7 @@ const freshSqlite: Fresh = Effect.sync(() => {
 })
 
 const freshPg = (url: string): Fresh =>
-  Effect.gen(function*() {
-    const name = `mediagate_mig_${process.pid}_${randomBytes(4).toString("hex")}`
-    const admin = new pg.Client({ connectionString: url })
-    yield* Effect.promise(() => admin.connect())
-    yield* Effect.promise(() => admin.query(`CREATE DATABASE ${name}`))
-    yield* Effect.addFinalizer(() =>
-      Effect.promise(async () => {
-        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-        await admin.end()
-      })
-    )
-    const target = Object.assign(new URL(url), { pathname: `/${name}` }).toString()
-    return { client: () => Database.layerPg(Redacted.make(target)) }
-  })
+  Effect.map(freshPgDatabase(url, "mig"), (target) => ({ client: () => Database.layerPg(Redacted.make(target)) }))
 
 const expected = Object.keys(Schema.migrations("x_")).map((key) => Number(key.slice(0, 4))).sort((a, b) => a - b)
 

@@ -1,0 +1,106 @@
+/**
+ * The engine's limits, fairness and hand-over on every store backend: memory, SQLite and
+ * PostgreSQL (when MEDIAGATE_TEST_PG_URL is set; CI sets it). The claim rules live in the
+ * stores' SQL, so the engine is checked on each of them, timed by the TestClock.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Ids, ModelCatalog, TaskEvents, TaskStore, Upstream } from "@mediagate/core"
+import * as Testing from "@mediagate/core/testing"
+import { MemoryTaskStore } from "@mediagate/store-memory"
+import { Database, SqlTaskStore } from "@mediagate/store-sql"
+import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
+import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted, Ref, Scope, TestClock } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll } from "vitest"
+import { Engine } from "../src/index.js"
+
+const dir = mkdtempSync(join(tmpdir(), "mediagate-engine-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+let files = 0
+
+const backends: ReadonlyArray<readonly [string, Layer.Layer<TaskStore.TaskStore, unknown>]> = [
+  ["memory", MemoryTaskStore.layer],
+  ["sqlite", Layer.suspend(() => SqlTaskStore.layer.pipe(Layer.provide(Database.layerSqlite(join(dir, `e${++files}.db`)))))],
+  ...(pgUrl === undefined ? [] : [[
+    "postgres",
+    SqlTaskStore.layer.pipe(
+      Layer.provide(Layer.unwrapScoped(Effect.map(freshPgDatabase(pgUrl, "engine"), (url) => Database.layerPg(Redacted.make(url)))))
+    )
+  ] as const])
+]
+if (pgUrl === undefined) console.warn("EngineBackends: MEDIAGATE_TEST_PG_URL is not set; the PostgreSQL cases are skipped")
+
+const result = { type: "image" as const, urls: ["https://cdn.example/a.png"] }
+const job = Testing.job({ ratio: null, width: null, height: null })
+
+/** A sync upstream whose calls take `seconds` (forever for ids in `hang`); records each call's task and start. */
+const timed = (seconds: number, starts: Ref.Ref<ReadonlyArray<readonly [string, number]>>, hang: ReadonlySet<string> = new Set()) =>
+  Layer.succeed(Upstream.Upstream, {
+    submit: (_, { taskId }) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        yield* Ref.update(starts, (all) => [...all, [taskId, now] as const])
+        yield* hang.has(taskId) ? Effect.never : Effect.sleep(Duration.seconds(seconds))
+        return { _tag: "Completed" as const, result }
+      }),
+    poll: () => Effect.succeed({ _tag: "Running" as const })
+  })
+
+const advance = (seconds: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < seconds * 4; i++) {
+      yield* TestClock.adjust("250 millis")
+      for (let j = 0; j < 20; j++) yield* Effect.yieldNow()
+    }
+  })
+
+const engine = (store: Context.Context<TaskStore.TaskStore>, upstream: Layer.Layer<Upstream.Upstream>, options: Engine.Options) =>
+  Engine.layer(options).pipe(Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)]))
+
+for (const [name, backend] of backends) {
+  describe(`Engine on ${name}`, () => {
+    it.scoped("a burst of 200 from one account delays another account's task by one slot turn at most", () =>
+      Effect.gen(function*() {
+        const store = yield* Layer.build(backend)
+        const tasks = Context.get(store, TaskStore.TaskStore)
+        const starts = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
+        for (let i = 0; i < 200; i++) yield* tasks.create(Testing.record({ id: `a${String(i).padStart(3, "0")}`, ownerId: "burst", job }))
+        yield* Layer.build(engine(store, timed(10, starts), { maxRunning: 4, pollInterval: "1 hour" }))
+        yield* advance(1)
+        yield* tasks.create(Testing.record({ id: "b0", ownerId: "single", createdAt: 1_000, job }))
+        yield* advance(11)
+        const started = yield* Ref.get(starts)
+        const single = started.findIndex(([id]) => id === "b0")
+        // Four burst tasks took the slots first; the single task had the first slot that freed.
+        expect(single).toBeGreaterThanOrEqual(4)
+        expect(single).toBeLessThanOrEqual(4)
+        expect(started[single]![1]).toBeLessThan(11_000)
+      }))
+
+    it.scoped("a stopping engine gives its task back; another engine takes it at once, ahead of later work", () =>
+      Effect.gen(function*() {
+        const store = yield* Layer.build(backend)
+        const tasks = Context.get(store, TaskStore.TaskStore)
+        const starts = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
+        yield* tasks.create(Testing.record({ id: "first", job }))
+        const scope = yield* Scope.make()
+        yield* Layer.buildWithScope(engine(store, timed(1, starts, new Set(["first"])), { shutdownGrace: "2 seconds" }), scope)
+        yield* advance(1)
+        for (let i = 0; i < 5; i++) yield* tasks.create(Testing.record({ id: `later${i}`, createdAt: 1_000, job }))
+        const stopping = yield* Effect.fork(Scope.close(scope, Exit.void))
+        yield* advance(3)
+        yield* Fiber.join(stopping)
+        const given = Option.getOrThrow(yield* tasks.get(Ids.TaskId.make("first")))
+        expect([given.status, given.leaseOwner]).toEqual(["PROCESSING", null])
+        yield* Layer.build(
+          engine(store, timed(1, starts), { maxRunning: 1, pollInterval: "1 hour" }).pipe(
+            Layer.provide(Layer.succeed(TaskEvents.CallbackWakeup, { wake: Effect.void }))
+          )
+        )
+        yield* advance(1)
+        expect((yield* Ref.get(starts)).map(([id]) => id).slice(0, 2)).toEqual(["first", "first"])
+      }))
+  })
+}
