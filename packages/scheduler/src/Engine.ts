@@ -111,15 +111,16 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
     const writes = yield* TaskWrites.make
 
     /**
-     * When to poll an accepted job next: soon at first, then half the time the task has run so
-     * far (so a job found done is at most half again as late as it took), capped, with ±10%
-     * jitter so that jobs accepted together do not poll together.
+     * When to poll an accepted job next: soon at first, then half the time the job has run at
+     * the upstream so far (since its attempt started; so a job found done is at most half
+     * again as late as it took), capped, with ±10% jitter so that jobs accepted together do
+     * not poll together. Time the task waited before it was submitted does not count.
      */
-    const nextPollAt = (record: Task.TaskRecord, now: number) =>
+    const nextPollAt = (record: Task.TaskRecord, now: number, startedAt = Attempt.open(record)?.startedAt ?? now) =>
       Effect.map(Random.nextRange(0.9, 1.1), (jitter) => {
         const cap = settings.upstreamPollInterval ??
           Math.min(600_000, Math.max(1_000, (record.deadlineAt - record.createdAt) / 36))
-        const delay = Math.min(cap, Math.max(settings.firstPollDelay, (now - record.createdAt) / 2))
+        const delay = Math.min(cap, Math.max(settings.firstPollDelay, (now - startedAt) / 2))
         return now + Math.round(delay * jitter)
       })
 
@@ -271,7 +272,7 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
 
     /** An accepted job: polled soon, as SUBMITTED (or the same status after a fallback). */
     const accepted = (record: Task.TaskRecord, upstreamId: Ids.UpstreamId, now: number, startedAt: number) =>
-      Effect.flatMap(nextPollAt(record, now), (dueAt) => {
+      Effect.flatMap(nextPollAt(record, now, startedAt), (dueAt) => {
         const attempts = Attempt.touch(record, startedAt, { upstreamId })
         return record.status === "PENDING"
           ? write(record, writes.apply(record, { to: "SUBMITTED", upstreamId, dueAt }, now, { attempts }))

@@ -157,6 +157,29 @@ describe("Engine", () => {
       )
     }))
 
+  it.effect("a job submitted after waiting a minute in line is still polled 50 ms after acceptance", () =>
+    Effect.gen(function*() {
+      yield* run(
+        scripted(
+          () => Effect.succeed({ _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make("up-fast") }),
+          () => Effect.succeed({ _tag: "Completed" as const, result })
+        ),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          // Created at 0, due only at 60 s (it waited for a running slot).
+          yield* store.create(Testing.record({ id: "t1", createdAt: 0, dueAt: 60_000, job: job({ sync: false }) }))
+          yield* TestClock.adjust("60 seconds")
+          yield* settle
+          expect((yield* statusOf("t1")).status).toBe("SUBMITTED")
+          for (let i = 0; i < 10; i++) {
+            yield* TestClock.adjust("10 millis")
+            yield* settle
+          }
+          expect((yield* statusOf("t1")).status).toBe("SUCCESS")
+        })
+      )
+    }))
+
   it.effect("a motion job that takes 4 hours is polled at most 50 times", () =>
     Effect.gen(function*() {
       const polls = yield* Ref.make(0)
