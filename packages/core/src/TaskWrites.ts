@@ -67,7 +67,7 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
 
   /** `record` holding `lease`, if the writer keeps one. */
   const leased = (record: TaskRecord, lease: WriteOptions["lease"]) =>
-    lease === undefined ? record : new TaskRecord({ ...record, leaseOwner: lease.owner, leaseUntil: lease.until })
+    lease === undefined ? record : new TaskRecord({ ...record, leaseOwner: lease.owner, leaseUntil: lease.until }, true)
 
   const write = (current: TaskRecord, next: Either.Either<TaskRecord, IllegalTransition>) =>
     Effect.flatMap(next, (record) =>
@@ -84,7 +84,7 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
         Effect.flatMap(owed)
       ),
     apply: (current, change, now, options = {}) => {
-      const base = options.attempts === undefined ? current : new TaskRecord({ ...current, attempts: options.attempts })
+      const base = options.attempts === undefined ? current : new TaskRecord({ ...current, attempts: options.attempts }, true)
       return write(current, Either.map(Transition.apply(base, change, now), (next) => leased(next, options.lease)))
     },
     reschedule: (current, dueAt, { lease, ...patch } = {}) =>

@@ -34,6 +34,10 @@ const allowed: Readonly<Record<TaskStatus, ReadonlySet<TaskStatus>>> = {
 /** Whether the state machine allows `from -> to`. */
 export const canTransition = (from: TaskStatus, to: TaskStatus): boolean => allowed[from].has(to)
 
+// Records here are built from typed records and changes, so the class's validation is
+// skipped (`new TaskRecord(fields, true)`): it would check every field of the job again on
+// each write. Records from outside (a request, a database row) are validated where they enter.
+
 /**
  * Applies a change to a record at `now`. Succeeds with the next record (version + 1,
  * lease released) or fails with IllegalTransition; never overwrites silently.
@@ -59,14 +63,14 @@ export const apply = (
     close(record.attempts, now, outcome, error)
   switch (change.to) {
     case "SUBMITTED":
-      return Either.right(new TaskRecord({ ...base, upstreamId: change.upstreamId, dueAt: change.dueAt }))
+      return Either.right(new TaskRecord({ ...base, upstreamId: change.upstreamId, dueAt: change.dueAt }, true))
     case "PROCESSING":
       return Either.right(
-        new TaskRecord({ ...base, upstreamId: change.upstreamId ?? record.upstreamId, dueAt: change.dueAt })
+        new TaskRecord({ ...base, upstreamId: change.upstreamId ?? record.upstreamId, dueAt: change.dueAt }, true)
       )
     case "SUCCESS":
       return Either.right(
-        new TaskRecord({ ...base, result: change.result, failureReason: null, dueAt: null, attempts: ended("succeeded", null) })
+        new TaskRecord({ ...base, result: change.result, failureReason: null, dueAt: null, attempts: ended("succeeded", null) }, true)
       )
     case "FAILURE":
       return Either.right(
@@ -76,15 +80,15 @@ export const apply = (
           errorMessage: change.message,
           dueAt: null,
           attempts: ended("failed", change.message)
-        })
+        }, true)
       )
     case "TIMEOUT":
       return Either.right(
-        new TaskRecord({ ...base, errorMessage: change.message ?? null, dueAt: null, attempts: ended("timed_out", change.message ?? null) })
+        new TaskRecord({ ...base, errorMessage: change.message ?? null, dueAt: null, attempts: ended("timed_out", change.message ?? null) }, true)
       )
     case "CANCELLED":
       return Either.right(
-        new TaskRecord({ ...base, errorMessage: change.message ?? null, dueAt: null, attempts: ended("cancelled", null) })
+        new TaskRecord({ ...base, errorMessage: change.message ?? null, dueAt: null, attempts: ended("cancelled", null) }, true)
       )
   }
 }
@@ -113,5 +117,5 @@ export const reschedule = (
         version: record.version + 1,
         leaseOwner: null,
         leaseUntil: null
-      })
+      }, true)
     )

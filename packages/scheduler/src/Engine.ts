@@ -197,7 +197,7 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
           leaseOwner: worker,
           leaseUntil: Math.min(latest.deadlineAt, now + settings.heartbeatWindow),
           version: latest.version + 1
-        })
+        }, true)
         // Uninterruptible: the stored version and the Ref must never disagree.
         return yield* store.update(next, latest.version).pipe(
           Effect.zipRight(Ref.set(current, next)),

@@ -51,7 +51,7 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         const nonTerminal = [...tasks.values()].filter((task) => task.dueAt !== null)
         const byDue = (a: Task.TaskRecord, b: Task.TaskRecord) => a.dueAt! - b.dueAt! || (a.id < b.id ? -1 : 1)
         const lease = (task: Task.TaskRecord) => {
-          const record = new Task.TaskRecord({ ...task, leaseOwner: worker, leaseUntil, version: task.version + 1 })
+          const record = new Task.TaskRecord({ ...task, leaseOwner: worker, leaseUntil, version: task.version + 1 }, true)
           tasks.set(task.id, record)
           return record
         }
@@ -91,7 +91,7 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
       Effect.sync(() => {
         for (const task of tasks.values()) {
           if (task.leaseOwner === worker && task.dueAt !== null) {
-            tasks.set(task.id, new Task.TaskRecord({ ...task, leaseOwner: null, leaseUntil: null, version: task.version + 1 }))
+            tasks.set(task.id, new Task.TaskRecord({ ...task, leaseOwner: null, leaseUntil: null, version: task.version + 1 }, true))
           }
         }
       }),

@@ -94,6 +94,14 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
       const sql = yield* SqlClient.SqlClient
       // Every upstream attempt of the task, as a JSON array (TaskRecord.attempts).
       yield* sql`ALTER TABLE ${sql(t.tasks)} ADD COLUMN attempts TEXT NOT NULL DEFAULT '[]'`
+    }),
+    "0007_claim_indexes": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // The engine's claims: work in flight by due time, running tasks by owner, and each
+      // owner's line of waiting tasks (with the lease, so the line is read from the index alone).
+      yield* sql`CREATE INDEX ${sql(`${t.tasks}_in_flight`)} ON ${sql(t.tasks)} (due_at, id) WHERE due_at IS NOT NULL AND status <> 'PENDING'`
+      yield* sql`CREATE INDEX ${sql(`${t.tasks}_running`)} ON ${sql(t.tasks)} (owner_id) WHERE due_at IS NOT NULL AND status <> 'PENDING'`
+      yield* sql`CREATE INDEX ${sql(`${t.tasks}_waiting`)} ON ${sql(t.tasks)} (owner_id, due_at, id, lease_until) WHERE status = 'PENDING'`
     })
   }
 }

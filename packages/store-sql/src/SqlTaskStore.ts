@@ -141,38 +141,41 @@ export const make = (options: Options = {}): Effect.Effect<
     )
     const selectById = compile(`SELECT * FROM ${tasks} WHERE id = ?`)
     const selectByIdOwner = compile(`SELECT * FROM ${tasks} WHERE id = ? AND owner_id = ?`)
-    // Claims. A task is running from its claim out of PENDING until it ends; only non-terminal
-    // tasks have a due time, so every statement reads the partial due index.
-    const dueAndFree = `due_at IS NOT NULL AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)`
-    const runningNow = `due_at IS NOT NULL AND (status <> 'PENDING' OR lease_until > ?)`
-    // PostgreSQL takes no row locks in a query with window functions: lock the rows it picked.
-    const lockRows = (select: string) => (isPg ? `SELECT id FROM ${tasks} WHERE id IN (${select}) FOR UPDATE SKIP LOCKED` : select)
+    // Claims. A task is running from its claim out of PENDING until it ends. Work in flight
+    // and waiting work have partial indexes of their own (migration 0007), so a claim reads
+    // only the rows it may take, however long the line of waiting tasks.
+    const free = (alias = "") => `(${alias}lease_until IS NULL OR ${alias}lease_until <= ?)`
     const claimInFlight = compile(
       `UPDATE ${tasks} SET lease_owner = ?, lease_until = ?, version = version + 1
        WHERE id IN (
-         SELECT id FROM ${tasks} WHERE ${dueAndFree} AND status <> 'PENDING'
+         SELECT id FROM ${tasks} WHERE due_at IS NOT NULL AND status <> 'PENDING' AND due_at <= ? AND ${free()}
          ORDER BY due_at, id LIMIT ?${isPg ? " FOR UPDATE SKIP LOCKED" : ""}
        )
        RETURNING *`
     )
-    const anyWaiting = compile(`SELECT 1 AS found FROM ${tasks} WHERE ${dueAndFree} AND status = 'PENDING' LIMIT 1`)
-    const countRunning = compile(`SELECT count(*) AS n FROM ${tasks} WHERE ${runningNow}`)
-    // Each owner's waiting tasks are numbered by due time after its running ones (its turn);
-    // turns are served in order, so owners alternate, an owner with fewer tasks running goes
-    // first, and an owner's turns beyond its cap are not served.
-    const claimWaiting = compile(
-      `UPDATE ${tasks} SET lease_owner = ?, lease_until = ?, version = version + 1
-       WHERE id IN (${lockRows(
-        `SELECT id FROM (
-           SELECT p.id, p.due_at, row_number() OVER (PARTITION BY p.owner_id ORDER BY p.due_at, p.id) AS turn, COALESCE(r.n, 0) AS busy
-           FROM ${tasks} p LEFT JOIN (SELECT owner_id, count(*) AS n FROM ${tasks} WHERE ${runningNow} GROUP BY owner_id) r
-             ON r.owner_id = p.owner_id
-           WHERE p.status = 'PENDING' AND p.due_at IS NOT NULL AND p.due_at <= ? AND (p.lease_until IS NULL OR p.lease_until <= ?)
-         ) ranked
-         WHERE turn + busy <= ? ORDER BY turn + busy, due_at, id LIMIT ?`
-      )})
-       RETURNING *`
+    const waitingOwners = compile(
+      `SELECT DISTINCT owner_id FROM ${tasks} WHERE status = 'PENDING' AND due_at <= ? AND ${free()}`
     )
+    // Running: in flight, or PENDING under a live lease (claimed, not yet submitted); two
+    // statements, so each reads its own index.
+    const inFlightByOwner = compile(
+      `SELECT owner_id, count(*) AS n FROM ${tasks} WHERE due_at IS NOT NULL AND status <> 'PENDING' GROUP BY owner_id`
+    )
+    const leasedByOwner = compile(
+      `SELECT owner_id, count(*) AS n FROM ${tasks} WHERE status = 'PENDING' AND lease_until > ? GROUP BY owner_id`
+    )
+    const ownersLine = compile(
+      `SELECT id, owner_id, due_at FROM ${tasks} WHERE status = 'PENDING' AND owner_id = ? AND due_at <= ? AND ${free()}
+       ORDER BY due_at, id LIMIT ?`
+    )
+    /** Leases the chosen waiting tasks (by id; `count` placeholders), if still free. */
+    const leaseChosen = (count: number) =>
+      compile(
+        `UPDATE ${tasks} SET lease_owner = ?, lease_until = ?, version = version + 1
+         WHERE status = 'PENDING' AND ${free()} AND id IN (${Array.from({ length: count }, () => "?").join(", ")})
+         RETURNING *`
+      )
+    const leaseStatements = new Map<number, string>()
     // On PostgreSQL claims of new work take turns, so two nodes never both see the same free room.
     const claimLock = `SELECT pg_advisory_xact_lock(hashtext('${t.tasks}_claims'))`
     const releaseLeases = compile(
@@ -226,13 +229,14 @@ export const make = (options: Options = {}): Effect.Effect<
       update: (next, expectedVersion, callbacks = []) => {
         const row = TaskRow.toRow(next)
         const params = [...updateColumns.map((column) => row[column]), row.id, expectedVersion]
-        const conflict = new TaskConflict({ taskId: next.id, expectedVersion })
+        // Made only when the check fails: an error captures a stack trace.
+        const conflict = () => new TaskConflict({ taskId: next.id, expectedVersion })
         return (callbacks.length === 0
-          ? Effect.flatMap(executor.run(updateTask, params), (updated) => (updated.length === 0 ? Effect.fail(conflict) : Effect.void))
+          ? Effect.flatMap(executor.run(updateTask, params), (updated) => (updated.length === 0 ? Effect.fail(conflict()) : Effect.void))
           : executor.transaction((run) =>
             Effect.gen(function*() {
               const updated = yield* run(updateTask, params)
-              if (updated.length === 0) return yield* Effect.fail(conflict)
+              if (updated.length === 0) return yield* Effect.fail(conflict())
               yield* writeCallbacks(run, callbacks)
             })
           )).pipe(orDie("update"))
@@ -244,15 +248,36 @@ export const make = (options: Options = {}): Effect.Effect<
             const byDue = (a: Task.TaskRecord, b: Task.TaskRecord) => a.dueAt! - b.dueAt!
             const inFlight = (yield* records(yield* run(claimInFlight, [worker, leaseUntil, now, now, limit]))).sort(byDue)
             let room = limit - inFlight.length
-            if (room <= 0 || (yield* run(anyWaiting, [now, now])).length === 0) return inFlight
+            if (room <= 0) return inFlight
+            const owners = (yield* run(waitingOwners, [now, now])).map((row) => String(row["owner_id"]))
+            if (owners.length === 0) return inFlight
             if (isPg) yield* run(claimLock, [])
-            if (limits !== undefined && Number.isFinite(limits.running)) {
-              const [counted] = yield* run(countRunning, [now])
-              room = Math.min(room, limits.running - num(counted?.["n"]))
-              if (room <= 0) return inFlight
+            const busy = new Map<string, number>()
+            for (const row of [...yield* run(inFlightByOwner, []), ...yield* run(leasedByOwner, [now])]) {
+              busy.set(String(row["owner_id"]), (busy.get(String(row["owner_id"])) ?? 0) + num(row["n"]))
             }
-            const perAccount = limits === undefined || !Number.isFinite(limits.perAccount) ? 2 ** 31 : limits.perAccount
-            const waiting = yield* records(yield* run(claimWaiting, [worker, leaseUntil, now, now, now, perAccount, room]))
+            if (limits !== undefined) {
+              room = Math.min(room, limits.running - [...busy.values()].reduce((a, b) => a + b, 0))
+            }
+            const cap = limits?.perAccount ?? Number.POSITIVE_INFINITY
+            // Each owner's line: its waiting tasks behind its running ones; places are served in
+            // order across the lines, so owners alternate and the least busy goes first.
+            const places: Array<{ readonly id: string; readonly place: number; readonly due: number }> = []
+            for (const owner of owners) {
+              const running = busy.get(owner) ?? 0
+              const take = Math.min(room, cap - running)
+              if (take <= 0) continue
+              const line = yield* run(ownersLine, [owner, now, now, take])
+              line.forEach((row, i) => places.push({ id: String(row["id"]), place: running + i + 1, due: num(row["due_at"]) }))
+            }
+            const chosen = places
+              .sort((a, b) => a.place - b.place || a.due - b.due || (a.id < b.id ? -1 : 1))
+              .slice(0, Math.max(0, room))
+              .map((place) => place.id)
+            if (chosen.length === 0) return inFlight
+            let statement = leaseStatements.get(chosen.length)
+            if (statement === undefined) leaseStatements.set(chosen.length, statement = leaseChosen(chosen.length))
+            const waiting = yield* records(yield* run(statement, [worker, leaseUntil, now, ...chosen]))
             return [...inFlight, ...waiting.sort(byDue)]
           })
         ).pipe(orDie("claimDue")),
