@@ -98,6 +98,60 @@ describe("Simulator", () => {
       })))
 })
 
+describe("Simulator: files, idempotency keys and cancels", () => {
+  const counted = (stats: Simulator.Stats) =>
+    <A, E>(f: (upstream: Upstream.Upstream["Type"]) => Effect.Effect<A, E>) =>
+      Effect.flatMap(Upstream.Upstream, f).pipe(
+        Effect.provide(Simulator.layer({ profile: "instant", seed: 1, stats }).pipe(Layer.provide([media, Ids.layerTest])))
+      )
+  const submit = (upstream: Upstream.Upstream["Type"], task: string, overrides: Partial<Task.UpstreamJob> = {}, attempt = 1) =>
+    upstream.submit(job(overrides), { taskId: Ids.TaskId.make(task), idempotencyKey: `${task}.${attempt}` })
+
+  it.effect("a file of a shape and colour already made is not encoded again; each task still gets files of its own", () => {
+    const stats = new Simulator.Stats()
+    return counted(stats)((upstream) =>
+      Effect.gen(function*() {
+        const urls = new Set<string>()
+        for (let i = 0; i < 40; i++) {
+          const outcome = yield* submit(upstream, `t${i}`, { n: 1 })
+          if (outcome._tag === "Completed") outcome.result.urls.forEach((url) => urls.add(url))
+        }
+        expect(urls.size).toBe(40)
+        // 40 tasks of one size: at most one encode per colour variant.
+        expect(stats.encodes).toBeGreaterThan(1)
+        expect(stats.encodes).toBeLessThanOrEqual(8)
+        for (const url of urls) expect(sizeOf(url)).toEqual({ width: 2016, height: 864 })
+      }))
+  })
+
+  it.effect("an async submit repeated with the same idempotency key answers the same job; the next attempt's key starts another", () => {
+    const stats = new Simulator.Stats()
+    return counted(stats)((upstream) =>
+      Effect.gen(function*() {
+        const first = yield* submit(upstream, "t1", { sync: false })
+        const again = yield* submit(upstream, "t1", { sync: false })
+        expect(again).toEqual(first)
+        expect(stats.jobs).toBe(1)
+        const next = yield* submit(upstream, "t1", { sync: false }, 2)
+        expect(next).not.toEqual(first)
+        expect(stats.jobs).toBe(2)
+      }))
+  })
+
+  it.effect("a cancelled job is recorded, and polling it answers a permanent failure", () => {
+    const stats = new Simulator.Stats()
+    return counted(stats)((upstream) =>
+      Effect.gen(function*() {
+        const accepted = yield* submit(upstream, "t1", { sync: false, prompt: "x [sim:timeout]" })
+        if (accepted._tag !== "Accepted") return expect.unreachable()
+        yield* upstream.cancel!(accepted.upstreamId, job({ sync: false }))
+        expect([...stats.cancelled]).toEqual([accepted.upstreamId])
+        const error = yield* upstream.poll(accepted.upstreamId, job({ sync: false })).pipe(Effect.flip)
+        expect([error.retryable, error.message]).toEqual([false, `upstream job ${accepted.upstreamId} was cancelled`])
+      }))
+  })
+})
+
 describe("SimulatedModeration", () => {
   it.effect("flags [sim:moderation] and passes the rest", () =>
     Effect.gen(function*() {
