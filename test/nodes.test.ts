@@ -92,7 +92,7 @@ describe("two standalone servers on one PostgreSQL database", () => {
     // Without a takeover the killed node's tasks would stay unfinished for ever.
     const statuses = await awaitTerminal(b.port, key, taskIds, 30_000)
     console.log(`nodes: ${taskIds.length} tasks (held at the kill: ${held.join(" and ")}) done ${Date.now() - killedAt} ms after SIGKILL, lease 3 s`)
-    expect([...statuses.values()].filter((status) => status !== "SUCCESS")).toEqual([])
+    expect([...statuses.values()].map((task) => task.status).filter((status) => status !== "SUCCESS")).toEqual([])
     expect(statuses.size).toBe(taskIds.length)
   })
 
@@ -116,7 +116,7 @@ describe("two standalone servers on one PostgreSQL database", () => {
 
     const statuses = await awaitTerminal(b.port, key, taskIds, 30_000)
     console.log(`nodes: SIGTERM to exit ${stopping} ms; ${taskIds.length} tasks (held: ${held.join(" and ")}) done ${Date.now() - stoppedAt} ms after SIGTERM, lease 60 s`)
-    expect([...statuses.values()].filter((status) => status !== "SUCCESS")).toEqual([])
+    expect([...statuses.values()].map((task) => task.status).filter((status) => status !== "SUCCESS")).toEqual([])
     expect(statuses.size).toBe(taskIds.length)
   })
 })

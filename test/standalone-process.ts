@@ -79,18 +79,18 @@ export const terminal = new Set(["SUCCESS", "FAILURE", "TIMEOUT", "CANCELLED"])
 
 /**
  * Polls the tasks over the API of the server on `port` until each is terminal or `limitMs`
- * has passed; answers each task's last status. Waits on real processes, so it pauses
- * between rounds; nothing in it measures time.
+ * has passed; answers each task as last seen (its status is `HTTP <code>` if the query
+ * failed). Waits on real processes, so it pauses between rounds; nothing in it measures time.
  */
 export const awaitTerminal = async (port: number, key: string, taskIds: ReadonlyArray<string>, limitMs: number) => {
-  const statuses = new Map<string, string>()
+  const tasks = new Map<string, { readonly status: string } & Record<string, any>>()
   const until = Date.now() + limitMs
   for (;;) {
-    const open = taskIds.filter((taskId) => !terminal.has(statuses.get(taskId) ?? ""))
-    if (open.length === 0 || Date.now() > until) return statuses
+    const open = taskIds.filter((taskId) => !terminal.has(tasks.get(taskId)?.status ?? ""))
+    if (open.length === 0 || Date.now() > until) return tasks
     for (const taskId of open) {
       const answer = await api(port, key, `/api/v1/task/${taskId}`)
-      statuses.set(taskId, answer.status === 200 ? answer.body.data.status : `HTTP ${answer.status}`)
+      tasks.set(taskId, answer.status === 200 ? answer.body.data : { status: `HTTP ${answer.status}` })
     }
     await pause(200)
   }
