@@ -171,7 +171,7 @@ describe("PgNotify: nodes on one PostgreSQL database wake each other", () => {
         expect(yield* Queue.take(seen.submits).pipe(Effect.timeout("10 seconds"))).toBe(taskId)
       })), 30_000)
 
-  it.live(`a relay that cannot connect does not stop its node; it says it is not listening${skip}`, () =>
+  it.live(`a relay that cannot connect does not stop its node; it says it is not listening`, () =>
     Effect.scoped(
       Effect.gen(function*() {
         // Port 9 (discard) on loopback refuses connections.
