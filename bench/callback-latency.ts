@@ -7,7 +7,7 @@
  */
 import { memoryBackends, layer as standalone } from "@mediagate/example-standalone-server/Server"
 import type { ServerConfig } from "@mediagate/example-standalone-server/Config"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { readFileSync, writeFileSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -47,7 +47,9 @@ const main = async () => {
     upstream: "simulator",
     simulatorProfile: "instant",
     databaseUrl: "memory",
-    mediaDir: "./data/media"
+    mediaDir: "./data/media",
+    lease: Duration.seconds(15),
+    shutdownGrace: Duration.seconds(10)
   }
   const backends = memoryBackends(config, [{ id: "acct_bench", name: "bench", apiKey: Redacted.make(key) }])
   const stop = Effect.runFork(Layer.launch(standalone(config, backends)))

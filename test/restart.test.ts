@@ -1,7 +1,7 @@
 /**
  * Durability: the standalone server runs as a child process on a SQLite file, takes
  * tasks, is killed with SIGKILL, starts again, and every acknowledged task is there and
- * goes on to finish. This suite waits on a real process, so it polls over HTTP with short
+ * goes on to finish (test/crash-cycles.test.ts does the same several times under load). This suite waits on a real process, so it polls over HTTP with short
  * pauses; nothing in it measures time.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
@@ -34,7 +34,9 @@ const start = (port: number) =>
         MEDIAGATE_DATABASE_URL: `sqlite:${join(dir, "mediagate.db")}`,
         MEDIAGATE_MEDIA_DIR: join(dir, "media"),
         MEDIAGATE_API_KEY: key,
-        MEDIAGATE_SIMULATOR_PROFILE: "demo"
+        MEDIAGATE_SIMULATOR_PROFILE: "demo",
+        // The killed server's tasks are taken over once their lease runs out: 2 s, not the default 15 s.
+        MEDIAGATE_LEASE: "2s"
       },
       stdio: ["ignore", "pipe", "pipe"]
     })

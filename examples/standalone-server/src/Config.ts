@@ -4,7 +4,7 @@
  * allows and what it got, so an operator can fix it without reading code.
  */
 import { Database } from "@mediagate/store-sql"
-import { Config, ConfigError, Either, Option } from "effect"
+import { Config, ConfigError, Duration, Either, Option } from "effect"
 
 /** The simulator's latency profiles. */
 export type SimulatorProfile = "instant" | "demo" | "realistic"
@@ -20,6 +20,10 @@ export interface ServerConfig {
   readonly simulatorProfile: SimulatorProfile
   readonly databaseUrl: string
   readonly mediaDir: string
+  /** How long a node's claim on a task holds: another node takes over a dead node's tasks after it. */
+  readonly lease: Duration.Duration
+  /** On SIGTERM, how long the steps in flight may take before they are interrupted and given back. */
+  readonly shutdownGrace: Duration.Duration
 }
 
 /** The database used when MEDIAGATE_DATABASE_URL is not set. */
@@ -35,7 +39,9 @@ export const variables = [
   "MEDIAGATE_ALLOW_PRIVATE_URLS",
   "MEDIAGATE_UPSTREAM",
   "MEDIAGATE_DATABASE_URL",
-  "MEDIAGATE_MEDIA_DIR"
+  "MEDIAGATE_MEDIA_DIR",
+  "MEDIAGATE_LEASE",
+  "MEDIAGATE_SHUTDOWN_GRACE"
 ] as const
 
 type Variable = typeof variables[number]
@@ -87,6 +93,22 @@ const apiKey = variable("MEDIAGATE_API_KEY", (raw) =>
 const nonEmpty = (name: Variable) =>
   variable(name, (raw) => raw.length > 0 ? Either.right(raw) : Either.left("must not be empty"))
 
+const units: Record<string, number> = { ms: 1, s: 1_000, m: 60_000 }
+
+type Bound = readonly [Duration.Duration, string]
+
+/** A duration written as a number and a unit (`500ms`, `10s`, `2m`), from `min` to `max`. */
+const duration = (name: Variable, [min, minLabel]: Bound, [max, maxLabel]: Bound) =>
+  variable(name, (raw) => {
+    const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m)$/.exec(raw.trim())
+    const value = match === null ? undefined : Duration.millis(Math.round(Number(match[1]) * units[match[2]!]!))
+    return value !== undefined && Duration.between(value, { minimum: min, maximum: max })
+      ? Either.right(value)
+      : Either.left(
+        `must be a duration from ${minLabel} to ${maxLabel}, such as 500ms, 10s or 2m (got ${shown(raw)})`
+      )
+  })
+
 /** Reads MEDIAGATE_* variables. */
 export const serverConfig: Config.Config<ServerConfig> = Config.all({
   port: port.pipe(Config.withDefault(8080)),
@@ -101,7 +123,11 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
     Config.withDefault("demo" as const)
   ),
   databaseUrl: databaseUrl.pipe(Config.withDefault(defaultDatabaseUrl)),
-  mediaDir: nonEmpty("MEDIAGATE_MEDIA_DIR").pipe(Config.withDefault("./data/media"))
+  mediaDir: nonEmpty("MEDIAGATE_MEDIA_DIR").pipe(Config.withDefault("./data/media")),
+  lease: duration("MEDIAGATE_LEASE", [Duration.seconds(1), "1s"], [Duration.hours(1), "60m"]).pipe(Config.withDefault(Duration.seconds(15))),
+  shutdownGrace: duration("MEDIAGATE_SHUTDOWN_GRACE", [Duration.zero, "0s"], [Duration.minutes(10), "10m"]).pipe(
+    Config.withDefault(Duration.seconds(10))
+  )
 }).pipe(
   Config.map((config) => ({
     ...config,

@@ -11,10 +11,11 @@ import { FileMediaStore, NodeOutbound, NodeResolver } from "@mediagate/media"
 import type { Deliverer, Engine } from "@mediagate/scheduler"
 import { Mediagate } from "@mediagate/server"
 import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
-import { Database, SqlAccounts, SqlTaskStore } from "@mediagate/store-sql"
+import { Database, PgNotify, SqlAccounts, SqlTaskStore } from "@mediagate/store-sql"
 import { SimulatedModeration, Simulator } from "@mediagate/upstream"
 import type { MediaError } from "@mediagate/core"
-import { Layer, Option } from "effect"
+import { Either, Layer, Option } from "effect"
+import type { Server as NodeServer } from "node:http"
 import { createServer } from "node:http"
 import type { ServerConfig } from "./Config.js"
 
@@ -23,6 +24,8 @@ export interface Backends {
   readonly store: Layer.Layer<TaskStore.TaskStore, StoreError>
   readonly accounts: Layer.Layer<Accounts.Accounts, StoreError>
   readonly media: Layer.Layer<MediaStore.MediaStore, MediaError, Ids.Ids>
+  /** Wake-ups to and from the other nodes on the same database (PostgreSQL only). */
+  readonly relay?: Mediagate.Options["relay"]
 }
 
 /** Everything in memory, with the given accounts. */
@@ -35,15 +38,28 @@ export const memoryBackends = (
   media: MemoryMediaStore.layer({ baseUrl: `${config.publicUrl}${Routes.mediaPrefix}` })
 })
 
-/** Tasks and accounts in the SQL database of `databaseUrl`; files under `mediaDir`. */
+/**
+ * Tasks and accounts in the SQL database of `databaseUrl`; files under `mediaDir`. On
+ * PostgreSQL, several servers may share the database: they wake each other with
+ * LISTEN/NOTIFY.
+ */
 export const sqlBackends = (config: Pick<ServerConfig, "publicUrl" | "databaseUrl" | "mediaDir">) => {
+  const parsed = Database.parseUrl(config.databaseUrl)
   // Two clients: on SQLite the task store keeps its connection to itself.
   return {
     store: SqlTaskStore.layer.pipe(Layer.provide(Database.layerFromUrl(config.databaseUrl))),
     accounts: SqlAccounts.layer().pipe(Layer.provide(Database.layerFromUrl(config.databaseUrl))),
-    media: FileMediaStore.layer({ directory: config.mediaDir, baseUrl: `${config.publicUrl}${Routes.mediaPrefix}` })
+    media: FileMediaStore.layer({ directory: config.mediaDir, baseUrl: `${config.publicUrl}${Routes.mediaPrefix}` }),
+    ...(Either.isRight(parsed) && parsed.right._tag === "Postgres" ? { relay: PgNotify.make({ url: parsed.right.url }) } : {})
   }
 }
+
+/** The engine's settings from the configuration (the library's defaults where not given). */
+export const engineOptions = (config: Partial<Pick<ServerConfig, "lease" | "shutdownGrace">>): Engine.Options => ({
+  // A claim and a running call's heartbeat hold for the same time: a dead node's tasks wait that long.
+  ...(config.lease === undefined ? {} : { leaseDuration: config.lease, heartbeatWindow: config.lease }),
+  ...(config.shutdownGrace === undefined ? {} : { shutdownGrace: config.shutdownGrace })
+})
 
 /** The services of a deployment, without the HTTP server: the standard composition over these backends. */
 export const services = (
@@ -60,7 +76,8 @@ export const services = (
     SimulatedModeration.layer,
     outbound(config)
   ).pipe(Layer.provide(Ids.layer))
-  return Mediagate.services({ engine, deliverer, allowPrivateUrls: config.allowPrivateUrls }).pipe(
+  const relay = backends.relay === undefined ? {} : { relay: backends.relay }
+  return Mediagate.services({ engine, deliverer, allowPrivateUrls: config.allowPrivateUrls, ...relay }).pipe(
     Layer.provideMerge(concrete)
   )
 }
@@ -69,15 +86,21 @@ export const services = (
 export const outbound = (config: Pick<ServerConfig, "allowPrivateUrls">): Layer.Layer<Outbound.Outbound> =>
   NodeOutbound.layer({ allowPrivate: config.allowPrivateUrls }).pipe(Layer.provide(NodeResolver.layer))
 
-/** The HTTP server on `host:port`. */
-export const server = (config: Pick<ServerConfig, "host" | "port">) =>
-  NodeHttpServer.layer(createServer, { port: config.port, host: config.host })
+/** The HTTP server on `host:port`: `http`, or a new one. */
+export const server = (config: Pick<ServerConfig, "host" | "port">, http: NodeServer = createServer()) =>
+  NodeHttpServer.layer(() => http, { port: config.port, host: config.host })
 
-/** Everything: services and the server. */
-export const layer = (config: ServerConfig, backends: Backends) =>
+/** What `layer` reads: the configuration, where the engine's settings may be left to the library. */
+export type LayerConfig = Omit<ServerConfig, "lease" | "shutdownGrace"> & Partial<Pick<ServerConfig, "lease" | "shutdownGrace">>
+
+/**
+ * Everything: services and the server. `http` is the node:http server to listen with (the
+ * process closes it first when it is told to stop).
+ */
+export const layer = (config: LayerConfig, backends: Backends, http?: NodeServer) =>
   MediagateHttp.serve.pipe(
-    Layer.provide(services(config, backends)),
+    Layer.provide(services(config, backends, engineOptions(config))),
     // The OpenAPI document names MEDIAGATE_PUBLIC_URL (or its default) in `servers`.
     Layer.provide(Layer.succeed(Routes.PublicUrl, Option.some(config.publicUrl))),
-    Layer.provide(server(config))
+    Layer.provide(server(config, http))
   )

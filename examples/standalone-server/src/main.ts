@@ -1,12 +1,16 @@
 /**
- * `npm start`: the standalone mediagate server.
+ * `npm start`: the standalone mediagate server. On SIGTERM (or SIGINT) it stops: it closes
+ * its listening socket at once (no new connections), the engine claims nothing more and its
+ * steps in flight get MEDIAGATE_SHUTDOWN_GRACE to finish before they are interrupted and
+ * their tasks given back to the store for other nodes; then the process exits 0.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Ids } from "@mediagate/core"
 import { Webhooks } from "@mediagate/scheduler"
 import { SqlAccounts } from "@mediagate/store-sql"
-import { Clock, Console, ConfigError, Context, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Console, ConfigError, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
+import { createServer } from "node:http"
 import type { ServerConfig } from "./Config.js"
 import { configErrorLines, defaultDatabaseUrl, serverConfig } from "./Config.js"
 import { layer, memoryBackends, sqlBackends } from "./Server.js"
@@ -53,6 +57,41 @@ const banner = (config: ServerConfig, credentials: Credentials) => {
   ].join("\n")
 }
 
+/** The process's HTTP server, closed first when the process is told to stop. */
+const http = createServer()
+
+/** The grace period of this run, once the configuration is read. */
+let shutdownGrace = Duration.seconds(10)
+
+/** Past the grace period, the rest of the shutdown (giving leases back, closing connections) gets this long. */
+const teardownMargin = Duration.seconds(5)
+
+/**
+ * First on a stop signal (before the runtime interrupts the program, which closes the
+ * engine, the deliverer and the store in order): refuse new connections and close idle
+ * ones. Should anything hang past the grace period and the margin, the process exits 1.
+ */
+const stopOnSignal = (signal: NodeJS.Signals) => {
+  process.removeListener("SIGTERM", stopOnSignal)
+  process.removeListener("SIGINT", stopOnSignal)
+  console.log(`mediagate: ${signal}: stopping (steps in flight get ${Duration.format(shutdownGrace)})`)
+  http.close()
+  setTimeout(() => {
+    console.error(`mediagate: did not stop within ${Duration.format(Duration.sum(shutdownGrace, teardownMargin))}; exiting`)
+    process.exit(1)
+  }, Duration.toMillis(Duration.sum(shutdownGrace, teardownMargin))).unref()
+}
+process.on("SIGTERM", stopOnSignal)
+process.on("SIGINT", stopOnSignal)
+
+/** Serves until interrupted (a stop signal), then says so once everything is closed. */
+const serve = <E, R>(server: Layer.Layer<never, E, R>, config: ServerConfig, credentials: Credentials) =>
+  server.pipe(
+    Layer.tap(() => Console.log(banner(config, credentials))),
+    Layer.launch,
+    Effect.onInterrupt(() => Console.log("mediagate: stopped"))
+  )
+
 const token = (bytes: number) => Effect.flatMap(Ids.Ids, (ids) => ids.token(bytes))
 const newKey = Effect.map(token(24), (value) => `mg_${value}`)
 const newSecret = Effect.map(token(24), Webhooks.secretFromHex)
@@ -71,7 +110,7 @@ const runInMemory = (config: ServerConfig) =>
       key: Option.isSome(config.apiKey) ? { _tag: "Environment" } : { _tag: "Generated", value: key },
       newSecret: Option.some(secret)
     }
-    return yield* layer(config, backends).pipe(Layer.tap(() => Console.log(banner(config, credentials))), Layer.launch)
+    return yield* serve(layer(config, backends, http), config, credentials)
   })
 
 /**
@@ -109,12 +148,13 @@ const runOnSql = (config: ServerConfig) =>
         credentials = { key: { _tag: "Generated", value: generated }, newSecret: yield* ensure(generated) }
       }
       const reuse = { ...backends, store: Layer.succeedContext(built), accounts: Layer.succeedContext(built) } as const
-      return yield* layer(config, reuse).pipe(Layer.tap(() => Console.log(banner(config, credentials))), Layer.launch)
+      return yield* serve(layer(config, reuse, http), config, credentials)
     })
   )
 
 const program = Effect.gen(function*() {
   const config = yield* serverConfig
+  shutdownGrace = config.shutdownGrace
   return yield* (config.databaseUrl === "memory" ? runInMemory(config) : runOnSql(config))
 }).pipe(Effect.provide(Ids.layer))
 

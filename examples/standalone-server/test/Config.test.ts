@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Either, Option } from "effect"
+import { ConfigProvider, Duration, Effect, Either, Option } from "effect"
 import { configErrorLines, serverConfig } from "../src/Config.js"
 
 const read = (env: Record<string, string>) =>
@@ -23,6 +23,8 @@ describe("serverConfig", () => {
         databaseUrl: "sqlite:./data/mediagate.db",
         mediaDir: "./data/media"
       })
+      expect(Duration.toMillis(config.lease)).toBe(15_000)
+      expect(Duration.toMillis(config.shutdownGrace)).toBe(10_000)
       expect(Option.isNone(config.apiKey)).toBe(true)
     }))
 
@@ -73,6 +75,25 @@ describe("serverConfig", () => {
       expect(yield* problems({ MEDIAGATE_API_KEY: "" })).toEqual([
         `MEDIAGATE_API_KEY must not be empty (unset it to have a key generated)`
       ])
+    }))
+
+  it.effect("the lease and the grace period are durations with a unit, within bounds", () =>
+    Effect.gen(function*() {
+      const durations = (lease: string, grace: string) =>
+        Effect.map(read({ MEDIAGATE_LEASE: lease, MEDIAGATE_SHUTDOWN_GRACE: grace }), (config) => {
+          const { lease, shutdownGrace } = Either.getOrThrow(config)
+          return [Duration.toMillis(lease), Duration.toMillis(shutdownGrace)]
+        })
+      expect(yield* durations("3s", "0s")).toEqual([3_000, 0])
+      expect(yield* durations("1500ms", "2m")).toEqual([1_500, 120_000])
+      expect(yield* durations("60m", "1.5s")).toEqual([3_600_000, 1_500])
+      const rule = (name: string, range: string, got: string) =>
+        `${name} must be a duration from ${range}, such as 500ms, 10s or 2m (got "${got}")`
+      expect(yield* problems({ MEDIAGATE_LEASE: "15" })).toEqual([rule("MEDIAGATE_LEASE", "1s to 60m", "15")])
+      expect(yield* problems({ MEDIAGATE_LEASE: "500ms" })).toEqual([rule("MEDIAGATE_LEASE", "1s to 60m", "500ms")])
+      expect(yield* problems({ MEDIAGATE_LEASE: "2h" })).toEqual([rule("MEDIAGATE_LEASE", "1s to 60m", "2h")])
+      expect(yield* problems({ MEDIAGATE_SHUTDOWN_GRACE: "-1s" })).toEqual([rule("MEDIAGATE_SHUTDOWN_GRACE", "0s to 10m", "-1s")])
+      expect(yield* problems({ MEDIAGATE_SHUTDOWN_GRACE: "11m" })).toEqual([rule("MEDIAGATE_SHUTDOWN_GRACE", "0s to 10m", "11m")])
     }))
 
   it.effect("every bad variable is reported, not only the first", () =>

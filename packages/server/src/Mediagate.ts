@@ -7,10 +7,11 @@
  */
 import type { HttpRouter, HttpServer } from "@effect/platform"
 import type { Accounts, MediaStore, Moderation, Outbound, TaskStore, Upstream } from "@mediagate/core"
-import { Deadlines, Ids, ModelCatalog, SubmitPolicy, TaskService } from "@mediagate/core"
+import { Deadlines, Ids, ModelCatalog, SubmitPolicy, TaskEvents, TaskService } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
 import { Deliverer, Engine } from "@mediagate/scheduler"
-import { Duration, Layer } from "effect"
+import type { Scope } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 
 /** What a host provides: the concrete backends of a deployment. */
 export type Backends =
@@ -20,6 +21,19 @@ export type Backends =
   | Upstream.Upstream
   | Moderation.Moderation
   | Outbound.Outbound
+
+/**
+ * Carries wake-ups between the nodes on one store (`PgNotify.make` on PostgreSQL): `relay`
+ * wraps a local wake-up so that it also wakes the other nodes, and theirs wake this one.
+ */
+export interface Relay {
+  readonly relay: (
+    topic: "tasks" | "callbacks",
+    local: Effect.Effect<void>
+  ) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
+}
+
+class RelayService extends Context.Tag("@mediagate/server/Relay")<RelayService, Relay>() {}
 
 /** Settings of the composition; every one has a default. */
 export interface Options {
@@ -31,7 +45,29 @@ export interface Options {
   readonly ids?: Layer.Layer<Ids.Ids>
   /** Deadlines by model family (`{ motion: "4 hours" }`), replacing the models' defaults (docs/models.md). */
   readonly deadlines?: Readonly<Record<string, Duration.DurationInput>>
+  /**
+   * Wakes the other nodes on the same store when a task is submitted or a callback is owed
+   * (`PgNotify.make({ url })` on PostgreSQL). Without it other nodes find the work at their
+   * next periodic scan.
+   */
+  readonly relay?: Effect.Effect<Relay, never, Scope.Scope>
 }
+
+/** `inner`'s wake-up of `tag`, also relayed to the other nodes as `topic` when a relay is given. */
+const relayed = <I extends TaskEvents.TaskWakeup | TaskEvents.CallbackWakeup, S extends { readonly wake: Effect.Effect<void> }, E, R>(
+  tag: Context.Tag<I, S>,
+  topic: "tasks" | "callbacks",
+  inner: Layer.Layer<I, E, R>,
+  relay: Layer.Layer<RelayService> | undefined
+): Layer.Layer<I, E, R> =>
+  relay === undefined ? inner : Layer.scoped(
+    tag,
+    Effect.gen(function*() {
+      const local = yield* tag
+      const wake = yield* (yield* RelayService).relay(topic, local.wake)
+      return { ...local, wake } as S
+    })
+  ).pipe(Layer.provide(inner), Layer.provide(relay))
 
 /** The services of a deployment, without the HTTP server, with the engine and the deliverer running. */
 export const services = (
@@ -40,8 +76,10 @@ export const services = (
   // One deliverer and one engine (layers are memoised by reference): the deliverer's
   // wake-up reaches the write path of both the engine and the use cases, so an owed callback
   // is sent at once; the engine's wake-up reaches submit, so an accepted task starts at once.
-  const deliverer = Deliverer.layer(options.deliverer)
-  const engine = Engine.layer(options.engine).pipe(Layer.provide(deliverer))
+  // With a relay, both wake-ups also reach the other nodes (one relay, shared by reference).
+  const relay = options.relay === undefined ? undefined : Layer.scoped(RelayService, options.relay)
+  const deliverer = relayed(TaskEvents.CallbackWakeup, "callbacks", Deliverer.layer(options.deliverer), relay)
+  const engine = relayed(TaskEvents.TaskWakeup, "tasks", Engine.layer(options.engine).pipe(Layer.provide(deliverer)), relay)
   const tasks = TaskService.Default.pipe(Layer.provide(engine), Layer.provide(deliverer))
   const deadlines = new Map(Object.entries(options.deadlines ?? {}).map(([family, after]) => [family, Duration.decode(after)]))
   return Layer.mergeAll(

@@ -1,5 +1,7 @@
 /** The database by URL: SQLite or PostgreSQL. */
 export * as Database from "./Database.js"
+/** Wake-ups between nodes on one PostgreSQL database (LISTEN/NOTIFY). */
+export * as PgNotify from "./PgNotify.js"
 /** Tables and migrations. */
 export * as Schema from "./Schema.js"
 /** Accounts in SQL, keys hashed. */

@@ -1,0 +1,97 @@
+/**
+ * The standalone server as a child process, for the suites that kill or stop it: started
+ * with node itself (tsx as a loader), so a signal reaches the server, not a wrapper.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { join } from "node:path"
+import { setTimeout as pause } from "node:timers/promises"
+
+const root = new URL("..", import.meta.url).pathname
+
+/** A running server: its process, its port and what it printed so far. */
+export interface Server {
+  readonly child: ChildProcess
+  readonly port: number
+  readonly output: () => string
+  /** Resolves with how the process ended. */
+  readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
+}
+
+/** Every server started, so a suite can kill what is left in `afterAll`. */
+export const started: Array<Server> = []
+
+/** Kills every server still running. */
+export const killAll = () => {
+  for (const server of started) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill("SIGKILL")
+}
+
+/** Starts the server with `env` (MEDIAGATE_* variables) and resolves once it prints that it listens. */
+export const startServer = (port: number, env: Record<string, string>) =>
+  new Promise<Server>((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", join(root, "examples/standalone-server/src/main.ts")], {
+      cwd: root,
+      env: { ...process.env, ...env, MEDIAGATE_PORT: String(port) },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    let listening = false
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+      child.on("exit", (code, signal) => done({ code, signal }))
+    )
+    const server: Server = { child, port, output: () => output, exited }
+    started.push(server)
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString()
+      if (!listening && output.includes("mediagate listening on")) {
+        listening = true
+        resolve(server)
+      }
+    }
+    child.stdout!.on("data", onData)
+    child.stderr!.on("data", onData)
+    void exited.then(({ code, signal }) => {
+      if (!listening) reject(new Error(`server exited (${code ?? signal}) before listening: ${output}`))
+    })
+  })
+
+/** Sends `signal` and resolves with how the process ended. */
+export const stop = (server: Server, signal: NodeJS.Signals) => {
+  server.child.kill(signal)
+  return server.exited
+}
+
+/** A call to the API of the server on `port` with `key`; the body parsed as JSON. */
+export const api = (port: number, key: string, path: string, init: RequestInit = {}) =>
+  fetch(`http://127.0.0.1:${port}${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers }
+  }).then(async (response) => ({ status: response.status, body: await response.json() as any }))
+
+/** Submits a task; resolves with its id once the server acknowledged it. */
+export const submit = async (port: number, key: string, model: string, prompt: string) => {
+  const answer = await api(port, key, "/api/v1/task/submit", { method: "POST", body: JSON.stringify({ model, input: { prompt } }) })
+  if (answer.status !== 200) throw new Error(`submit answered ${answer.status}: ${JSON.stringify(answer.body)}`)
+  return answer.body.data.taskId as string
+}
+
+/** Statuses a task never leaves. */
+export const terminal = new Set(["SUCCESS", "FAILURE", "TIMEOUT", "CANCELLED"])
+
+/**
+ * Polls the tasks over the API of the server on `port` until each is terminal or `limitMs`
+ * has passed; answers each task as last seen (its status is `HTTP <code>` if the query
+ * failed). Waits on real processes, so it pauses between rounds; nothing in it measures time.
+ */
+export const awaitTerminal = async (port: number, key: string, taskIds: ReadonlyArray<string>, limitMs: number) => {
+  const tasks = new Map<string, { readonly status: string } & Record<string, any>>()
+  const until = Date.now() + limitMs
+  for (;;) {
+    const open = taskIds.filter((taskId) => !terminal.has(tasks.get(taskId)?.status ?? ""))
+    if (open.length === 0 || Date.now() > until) return tasks
+    for (const taskId of open) {
+      const answer = await api(port, key, `/api/v1/task/${taskId}`)
+      tasks.set(taskId, answer.status === 200 ? answer.body.data : { status: `HTTP ${answer.status}` })
+    }
+    await pause(200)
+  }
+}
