@@ -88,6 +88,9 @@ process.on("SIGINT", stopOnSignal)
 const serve = <E, R>(server: Layer.Layer<never, E, R>, config: ServerConfig, credentials: Credentials) =>
   server.pipe(
     Layer.tap(() => Console.log(banner(config, credentials))),
+    // No tracer is configured here, and spans made for nobody cost a tenth of the CPU under
+    // load (docs/benchmarks.md); an embedding host keeps its own tracing.
+    Layer.provide(Layer.setTracerEnabled(false)),
     Layer.launch,
     Effect.onInterrupt(() => Console.log("mediagate: stopped"))
   )
