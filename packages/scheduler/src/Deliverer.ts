@@ -6,7 +6,7 @@
  * to public addresses only, and nothing but the webhook's own headers is sent.
  */
 import { Accounts, Api, Outbound, Task, TaskEvents, TaskStore } from "@mediagate/core"
-import { Clock, Duration, Effect, Layer, Option, Queue, Random, Redacted } from "effect"
+import { Clock, Duration, Effect, FiberSet, Layer, Option, Queue, Random, Redacted, Ref } from "effect"
 import * as Webhooks from "./Webhooks.js"
 
 /** The user-agent of our callbacks. */
@@ -90,19 +90,32 @@ export const make = (options: Options = {}) =>
         Effect.withSpan("Deliverer.deliver", { attributes: { callbackId: callback.id } })
       )
 
+    // A callback is claimed only when a slot is free to send it at once, under a lease of
+    // twice the attempt's time limit: the lease always covers the work, so no other node
+    // sends it meanwhile. (Claiming a hundred and sending eight at a time let a batch
+    // outlive its lease, and other nodes sent duplicates.)
+    const concurrency = options.concurrency ?? 8
+    const wakeups = yield* Queue.sliding<void>(1)
+    const inflight = yield* Ref.make(0)
+    const sending = yield* FiberSet.make<void>()
     const round = Effect.gen(function*() {
+      const free = concurrency - (yield* Ref.get(inflight))
+      if (free <= 0) return 0
       const now = yield* Clock.currentTimeMillis
-      const due = yield* store.claimCallbacks({ now, limit: 100, leaseUntil: now + leaseMillis })
-      yield* Effect.forEach(due, deliver, { concurrency: options.concurrency ?? 8, discard: true })
-      return due.length
+      const due = yield* store.claimCallbacks({ now, limit: free, leaseUntil: now + leaseMillis })
+      for (const callback of due) {
+        yield* Ref.update(inflight, (n) => n + 1)
+        yield* FiberSet.run(sending, deliver(callback).pipe(Effect.ensuring(Ref.update(inflight, (n) => n - 1).pipe(Effect.zipRight(wakeups.offer())))))
+      }
+      return due.length === free ? 1 : 0
     }).pipe(Effect.catchAllDefect((defect) => Effect.logError("deliverer: claiming callbacks failed", defect).pipe(Effect.as(0))))
 
-    // Busy: go again at once; idle: wait for a wake-up (a callback was just owed) or, as the
-    // safety net for retries coming due and other nodes' callbacks, the next periodic scan.
-    const wakeups = yield* Queue.sliding<void>(1)
+    // A full claim: go again at once; otherwise wait for a wake-up (a callback was just owed
+    // or a slot freed) or, as the safety net for retries coming due and other nodes'
+    // callbacks, the next periodic scan.
     yield* round.pipe(
-      Effect.flatMap((count) =>
-        count > 0 ? Effect.void : Effect.race(Effect.sleep(options.pollInterval ?? "1 second"), wakeups.take)
+      Effect.flatMap((full) =>
+        full > 0 ? Effect.void : Effect.race(Effect.sleep(options.pollInterval ?? "1 second"), wakeups.take)
       ),
       Effect.forever,
       Effect.forkScoped,

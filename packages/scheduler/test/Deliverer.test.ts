@@ -8,7 +8,7 @@ import { Ids, Outbound, Task, TaskStore, TaskWrites } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { NodeOutbound, NodeResolver } from "@mediagate/media"
 import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
-import { Effect, Layer, Redacted, TestClock } from "effect"
+import { Context, Effect, Layer, Redacted, TestClock } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { Webhook } from "standardwebhooks"
@@ -213,4 +213,37 @@ describe("Deliverer", () => {
       const [attempt] = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
       expect(attempt).toMatchObject({ status: null, error: "no answer within 15s", outcome: { _tag: "Retry" } })
     }).pipe(Effect.provide(deliverer()), Effect.scoped))
+})
+
+describe("Deliverer: leases", () => {
+  it.effect("two deliverers with slow receivers send each callback exactly once: a claim never outlives its lease", () =>
+    Effect.gen(function*() {
+      const posts = new Map<string, number>()
+      // Every receiver takes 10 s to answer (on the TestClock).
+      const slow = Layer.succeed(Outbound.Outbound, {
+        post: (request) =>
+          Effect.sync(() => posts.set(request.headers["webhook-id"]!, (posts.get(request.headers["webhook-id"]!) ?? 0) + 1)).pipe(
+            Effect.zipRight(Effect.sleep("10 seconds")),
+            Effect.as({ status: 204 })
+          )
+      })
+      const store = yield* Layer.build(MemoryTaskStore.layer)
+      const accounts = MemoryAccounts.layer([{ id: "acct_test", name: "t", apiKey: Redacted.make("k"), webhookSecret: Redacted.make(secret) }])
+      const node = Deliverer.layer({ pollInterval: "1 second" }).pipe(Layer.provide([slow, accounts, Layer.succeedContext(store)]))
+      const tasks = Context.get(store, TaskStore.TaskStore)
+      for (let i = 0; i < 40; i++) {
+        const task = Testing.record({ id: `0190c8a4-0000-7000-8000-0000000000${String(i).padStart(2, "0")}`, status: "FAILURE", dueAt: null, callBackUrl: "https://hooks.example/x" })
+        yield* tasks.create(task, [{ id: `msg_${i}`, taskId: task.id, url: "https://hooks.example/x", createdAt: 0 }])
+      }
+      yield* Layer.build(node)
+      yield* Layer.build(node.pipe(Layer.fresh))
+      // 40 callbacks, 8 at a time per node, 10 s each: about 30 s of work, past the 30 s lease
+      // of a claim of all of them.
+      for (let i = 0; i < 90; i++) {
+        yield* TestClock.adjust("1 second")
+        for (let j = 0; j < 20; j++) yield* Effect.yieldNow()
+      }
+      expect(posts.size).toBe(40)
+      expect([...posts.values()].filter((n) => n > 1)).toEqual([])
+    }).pipe(Effect.scoped))
 })
