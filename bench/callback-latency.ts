@@ -6,7 +6,7 @@
  * and p99 in milliseconds and writes them into docs/benchmarks.md.
  */
 import { memoryBackends, layer as standalone } from "@mediagate/example-standalone-server/Server"
-import type { ServerConfig } from "@mediagate/example-standalone-server/Config"
+import type { LayerConfig } from "@mediagate/example-standalone-server/Server"
 import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { readFileSync, writeFileSync } from "node:fs"
 import * as Http from "node:http"
@@ -38,7 +38,7 @@ const main = async () => {
   const probe = Http.createServer()
   const port = await listen(probe)
   await new Promise<void>((resolve) => probe.close(() => resolve()))
-  const config: ServerConfig = {
+  const config: LayerConfig = {
     port,
     host: "127.0.0.1",
     publicUrl: `http://127.0.0.1:${port}`,

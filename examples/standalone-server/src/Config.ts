@@ -3,6 +3,7 @@
  * A value that does not parse is reported as one line naming the variable, the values it
  * allows and what it got, so an operator can fix it without reading code.
  */
+import { ModelCatalog } from "@mediagate/core"
 import { Database } from "@mediagate/store-sql"
 import { Config, ConfigError, Duration, Either, Option } from "effect"
 
@@ -24,6 +25,12 @@ export interface ServerConfig {
   readonly lease: Duration.Duration
   /** On SIGTERM, how long the steps in flight may take before they are interrupted and given back. */
   readonly shutdownGrace: Duration.Duration
+  /** Tasks running at the upstream at once, over every node on the database. */
+  readonly maxRunning: number
+  /** Of those, at most this many of one account's. */
+  readonly maxRunningPerAccount: number
+  /** Deadlines by model family, replacing the models' defaults. */
+  readonly deadlines: Readonly<Record<string, Duration.Duration>>
 }
 
 /** The database used when MEDIAGATE_DATABASE_URL is not set. */
@@ -41,7 +48,10 @@ export const variables = [
   "MEDIAGATE_DATABASE_URL",
   "MEDIAGATE_MEDIA_DIR",
   "MEDIAGATE_LEASE",
-  "MEDIAGATE_SHUTDOWN_GRACE"
+  "MEDIAGATE_SHUTDOWN_GRACE",
+  "MEDIAGATE_MAX_RUNNING",
+  "MEDIAGATE_MAX_RUNNING_PER_ACCOUNT",
+  "MEDIAGATE_DEADLINES"
 ] as const
 
 type Variable = typeof variables[number]
@@ -93,15 +103,47 @@ const apiKey = variable("MEDIAGATE_API_KEY", (raw) =>
 const nonEmpty = (name: Variable) =>
   variable(name, (raw) => raw.length > 0 ? Either.right(raw) : Either.left("must not be empty"))
 
-const units: Record<string, number> = { ms: 1, s: 1_000, m: 60_000 }
+const units: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }
+
+/** `500ms`, `10s`, `2m`, `4h`, or undefined. */
+const parseDuration = (raw: string): Duration.Duration | undefined => {
+  const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/.exec(raw.trim())
+  return match === null ? undefined : Duration.millis(Math.round(Number(match[1]) * units[match[2]!]!))
+}
+
+/** A whole number from 1 to `max`. */
+const count = (name: Variable, max: number) =>
+  variable(name, (raw) => {
+    const value = /^\d{1,9}$/.test(raw.trim()) ? Number(raw.trim()) : NaN
+    return value >= 1 && value <= max ? Either.right(value) : Either.left(`must be a whole number from 1 to ${max} (got ${shown(raw)})`)
+  })
+
+/** The model families of the catalog, which MEDIAGATE_DEADLINES may name. */
+const families = [...new Set(ModelCatalog.allModels.map((model) => model.family))]
+
+/** `family=duration` pairs separated by commas: `motion=4h,clip3=20m`. */
+const deadlines = variable("MEDIAGATE_DEADLINES", (raw) => {
+  const entries: Array<readonly [string, Duration.Duration]> = []
+  for (const part of raw.split(",").map((item) => item.trim()).filter((item) => item.length > 0)) {
+    const [family = "", after = ""] = part.split("=").map((item) => item.trim())
+    const value = parseDuration(after)
+    if (!families.includes(family)) {
+      return Either.left(`names an unknown model family ${shown(family)}; families: ${families.join(", ")}`)
+    }
+    if (value === undefined || !Duration.between(value, { minimum: Duration.seconds(10), maximum: Duration.hours(48) })) {
+      return Either.left(`must be family=duration pairs such as motion=4h,clip3=20m, each from 10s to 48h (got ${shown(part)})`)
+    }
+    entries.push([family, value])
+  }
+  return Either.right(Object.fromEntries(entries))
+})
 
 type Bound = readonly [Duration.Duration, string]
 
 /** A duration written as a number and a unit (`500ms`, `10s`, `2m`), from `min` to `max`. */
 const duration = (name: Variable, [min, minLabel]: Bound, [max, maxLabel]: Bound) =>
   variable(name, (raw) => {
-    const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m)$/.exec(raw.trim())
-    const value = match === null ? undefined : Duration.millis(Math.round(Number(match[1]) * units[match[2]!]!))
+    const value = parseDuration(raw)
     return value !== undefined && Duration.between(value, { minimum: min, maximum: max })
       ? Either.right(value)
       : Either.left(
@@ -127,7 +169,10 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   lease: duration("MEDIAGATE_LEASE", [Duration.seconds(1), "1s"], [Duration.hours(1), "60m"]).pipe(Config.withDefault(Duration.seconds(15))),
   shutdownGrace: duration("MEDIAGATE_SHUTDOWN_GRACE", [Duration.zero, "0s"], [Duration.minutes(10), "10m"]).pipe(
     Config.withDefault(Duration.seconds(10))
-  )
+  ),
+  maxRunning: count("MEDIAGATE_MAX_RUNNING", 1_000_000).pipe(Config.withDefault(500)),
+  maxRunningPerAccount: count("MEDIAGATE_MAX_RUNNING_PER_ACCOUNT", 1_000_000).pipe(Config.withDefault(100)),
+  deadlines: deadlines.pipe(Config.withDefault({}))
 }).pipe(
   Config.map((config) => ({
     ...config,

@@ -55,15 +55,19 @@ export const sqlBackends = (config: Pick<ServerConfig, "publicUrl" | "databaseUr
 }
 
 /** The engine's settings from the configuration (the library's defaults where not given). */
-export const engineOptions = (config: Partial<Pick<ServerConfig, "lease" | "shutdownGrace">>): Engine.Options => ({
+export const engineOptions = (
+  config: Partial<Pick<ServerConfig, "lease" | "shutdownGrace" | "maxRunning" | "maxRunningPerAccount">>
+): Engine.Options => ({
   // A claim and a running call's heartbeat hold for the same time: a dead node's tasks wait that long.
   ...(config.lease === undefined ? {} : { leaseDuration: config.lease, heartbeatWindow: config.lease }),
-  ...(config.shutdownGrace === undefined ? {} : { shutdownGrace: config.shutdownGrace })
+  ...(config.shutdownGrace === undefined ? {} : { shutdownGrace: config.shutdownGrace }),
+  ...(config.maxRunning === undefined ? {} : { maxRunning: config.maxRunning }),
+  ...(config.maxRunningPerAccount === undefined ? {} : { maxRunningPerAccount: config.maxRunningPerAccount })
 })
 
 /** The services of a deployment, without the HTTP server: the standard composition over these backends. */
 export const services = (
-  config: Pick<ServerConfig, "simulatorProfile" | "allowPrivateUrls">,
+  config: Pick<ServerConfig, "simulatorProfile" | "allowPrivateUrls"> & Partial<Pick<ServerConfig, "deadlines">>,
   backends: Backends,
   engine: Engine.Options = {},
   deliverer: Deliverer.Options = {}
@@ -77,7 +81,8 @@ export const services = (
     outbound(config)
   ).pipe(Layer.provide(Ids.layer))
   const relay = backends.relay === undefined ? {} : { relay: backends.relay }
-  return Mediagate.services({ engine, deliverer, allowPrivateUrls: config.allowPrivateUrls, ...relay }).pipe(
+  const deadlines = config.deadlines === undefined ? {} : { deadlines: config.deadlines }
+  return Mediagate.services({ engine, deliverer, allowPrivateUrls: config.allowPrivateUrls, ...relay, ...deadlines }).pipe(
     Layer.provideMerge(concrete)
   )
 }
@@ -91,7 +96,9 @@ export const server = (config: Pick<ServerConfig, "host" | "port">, http: NodeSe
   NodeHttpServer.layer(() => http, { port: config.port, host: config.host })
 
 /** What `layer` reads: the configuration, where the engine's settings may be left to the library. */
-export type LayerConfig = Omit<ServerConfig, "lease" | "shutdownGrace"> & Partial<Pick<ServerConfig, "lease" | "shutdownGrace">>
+/** Settings the engine and the catalog take from the configuration; each has the library's default. */
+type Tunables = "lease" | "shutdownGrace" | "maxRunning" | "maxRunningPerAccount" | "deadlines"
+export type LayerConfig = Omit<ServerConfig, Tunables> & Partial<Pick<ServerConfig, Tunables>>
 
 /**
  * Everything: services and the server. `http` is the node:http server to listen with (the

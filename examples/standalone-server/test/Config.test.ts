@@ -96,6 +96,30 @@ describe("serverConfig", () => {
       expect(yield* problems({ MEDIAGATE_SHUTDOWN_GRACE: "11m" })).toEqual([rule("MEDIAGATE_SHUTDOWN_GRACE", "0s to 10m", "11m")])
     }))
 
+  it.effect("running limits are whole numbers; deadlines are family=duration pairs of known families", () =>
+    Effect.gen(function*() {
+      const defaults = Either.getOrThrow(yield* read({}))
+      expect([defaults.maxRunning, defaults.maxRunningPerAccount, defaults.deadlines]).toEqual([500, 100, {}])
+      const set = Either.getOrThrow(
+        yield* read({ MEDIAGATE_MAX_RUNNING: "2000", MEDIAGATE_MAX_RUNNING_PER_ACCOUNT: "20", MEDIAGATE_DEADLINES: "motion=4h, clip3=20m" })
+      )
+      expect([set.maxRunning, set.maxRunningPerAccount]).toEqual([2000, 20])
+      expect(Object.entries(set.deadlines).map(([family, after]) => [family, Duration.toMillis(after)])).toEqual([
+        ["motion", 14_400_000],
+        ["clip3", 1_200_000]
+      ])
+      expect(yield* problems({ MEDIAGATE_MAX_RUNNING: "0" })).toEqual([
+        `MEDIAGATE_MAX_RUNNING must be a whole number from 1 to 1000000 (got "0")`
+      ])
+      expect(yield* problems({ MEDIAGATE_MAX_RUNNING_PER_ACCOUNT: "ten" })).toEqual([
+        `MEDIAGATE_MAX_RUNNING_PER_ACCOUNT must be a whole number from 1 to 1000000 (got "ten")`
+      ])
+      expect((yield* problems({ MEDIAGATE_DEADLINES: "motoin=4h" }))[0]).toMatch(/^MEDIAGATE_DEADLINES names an unknown model family "motoin"; families: .*motion/)
+      expect(yield* problems({ MEDIAGATE_DEADLINES: "motion=forever" })).toEqual([
+        `MEDIAGATE_DEADLINES must be family=duration pairs such as motion=4h,clip3=20m, each from 10s to 48h (got "motion=forever")`
+      ])
+    }))
+
   it.effect("every bad variable is reported, not only the first", () =>
     Effect.gen(function*() {
       expect(yield* problems({ MEDIAGATE_PORT: "x", MEDIAGATE_SIMULATOR_PROFILE: "fast" })).toEqual([
