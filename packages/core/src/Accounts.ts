@@ -1,8 +1,7 @@
 /**
  * API keys to accounts. Keys are stored hashed by every backend.
  */
-import type { Effect, Option, Redacted } from "effect"
-import { Context } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import type { AccountId } from "./Ids.js"
 
 /** An account: the owner of tasks. */
@@ -20,3 +19,61 @@ export class Accounts extends Context.Tag("@mediagate/core/Accounts")<Accounts, 
 
 /** The account of the current request, provided by the HTTP auth middleware. */
 export class CurrentAccount extends Context.Tag("@mediagate/core/CurrentAccount")<CurrentAccount, Account>() {}
+
+/** Settings of `cached`. */
+export interface CacheOptions {
+  /** How long an account found for a key (or a signing secret) is kept. Default 5 s. */
+  readonly ttl?: Duration.DurationInput
+  /** Keys kept at most; the oldest are dropped first. Default 10,000. */
+  readonly maxEntries?: number
+}
+
+/** Accounts with a short-lived cache in front, and a way to drop it (revoking a key calls it). */
+export interface CachedAccounts extends Context.Tag.Service<Accounts> {
+  /** Forgets every cached key and secret, so a revoked key stops working at once. */
+  readonly invalidate: Effect.Effect<void>
+}
+
+/**
+ * A cache in front of `inner`: every request authenticates, and looking a key up costs a
+ * hash and a database read, more than the rest of a query. Only keys that name an account
+ * are kept, so a key created a moment ago works at once; a key revoked in another process
+ * works for at most `ttl` more (in this process, `invalidate` ends it at once). Times come
+ * from the Clock.
+ */
+export const cached = (inner: Context.Tag.Service<Accounts>, options: CacheOptions = {}): CachedAccounts => {
+  const ttl = Duration.toMillis(options.ttl ?? "5 seconds")
+  const maxEntries = options.maxEntries ?? 10_000
+  const remembered = <K, V>() => {
+    const entries = new Map<K, { readonly value: V; readonly until: number }>()
+    return {
+      entries,
+      through: (key: K, load: Effect.Effect<Option.Option<V>>): Effect.Effect<Option.Option<V>> =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const hit = entries.get(key)
+          if (hit !== undefined && hit.until > now) return Effect.succeed(Option.some(hit.value))
+          return Effect.tap(load, (found) =>
+            Effect.sync(() => {
+              entries.delete(key)
+              if (Option.isNone(found)) return
+              entries.set(key, { value: found.value, until: now + ttl })
+              if (entries.size > maxEntries) entries.delete(entries.keys().next().value!)
+            }))
+        })
+    }
+  }
+  const keys = remembered<string, Account>()
+  const secrets = remembered<AccountId, Redacted.Redacted<string>>()
+  return {
+    authenticate: (apiKey) => keys.through(Redacted.value(apiKey), inner.authenticate(apiKey)),
+    webhookSecret: (accountId) => secrets.through(accountId, inner.webhookSecret(accountId)),
+    invalidate: Effect.sync(() => {
+      keys.entries.clear()
+      secrets.entries.clear()
+    })
+  }
+}
+
+/** Puts `cached` in front of the Accounts in context. */
+export const layerCached = (options: CacheOptions = {}): Layer.Layer<Accounts, never, Accounts> =>
+  Layer.effect(Accounts, Effect.map(Accounts, (inner): Context.Tag.Service<Accounts> => cached(inner, options)))

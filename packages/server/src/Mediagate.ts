@@ -6,8 +6,8 @@
  * built on it; the package depends on core, http and scheduler, never on a backend.
  */
 import type { HttpRouter, HttpServer } from "@effect/platform"
-import type { Accounts, MediaStore, Moderation, Outbound, TaskStore, Upstream } from "@mediagate/core"
-import { Deadlines, Ids, ModelCatalog, SubmitPolicy, TaskEvents, TaskService } from "@mediagate/core"
+import type { MediaStore, Moderation, Outbound, TaskStore, Upstream } from "@mediagate/core"
+import { Accounts, Deadlines, Ids, ModelCatalog, SubmitPolicy, TaskEvents, TaskService } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
 import { Deliverer, Engine } from "@mediagate/scheduler"
 import type { Scope } from "effect"
@@ -43,6 +43,8 @@ export interface Options {
   readonly allowPrivateUrls?: boolean
   /** Ids for task ids and tokens; default `Ids.layer` (Web Crypto). Tests pass `Ids.layerTest`. */
   readonly ids?: Layer.Layer<Ids.Ids>
+  /** The account cache in front of the host's Accounts (default: 5 s, 10,000 keys); false for none. */
+  readonly accountCache?: Accounts.CacheOptions | false
   /** Deadlines by model family (`{ motion: "4 hours" }`), replacing the models' defaults (docs/models.md). */
   readonly deadlines?: Readonly<Record<string, Duration.DurationInput>>
   /**
@@ -72,7 +74,7 @@ const relayed = <I extends TaskEvents.TaskWakeup | TaskEvents.CallbackWakeup, S 
 /** The services of a deployment, without the HTTP server, with the engine and the deliverer running. */
 export const services = (
   options: Options = {}
-): Layer.Layer<TaskService | ModelCatalog.ModelCatalog | SubmitPolicy | Ids.Ids, never, Backends> => {
+): Layer.Layer<TaskService | ModelCatalog.ModelCatalog | SubmitPolicy | Ids.Ids | Accounts.Accounts, never, Backends> => {
   // One deliverer and one engine (layers are memoised by reference): the deliverer's
   // wake-up reaches the write path of both the engine and the use cases, so an owed callback
   // is sent at once; the engine's wake-up reaches submit, so an accepted task starts at once.
@@ -87,7 +89,10 @@ export const services = (
     Layer.succeed(SubmitPolicy, { ...SubmitPolicy.defaultValue(), allowPrivateUrls: options.allowPrivateUrls ?? false })
   ).pipe(
     Layer.provideMerge(ModelCatalog.layer),
-    Layer.provideMerge(options.ids ?? Ids.layer)
+    Layer.provideMerge(options.ids ?? Ids.layer),
+    // Every request and callback looks its account up: a short-lived cache in front of the
+    // host's Accounts, for the use cases, the deliverer and the HTTP API alike.
+    Layer.provideMerge(options.accountCache === false ? Layer.effectContext(Effect.context<Accounts.Accounts>()) : Accounts.layerCached(options.accountCache))
   )
 }
 
