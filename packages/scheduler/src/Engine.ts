@@ -11,6 +11,7 @@
  */
 import type { IllegalTransition, TaskConflict } from "@mediagate/core"
 import { Attempt, Ids, ModelCatalog, Task, TaskEvents, TaskStore, TaskWrites, Upstream, UpstreamError } from "@mediagate/core"
+import { DueTimes } from "./DueTimes.js"
 import { Clock, Deferred, Duration, Effect, Either, Fiber, FiberSet, Layer, Option, Queue, Random, Ref } from "effect"
 
 /** Engine settings. */
@@ -344,10 +345,9 @@ export const make = (options: Options = {}) =>
     /** Steps (short, `concurrency` at once) and sync calls (beside them, bounded by the running limit). */
     const steps = yield* FiberSet.make<Task.TaskRecord>()
     const calls = yield* FiberSet.make<Task.TaskRecord>()
-    /** The earliest due time a step of this engine left behind (a poll 50 ms away): the loop wakes for it. */
-    const nextDue = yield* Ref.make(Number.POSITIVE_INFINITY)
-    const remember = (record: Task.TaskRecord) =>
-      record.dueAt === null ? Effect.void : Ref.update(nextDue, (due) => Math.min(due, record.dueAt!))
+    /** The due times this engine's steps left behind (a poll 50 ms away): the loop wakes for each. */
+    const dueTimes = new DueTimes()
+    const remember = (record: Task.TaskRecord) => (record.dueAt === null ? Effect.void : Effect.sync(() => dueTimes.add(record.dueAt!)))
     const limits = { running: settings.maxRunning, perAccount: settings.maxRunningPerAccount }
 
     const claimAndRun = Effect.gen(function*() {
@@ -373,9 +373,9 @@ export const make = (options: Options = {}) =>
     // done), or the periodic scan, the safety net for work written by other workers.
     const idle = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      // A due time already reached was claimed by the round that just ran.
-      const due = yield* Ref.modify(nextDue, (due) => (due <= now ? [Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY] : [due, due]))
-      const wait = Math.max(0, Math.min(Duration.toMillis(settings.pollInterval), due - now))
+      // Due times already reached were claimed by the round that just ran.
+      dueTimes.dropUntil(now)
+      const wait = Math.max(0, Math.min(Duration.toMillis(settings.pollInterval), dueTimes.next - now))
       yield* Effect.race(Effect.sleep(Duration.millis(wait)), wakeups.take)
     })
     yield* claimAndRun.pipe(

@@ -180,6 +180,32 @@ describe("Engine", () => {
       )
     }))
 
+  it.effect("the engine wakes for every due time its steps set, not only the earliest", () =>
+    Effect.gen(function*() {
+      yield* run(
+        scripted(
+          (_, { taskId }) => Effect.map(Clock.currentTimeMillis, (now) => ({ _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make(`${taskId}_${now + 5_000}`) })),
+          (upstreamId) =>
+            Effect.map(Clock.currentTimeMillis, (now) =>
+              now >= Number(upstreamId.split("_")[1]) ? { _tag: "Completed" as const, result } : { _tag: "Running" as const })
+        ),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          const wakeup = yield* TaskEvents.TaskWakeup
+          for (const [i, at] of [0, 300, 700].entries()) {
+            if (at > 0) yield* TestClock.adjust(`${at - (i === 2 ? 300 : 0)} millis`)
+            yield* store.create(record(`t${i}`, at, { sync: false }))
+            yield* wakeup.wake
+            yield* settle
+          }
+          yield* advance(20)
+          for (let i = 0; i < 3; i++) expect((yield* statusOf(`t${i}`)).status).toBe("SUCCESS")
+        }),
+        // No periodic scan to speak of: only the engine's own due times wake it.
+        { pollInterval: "1 hour" }
+      )
+    }))
+
   it.effect("a motion job that takes 4 hours is polled at most 50 times", () =>
     Effect.gen(function*() {
       const polls = yield* Ref.make(0)

@@ -4,7 +4,7 @@
  * stores' SQL, so the engine is checked on each of them, timed by the TestClock.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, TaskEvents, TaskStore, Upstream } from "@mediagate/core"
+import { Ids, ModelCatalog, TaskEvents, TaskStore, Upstream, UpstreamError } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
@@ -79,6 +79,42 @@ for (const [name, backend] of backends) {
         expect(single).toBeGreaterThanOrEqual(4)
         expect(started[single]![1]).toBe(firstTurn)
         expect(firstTurn).toBeLessThan(12_000)
+      }))
+
+    it.scoped("transient failures back off honouring Retry-After; permanent ones end FAILURE with their class; a deadline ends TIMEOUT and cancels the job", () =>
+      Effect.gen(function*() {
+        const store = yield* Layer.build(backend)
+        const tasks = Context.get(store, TaskStore.TaskStore)
+        const calls = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
+        const cancelled = yield* Ref.make<ReadonlyArray<string>>([])
+        const upstream = Layer.succeed(Upstream.Upstream, {
+          submit: (_, { taskId }) =>
+            Effect.gen(function*() {
+              const now = yield* Clock.currentTimeMillis
+              const before = (yield* Ref.getAndUpdate(calls, (all) => [...all, [taskId, now] as const])).filter(([id]) => id === taskId)
+              if (taskId === "busy" && before.length === 0) {
+                return yield* new UpstreamError({ message: "429", reason: null, retryable: true, retryAfterMs: 20_000 })
+              }
+              if (taskId === "refused") return yield* new UpstreamError({ message: "nsfw", reason: "CONTENT_MODERATION", retryable: false })
+              if (taskId === "late") return { _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make("job-late") }
+              return { _tag: "Completed" as const, result }
+            }),
+          poll: () => Effect.succeed({ _tag: "Running" as const }),
+          cancel: (upstreamId) => Ref.update(cancelled, (all) => [...all, upstreamId])
+        })
+        yield* tasks.create(Testing.record({ id: "busy", job }))
+        yield* tasks.create(Testing.record({ id: "refused", job }))
+        yield* tasks.create(Testing.record({ id: "late", deadlineAt: 30_000, job: { ...job, sync: false } }))
+        yield* Layer.build(engine(store, upstream, {}))
+        yield* advance(31)
+        const busy = (yield* Ref.get(calls)).filter(([id]) => id === "busy").map(([, at]) => at)
+        expect(busy).toHaveLength(2)
+        expect(busy[1]! - busy[0]!).toBeGreaterThanOrEqual(20_000)
+        const get = (id: string) => Effect.map(tasks.get(Ids.TaskId.make(id)), Option.getOrThrow)
+        expect((yield* get("busy")).attempts).toMatchObject([{ outcome: "succeeded", transientFailures: 1 }])
+        expect([(yield* get("refused")).status, (yield* get("refused")).failureReason]).toEqual(["FAILURE", "CONTENT_MODERATION"])
+        expect((yield* get("late")).status).toBe("TIMEOUT")
+        expect(yield* Ref.get(cancelled)).toEqual(["job-late"])
       }))
 
     it.scoped("a stopping engine gives its task back; another engine takes it at once, ahead of later work", () =>
