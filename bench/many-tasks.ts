@@ -168,14 +168,10 @@ const virtualTime = Effect.gen(function*() {
 const realTime = Effect.scoped(
   Effect.gen(function*() {
     const calls = { n: 0 }
-    const { ids, stored } = yield* setUp([kinds[0]], calls)
+    yield* setUp([kinds[0]], calls)
     // The first minute of polling (the most frequent), then the window measured.
     yield* Effect.sleep("60 seconds")
     const before = { calls: calls.n, cpu: process.cpuUsage() }
-    if (process.env["BENCH_DEBUG"]) {
-      const first = yield* stored.get(ids[0]!)
-      console.log("calls after the first minute", calls.n, JSON.stringify(first), Date.now())
-    }
     yield* Effect.sleep(`${seconds} seconds`)
     const cpu = process.cpuUsage(before.cpu)
     return {
