@@ -4,6 +4,7 @@
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
+import { Simulator } from "@mediagate/upstream"
 import { apiKey, otherApiKey, testServer } from "./support.js"
 
 const call = (request: HttpClientRequest.HttpClientRequest, key: string | null = apiKey) =>
@@ -41,4 +42,20 @@ describe("cancel", () => {
       expect(yield* cancel(taskId, otherApiKey)).toEqual({ status: 404, body: { code: 404, msg: "task not found" } })
       expect(yield* cancel(taskId, null)).toEqual({ status: 401, body: { code: 401, msg: "unauthorized" } })
     }).pipe(Effect.provide(testServer({ profile: "demo" }))))
+
+  it.effect("cancelling a task whose job the upstream accepted asks the upstream to stop it", () => {
+    const stats = new Simulator.Stats()
+    return Effect.gen(function*() {
+      const submitted = yield* call(HttpClientRequest.post("/api/v1/task/submit").pipe(
+        HttpClientRequest.bodyText(JSON.stringify({ model: "dream-4", input: { prompt: "a long one" } }), "application/json")
+      ))
+      const taskId = submitted.body.data.taskId as string
+      for (let i = 0; i < 50 && (yield* query(taskId)).status === "PENDING"; i++) yield* Effect.sleep(0)
+      const running = yield* query(taskId)
+      expect(running.status).toBe("SUBMITTED")
+      expect((yield* cancel(taskId)).body.data.status).toBe("CANCELLED")
+      for (let i = 0; i < 50 && stats.cancelled.size === 0; i++) yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      expect([...stats.cancelled]).toEqual([running.attempts[0].upstream_id])
+    }).pipe(Effect.provide(testServer({ profile: "demo", simulatorStats: stats })))
+  })
 })

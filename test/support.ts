@@ -5,6 +5,7 @@ import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Engine } from "@mediagate/scheduler"
 import { MediagateHttp } from "@mediagate/http"
+import type { Simulator } from "@mediagate/upstream"
 import { memoryBackends, services } from "@mediagate/example-standalone-server/Server"
 import { Effect, Layer, Redacted } from "effect"
 
@@ -22,6 +23,7 @@ export const testServer = (options: {
   readonly profile?: "instant" | "demo" | "realistic"
   readonly allowPrivateUrls?: boolean
   readonly engine?: Engine.Options
+  readonly simulatorStats?: Simulator.Stats
 } = {}) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
@@ -30,7 +32,11 @@ export const testServer = (options: {
       return MediagateHttp.serve.pipe(
         Layer.provide(
           services(
-            { simulatorProfile: options.profile ?? "instant", allowPrivateUrls: options.allowPrivateUrls ?? false },
+            {
+              simulatorProfile: options.profile ?? "instant",
+              allowPrivateUrls: options.allowPrivateUrls ?? false,
+              ...(options.simulatorStats === undefined ? {} : { simulatorStats: options.simulatorStats })
+            },
             memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
               { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), webhookSecret: Redacted.make(webhookSecret) },
               { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey) }

@@ -67,7 +67,10 @@ export const engineOptions = (
 
 /** The services of a deployment, without the HTTP server: the standard composition over these backends. */
 export const services = (
-  config: Pick<ServerConfig, "simulatorProfile" | "allowPrivateUrls"> & Partial<Pick<ServerConfig, "deadlines">>,
+  config: Pick<ServerConfig, "simulatorProfile" | "allowPrivateUrls"> & Partial<Pick<ServerConfig, "deadlines">> & {
+    /** Where the simulator counts its files, jobs and cancels (tests look at it). */
+    readonly simulatorStats?: Simulator.Stats
+  },
   backends: Backends,
   engine: Engine.Options = {},
   deliverer: Deliverer.Options = {}
@@ -76,7 +79,9 @@ export const services = (
     backends.store,
     backends.accounts,
     backends.media,
-    Simulator.layer({ profile: config.simulatorProfile }).pipe(Layer.provide(backends.media)),
+    Simulator.layer({ profile: config.simulatorProfile, ...(config.simulatorStats === undefined ? {} : { stats: config.simulatorStats }) }).pipe(
+      Layer.provide(backends.media)
+    ),
     SimulatedModeration.layer,
     outbound(config)
   ).pipe(Layer.provide(Ids.layer))
