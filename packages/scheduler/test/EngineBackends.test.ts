@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Ids, ModelCatalog, TaskEvents, TaskStore, Upstream, UpstreamError } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
-import { MemoryTaskStore } from "@mediagate/store-memory"
+import { MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
 import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
 import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted, Ref, Scope, TestClock } from "effect"
@@ -14,6 +14,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
+import { Simulator } from "@mediagate/upstream"
 import { Engine } from "../src/index.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-engine-"))
@@ -115,6 +116,39 @@ for (const [name, backend] of backends) {
         expect([(yield* get("refused")).status, (yield* get("refused")).failureReason]).toEqual(["FAILURE", "CONTENT_MODERATION"])
         expect((yield* get("late")).status).toBe("TIMEOUT")
         expect(yield* Ref.get(cancelled)).toEqual(["job-late"])
+      }))
+
+    it.scoped("a worker that dies after the upstream accepted, before writing it down: its successor's submit carries the same key, and the upstream runs one job per attempt", () =>
+      Effect.gen(function*() {
+        const store = yield* Layer.build(backend)
+        const tasks = Context.get(store, TaskStore.TaskStore)
+        const stats = new Simulator.Stats()
+        const simulator = yield* Layer.build(
+          Simulator.layer({ profile: "demo", stats }).pipe(
+            Layer.provide(MemoryMediaStore.layer({ baseUrl: "https://cdn.test/media/" })),
+            Layer.provide(Ids.layerTest)
+          )
+        )
+        const upstream = Context.get(simulator, Upstream.Upstream)
+        // The first worker's submits reach the upstream, then the worker dies before the answer is written.
+        const dying = Layer.succeed(Upstream.Upstream, {
+          ...upstream,
+          submit: (submitted, context) => Effect.zipRight(upstream.submit(submitted, context), Effect.never)
+        })
+        const ids = Array.from({ length: 12 }, (_, i) => `t${String(i).padStart(2, "0")}`)
+        for (const id of ids) yield* tasks.create(Testing.record({ id, job: { ...job, sync: false } }))
+        yield* Effect.scoped(Effect.gen(function*() {
+          yield* Layer.build(engine(store, dying, { releaseOnStop: false, leaseDuration: "5 seconds", upstreamCallTimeout: "4 seconds" }))
+          yield* advance(1)
+        }))
+        expect(stats.jobs).toBe(12)
+        yield* Layer.build(engine(store, Layer.succeedContext(simulator), { leaseDuration: "5 seconds" }))
+        yield* advance(15)
+        for (const id of ids) {
+          const task = Option.getOrThrow(yield* tasks.get(Ids.TaskId.make(id)))
+          expect([id, task.status, task.attempts.map((attempt) => attempt.number)]).toEqual([id, "SUCCESS", [1]])
+        }
+        expect(stats.jobs).toBe(12)
       }))
 
     it.scoped("a stopping engine gives its task back; another engine takes it at once, ahead of later work", () =>
