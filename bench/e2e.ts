@@ -15,10 +15,12 @@
  *   the last callback arrived, and the p50/p99 of submit sent -> callback arrived; in two
  *   ways: 64 clients each submitting its next task when its last one's callback arrived
  *   (`closed`), and every task submitted at once over 64 connections, then every callback
- *   awaited (`burst`). CPU per task of the server process and of this one (Linux /proc).
+ *   awaited (`burst`); on SQLite also `quiet`: submitted at once without a callBackUrl, done
+ *   when the database file holds them all SUCCESS (what callbacks cost is the difference
+ *   from `burst`). CPU per task of the server process and of this one (Linux /proc).
  *
- * Other settings: `BENCH_MODELS` (sync,async), `BENCH_MODES` (closed,burst),
- * `BENCH_PROFILE=<dir>` (the server writes a CPU profile per run there), `BENCH_SQL_TRACE=1`
+ * Other settings: `BENCH_MODELS` (sync,async), `BENCH_MODES` (closed,burst,quiet),
+ * `BENCH_PROFILE=<dir>` (the server writes its CPU profiles in a folder per run there), `BENCH_SQL_TRACE=1`
  * (the server counts and times every SQLite statement; printed per run),
  * `BENCH_SERVER_ROOT=<checkout>` (run another checkout's standalone server, e.g. an older
  * commit), `BENCH_WRITE=0` (do not write docs/benchmarks.md).
@@ -122,12 +124,28 @@ export const summarize = (path: string, top = 30) => {
     const name = `${frame.functionName || "(anonymous)"} ${frame.url.replace(/^.*\/(node_modules|packages|examples)\//, "")}:${frame.lineNumber + 1}`
     functions.set(name, (functions.get(name) ?? 0) + micros)
   }
+  // Inclusive time of our modules: samples with a frame of the module anywhere on the stack.
+  // Effect runs continuations from its own run loop, so this is the synchronous part only.
+  const oursOnStack = new Map<number, ReadonlySet<string>>()
+  const oursOf = (id: number): ReadonlySet<string> => {
+    const known = oursOnStack.get(id)
+    if (known !== undefined) return known
+    const up = parent.get(id)
+    const found = new Set(up === undefined ? [] : oursOf(up))
+    const place = placeOf(byId.get(id)!.callFrame.url, "")
+    if (place.startsWith("ours: ")) found.add(place.slice(6))
+    oursOnStack.set(id, found)
+    return found
+  }
+  const inclusive = new Map<string, number>()
+  for (const [id, micros] of self) for (const module of oursOf(id)) inclusive.set(module, (inclusive.get(module) ?? 0) + micros)
   const share = (micros: number) => `${((100 * micros) / total).toFixed(1)}%`
   const sorted = (map: Map<string, number>) => [...map].sort((a, b) => b[1] - a[1])
   return {
     totalMillis: total / 1000,
     places: sorted(places).slice(0, top).map(([place, micros]) => `${share(micros).padStart(6)}  ${place}`),
-    functions: sorted(functions).slice(0, top).map(([name, micros]) => `${share(micros).padStart(6)}  ${name}`)
+    functions: sorted(functions).slice(0, top).map(([name, micros]) => `${share(micros).padStart(6)}  ${name}`),
+    ours: sorted(inclusive).slice(0, top).map(([module, micros]) => `${share(micros).padStart(6)}  ${module}`)
   }
 }
 
@@ -137,7 +155,7 @@ export const summarize = (path: string, top = 30) => {
 const key = "bench-e2e-key-0123456789"
 const idleTasks = Number(env("BENCH_IDLE", "50"))
 const loads = list("BENCH_TASKS", "200,2000").map(Number)
-const modes = list("BENCH_MODES", "closed,burst") as Array<"closed" | "burst">
+const modes = list("BENCH_MODES", "closed,burst,quiet") as Array<"closed" | "burst" | "quiet">
 const clients = 64
 const pgUrl = process.argv.includes("--pg") ? process.argv[process.argv.indexOf("--pg") + 1] : envPgUrl
 const serverRoot = env("BENCH_SERVER_ROOT", ".")
@@ -220,7 +238,8 @@ interface Server {
 const startServer = async (databaseUrl: string, dir: string, label: string): Promise<Server> => {
   const port = await freePort()
   const profileDir = process.env["BENCH_PROFILE"]
-  const profile = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=e2e-${label}.cpuprofile`]
+  // A folder per run: tsx's loader thread writes a profile of its own beside the main thread's (the larger file).
+  const profile = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, `e2e-${label}`)}`]
   const traceFile = join(dir, "sql-trace.json")
   const trace = process.env["BENCH_SQL_TRACE"] === "1" ? ["--import", fileURLToPath(import.meta.url)] : []
   const child: ChildProcess = spawn(process.execPath, [...profile, "--import", "tsx", ...trace, "examples/standalone-server/src/main.ts"], {
@@ -264,9 +283,9 @@ const printSqlTrace = (file: string, label: string) => {
 /** Keep-alive connections for the submits, at most `clients` at once. */
 const agent = new Http.Agent({ keepAlive: true, maxSockets: clients })
 
-const submitter = (port: number, callBackUrl: string, model: ModelName) => (i: number) =>
+const submitter = (port: number, callBackUrl: string, model: ModelName) => (i: number, withCallback = true) =>
   new Promise<string>((resolve, reject) => {
-    const body = JSON.stringify({ model: models[model].id, input: { prompt: `bench ${i}`, ...models[model].input }, callBackUrl })
+    const body = JSON.stringify({ model: models[model].id, input: { prompt: `bench ${i}`, ...models[model].input }, ...(withCallback ? { callBackUrl } : {}) })
     const request = Http.request({
       host: "127.0.0.1",
       port,
@@ -291,13 +310,24 @@ const percentile = (values: ReadonlyArray<number>, q: number) => {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
 }
-const figure = (values: ReadonlyArray<number>) => `${percentile(values, 0.5).toFixed(0)} / ${percentile(values, 0.99).toFixed(0)}`
+const figure = (values: ReadonlyArray<number>) =>
+  values.some(Number.isNaN) ? "n/a" : `${percentile(values, 0.5).toFixed(0)} / ${percentile(values, 0.99).toFixed(0)}`
 
 /** When the upstream received the submit: the simulator's time in an async job's id, else the attempt's start. */
 const upstreamSubmitAt = (task: Arrival["task"]) => {
-  const attempt = task.attempts[0]!
+  // Servers older than the attempts field (BENCH_SERVER_ROOT) do not say.
+  const attempt = task.attempts?.[0]
+  if (attempt === undefined) return Number.NaN
   const simulated = attempt.upstream_id === null ? null : /^sim_(\d+)_/.exec(attempt.upstream_id)
   return simulated === null ? Date.parse(attempt.started_at) : Number(simulated[1])
+}
+
+/** Tasks SUCCESS in a SQLite file, read beside the server (WAL lets a reader in while it writes). */
+const successCounter = (file: string) => {
+  const Database = createRequire(import.meta.url)("better-sqlite3")
+  const db = new Database(file, { readonly: true })
+  const count = db.prepare(`SELECT count(*) AS n FROM "mediagate_tasks" WHERE status = 'SUCCESS'`)
+  return { count: () => (count.get() as { n: number }).n, close: () => db.close() }
 }
 
 const run = async (store: string, databaseUrl: string, dir: string, model: ModelName) => {
@@ -339,7 +369,15 @@ const run = async (store: string, databaseUrl: string, dir: string, model: Model
           const taskId = await submit(i)
           return async () => latencies.push((await ended(taskId)).at - sent)
         }
-        if (mode === "closed") {
+        if (mode === "quiet") {
+          // No callbacks: tasks submitted at once, done when the database holds them all SUCCESS.
+          if (!databaseUrl.startsWith("sqlite:")) continue
+          const counter = successCounter(databaseUrl.slice("sqlite:".length))
+          const before = counter.count()
+          await Promise.all(Array.from({ length: tasks }, (_, i) => submit(i, false)))
+          while (counter.count() < before + tasks) await new Promise((resolve) => setTimeout(resolve, 5))
+          counter.close()
+        } else if (mode === "closed") {
           await Promise.all(Array.from({ length: clients }, async () => {
             while (next < tasks) await (await one(next++))()
           }))
@@ -351,7 +389,7 @@ const run = async (store: string, databaseUrl: string, dir: string, model: Model
         const seconds = (Date.now() - started) / 1000
         const perTask = (millis: number) => (millis / tasks).toFixed(2)
         load.push(
-          `| ${store} | ${models[model].id} | ${tasks} | ${mode} | ${(tasks / seconds).toFixed(0)} | ${figure(latencies)} | ${
+          `| ${store} | ${models[model].id} | ${tasks} | ${mode} | ${(tasks / seconds).toFixed(0)} | ${mode === "quiet" ? "-" : figure(latencies)} | ${
             perTask(cpuMillisOf(server.pid) - serverCpu)
           } | ${perTask(ownCpuMillis() - ownCpu)} |`
         )
@@ -417,8 +455,10 @@ const write = (results: ReadonlyArray<{ idle: string; load: ReadonlyArray<string
     "",
     `Under load: \`closed\`, ${clients} clients each submitting its next task when its last one's callback`,
     `arrived; \`burst\`, every task submitted at once over ${clients} connections, then every callback`,
-    "awaited. Tasks/s from the first submit to the last callback; CPU per task of the server",
-    "process and of the benchmark process (clients and receiver), which share the machine:",
+    "awaited; `quiet` (SQLite), every task submitted at once without a `callBackUrl`, done when the",
+    "database file holds them all SUCCESS. Tasks/s from the first submit to the last callback (or",
+    "SUCCESS); CPU per task of the server process and of the benchmark process (clients and",
+    "receiver), which share the machine's two cores:",
     "",
     "| store | model | tasks | load | tasks/s | submit -> callback | server CPU ms/task | clients CPU ms/task |",
     "|---|---|---|---|---|---|---|---|",
@@ -440,7 +480,7 @@ if (process.env["BENCH_E2E_ROLE"] === "sql-trace") {
 } else if (process.argv[2] === "summarize") {
   for (const path of process.argv.slice(3)) {
     const summary = summarize(path)
-    console.log(`${path}: ${summary.totalMillis.toFixed(0)} ms sampled\n\nSelf time by place:\n${summary.places.join("\n")}\n\nSelf time by function:\n${summary.functions.join("\n")}\n`)
+    console.log(`${path}: ${summary.totalMillis.toFixed(0)} ms sampled\n\nSelf time by place:\n${summary.places.join("\n")}\n\nSelf time by function:\n${summary.functions.join("\n")}\n\nOur modules on the stack (inclusive, synchronous part):\n${summary.ours.join("\n")}\n`)
   }
 } else {
   void main()
