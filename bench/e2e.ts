@@ -18,10 +18,12 @@
  *   awaited (`burst`); on SQLite also `quiet`: submitted at once without a callBackUrl, done
  *   when the database file holds them all SUCCESS (what callbacks cost is the difference
  *   from `burst`). CPU per task of the server process and of this one (Linux /proc).
+ * - The submit path alone (`submits`): a server whose one running slot a task that never
+ *   finishes holds, so the submitted tasks stay PENDING; submit round trips and CPU.
  *
- * Other settings: `BENCH_MODELS` (sync,async), `BENCH_MODES` (closed,burst,quiet),
+ * Other settings: `BENCH_MODELS` (sync,async), `BENCH_MODES` (closed,burst,quiet,submits),
  * `BENCH_PROFILE=<dir>` (the server writes its CPU profiles in a folder per run there), `BENCH_SQL_TRACE=1`
- * (the server counts and times every SQLite statement; printed per run),
+ * (the server counts and times every SQL statement; printed per run),
  * `BENCH_SERVER_ROOT=<checkout>` (run another checkout's standalone server, e.g. an older
  * commit), `BENCH_WRITE=0` (do not write docs/benchmarks.md).
  *
@@ -45,7 +47,8 @@ const list = (name: string, fallback: string) => env(name, fallback).split(",").
 
 // ---------------------------------------------------------------------------------------
 // In the server process (`--import bench/e2e.ts` with BENCH_E2E_ROLE=sql-trace): every
-// SQLite statement counted and timed, written to BENCH_SQL_TRACE_FILE when the process exits.
+// SQL statement counted and timed (SQLite: its execution; PostgreSQL: its round trip),
+// written to BENCH_SQL_TRACE_FILE when the process exits.
 
 const traceSql = () => {
   const Database = createRequire(import.meta.url)("better-sqlite3")
@@ -69,6 +72,25 @@ const traceSql = () => {
       }
     }
     return statement
+  }
+  // PostgreSQL: statements counted, with their round trips (sent -> answer, so waiting included).
+  const Pg = createRequire(import.meta.url)("pg")
+  const query = Pg.Client.prototype.query
+  Pg.Client.prototype.query = function(this: unknown, ...args: Array<any>) {
+    const text = String(typeof args[0] === "string" ? args[0] : args[0]?.text ?? "?").replace(/\s+/g, " ").trim()
+    const last = args.length - 1
+    if (typeof args[last] === "function") {
+      const callback = args[last]
+      const started = performance.now()
+      args[last] = function(this: unknown, ...answer: Array<unknown>) {
+        const entry = statements.get(text) ?? { count: 0, millis: 0 }
+        entry.count++
+        entry.millis += performance.now() - started
+        statements.set(text, entry)
+        return callback.apply(this, answer)
+      }
+    }
+    return query.apply(this, args)
   }
   process.on("exit", () => writeFileSync(process.env["BENCH_SQL_TRACE_FILE"]!, JSON.stringify([...statements])))
 }
@@ -155,7 +177,7 @@ export const summarize = (path: string, top = 30) => {
 const key = "bench-e2e-key-0123456789"
 const idleTasks = Number(env("BENCH_IDLE", "50"))
 const loads = list("BENCH_TASKS", "200,2000").map(Number)
-const modes = list("BENCH_MODES", "closed,burst,quiet") as Array<"closed" | "burst" | "quiet">
+const modes = list("BENCH_MODES", "closed,burst,quiet,submits") as Array<"closed" | "burst" | "quiet" | "submits">
 const clients = 64
 const pgUrl = process.argv.includes("--pg") ? process.argv[process.argv.indexOf("--pg") + 1] : envPgUrl
 const serverRoot = env("BENCH_SERVER_ROOT", ".")
@@ -235,7 +257,7 @@ interface Server {
   readonly stop: () => Promise<void>
 }
 
-const startServer = async (databaseUrl: string, dir: string, label: string): Promise<Server> => {
+const startServer = async (databaseUrl: string, dir: string, label: string, extraEnv: Record<string, string> = {}): Promise<Server> => {
   const port = await freePort()
   const profileDir = process.env["BENCH_PROFILE"]
   // A folder per run: tsx's loader thread writes a profile of its own beside the main thread's (the larger file).
@@ -254,7 +276,8 @@ const startServer = async (databaseUrl: string, dir: string, label: string): Pro
       MEDIAGATE_DATABASE_URL: databaseUrl,
       MEDIAGATE_MEDIA_DIR: join(dir, "media"),
       MEDIAGATE_SIMULATOR_PROFILE: "instant",
-      MEDIAGATE_ALLOW_PRIVATE_URLS: "true"
+      MEDIAGATE_ALLOW_PRIVATE_URLS: "true",
+      ...extraEnv
     },
     stdio: ["ignore", "ignore", "inherit"]
   })
@@ -274,7 +297,7 @@ const startServer = async (databaseUrl: string, dir: string, label: string): Pro
 const printSqlTrace = (file: string, label: string) => {
   const statements = JSON.parse(readFileSync(file, "utf8")) as Array<[string, { count: number; millis: number }]>
   const total = statements.reduce((sum, [, entry]) => sum + entry.millis, 0)
-  console.log(`SQLite statements of ${label}: ${statements.reduce((sum, [, entry]) => sum + entry.count, 0)}, ${total.toFixed(0)} ms in all`)
+  console.log(`SQL statements of ${label}: ${statements.reduce((sum, [, entry]) => sum + entry.count, 0)}, ${total.toFixed(0)} ms in all`)
   for (const [sql, entry] of statements.sort((a, b) => b[1].millis - a[1].millis).slice(0, 25)) {
     console.log(`  ${String(entry.count).padStart(7)} x ${(entry.millis / entry.count * 1000).toFixed(0).padStart(5)} us = ${entry.millis.toFixed(0).padStart(6)} ms  ${sql.slice(0, 160)}`)
   }
@@ -369,6 +392,7 @@ const run = async (store: string, databaseUrl: string, dir: string, model: Model
           const taskId = await submit(i)
           return async () => latencies.push((await ended(taskId)).at - sent)
         }
+        if (mode === "submits") continue
         if (mode === "quiet") {
           // No callbacks: tasks submitted at once, done when the database holds them all SUCCESS.
           if (!databaseUrl.startsWith("sqlite:")) continue
@@ -403,37 +427,80 @@ const run = async (store: string, databaseUrl: string, dir: string, model: Model
   }
 }
 
+/**
+ * The submit path alone: MEDIAGATE_MAX_RUNNING=1 and one sync task that never finishes
+ * (`[sim:timeout]`) holding that slot, so every task submitted after it waits PENDING; the
+ * engine still wakes on each submit and finds nothing it may claim. Submit round trips and
+ * CPU per submit.
+ */
+const submitsOnly = async (store: string, databaseUrl: string, dir: string) => {
+  const server = await startServer(databaseUrl, dir, `${store}-submits`.toLowerCase(), { MEDIAGATE_MAX_RUNNING: "1" })
+  try {
+    const submit = submitter(server.port, "", "sync")
+    await submitPrompt(server.port, "held [sim:timeout]")
+    for (let i = 0; i < 20; i++) await submit(i, false)
+    const rows: Array<string> = []
+    for (const tasks of loads) {
+      const latencies: Array<number> = []
+      const serverCpu = cpuMillisOf(server.pid)
+      const ownCpu = ownCpuMillis()
+      const started = Date.now()
+      await Promise.all(Array.from({ length: tasks }, async (_, i) => {
+        const sent = Date.now()
+        await submit(i, false)
+        latencies.push(Date.now() - sent)
+      }))
+      const seconds = (Date.now() - started) / 1000
+      rows.push(
+        `| ${store} | ${models.sync.id} | ${tasks} | submits only | ${(tasks / seconds).toFixed(0)} | ${figure(latencies)} | ${
+          ((cpuMillisOf(server.pid) - serverCpu) / tasks).toFixed(2)
+        } | ${((ownCpuMillis() - ownCpu) / tasks).toFixed(2)} |`
+      )
+      console.log(rows[rows.length - 1])
+    }
+    return rows
+  } finally {
+    await server.stop()
+  }
+}
+
+const submitPrompt = (port: number, prompt: string) =>
+  fetch(`http://127.0.0.1:${port}/api/v1/task/submit`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: models.sync.id, input: { prompt, ...models.sync.input } })
+  }).then((response) => response.json())
+
+/** Runs `f` on a database of its own: a SQLite file in a temporary folder, or a fresh PostgreSQL database. */
+const withDatabase = <A>(store: "SQLite" | "PostgreSQL", name: string, f: (url: string, dir: string) => Promise<A>): Promise<A> => {
+  const inFolder = async (url: (dir: string) => string) => {
+    const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-e2e-"))
+    try {
+      return await f(url(dir), dir)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+  return store === "SQLite"
+    ? inFolder((dir) => `sqlite:${join(dir, "bench.db")}`)
+    : Effect.runPromise(Effect.scoped(Effect.flatMap(freshPgDatabase(pgUrl!, `e2e_${name}`), (url) => Effect.promise(() => inFolder(() => url)))))
+}
+
 const main = async () => {
   const results: Array<{ idle: string; load: Array<string> }> = []
-  const stores: Array<[string, (model: ModelName) => Promise<void>]> = [
-    ["SQLite", async (model) => {
-      const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-e2e-"))
-      try {
-        results.push(await run("SQLite", `sqlite:${join(dir, "bench.db")}`, dir, model))
-      } finally {
-        rmSync(dir, { recursive: true, force: true })
-      }
-    }]
-  ]
-  if (pgUrl !== undefined) {
-    stores.push(["PostgreSQL", (model) =>
-      Effect.runPromise(Effect.scoped(Effect.flatMap(freshPgDatabase(pgUrl, `e2e_${model}`), (url) =>
-        Effect.promise(async () => {
-          const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-e2e-"))
-          try {
-            results.push(await run("PostgreSQL", url, dir, model))
-          } finally {
-            rmSync(dir, { recursive: true, force: true })
-          }
-        }))))])
+  const submits: Array<string> = []
+  const stores: Array<"SQLite" | "PostgreSQL"> = pgUrl === undefined ? ["SQLite"] : ["SQLite", "PostgreSQL"]
+  for (const store of stores) {
+    for (const model of list("BENCH_MODELS", "sync,async") as Array<ModelName>) {
+      results.push(await withDatabase(store, model, (url, dir) => run(store, url, dir, model)))
+    }
+    if (modes.includes("submits")) submits.push(...await withDatabase(store, "submits", (url, dir) => submitsOnly(store, url, dir)))
   }
-  for (const [, runOn] of stores) for (const model of list("BENCH_MODELS", "sync,async") as Array<ModelName>) await runOn(model)
-
-  if (env("BENCH_WRITE", "1") !== "0") write(results)
+  if (env("BENCH_WRITE", "1") !== "0") write(results, submits)
   process.exit(0)
 }
 
-const write = (results: ReadonlyArray<{ idle: string; load: ReadonlyArray<string> }>) => {
+const write = (results: ReadonlyArray<{ idle: string; load: ReadonlyArray<string> }>, submits: ReadonlyArray<string>) => {
   const section = [
     "<!-- bench:e2e:start -->",
     "## End to end: the standalone server",
@@ -458,11 +525,14 @@ const write = (results: ReadonlyArray<{ idle: string; load: ReadonlyArray<string
     "awaited; `quiet` (SQLite), every task submitted at once without a `callBackUrl`, done when the",
     "database file holds them all SUCCESS. Tasks/s from the first submit to the last callback (or",
     "SUCCESS); CPU per task of the server process and of the benchmark process (clients and",
-    "receiver), which share the machine's two cores:",
+    "receiver), which share the machine's two cores. `submits only`: the submit path alone, on a",
+    "server with `MEDIAGATE_MAX_RUNNING=1` whose one slot a task that never finishes holds (the",
+    "others stay PENDING), each figure the submit's round trip:",
     "",
     "| store | model | tasks | load | tasks/s | submit -> callback | server CPU ms/task | clients CPU ms/task |",
     "|---|---|---|---|---|---|---|---|",
     ...results.flatMap((result) => result.load),
+    ...submits,
     "<!-- bench:e2e:end -->"
   ].join("\n")
   const docs = new URL("../docs/benchmarks.md", import.meta.url)
