@@ -33,7 +33,7 @@
 import { freshPgDatabase, pgUrl as envPgUrl } from "@mediagate/store-sql/testing"
 import { Effect } from "effect"
 import { type ChildProcess, execSync, spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import * as Http from "node:http"
 import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
@@ -107,7 +107,7 @@ interface ProfileNode {
 /** A frame's place: a package of ours, an npm package, Node itself, or V8's bookkeeping. */
 const placeOf = (url: string, name: string): string => {
   if (url === "") return name.startsWith("(") ? name : "native"
-  const ours = /\/(packages|examples)\/([^/]+)\/src\/([^/]+)$/.exec(url)
+  const ours = /\/(packages|examples)\/([^/]+)\/src\/(.+)$/.exec(url)
   if (ours !== null) return `ours: ${ours[2]}/${ours[3]}`
   const dependency = /node_modules\/((?:@[^/]+\/)?[^/]+)\/(?:dist\/(?:esm|cjs|dts)\/)?(.*)$/.exec(url)
   if (dependency !== null) {
@@ -117,7 +117,33 @@ const placeOf = (url: string, name: string): string => {
   return url
 }
 
-/** Self time by place and by function; a native frame counts where its caller lives. */
+/** Coarse kinds of places, for a first look. */
+const kindOf = (place: string): string =>
+  place === "(idle)"
+    ? "idle"
+    : place === "(garbage collector)"
+    ? "garbage collection"
+    : place.startsWith("effect/")
+    ? "Effect runtime and Schema (effect)"
+    : /sql-sqlite-node|better-sqlite3/.test(place)
+    ? "SQLite statements (run inside @effect/sql-sqlite-node's call)"
+    : /^@effect\/sql|^pg|from pg/.test(place)
+    ? "SQL clients (@effect/sql, pg)"
+    : place.startsWith("@effect/platform")
+    ? "@effect/platform"
+    : /zlib/.test(place)
+    ? "zlib (PNG deflate)"
+    : /modules|tsx|esbuild|source_map|worker|bootstrap|wasm|url|esm/.test(place)
+    ? "module loading at start (tsx)"
+    : /fs|FileMediaStore/.test(place)
+    ? "files (node:fs)"
+    : /net|stream|http|tcp|dns|events|buffer|crypto|timers|encoding/.test(place)
+    ? "Node networking, HTTP, streams, crypto"
+    : place.startsWith("ours:")
+    ? "our code (self time)"
+    : "other"
+
+/** Self time by kind, place and function; a native frame counts where its caller lives. */
 export const summarize = (path: string, top = 30) => {
   const profile = JSON.parse(readFileSync(path, "utf8")) as {
     nodes: ReadonlyArray<ProfileNode>
@@ -163,8 +189,11 @@ export const summarize = (path: string, top = 30) => {
   for (const [id, micros] of self) for (const module of oursOf(id)) inclusive.set(module, (inclusive.get(module) ?? 0) + micros)
   const share = (micros: number) => `${((100 * micros) / total).toFixed(1)}%`
   const sorted = (map: Map<string, number>) => [...map].sort((a, b) => b[1] - a[1])
+  const kinds = new Map<string, number>()
+  for (const [place, micros] of places) kinds.set(kindOf(place), (kinds.get(kindOf(place)) ?? 0) + micros)
   return {
     totalMillis: total / 1000,
+    kinds: sorted(kinds).map(([kind, micros]) => `${share(micros).padStart(6)}  ${kind}`),
     places: sorted(places).slice(0, top).map(([place, micros]) => `${share(micros).padStart(6)}  ${place}`),
     functions: sorted(functions).slice(0, top).map(([name, micros]) => `${share(micros).padStart(6)}  ${name}`),
     ours: sorted(inclusive).slice(0, top).map(([module, micros]) => `${share(micros).padStart(6)}  ${module}`)
@@ -545,12 +574,17 @@ const write = (results: ReadonlyArray<{ idle: string; load: ReadonlyArray<string
   )
 }
 
+/** Run as a script, not imported (`summarize` is usable from other scripts). */
+const isEntry = process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)
+
 if (process.env["BENCH_E2E_ROLE"] === "sql-trace") {
   traceSql()
+} else if (!isEntry) {
+  // Imported for `summarize`.
 } else if (process.argv[2] === "summarize") {
   for (const path of process.argv.slice(3)) {
     const summary = summarize(path)
-    console.log(`${path}: ${summary.totalMillis.toFixed(0)} ms sampled\n\nSelf time by place:\n${summary.places.join("\n")}\n\nSelf time by function:\n${summary.functions.join("\n")}\n\nOur modules on the stack (inclusive, synchronous part):\n${summary.ours.join("\n")}\n`)
+    console.log(`${path}: ${summary.totalMillis.toFixed(0)} ms sampled\n\nSelf time by kind:\n${summary.kinds.join("\n")}\n\nSelf time by place:\n${summary.places.join("\n")}\n\nSelf time by function:\n${summary.functions.join("\n")}\n\nOur modules on the stack (inclusive, synchronous part):\n${summary.ours.join("\n")}\n`)
   }
 } else {
   void main()
