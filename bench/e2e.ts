@@ -23,7 +23,9 @@
  *
  * Other settings: `BENCH_MODELS` (sync,async), `BENCH_MODES` (closed,burst,quiet,submits),
  * `BENCH_PROFILE=<dir>` (the server writes its CPU profiles in a folder per run there), `BENCH_SQL_TRACE=1`
- * (the server counts and times every SQL statement; printed per run),
+ * (the server counts and times every SQL statement; printed per run; with it,
+ * `BENCH_SQLITE_PRAGMAS="temp_store = MEMORY"` sets pragmas on the server's SQLite
+ * connections, to measure a change to the store before making it),
  * `BENCH_SERVER_ROOT=<checkout>` (run another checkout's standalone server, e.g. an older
  * commit), `BENCH_WRITE=0` (do not write docs/benchmarks.md).
  *
@@ -54,7 +56,15 @@ const traceSql = () => {
   const Database = createRequire(import.meta.url)("better-sqlite3")
   const statements = new Map<string, { count: number; millis: number }>()
   const prepare = Database.prototype.prepare
-  Database.prototype.prepare = function(this: unknown, sql: string, ...rest: Array<unknown>) {
+  // What-if, for the store's authors: BENCH_SQLITE_PRAGMAS="temp_store = MEMORY" (`;`-separated)
+  // set on each connection before its first statement.
+  const pragmas = (process.env["BENCH_SQLITE_PRAGMAS"] ?? "").split(";").map((pragma) => pragma.trim()).filter((pragma) => pragma !== "")
+  const configured = new WeakSet<object>()
+  Database.prototype.prepare = function(this: { pragma: (text: string) => unknown }, sql: string, ...rest: Array<unknown>) {
+    if (!configured.has(this)) {
+      configured.add(this)
+      for (const pragma of pragmas) this.pragma(pragma)
+    }
     const statement = prepare.call(this, sql, ...rest)
     const text = sql.replace(/\s+/g, " ").trim()
     for (const method of ["run", "all", "get", "iterate"]) {
