@@ -12,8 +12,8 @@
  *   upstream id is `sim_<time of the submit>_<token>`; a sync call has no id, so it is the
  *   attempt's `started_at`, read from the clock just before the engine calls the simulator.
  * - Throughput (`BENCH_TASKS`, default 200,2000): tasks/s from the first submit sent to
- *   the last callback arrived, and the p50/p99 of submit sent -> callback arrived; in two
- *   ways: 64 clients each submitting its next task when its last one's callback arrived
+ *   the last callback arrived, and the p50/p99 of submit sent -> callback arrived, under
+ *   these loads: 64 clients each submitting its next task when its last one's callback arrived
  *   (`closed`), and every task submitted at once over 64 connections, then every callback
  *   awaited (`burst`); on SQLite also `quiet`: submitted at once without a callBackUrl, done
  *   when the database file holds them all SUCCESS (what callbacks cost is the difference
@@ -22,15 +22,17 @@
  *   finishes holds, so the submitted tasks stay PENDING; submit round trips and CPU.
  *
  * Other settings: `BENCH_MODELS` (sync,async), `BENCH_MODES` (closed,burst,quiet,submits),
- * `BENCH_PROFILE=<dir>` (the server writes its CPU profiles in a folder per run there), `BENCH_SQL_TRACE=1`
- * (the server counts and times every SQL statement; printed per run; with it,
+ * `BENCH_PROFILE=<dir>` (the server writes its CPU profiles in a folder per run there),
+ * `BENCH_SQL_TRACE=1` (the server counts and times every SQL statement; printed per run; with it,
  * `BENCH_SQLITE_PRAGMAS="temp_store = MEMORY"` sets pragmas on the server's SQLite
  * connections, to measure a change to the store before making it),
  * `BENCH_SERVER_ROOT=<checkout>` (run another checkout's standalone server, e.g. an older
  * commit), `BENCH_WRITE=0` (do not write docs/benchmarks.md).
  *
- * `tsx bench/e2e.ts summarize <file.cpuprofile>`: where a CPU profile's time went (self
- * time by package and by function).
+ * `tsx bench/e2e.ts summarize <file.cpuprofile>...`: where a CPU profile's time went (self
+ * time by kind, by package and by function; our modules' inclusive time).
+ *
+ * One file for the three roles, so that the server can `--import` it for the trace.
  */
 import { freshPgDatabase, pgUrl as envPgUrl } from "@mediagate/store-sql/testing"
 import { Effect } from "effect"
