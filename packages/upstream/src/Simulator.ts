@@ -20,15 +20,33 @@ export interface Options {
   readonly stats?: Stats
 }
 
+/** How many idempotency keys the simulator remembers (the oldest are forgotten first). */
+const rememberedKeys = 100_000
+
 /**
  * What the simulator did, for tests and benchmarks: files encoded (the rest came from the
- * cache), upstream jobs started (one per idempotency key, however often it is sent), and
- * jobs cancelled.
+ * cache), upstream jobs started, in all and per idempotency key, and jobs cancelled. An
+ * async submit repeated with a key already accepted starts no job (the simulator honours
+ * idempotency keys, as the upstreams the engine is built for do); every sync call starts
+ * one, so a sync call made twice under one key counts 2. Counts live in this object only:
+ * a process that dies takes them with it.
  */
 export class Stats {
   encodes = 0
   jobs = 0
   readonly cancelled = new Set<string>()
+  /** Jobs started per idempotency key (`<taskId>.<attempt>` from the engine), the newest 100,000 keys. */
+  readonly jobsByKey = new Map<string, number>()
+  /** Upstream jobs started under one idempotency key: 1 for each attempt the engine made once. */
+  jobsFor(idempotencyKey: string): number {
+    return this.jobsByKey.get(idempotencyKey) ?? 0
+  }
+  /** Counts a job started under `idempotencyKey`. */
+  jobStarted(idempotencyKey: string): void {
+    this.jobs++
+    this.jobsByKey.set(idempotencyKey, this.jobsFor(idempotencyKey) + 1)
+    if (this.jobsByKey.size > rememberedKeys) this.jobsByKey.delete(this.jobsByKey.keys().next().value!)
+  }
 }
 
 /**
@@ -58,9 +76,6 @@ class FileCache {
 
 /** Colour variants per image shape (videos have one). */
 const variants = 8
-
-/** How many idempotency keys the simulator remembers (the oldest are forgotten first). */
-const rememberedKeys = 100_000
 
 /** FNV-1a of a string: a stable number per task for latencies and colours. */
 export const hash = (text: string, seed = 0): number => {
@@ -174,7 +189,7 @@ export const make = (options: Options) =>
         Effect.gen(function*() {
           const latency = latencyMillis(options, job, taskId)
           if (job.sync) {
-            stats.jobs++
+            stats.jobStarted(idempotencyKey)
             if (neverFinishes(job.prompt)) return yield* Effect.never
             yield* Effect.sleep(latency)
             return { _tag: "Completed" as const, result: yield* render(job, taskId) }
@@ -183,7 +198,7 @@ export const make = (options: Options) =>
           if (known !== undefined) return { _tag: "Accepted" as const, upstreamId: known }
           const now = yield* Clock.currentTimeMillis
           const upstreamId = upstreamIdOf(now + latency, yield* ids.token(8))
-          stats.jobs++
+          stats.jobStarted(idempotencyKey)
           accepted.set(idempotencyKey, upstreamId)
           if (accepted.size > rememberedKeys) accepted.delete(accepted.keys().next().value!)
           return { _tag: "Accepted" as const, upstreamId }

@@ -124,6 +124,56 @@ describe("Simulator: files, idempotency keys and cancels", () => {
       }))
   })
 
+  it.effect("the second video of a shape (size, duration) is not encoded again; another size or duration is", () => {
+    const stats = new Simulator.Stats()
+    const video = (width: number, height: number, duration: number) =>
+      ({ output: "video", model: "beta-imagine/text-to-video", n: 1, width, height, duration }) as const
+    return counted(stats)((upstream) =>
+      Effect.gen(function*() {
+        const first = yield* submit(upstream, "v1", video(1280, 720, 6))
+        expect(stats.encodes).toBe(1)
+        const second = yield* submit(upstream, "v2", video(1280, 720, 6))
+        expect(stats.encodes).toBe(1)
+        if (first._tag !== "Completed" || second._tag !== "Completed") return expect.unreachable()
+        // Same bytes, stored twice: each task has a file (and a URL) of its own.
+        expect(second.result.urls[0]).not.toBe(first.result.urls[0])
+        const key = (url: string) => url.split("/").pop()!
+        expect(files.get(key(second.result.urls[0]!))!.bytes).toBe(files.get(key(first.result.urls[0]!))!.bytes)
+        yield* submit(upstream, "v3", video(1280, 720, 10))
+        yield* submit(upstream, "v4", video(720, 1280, 6))
+        expect(stats.encodes).toBe(3)
+      }))
+  })
+
+  it.effect("once an image shape's colour variants exist, its further tasks encode nothing; a new size encodes", () => {
+    const stats = new Simulator.Stats()
+    return counted(stats)((upstream) =>
+      Effect.gen(function*() {
+        for (let i = 0; i < 64; i++) yield* submit(upstream, `a${i}`, { n: 1 })
+        const warm = stats.encodes
+        // 64 tasks spread over the 8 variants (a stable hash of the task id): every one was made.
+        expect(warm).toBe(8)
+        for (let i = 0; i < 200; i++) yield* submit(upstream, `b${i}`, { n: 2 })
+        expect(stats.encodes).toBe(warm)
+        yield* submit(upstream, "c", { n: 1, width: 1024, height: 1024 })
+        expect(stats.encodes).toBe(warm + 1)
+      }))
+  })
+
+  it.effect("jobs are counted per idempotency key: a repeated async submit starts none, a repeated sync call one more", () => {
+    const stats = new Simulator.Stats()
+    return counted(stats)((upstream) =>
+      Effect.gen(function*() {
+        yield* submit(upstream, "a", { sync: false })
+        yield* submit(upstream, "a", { sync: false })
+        yield* submit(upstream, "a", { sync: false }, 2)
+        yield* submit(upstream, "s", { sync: true })
+        yield* submit(upstream, "s", { sync: true })
+        expect([stats.jobsFor("a.1"), stats.jobsFor("a.2"), stats.jobsFor("s.1"), stats.jobsFor("never.1")]).toEqual([1, 1, 2, 0])
+        expect(stats.jobs).toBe(4)
+      }))
+  })
+
   it.effect("an async submit repeated with the same idempotency key answers the same job; the next attempt's key starts another", () => {
     const stats = new Simulator.Stats()
     return counted(stats)((upstream) =>
