@@ -350,10 +350,11 @@ export const make = (options: Options = {}) =>
     const remember = (record: Task.TaskRecord) => (record.dueAt === null ? Effect.void : Effect.sync(() => dueTimes.add(record.dueAt!)))
     const limits = { running: settings.maxRunning, perAccount: settings.maxRunningPerAccount }
 
-    const claimAndRun = Effect.gen(function*() {
-      if (yield* Ref.get(stopping)) return
+    /** Claims and starts due work; answers the time the claim looked at, none when it did not claim (no free slot). */
+    const claimAndRun: Effect.Effect<number | undefined> = Effect.gen(function*() {
+      if (yield* Ref.get(stopping)) return undefined
       const free = settings.concurrency - (yield* Ref.get(inflight))
-      if (free <= 0) return
+      if (free <= 0) return undefined
       const now = yield* Clock.currentTimeMillis
       const claimed = yield* store.claimDue({ now, limit: free, worker, leaseUntil: now + settings.leaseDuration, limits })
       for (const record of claimed) {
@@ -367,19 +368,25 @@ export const make = (options: Options = {}) =>
       }
       // A full batch: more may be due at once.
       if (claimed.length === free) yield* wakeups.offer()
-    }).pipe(Effect.catchAllDefect((defect) => Effect.logError("engine: claiming due work failed", defect)))
+      return now
+    }).pipe(Effect.catchAllDefect((defect) => Effect.logError("engine: claiming due work failed", defect).pipe(Effect.as(undefined))))
 
     // Sleep until the earliest due time this engine knows of, a wake-up (a submit, a step
     // done), or the periodic scan, the safety net for work written by other workers.
-    const idle = Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      // Due times already reached were claimed by the round that just ran.
-      dueTimes.dropUntil(now)
-      const wait = Math.max(0, Math.min(Duration.toMillis(settings.pollInterval), dueTimes.next - now))
-      yield* Effect.race(Effect.sleep(Duration.millis(wait)), wakeups.take)
-    })
+    const idle = (claimedAt: number | undefined) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const scan = Duration.toMillis(settings.pollInterval)
+        // Without a free slot, a step that ends wakes the loop.
+        if (claimedAt === undefined) return yield* Effect.race(Effect.sleep(Duration.millis(scan)), wakeups.take)
+        // Due times the claim looked past were claimed by it; one reached since (while the
+        // claim ran) is not, and the loop goes again at once.
+        dueTimes.dropUntil(claimedAt)
+        const wait = Math.max(0, Math.min(scan, dueTimes.next - now))
+        yield* Effect.race(Effect.sleep(Duration.millis(wait)), wakeups.take)
+      })
     yield* claimAndRun.pipe(
-      Effect.zipRight(idle),
+      Effect.flatMap(idle),
       Effect.forever,
       Effect.forkScoped,
       Effect.interruptible
