@@ -1,9 +1,15 @@
 /**
  * `npm run bench:callbacks-throughput`: callbacks delivered per second to a loopback
- * receiver by one deliverer, signed, through the production Outbound (resolve, check,
- * pin). `BENCH_CALLBACKS` owed callbacks (default 2,000) are stored first, on the memory
- * store and on SQLite; the figure is callbacks over the time until the receiver has them
- * all, for the default concurrency (8) and for 32.
+ * node:http receiver by one deliverer, signed, through the production Outbound (resolve,
+ * check, pin). `BENCH_CALLBACKS` owed callbacks (default 2,000) are stored first, on the
+ * memory store, on SQLite and (when MEDIAGATE_TEST_PG_URL is set) on PostgreSQL; the figure
+ * is callbacks over the time from the deliverer's start until the receiver has them all,
+ * for each concurrency in `BENCH_CONCURRENCY` (default `8,32`; 8 is the deliverer's
+ * default). The receiver runs in a worker thread, so the main thread's busy time
+ * (event-loop utilisation) is the deliverer's own cost per callback. The receiver counts
+ * each `webhook-id` it sees: a callback sent twice is reported.
+ *
+ * `BENCH_PROFILE=<dir>` writes a CPU profile of each delivery phase (not the setup) there.
  */
 import { Ids, TaskStore } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
@@ -11,31 +17,56 @@ import { NodeOutbound, NodeResolver } from "@mediagate/media"
 import { Deliverer, Webhooks } from "@mediagate/scheduler"
 import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
+import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
 import { Context, Effect, Layer, Redacted } from "effect"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { Session } from "node:inspector/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { performance } from "node:perf_hooks"
+import { Worker } from "node:worker_threads"
 
 const callbacks = Number(process.env["BENCH_CALLBACKS"] ?? 2_000)
+const concurrencies = (process.env["BENCH_CONCURRENCY"] ?? "8,32").split(",").map(Number)
+const profileDir = process.env["BENCH_PROFILE"]
 const secret = Webhooks.secretFromHex("00112233445566778899aabbccddeeff0011223344556677")
 
-const main = async () => {
-  let received = 0
-  let done: () => void = () => {}
-  const receiver = Http.createServer((request, response) => {
-    request.resume()
-    request.on("end", () => {
-      response.writeHead(204).end()
-      if (++received === callbacks) done()
-    })
+/** The receiver: answers 204 once the body is read; reports when it has seen `expect` distinct ids. */
+const receiverCode = `
+const { parentPort } = require("node:worker_threads")
+const Http = require("node:http")
+let expect = Infinity, seen = new Set(), requests = 0
+const server = Http.createServer((request, response) => {
+  request.resume()
+  request.on("end", () => {
+    response.writeHead(204).end()
+    requests++
+    seen.add(request.headers["webhook-id"])
+    if (seen.size === expect) parentPort.postMessage({ done: true, requests })
   })
-  const port = await new Promise<number>((resolve) => receiver.listen(0, "127.0.0.1", () => resolve((receiver.address() as AddressInfo).port)))
+})
+parentPort.on("message", (message) => {
+  if (message.expect !== undefined) { expect = message.expect; seen = new Set(); requests = 0 }
+  if (message.close) server.close(() => process.exit(0))
+})
+server.listen(0, "127.0.0.1", () => parentPort.postMessage({ port: server.address().port }))
+`
+
+type Row = { readonly store: string; readonly concurrency: number; readonly perSecond: number; readonly busyMs: number; readonly duplicates: number }
+
+const main = async () => {
+  const receiver = new Worker(receiverCode, { eval: true })
+  const port = await new Promise<number>((resolve) => receiver.once("message", (message) => resolve(message.port)))
   const url = `http://127.0.0.1:${port}/hook`
   const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-callbacks-"))
+  const session = profileDir === undefined ? undefined : new Session()
+  if (session !== undefined) {
+    mkdirSync(profileDir!, { recursive: true })
+    session.connect()
+    await session.post("Profiler.enable")
+  }
 
-  const measure = (store: Layer.Layer<TaskStore.TaskStore, unknown>, concurrency: number) =>
+  const measure = (name: string, store: Layer.Layer<TaskStore.TaskStore, unknown>, concurrency: number) =>
     Effect.scoped(
       Effect.gen(function*() {
         const context = yield* Layer.build(store)
@@ -46,8 +77,10 @@ const main = async () => {
           const task = Testing.record({ id, status: "FAILURE", dueAt: null, callBackUrl: url, createdAt: now })
           yield* tasks.create(task, [{ id: `msg_${id}`, taskId: task.id, url, createdAt: now }])
         }
-        received = 0
-        const all = new Promise<void>((resolve) => (done = resolve))
+        const all = new Promise<{ requests: number }>((resolve) => receiver.once("message", resolve))
+        receiver.postMessage({ expect: callbacks })
+        if (session !== undefined) yield* Effect.promise(() => session.post("Profiler.start"))
+        const usage = performance.eventLoopUtilization()
         const started = performance.now()
         yield* Layer.build(
           Deliverer.layer({ concurrency }).pipe(
@@ -58,37 +91,56 @@ const main = async () => {
             ])
           )
         )
-        yield* Effect.promise(() => all)
-        return callbacks / ((performance.now() - started) / 1000)
+        const { requests } = yield* Effect.promise(() => all)
+        const seconds = (performance.now() - started) / 1000
+        const busy = performance.eventLoopUtilization(usage)
+        if (session !== undefined) {
+          const { profile } = yield* Effect.promise(() => session.post("Profiler.stop"))
+          writeFileSync(join(profileDir!, `callbacks-${name}-${concurrency}.cpuprofile`), JSON.stringify(profile))
+        }
+        return { store: name, concurrency, perSecond: callbacks / seconds, busyMs: busy.active / callbacks, duplicates: requests - callbacks }
       })
     )
 
-  const rows: Array<string> = []
-  let file = 0
-  for (const [name, store] of [
+  const stores: Array<readonly [string, () => Layer.Layer<TaskStore.TaskStore, unknown>]> = [
     ["memory", () => MemoryTaskStore.layer],
-    ["SQLite", () => SqlTaskStore.layer.pipe(Layer.provide(Database.layerSqlite(join(dir, `c${++file}.db`))))]
-  ] as const) {
-    const figures: Array<string> = []
-    for (const concurrency of [8, 32]) figures.push((await Effect.runPromise(measure(store(), concurrency))).toFixed(0))
-    rows.push(`| ${name} | ${figures[0]} | ${figures[1]} |`)
-    console.log(rows[rows.length - 1])
+    ["SQLite", () => SqlTaskStore.layer.pipe(Layer.provide(Database.layerSqlite(join(dir, `c${Math.random()}.db`))))],
+    ...(pgUrl === undefined ? [] : [[
+      "PostgreSQL",
+      () =>
+        SqlTaskStore.layer.pipe(
+          Layer.provide(Layer.unwrapScoped(Effect.map(freshPgDatabase(pgUrl!, "callbacks"), (url) => Database.layerPg(Redacted.make(url)))))
+        )
+    ] as const])
+  ]
+  const rows: Array<Row> = []
+  for (const [name, store] of stores) {
+    for (const concurrency of concurrencies) {
+      const row = await Effect.runPromise(measure(name, store(), concurrency))
+      rows.push(row)
+      console.log(`${name}, ${concurrency} at once: ${row.perSecond.toFixed(0)} callbacks/s, ${row.busyMs.toFixed(3)} ms busy per callback, ${row.duplicates} sent twice`)
+    }
   }
-  receiver.close()
+  receiver.postMessage({ close: true })
   rmSync(dir, { recursive: true, force: true })
 
   const section = [
     "<!-- bench:callbacks-throughput:start -->",
     "## Callbacks delivered per second",
     "",
-    "Command: `npm run bench:callbacks-throughput` (`BENCH_CALLBACKS`, default 2,000). One",
-    "deliverer, the production Outbound (each callback's host resolved, checked and pinned;",
-    "a new connection per callback, since redirects and pooled connections to a client's host",
-    "are not ours to keep), Standard Webhooks signatures, a loopback receiver answering 204.",
+    `Command: \`npm run bench:callbacks-throughput\` (\`BENCH_CALLBACKS\`, here ${callbacks.toLocaleString("en")};`,
+    "`BENCH_CONCURRENCY`; PostgreSQL too when `MEDIAGATE_TEST_PG_URL` is set; `BENCH_PROFILE=<dir>` for",
+    "CPU profiles of the delivery phases). One deliverer, the production Outbound (each",
+    "callback's host checked and pinned; a new connection per callback, since pooled",
+    "connections to a client's host are not ours to keep), Standard Webhooks signatures, a",
+    "loopback node:http receiver in a worker thread answering 204. Busy: the main thread's",
+    "event-loop active time per callback, that is the deliverer's own cost.",
     "",
-    "| store | callbacks/s, 8 at once (default) | callbacks/s, 32 at once |",
-    "|---|---|---|",
-    ...rows,
+    "| store | at once | callbacks/s | busy ms per callback | sent twice |",
+    "|---|---|---|---|---|",
+    ...rows.map((row) =>
+      `| ${row.store} | ${row.concurrency} | ${row.perSecond.toFixed(0)} | ${row.busyMs.toFixed(3)} | ${row.duplicates} |`
+    ),
     "<!-- bench:callbacks-throughput:end -->"
   ].join("\n")
   const docs = new URL("../docs/benchmarks.md", import.meta.url)
