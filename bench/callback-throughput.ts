@@ -9,7 +9,8 @@
  * (event-loop utilisation) is the deliverer's own cost per callback. The receiver counts
  * each `webhook-id` it sees: a callback sent twice is reported.
  *
- * `BENCH_PROFILE=<dir>` writes a CPU profile of each delivery phase (not the setup) there.
+ * `BENCH_PROFILE=<dir>` writes a CPU profile of each delivery phase (not the setup) there;
+ * `BENCH_STORES=memory,SQLite` runs only those stores.
  */
 import { Ids, TaskStore } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
@@ -28,6 +29,7 @@ import { Worker } from "node:worker_threads"
 
 const callbacks = Number(process.env["BENCH_CALLBACKS"] ?? 2_000)
 const concurrencies = (process.env["BENCH_CONCURRENCY"] ?? "8,32").split(",").map(Number)
+const only = process.env["BENCH_STORES"]?.split(",")
 const profileDir = process.env["BENCH_PROFILE"]
 const secret = Webhooks.secretFromHex("00112233445566778899aabbccddeeff0011223344556677")
 
@@ -114,7 +116,7 @@ const main = async () => {
     ] as const])
   ]
   const rows: Array<Row> = []
-  for (const [name, store] of stores) {
+  for (const [name, store] of stores.filter(([name]) => only === undefined || only.includes(name))) {
     for (const concurrency of concurrencies) {
       const row = await Effect.runPromise(measure(name, store(), concurrency))
       rows.push(row)
