@@ -10,7 +10,7 @@ import { NodeOutbound, NodeResolver } from "@mediagate/media"
 import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
 import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
-import { Context, Effect, Layer, Redacted, TestClock } from "effect"
+import { Clock, Context, Effect, Layer, Redacted, TestClock } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -308,4 +308,32 @@ describe("Deliverer: leases", () => {
         }
       }))
   }
+
+  it.scoped("an attempt that could not end within its lease is not sent: the callback is sent once, after the lease", () =>
+    Effect.gen(function*() {
+      const posts: Array<number> = []
+      const outbound = Layer.succeed(Outbound.Outbound, {
+        post: () => Effect.map(Clock.currentTimeMillis, (now) => (posts.push(now), { status: 204 }))
+      })
+      const built = Context.get(yield* Layer.build(MemoryTaskStore.layer), TaskStore.TaskStore)
+      // The first read of the task takes 10 s (a store under load): past the 7.5 s within
+      // which a 15 s attempt must start to end with time left in its 30 s lease.
+      let reads = 0
+      const { service, settle } = counted(built)
+      const tasks: TaskStore.TaskStore["Type"] = {
+        ...service,
+        get: (id) => Effect.zipRight(++reads === 1 ? Effect.sleep("10 seconds") : Effect.void, service.get(id))
+      }
+      const accounts = MemoryAccounts.layer([{ id: "acct_test", name: "t", apiKey: Redacted.make("k"), webhookSecret: Redacted.make(secret) }])
+      const task = Testing.record({ id: "0190c8a4-0000-7000-8000-00000000slow", status: "FAILURE", dueAt: null, callBackUrl: "https://hooks.example/x" })
+      yield* tasks.create(task, [{ id: "msg_slow", taskId: task.id, url: "https://hooks.example/x", createdAt: 0 }])
+      yield* Layer.build(Deliverer.layer({ pollInterval: "1 second" }).pipe(Layer.provide([outbound, accounts, Layer.succeed(TaskStore.TaskStore, tasks)])))
+      yield* settle
+      for (let i = 0; i < 40; i++) {
+        yield* TestClock.adjust("1 second")
+        yield* settle
+      }
+      expect(posts).toEqual([30_000])
+      expect((yield* tasks.callbackAttempts("msg_slow")).map((a) => [a.at, a.outcome._tag])).toEqual([[30_000, "Delivered"]])
+    }))
 })

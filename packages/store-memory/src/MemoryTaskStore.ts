@@ -142,6 +142,7 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         })
       }),
     recordCallbackAttempt: (attempt) => Effect.sync(() => recordAttempt(attempt)),
+    recordCallbackAttempts: (attempts) => Effect.sync(() => attempts.forEach(recordAttempt)),
     callbackAttempts: (callbackId) => Effect.sync(() => attempts.get(callbackId) ?? [])
   }
 })
