@@ -33,6 +33,12 @@ export interface Options {
   readonly jitter?: number
 }
 
+/** Resumes in the event loop's next turn, after the I/O callbacks of this one (not a timer). */
+const nextTurn: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
 /** Builds the deliverer loop; it runs for the scope's lifetime. */
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
@@ -70,6 +76,9 @@ export const make = (options: Options = {}) =>
     // attempt is written, so a callback is never claimed again before its outcome is stored.
     const written = yield* Queue.unbounded<readonly [TaskStore.CallbackAttempt, Deferred.Deferred<void>]>()
     yield* Queue.take(written).pipe(
+      // Answers that arrive together are handled in one turn of the event loop, one after the
+      // other: the next turn's write takes all of them.
+      Effect.zipLeft(nextTurn),
       Effect.flatMap((first) => Effect.map(Queue.takeAll(written), (rest) => [first, ...rest])),
       Effect.flatMap((batch) =>
         store.recordCallbackAttempts(batch.map(([attempt]) => attempt)).pipe(
@@ -125,14 +134,21 @@ export const make = (options: Options = {}) =>
     // the lease left to write it down, so no other node sends it meanwhile. (Claiming a
     // hundred and sending eight at a time let a batch outlive its lease, and other nodes
     // sent duplicates.)
+    //
+    // While a backlog waits (the last claim was full), slots are refilled a quarter of them at
+    // a time, not one claim per finished callback; otherwise any free slot claims at once, so
+    // a lone callback never waits.
     const wakeups = yield* Queue.sliding<void>(1)
     const inflight = yield* Ref.make(0)
     const sending = yield* FiberSet.make<void>()
+    const refill = Math.max(1, Math.floor(concurrency / 4))
+    let backlog = false
     const round = Effect.gen(function*() {
       const free = concurrency - (yield* Ref.get(inflight))
-      if (free <= 0) return 0
+      if (free < (backlog ? refill : 1)) return 0
       const now = yield* Clock.currentTimeMillis
       const due = yield* store.claimCallbacks({ now, limit: free, leaseUntil: now + leaseMillis })
+      backlog = due.length === free
       for (const callback of due) {
         yield* Ref.update(inflight, (n) => n + 1)
         yield* FiberSet.run(sending, deliver(callback, now).pipe(Effect.ensuring(Ref.update(inflight, (n) => n - 1).pipe(Effect.zipRight(wakeups.offer())))))
