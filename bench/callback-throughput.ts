@@ -4,13 +4,14 @@
  * check, pin). `BENCH_CALLBACKS` owed callbacks (default 2,000) are stored first, on the
  * memory store, on SQLite and (when MEDIAGATE_TEST_PG_URL is set) on PostgreSQL; the figure
  * is callbacks over the time from the deliverer's start until the receiver has them all,
- * for each concurrency in `BENCH_CONCURRENCY` (default `8,32`; 8 is the deliverer's
+ * for each concurrency in `BENCH_CONCURRENCY` (default `8,32`; 32 is the deliverer's
  * default). The receiver runs in a process of its own, so this process's CPU time is the
  * deliverer's own cost per callback. The receiver counts each `webhook-id` it sees: a
  * callback sent twice is reported.
  *
  * `BENCH_PROFILE=<dir>` writes a CPU profile of each delivery phase (not the setup) there;
- * `BENCH_STORES=memory,SQLite` runs only those stores.
+ * `BENCH_STORES=memory,SQLite,slow` runs only those (`slow`: the memory store with a
+ * receiver that answers after 20 ms, which bounds the rate by the callbacks at once).
  */
 import { Ids, TaskStore } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
@@ -36,24 +37,25 @@ const secret = Webhooks.secretFromHex("00112233445566778899aabbccddeeff001122334
 /** The receiver: answers 204 once the body is read; reports when it has seen `expect` distinct ids. */
 const receiverCode = `
 const Http = require("node:http")
-let expect = Infinity, seen = new Set(), requests = 0
+let expect = Infinity, seen = new Set(), requests = 0, delay = 0
 const server = Http.createServer((request, response) => {
   request.resume()
   request.on("end", () => {
-    response.writeHead(204).end()
+    if (delay > 0) setTimeout(() => response.writeHead(204).end(), delay)
+    else response.writeHead(204).end()
     requests++
     seen.add(request.headers["webhook-id"])
     if (seen.size === expect) process.send({ done: true, requests })
   })
 })
 process.on("message", (message) => {
-  if (message.expect !== undefined) { expect = message.expect; seen = new Set(); requests = 0 }
+  if (message.expect !== undefined) { expect = message.expect; delay = message.delay; seen = new Set(); requests = 0 }
   if (message.close) process.exit(0)
 })
 server.listen(0, "127.0.0.1", () => process.send({ port: server.address().port }))
 `
 
-type Row = { readonly store: string; readonly concurrency: number; readonly perSecond: number; readonly cpuMs: number; readonly duplicates: number }
+type Row = { readonly store: string; readonly delay: number; readonly concurrency: number; readonly perSecond: number; readonly cpuMs: number; readonly duplicates: number }
 
 const main = async () => {
   const receiver = spawn(process.execPath, ["-e", receiverCode], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
@@ -67,7 +69,7 @@ const main = async () => {
     await session.post("Profiler.enable")
   }
 
-  const measure = (name: string, store: Layer.Layer<TaskStore.TaskStore, unknown>, concurrency: number, callbacks: number) =>
+  const measure = (name: string, store: Layer.Layer<TaskStore.TaskStore, unknown>, concurrency: number, callbacks: number, delay = 0) =>
     Effect.scoped(
       Effect.gen(function*() {
         const context = yield* Layer.build(store)
@@ -79,7 +81,7 @@ const main = async () => {
           yield* tasks.create(task, [{ id: `msg_${id}`, taskId: task.id, url, createdAt: now }])
         }
         const all = new Promise<{ requests: number }>((resolve) => receiver.once("message", (message) => resolve(message as { requests: number })))
-        receiver.send({ expect: callbacks })
+        receiver.send({ expect: callbacks, delay })
         const profiling = session !== undefined && name !== "warm-up"
         if (profiling) yield* Effect.promise(() => session!.post("Profiler.start"))
         const usage = process.cpuUsage()
@@ -100,7 +102,7 @@ const main = async () => {
           const { profile } = yield* Effect.promise(() => session!.post("Profiler.stop"))
           writeFileSync(join(profileDir!, `callbacks-${name}-${concurrency}.cpuprofile`), JSON.stringify(profile))
         }
-        return { store: name, concurrency, perSecond: callbacks / seconds, cpuMs: (cpu.user + cpu.system) / 1000 / callbacks, duplicates: requests - callbacks }
+        return { store: name, delay, concurrency, perSecond: callbacks / seconds, cpuMs: (cpu.user + cpu.system) / 1000 / callbacks, duplicates: requests - callbacks }
       })
     )
 
@@ -122,7 +124,16 @@ const main = async () => {
     for (const concurrency of concurrencies) {
       const row = await Effect.runPromise(measure(name, store(), concurrency, callbacks))
       rows.push(row)
-      console.log(`${name}, ${concurrency} at once: ${row.perSecond.toFixed(0)} callbacks/s, ${row.cpuMs.toFixed(3)} ms CPU per callback, ${row.duplicates} sent twice`)
+      console.log(`${name}, receiver ${row.delay} ms, ${concurrency} at once: ${row.perSecond.toFixed(0)} callbacks/s, ${row.cpuMs.toFixed(3)} ms CPU per callback, ${row.duplicates} sent twice`)
+    }
+  }
+  // A receiver that takes 20 ms to answer, as one across a network might: the time is spent
+  // waiting, so it is the number of callbacks at once that bounds the rate.
+  if (only === undefined || only.includes("slow")) {
+    for (const concurrency of concurrencies) {
+      const row = await Effect.runPromise(measure("memory", MemoryTaskStore.layer, concurrency, callbacks, 20))
+      rows.push(row)
+      console.log(`memory, receiver 20 ms, ${concurrency} at once: ${row.perSecond.toFixed(0)} callbacks/s, ${row.cpuMs.toFixed(3)} ms CPU per callback, ${row.duplicates} sent twice`)
     }
   }
   receiver.send({ close: true })
@@ -137,14 +148,15 @@ const main = async () => {
     "CPU profiles of the delivery phases). One deliverer, the production Outbound (each",
     "callback's host checked and pinned; a new connection per callback, since pooled",
     "connections to a client's host are not ours to keep), Standard Webhooks signatures, a",
-    "loopback node:http receiver in a process of its own answering 204. CPU: the",
+    "loopback node:http receiver in a process of its own answering 204 at once (and, on the",
+    "memory store, after 20 ms, as a receiver across a network might). CPU: the",
     "deliverer's process (user and system) per callback, which other load on the machine",
     "does not inflate the way it does callbacks/s.",
     "",
-    "| store | at once | callbacks/s | CPU ms per callback | sent twice |",
-    "|---|---|---|---|---|",
+    "| store | receiver answers | at once | callbacks/s | CPU ms per callback | sent twice |",
+    "|---|---|---|---|---|---|",
     ...rows.map((row) =>
-      `| ${row.store} | ${row.concurrency} | ${row.perSecond.toFixed(0)} | ${row.cpuMs.toFixed(3)} | ${row.duplicates} |`
+      `| ${row.store} | ${row.delay === 0 ? "at once" : `after ${row.delay} ms`} | ${row.concurrency} | ${row.perSecond.toFixed(0)} | ${row.cpuMs.toFixed(3)} | ${row.duplicates} |`
     ),
     "<!-- bench:callbacks-throughput:end -->"
   ].join("\n")

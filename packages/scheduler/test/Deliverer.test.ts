@@ -285,7 +285,7 @@ describe("Deliverer: leases", () => {
         const built = yield* Layer.build(storeLayer())
         const { service: tasks, settle } = counted(Context.get(built, TaskStore.TaskStore))
         const accounts = MemoryAccounts.layer([{ id: "acct_test", name: "t", apiKey: Redacted.make("k"), webhookSecret: Redacted.make(secret) }])
-        const node = Deliverer.layer({ pollInterval: "1 second" }).pipe(
+        const node = Deliverer.layer({ pollInterval: "1 second", concurrency: 8 }).pipe(
           Layer.provide([slow, accounts, Layer.succeed(TaskStore.TaskStore, tasks)])
         )
         for (let i = 0; i < 40; i++) {
