@@ -17,18 +17,19 @@ import { Duration, Effect, Layer } from "effect"
 import * as Http from "node:http"
 import * as Https from "node:https"
 import type { LookupFunction } from "node:net"
+import type { Duplex } from "node:stream"
 
 /** Outbound settings. */
 export interface Options {
   /** Connect to private, loopback and other non-public addresses (development and tests only). Default false. */
   readonly allowPrivate?: boolean
+  /** Idle connections kept open in all, whatever their hosts; beyond it a connection closes once its exchange ends. Default 128. */
+  readonly idleConnections?: number
 }
 
 /** An idle connection is closed after this long: below the 5 s of node:http servers, so a receiver rarely closes one under us. */
 const idleMillis = 4_000
-/** Idle connections kept per host, port and address. */
-const idlePerTarget = 16
-/** Addresses with a pool of their own; the least recently used beyond this is dropped (its connections close when idle). */
+/** Addresses with a pool of their own; the least recently used beyond this stops keeping connections. */
 const pools = 256
 
 /** The connection closed as we reused it (the receiver had just closed it): worth one more try on a new connection. */
@@ -113,14 +114,25 @@ export const make = (
   Effect.gen(function*() {
     const resolver = yield* Outbound.Resolver
     const allowPrivate = options.allowPrivate ?? false
+    // A deliverer calling many hosts never holds more than this many connections open while idle.
+    const idleLimit = options.idleConnections ?? 128
     // By protocol and checked address; within an agent, node keys connections by host and port.
     const agents = new Map<string, Http.Agent>()
+    // Idle connections of every agent, counted against `idleLimit`.
+    const idle = new Set<Duplex>()
+    const watched = new WeakSet<Duplex>()
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         for (const agent of agents.values()) agent.destroy()
         agents.clear()
       })
     )
+    const retired = new WeakSet<Http.Agent>()
+    const retire = (agent: Http.Agent) => {
+      // Its requests in flight finish; their connections and its idle ones close.
+      retired.add(agent)
+      for (const sockets of Object.values(agent.freeSockets)) sockets?.forEach((socket) => socket.destroy())
+    }
     const agentFor = (target: Outbound.Target): Http.Agent => {
       const key = `${target.url.protocol}${target.address}`
       const found = agents.get(key)
@@ -129,11 +141,31 @@ export const make = (
         agents.set(key, found)
         return found
       }
-      const settings = { keepAlive: true, timeout: idleMillis, maxFreeSockets: idlePerTarget, scheduling: "lifo" } as const
-      const agent = target.url.protocol === "https:" ? new Https.Agent(settings) : new Http.Agent(settings)
+      const settings = { keepAlive: true, timeout: idleMillis, maxFreeSockets: idleLimit, scheduling: "lifo" } as const
+      const agent: Http.Agent = target.url.protocol === "https:" ? new Https.Agent(settings) : new Http.Agent(settings)
+      const keep = agent.keepSocketAlive.bind(agent) as (socket: Duplex) => boolean
+      const reuse = agent.reuseSocket.bind(agent)
+      Object.assign(agent, {
+        keepSocketAlive: (socket: Duplex): boolean => {
+          if (retired.has(agent) || idle.size >= idleLimit || !keep(socket)) return false
+          idle.add(socket)
+          if (!watched.has(socket)) {
+            watched.add(socket)
+            socket.once("close", () => idle.delete(socket))
+          }
+          return true
+        },
+        reuseSocket: (socket: Duplex, request: Http.ClientRequest) => {
+          idle.delete(socket)
+          reuse(socket, request)
+        }
+      })
       agents.set(key, agent)
-      // Dropped, not destroyed: its requests in flight finish, its idle connections time out.
-      if (agents.size > pools) agents.delete(agents.keys().next().value!)
+      if (agents.size > pools) {
+        const [oldest, dropped] = agents.entries().next().value!
+        agents.delete(oldest)
+        retire(dropped)
+      }
       return agent
     }
     return Outbound.Outbound.of({

@@ -257,4 +257,21 @@ describe("NodeOutbound", () => {
       expect(requests[2]).not.toBe(requests[0])
     }).pipe(Effect.provide(outbound({ allowPrivate: true }, scriptedResolver([]).layer)), Effect.scoped)
   })
+
+  it.effect("idle connections beyond the limit are closed: two at once, one kept", () =>
+    Effect.gen(function*() {
+      const closed: Array<number> = []
+      main.server.on("connection", (socket) => socket.on("close", () => closed.push(socket.remotePort ?? 0)))
+      const outbound = yield* Layer.build(outbound_({ allowPrivate: true, idleConnections: 1 }, scriptedResolver([]).layer))
+      const send = post(main.url("/limited")).pipe(Effect.provide(outbound))
+      // Two at once need two connections; when both are idle, only one stays open.
+      expect(yield* Effect.all([send, send], { concurrency: 2 })).toEqual([{ status: 204 }, { status: 204 }])
+      const ports = hits("/limited").map((r) => r.remotePort)
+      expect(new Set(ports).size).toBe(2)
+      yield* until(() => ports.filter((port) => closed.includes(port)).length === 1)
+      // The kept one serves the next request.
+      expect(yield* send).toEqual({ status: 204 })
+      const kept = ports.find((port) => !closed.includes(port))
+      expect(hits("/limited")[2]!.remotePort).toBe(kept)
+    }).pipe(Effect.scoped))
 })
