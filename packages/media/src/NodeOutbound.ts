@@ -27,7 +27,11 @@ export interface Options {
   readonly idleConnections?: number
 }
 
-/** An idle connection is closed after this long: below the 5 s of node:http servers, so a receiver rarely closes one under us. */
+/**
+ * An idle connection is closed after this long: below the 5 s of node:http servers, so a
+ * receiver rarely closes one under us. (A socket timer of node's, not the Effect Clock: it
+ * bounds resources and decides nothing about a request.)
+ */
 const idleMillis = 4_000
 /** Addresses with a pool of their own; the least recently used beyond this stops keeping connections. */
 const pools = 256
