@@ -30,6 +30,7 @@ const brokenStore = (mode: "error" | "defect") =>
     callbacks: () => Effect.die("unused"),
     claimCallbacks: () => Effect.succeed([]),
     recordCallbackAttempt: () => Effect.die("unused"),
+    recordCallbackAttempts: () => Effect.die("unused"),
     callbackAttempts: () => Effect.die("unused")
   })
 

@@ -334,6 +334,29 @@ for (const backend of backends) {
         })
       ))
 
+    it.effect("attempts of several callbacks recorded in one write each take effect, as one by one", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const task = record()
+          const row = (id: string, createdAt: number) => ({ id: `${id}_${randomBytes(4).toString("hex")}`, taskId: task.id, url: "https://example.com/hook", createdAt })
+          const [retried, delivered, gaveUp, untouched] = [row("msg_r", 100), row("msg_d", 110), row("msg_g", 120), row("msg_u", 130)]
+          yield* store.create(task, [retried, delivered, gaveUp, untouched])
+          expect((yield* store.claimCallbacks({ now: 200, limit: 3, leaseUntil: 1_000 })).map((c) => c.id)).toEqual([retried.id, delivered.id, gaveUp.id])
+          yield* store.recordCallbackAttempts([])
+          const attempts = [
+            { callbackId: retried.id, attempt: 1, at: 300, status: 503, error: "HTTP 503", durationMs: 5, outcome: { _tag: "Retry" as const, retryAt: 5_300 } },
+            { callbackId: delivered.id, attempt: 1, at: 301, status: 200, error: null, durationMs: 6, outcome: { _tag: "Delivered" as const } },
+            { callbackId: gaveUp.id, attempt: 1, at: 302, status: null, error: "refused", durationMs: 7, outcome: { _tag: "GaveUp" as const } }
+          ]
+          yield* store.recordCallbackAttempts(attempts)
+          // Leases released: the untouched one is due still; the retried one comes back at its time; the others are done.
+          expect((yield* store.claimCallbacks({ now: 400, limit: 10, leaseUntil: 10_000 })).map((c) => c.id)).toEqual([untouched.id])
+          expect(yield* store.claimCallbacks({ now: 5_300, limit: 10, leaseUntil: 6_000 })).toEqual([{ ...retried, attempts: 1 }])
+          for (const attempt of attempts) expect(yield* store.callbackAttempts(attempt.callbackId)).toEqual([attempt])
+          expect(yield* store.callbackAttempts(untouched.id)).toEqual([])
+        })
+      ))
+
     it.effect("list pages an owner's tasks newest first with a cursor, stable under concurrent inserts", () =>
       withStore((store) =>
         Effect.gen(function*() {

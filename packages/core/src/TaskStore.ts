@@ -114,6 +114,12 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
   }) => Effect.Effect<ReadonlyArray<DueCallback>>
   /** Records an attempt and its consequence (delivered, retry time, given up), releasing the lease. */
   readonly recordCallbackAttempt: (attempt: CallbackAttempt) => Effect.Effect<void>
+  /**
+   * Records several attempts, of different callbacks, as `recordCallbackAttempt` would one
+   * after the other, in one write (one transaction on SQL): a deliverer writes the attempts
+   * that ended together at once.
+   */
+  readonly recordCallbackAttempts: (attempts: ReadonlyArray<CallbackAttempt>) => Effect.Effect<void>
   /** Every attempt made for a callback, in order. */
   readonly callbackAttempts: (callbackId: string) => Effect.Effect<ReadonlyArray<CallbackAttempt>>
 }>() {}

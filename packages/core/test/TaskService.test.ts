@@ -61,6 +61,7 @@ const makeMemoryStore = (tasks: Map<string, Task.TaskRecord>): Context.Tag.Servi
   callbacks: () => Effect.succeed([]),
   claimCallbacks: () => Effect.succeed([]),
   recordCallbackAttempt: () => Effect.void,
+  recordCallbackAttempts: () => Effect.void,
   callbackAttempts: () => Effect.succeed([])
 })
 

@@ -11,7 +11,14 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { NodeOutbound, NodeResolver } from "../src/index.js"
 
-type Received = { readonly path: string; readonly headerNames: ReadonlyArray<string>; readonly host: string; readonly body: string }
+type Received = {
+  readonly path: string
+  readonly headerNames: ReadonlyArray<string>
+  readonly host: string
+  readonly body: string
+  /** The client's end of the connection: the same for requests on one kept connection. */
+  readonly remotePort: number
+}
 
 type Answer = { readonly status: number; readonly location?: string }
 
@@ -24,7 +31,7 @@ const receiver = (answer: (path: string) => Answer) => {
     request.on("end", () => {
       const path = request.url ?? "/"
       const headerNames = request.rawHeaders.filter((_, i) => i % 2 === 0).map((name) => name.toLowerCase())
-      received.push({ path, headerNames, host: request.headers.host ?? "", body })
+      received.push({ path, headerNames, host: request.headers.host ?? "", body, remotePort: request.socket.remotePort ?? 0 })
       const { location, status } = answer(path)
       if (status === 0) return
       response.writeHead(status, location === undefined ? {} : { location }).end()
@@ -76,6 +83,7 @@ const post = (url: string, headers: Record<string, string> = {}) =>
 
 const outbound = (options: NodeOutbound.Options, resolver: Layer.Layer<Outbound.Resolver>) =>
   NodeOutbound.layer(options).pipe(Layer.provide(resolver))
+const outbound_ = outbound
 
 /** Lets real I/O happen: event-loop turns, not timed sleeps. */
 const until = (done: () => boolean) =>
@@ -197,4 +205,73 @@ describe("NodeOutbound", () => {
       expect(error.message).toMatch(/^localhost resolves to (127\.0\.0\.1|::1), which is not a public address$/)
       expect(hits("/hosts-file")).toEqual([])
     }).pipe(Effect.provide(outbound({}, NodeResolver.layer))))
+
+  it.effect("a connection is kept and reused for the next request to the same host and address, and closed with the layer", () =>
+    Effect.gen(function*() {
+      const closed: Array<number> = []
+      main.server.on("connection", (socket) => socket.on("close", () => closed.push(socket.remotePort ?? 0)))
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          const outbound = yield* Layer.build(outbound_({ allowPrivate: true }, scriptedResolver([]).layer))
+          const send = post(main.url("/kept")).pipe(Effect.provide(outbound))
+          expect(yield* send).toEqual({ status: 204 })
+          expect(yield* send).toEqual({ status: 204 })
+          const [first, second] = hits("/kept")
+          expect(second!.remotePort).toBe(first!.remotePort)
+          expect(closed).not.toContain(first!.remotePort)
+        })
+      )
+      const port = hits("/kept")[0]!.remotePort
+      yield* until(() => closed.includes(port))
+    }))
+
+  it.effect("a kept connection is never used for a request whose own check chose another address", () => {
+    // Same name and port; the second answer is another loopback address, where nothing listens.
+    const resolver = scriptedResolver(["127.0.0.1"], ["127.0.0.2"])
+    return Effect.gen(function*() {
+      expect(yield* post(`http://hooks.example.test:${main.port()}/moved-host`)).toEqual({ status: 204 })
+      const error = yield* Effect.flip(post(`http://hooks.example.test:${main.port()}/moved-host`))
+      expect(error.message).toBe(`request failed: connect ECONNREFUSED 127.0.0.2:${main.port()}`)
+      expect(hits("/moved-host").length).toBe(1)
+    }).pipe(Effect.provide(outbound({ allowPrivate: true }, resolver.layer)))
+  })
+
+  it.effect("a kept connection the receiver closes as it is reused: the request goes again on a new connection", () => {
+    // Answers the first request of each connection; a second one on the same connection is cut off unanswered.
+    const requests: Array<number> = []
+    const server = Http.createServer((request, response) => {
+      const port = request.socket.remotePort ?? 0
+      const again = requests.includes(port)
+      requests.push(port)
+      if (again) return request.socket.destroy()
+      request.resume()
+      request.on("end", () => response.writeHead(204).end())
+    })
+    return Effect.gen(function*() {
+      yield* Effect.acquireRelease(Effect.promise(() => listen(server)), () => Effect.promise(() => close(server)))
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/cut`
+      expect(yield* post(url)).toEqual({ status: 204 })
+      expect(yield* post(url)).toEqual({ status: 204 })
+      expect(requests.length).toBe(3)
+      expect(requests[1]).toBe(requests[0])
+      expect(requests[2]).not.toBe(requests[0])
+    }).pipe(Effect.provide(outbound({ allowPrivate: true }, scriptedResolver([]).layer)), Effect.scoped)
+  })
+
+  it.effect("idle connections beyond the limit are closed: two at once, one kept", () =>
+    Effect.gen(function*() {
+      const closed: Array<number> = []
+      main.server.on("connection", (socket) => socket.on("close", () => closed.push(socket.remotePort ?? 0)))
+      const outbound = yield* Layer.build(outbound_({ allowPrivate: true, idleConnections: 1 }, scriptedResolver([]).layer))
+      const send = post(main.url("/limited")).pipe(Effect.provide(outbound))
+      // Two at once need two connections; when both are idle, only one stays open.
+      expect(yield* Effect.all([send, send], { concurrency: 2 })).toEqual([{ status: 204 }, { status: 204 }])
+      const ports = hits("/limited").map((r) => r.remotePort)
+      expect(new Set(ports).size).toBe(2)
+      yield* until(() => ports.filter((port) => closed.includes(port)).length === 1)
+      // The kept one serves the next request.
+      expect(yield* send).toEqual({ status: 204 })
+      const kept = ports.find((port) => !closed.includes(port))
+      expect(hits("/limited")[2]!.remotePort).toBe(kept)
+    }).pipe(Effect.scoped))
 })

@@ -8,9 +8,14 @@ import { Ids, Outbound, Task, TaskStore, TaskWrites } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { NodeOutbound, NodeResolver } from "@mediagate/media"
 import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
-import { Context, Effect, Layer, Redacted, TestClock } from "effect"
+import { Database, SqlTaskStore } from "@mediagate/store-sql"
+import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
+import { Clock, Context, Effect, Layer, Redacted, TestClock } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { Webhook } from "standardwebhooks"
 import { Deliverer, Webhooks } from "../src/index.js"
 
@@ -215,35 +220,120 @@ describe("Deliverer", () => {
     }).pipe(Effect.provide(deliverer()), Effect.scoped))
 })
 
+/** One store shared by two deliverers ("nodes"), on every backend. */
+const sqliteDir = mkdtempSync(join(tmpdir(), "mediagate-deliverer-"))
+afterAll(() => rmSync(sqliteDir, { recursive: true, force: true }))
+let sqliteFiles = 0
+const backends: ReadonlyArray<readonly [string, () => Layer.Layer<TaskStore.TaskStore, unknown>]> = [
+  ["memory", () => MemoryTaskStore.layer],
+  ["sqlite", () => SqlTaskStore.layer.pipe(Layer.provide(Database.layerSqlite(join(sqliteDir, `d${++sqliteFiles}.db`))))],
+  ...(pgUrl === undefined ? [] : [[
+    "postgres",
+    () =>
+      SqlTaskStore.layer.pipe(
+        Layer.provide(Layer.unwrapScoped(Effect.map(freshPgDatabase(pgUrl!, "deliverer"), (url) => Database.layerPg(Redacted.make(url)))))
+      )
+  ] as const])
+]
+if (pgUrl === undefined) console.warn("Deliverer: MEDIAGATE_TEST_PG_URL is not set; the PostgreSQL cases are skipped")
+
+/**
+ * The store with every call counted, so a test can tell when the deliverers have nothing
+ * left to do until the TestClock moves: no store call open, and none started for a while.
+ * The SQL stores answer over real I/O; the TestClock must not run ahead of it.
+ */
+const counted = (store: TaskStore.TaskStore["Type"]) => {
+  const state = { open: 0, started: 0 }
+  const service = Object.fromEntries(
+    Object.entries(store).map(([name, method]) => [
+      name,
+      (...args: Array<unknown>) =>
+        Effect.suspend(() => {
+          state.open++
+          state.started++
+          return (method as (...args: Array<unknown>) => Effect.Effect<unknown>)(...args)
+        }).pipe(Effect.ensuring(Effect.sync(() => state.open--)))
+    ])
+  ) as unknown as TaskStore.TaskStore["Type"]
+  const settle = Effect.gen(function*() {
+    let quiet = 0
+    let seen = state.started
+    for (let turn = 0; turn < 100_000; turn++) {
+      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      quiet = state.open === 0 && state.started === seen ? quiet + 1 : 0
+      seen = state.started
+      if (quiet >= 30) return
+    }
+    return yield* Effect.dieMessage("the deliverers did not settle")
+  })
+  return { service, settle }
+}
+
 describe("Deliverer: leases", () => {
-  it.effect("two deliverers with slow receivers send each callback exactly once: a claim never outlives its lease", () =>
+  for (const [name, storeLayer] of backends) {
+    it.scoped(`${name}: two deliverers with slow receivers send each callback exactly once: a claim never outlives its lease`, () =>
+      Effect.gen(function*() {
+        const posts = new Map<string, number>()
+        // Every receiver takes 10 s to answer (on the TestClock).
+        const slow = Layer.succeed(Outbound.Outbound, {
+          post: (request) =>
+            Effect.sync(() => posts.set(request.headers["webhook-id"]!, (posts.get(request.headers["webhook-id"]!) ?? 0) + 1)).pipe(
+              Effect.zipRight(Effect.sleep("10 seconds")),
+              Effect.as({ status: 204 })
+            )
+        })
+        const built = yield* Layer.build(storeLayer())
+        const { service: tasks, settle } = counted(Context.get(built, TaskStore.TaskStore))
+        const accounts = MemoryAccounts.layer([{ id: "acct_test", name: "t", apiKey: Redacted.make("k"), webhookSecret: Redacted.make(secret) }])
+        const node = Deliverer.layer({ pollInterval: "1 second", concurrency: 8 }).pipe(
+          Layer.provide([slow, accounts, Layer.succeed(TaskStore.TaskStore, tasks)])
+        )
+        for (let i = 0; i < 40; i++) {
+          const task = Testing.record({ id: `0190c8a4-0000-7000-8000-0000000000${String(i).padStart(2, "0")}`, status: "FAILURE", dueAt: null, callBackUrl: "https://hooks.example/x" })
+          yield* tasks.create(task, [{ id: `msg_${i}`, taskId: task.id, url: "https://hooks.example/x", createdAt: 0 }])
+        }
+        yield* Layer.build(node)
+        yield* Layer.build(node.pipe(Layer.fresh))
+        yield* settle
+        // 40 callbacks, 8 at a time per node, 10 s each: about 30 s of work, past the 30 s
+        // lease of a claim of all of them.
+        for (let i = 0; i < 90; i++) {
+          yield* TestClock.adjust("1 second")
+          yield* settle
+        }
+        expect(posts.size).toBe(40)
+        expect([...posts.values()].filter((n) => n > 1)).toEqual([])
+        for (let i = 0; i < 40; i++) {
+          expect((yield* tasks.callbackAttempts(`msg_${i}`)).map((a) => a.outcome._tag)).toEqual(["Delivered"])
+        }
+      }))
+  }
+
+  it.scoped("an attempt that could not end within its lease is not sent: the callback is sent once, after the lease", () =>
     Effect.gen(function*() {
-      const posts = new Map<string, number>()
-      // Every receiver takes 10 s to answer (on the TestClock).
-      const slow = Layer.succeed(Outbound.Outbound, {
-        post: (request) =>
-          Effect.sync(() => posts.set(request.headers["webhook-id"]!, (posts.get(request.headers["webhook-id"]!) ?? 0) + 1)).pipe(
-            Effect.zipRight(Effect.sleep("10 seconds")),
-            Effect.as({ status: 204 })
-          )
+      const posts: Array<number> = []
+      const outbound = Layer.succeed(Outbound.Outbound, {
+        post: () => Effect.map(Clock.currentTimeMillis, (now) => (posts.push(now), { status: 204 }))
       })
-      const store = yield* Layer.build(MemoryTaskStore.layer)
+      const built = Context.get(yield* Layer.build(MemoryTaskStore.layer), TaskStore.TaskStore)
+      // The first read of the task takes 10 s (a store under load): past the 7.5 s within
+      // which a 15 s attempt must start to end with time left in its 30 s lease.
+      let reads = 0
+      const { service, settle } = counted(built)
+      const tasks: TaskStore.TaskStore["Type"] = {
+        ...service,
+        get: (id) => Effect.zipRight(++reads === 1 ? Effect.sleep("10 seconds") : Effect.void, service.get(id))
+      }
       const accounts = MemoryAccounts.layer([{ id: "acct_test", name: "t", apiKey: Redacted.make("k"), webhookSecret: Redacted.make(secret) }])
-      const node = Deliverer.layer({ pollInterval: "1 second" }).pipe(Layer.provide([slow, accounts, Layer.succeedContext(store)]))
-      const tasks = Context.get(store, TaskStore.TaskStore)
+      const task = Testing.record({ id: "0190c8a4-0000-7000-8000-00000000slow", status: "FAILURE", dueAt: null, callBackUrl: "https://hooks.example/x" })
+      yield* tasks.create(task, [{ id: "msg_slow", taskId: task.id, url: "https://hooks.example/x", createdAt: 0 }])
+      yield* Layer.build(Deliverer.layer({ pollInterval: "1 second" }).pipe(Layer.provide([outbound, accounts, Layer.succeed(TaskStore.TaskStore, tasks)])))
+      yield* settle
       for (let i = 0; i < 40; i++) {
-        const task = Testing.record({ id: `0190c8a4-0000-7000-8000-0000000000${String(i).padStart(2, "0")}`, status: "FAILURE", dueAt: null, callBackUrl: "https://hooks.example/x" })
-        yield* tasks.create(task, [{ id: `msg_${i}`, taskId: task.id, url: "https://hooks.example/x", createdAt: 0 }])
-      }
-      yield* Layer.build(node)
-      yield* Layer.build(node.pipe(Layer.fresh))
-      // 40 callbacks, 8 at a time per node, 10 s each: about 30 s of work, past the 30 s lease
-      // of a claim of all of them.
-      for (let i = 0; i < 90; i++) {
         yield* TestClock.adjust("1 second")
-        for (let j = 0; j < 20; j++) yield* Effect.yieldNow()
+        yield* settle
       }
-      expect(posts.size).toBe(40)
-      expect([...posts.values()].filter((n) => n > 1)).toEqual([])
-    }).pipe(Effect.scoped))
+      expect(posts).toEqual([30_000])
+      expect((yield* tasks.callbackAttempts("msg_slow")).map((a) => [a.at, a.outcome._tag])).toEqual([[30_000, "Delivered"]])
+    }))
 })

@@ -11,13 +11,28 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
   const outbox = new Map<string, TaskStore.CallbackRow>()
   const delivery = new Map<string, { attempts: number; nextAttemptAt: number; leaseUntil: number | null; done: boolean }>()
   const attempts = new Map<string, Array<TaskStore.CallbackAttempt>>()
+  /** Callbacks not yet delivered or given up: a claim reads only these, not every callback ever owed. */
+  const owed = new Set<string>()
   const duplicate = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
     callbacks.find((row, i) => outbox.has(row.id) || callbacks.findIndex((other) => other.id === row.id) !== i)
   const record = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
     callbacks.forEach((row) => {
       outbox.set(row.id, row)
       delivery.set(row.id, { attempts: 0, nextAttemptAt: row.createdAt, leaseUntil: null, done: false })
+      owed.add(row.id)
     })
+  const recordAttempt = (attempt: TaskStore.CallbackAttempt) => {
+    const state = delivery.get(attempt.callbackId)
+    if (state === undefined) return
+    attempts.set(attempt.callbackId, [...(attempts.get(attempt.callbackId) ?? []), attempt])
+    state.attempts = attempt.attempt
+    state.leaseUntil = null
+    if (attempt.outcome._tag === "Retry") state.nextAttemptAt = attempt.outcome.retryAt
+    else {
+      state.done = true
+      owed.delete(attempt.callbackId)
+    }
+  }
   return {
     create: (task, callbacks = []) =>
       Effect.suspend(() => {
@@ -107,30 +122,27 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
     callbacks: (taskId) =>
       Effect.sync(() => [...outbox.values()].filter((row) => row.taskId === taskId)),
     claimCallbacks: ({ leaseUntil, limit, now }) =>
-      Effect.sync(() =>
-        [...outbox.values()]
-          .filter((row) => {
-            const state = delivery.get(row.id)!
-            return !state.done && state.nextAttemptAt <= now && (state.leaseUntil === null || state.leaseUntil <= now)
-          })
-          .sort((a, b) => delivery.get(a.id)!.nextAttemptAt - delivery.get(b.id)!.nextAttemptAt)
-          .slice(0, limit)
-          .map((row) => {
-            const state = delivery.get(row.id)!
-            state.leaseUntil = leaseUntil
-            return { ...row, attempts: state.attempts }
-          })
-      ),
-    recordCallbackAttempt: (attempt) =>
       Effect.sync(() => {
-        const state = delivery.get(attempt.callbackId)
-        if (state === undefined) return
-        attempts.set(attempt.callbackId, [...(attempts.get(attempt.callbackId) ?? []), attempt])
-        state.attempts = attempt.attempt
-        state.leaseUntil = null
-        if (attempt.outcome._tag === "Retry") state.nextAttemptAt = attempt.outcome.retryAt
-        else state.done = true
+        // The `limit` earliest due, kept in order as the owed callbacks are scanned once.
+        const chosen: Array<{ readonly id: string; readonly due: number }> = []
+        if (limit <= 0) return []
+        for (const id of owed) {
+          const state = delivery.get(id)!
+          if (state.nextAttemptAt > now || (state.leaseUntil !== null && state.leaseUntil > now)) continue
+          if (chosen.length === limit && state.nextAttemptAt >= chosen[limit - 1]!.due) continue
+          let at = chosen.length
+          while (at > 0 && chosen[at - 1]!.due > state.nextAttemptAt) at--
+          chosen.splice(at, 0, { id, due: state.nextAttemptAt })
+          if (chosen.length > limit) chosen.pop()
+        }
+        return chosen.map(({ id }) => {
+          const state = delivery.get(id)!
+          state.leaseUntil = leaseUntil
+          return { ...outbox.get(id)!, attempts: state.attempts }
+        })
       }),
+    recordCallbackAttempt: (attempt) => Effect.sync(() => recordAttempt(attempt)),
+    recordCallbackAttempts: (attempts) => Effect.sync(() => attempts.forEach(recordAttempt)),
     callbackAttempts: (callbackId) => Effect.sync(() => attempts.get(callbackId) ?? [])
   }
 })

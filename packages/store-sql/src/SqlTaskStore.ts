@@ -336,28 +336,32 @@ export const make = (options: Options = {}): Effect.Effect<
           orDie("claimCallbacks")
         ),
 
-      recordCallbackAttempt: (attempt) =>
-        executor.transaction((run) =>
-          Effect.zipRight(
-            run(insertAttempt, [
-              attempt.callbackId,
-              attempt.attempt,
-              attempt.at,
-              attempt.status,
-              attempt.error,
-              Math.round(attempt.durationMs),
-              attempt.outcome._tag,
-              attempt.outcome._tag === "Retry" ? attempt.outcome.retryAt : null
-            ]),
-            run(afterAttempt, [
-              attempt.attempt,
-              attempt.outcome._tag === "Retry" ? attempt.outcome.retryAt : null,
-              attempt.outcome._tag === "Delivered" ? attempt.at : null,
-              attempt.outcome._tag === "GaveUp" ? attempt.at : null,
-              attempt.callbackId
-            ])
-          )
-        ).pipe(Effect.asVoid, orDie("recordCallbackAttempt")),
+      recordCallbackAttempt: (attempt) => service.recordCallbackAttempts([attempt]),
+
+      // Each attempt's row and its callback's next state, all in one transaction.
+      recordCallbackAttempts: (attempts) =>
+        attempts.length === 0 ? Effect.void : executor.transaction((run) =>
+          Effect.forEach(attempts, (attempt) =>
+            Effect.zipRight(
+              run(insertAttempt, [
+                attempt.callbackId,
+                attempt.attempt,
+                attempt.at,
+                attempt.status,
+                attempt.error,
+                Math.round(attempt.durationMs),
+                attempt.outcome._tag,
+                attempt.outcome._tag === "Retry" ? attempt.outcome.retryAt : null
+              ]),
+              run(afterAttempt, [
+                attempt.attempt,
+                attempt.outcome._tag === "Retry" ? attempt.outcome.retryAt : null,
+                attempt.outcome._tag === "Delivered" ? attempt.at : null,
+                attempt.outcome._tag === "GaveUp" ? attempt.at : null,
+                attempt.callbackId
+              ])
+            ), { discard: true })
+        ).pipe(orDie("recordCallbackAttempts")),
 
       callbackAttempts: (callbackId) =>
         executor.run(selectAttempts, [callbackId]).pipe(
