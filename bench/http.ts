@@ -2,13 +2,16 @@
  * `npm run bench:http`: mediagate's HTTP path beside a bare `node:http` + better-sqlite3
  * server doing the same work at the least (the key's account by its SHA-256, then the task
  * by id and owner, or one insert, and the same `{code, msg, data}` envelope), in the same
- * run, with autocannon: 50 connections, rounds of 5 s alternating between the two, twice.
+ * run, with autocannon: 50 connections, rounds of 5 s alternating between the servers, twice.
  * mediagate is the standalone server in a child process (SQLite, instant simulator, the
- * engine idle for the query rounds); the bare server is this file run as `bare`. Prints
- * req/s, p50 and p99 (ms) and the ratio, and writes them into docs/benchmarks.md.
+ * engine idle for the query rounds); the bare server is this file run as `bare`, and the
+ * same work served through `@effect/platform` is this file run as `platform`. Prints req/s,
+ * p50 and p99 (ms) and the ratios, and writes them into docs/benchmarks.md.
  * `BENCH_PROFILE=<dir>`: mediagate writes a CPU profile there when it stops;
  * `BENCH_ONLY=query` skips the submit rounds.
  */
+import { HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import autocannon from "autocannon"
 import Database from "better-sqlite3"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -18,13 +21,17 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect, Layer } from "effect"
 
 const key = "bench-http-key-0123456789abcdef"
 const connections = 50
 const seconds = Number(process.env["BENCH_SECONDS"] ?? 5)
 
-/** The bare server (`bench/http.ts bare <port> <file> <key>`). */
-const bareServer = (port: string, file: string, key: string) => {
+/**
+ * The work of the bare servers: the key's account by its SHA-256, then the task by id and
+ * owner (query) or one insert (submit), and the `{code, msg, data}` envelope.
+ */
+const bareWork = (file: string, key: string) => {
   const db = new Database(file)
   db.pragma("journal_mode = WAL")
   db.exec(`CREATE TABLE IF NOT EXISTS accounts (id TEXT PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE);
@@ -35,22 +42,21 @@ const bareServer = (port: string, file: string, key: string) => {
   const account = db.prepare<[string], { id: string }>("SELECT id FROM accounts WHERE key_hash = ?")
   const select = db.prepare<[string, string], Record<string, string | number | null>>("SELECT * FROM tasks WHERE id = ? AND owner_id = ?")
   const insert = db.prepare("INSERT INTO tasks (id, owner_id, status, input, result, failure_reason, created_at, updated_at) VALUES (?, ?, 'PENDING', ?, NULL, NULL, ?, ?)")
+  // The task queried by the benchmark.
+  db.prepare("INSERT OR IGNORE INTO tasks (id, owner_id, status, input, result, failure_reason, created_at, updated_at) VALUES (?, ?, 'PENDING', ?, NULL, NULL, ?, ?)")
+    .run("00000000-0000-7000-8000-000000000001", "acct_bare", JSON.stringify({ model: "alpha-image-2/text-to-image", prompt: "p" }), Date.now(), Date.now())
 
-  const send = (response: Http.ServerResponse, status: number, body: unknown) => {
-    const text = JSON.stringify(body)
-    response.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
-    response.end(text)
-  }
-
-  Http.createServer((request, response) => {
-    const auth = request.headers.authorization ?? ""
+  const answer = (status: number, body: unknown) => ({ status, text: JSON.stringify(body) })
+  /** Whether the request has a body to read first. */
+  const isSubmit = (method: string, url: string) => method === "POST" && url === "/api/v1/task/submit"
+  const handle = (method: string, url: string, authorization: string | undefined, body: string) => {
+    const auth = authorization ?? ""
     const owner = auth.startsWith("Bearer ") ? account.get(hash(auth.slice(7))) : undefined
-    if (owner === undefined) return send(response, 401, { code: 401, msg: "unauthorized", data: null })
-    const url = request.url ?? "/"
-    if (request.method === "GET" && url.startsWith("/api/v1/task/")) {
+    if (owner === undefined) return answer(401, { code: 401, msg: "unauthorized", data: null })
+    if (method === "GET" && url.startsWith("/api/v1/task/")) {
       const row = select.get(url.slice("/api/v1/task/".length), owner.id)
-      if (row === undefined) return send(response, 404, { code: 404, msg: "task not found", data: null })
-      return send(response, 200, {
+      if (row === undefined) return answer(404, { code: 404, msg: "task not found", data: null })
+      return answer(200, {
         code: 0,
         msg: "ok",
         data: {
@@ -64,30 +70,54 @@ const bareServer = (port: string, file: string, key: string) => {
         }
       })
     }
-    if (request.method === "POST" && url === "/api/v1/task/submit") {
-      const chunks: Array<Buffer> = []
-      request.on("data", (chunk: Buffer) => chunks.push(chunk))
-      request.on("end", () => {
-        let body: { model?: unknown; input?: unknown }
-        try {
-          body = JSON.parse(Buffer.concat(chunks).toString("utf8"))
-        } catch {
-          return send(response, 400, { code: 400, msg: "invalid JSON", data: null })
-        }
-        const id = randomUUID()
-        const now = Date.now()
-        insert.run(id, owner.id, JSON.stringify({ ...(body.input as object), model: body.model }), now, now)
-        send(response, 200, { code: 0, msg: "ok", data: { taskId: id } })
-      })
-      return
+    if (isSubmit(method, url)) {
+      let parsed: { model?: unknown; input?: unknown }
+      try {
+        parsed = JSON.parse(body)
+      } catch {
+        return answer(400, { code: 400, msg: "invalid JSON", data: null })
+      }
+      const id = randomUUID()
+      const now = Date.now()
+      insert.run(id, owner.id, JSON.stringify({ ...(parsed.input as object), model: parsed.model }), now, now)
+      return answer(200, { code: 0, msg: "ok", data: { taskId: id } })
     }
-    send(response, 404, { code: 404, msg: "not found", data: null })
-  }).listen(Number(port), "127.0.0.1", () => {
-    // The parent waits for this line.
-    console.log("ready")
-    // The task queried by the benchmark.
-    insert.run("00000000-0000-7000-8000-000000000001", "acct_bare", JSON.stringify({ model: "alpha-image-2/text-to-image", prompt: "p" }), Date.now(), Date.now())
+    return answer(404, { code: 404, msg: "not found", data: null })
+  }
+  return { handle, isSubmit }
+}
+
+/** The bare server (`bench/http.ts bare <port> <file> <key>`): `node:http` and nothing else. */
+const bareServer = (port: string, file: string, key: string) => {
+  const { handle, isSubmit } = bareWork(file, key)
+  const send = (response: Http.ServerResponse, { status, text }: { status: number; text: string }) => {
+    response.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+    response.end(text)
+  }
+  Http.createServer((request, response) => {
+    const method = request.method ?? "GET"
+    const url = request.url ?? "/"
+    if (!isSubmit(method, url)) return send(response, handle(method, url, request.headers.authorization, ""))
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => send(response, handle(method, url, request.headers.authorization, Buffer.concat(chunks).toString("utf8"))))
+  }).listen(Number(port), "127.0.0.1", () => console.log("ready"))
+}
+
+/**
+ * The same work served through `@effect/platform`'s HttpServer on `node:http`, one Effect
+ * per request and no router (`bench/http.ts platform <port> <file> <key>`): the least any
+ * server built on that stack pays per request.
+ */
+const platformServer = (port: string, file: string, key: string) => {
+  const { handle, isSubmit } = bareWork(file, key)
+  const app = Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const body = isSubmit(request.method, request.url) ? yield* Effect.orDie(request.text) : ""
+    const { status, text } = handle(request.method, request.url, request.headers["authorization"], body)
+    return HttpServerResponse.text(text, { status, contentType: "application/json" })
   })
+  NodeRuntime.runMain(Layer.launch(HttpServer.serve(app).pipe(Layer.provide(NodeHttpServer.layer(Http.createServer, { port: Number(port), host: "127.0.0.1" })))))
 }
 
 const freePort = () =>
@@ -148,6 +178,7 @@ const main = async () => {
     MEDIAGATE_SIMULATOR_PROFILE: "instant"
   }, process.env["BENCH_PROFILE"])
   const bare = await start(["bench/http.ts", "bare", "$PORT", join(dir, "bare.db"), key])
+  const platform = await start(["bench/http.ts", "platform", "$PORT", join(dir, "platform.db"), key])
   const submitBody = JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "a lighthouse", ratio: "1:1" } })
   const submitted = await fetch(`${mediagate.base}/api/v1/task/submit`, {
     method: "POST",
@@ -157,28 +188,36 @@ const main = async () => {
   // Let the one task finish, so the query rounds find the engine idle.
   await new Promise((resolve) => setTimeout(resolve, 500))
 
-  const rounds = { query: { mediagate: [] as Array<Figures>, bare: [] as Array<Figures> }, submit: { mediagate: [] as Array<Figures>, bare: [] as Array<Figures> } }
+  type Rounds = { mediagate: Array<Figures>; platform: Array<Figures>; bare: Array<Figures> }
+  const rounds = { query: { mediagate: [], platform: [], bare: [] } as Rounds, submit: { mediagate: [], platform: [], bare: [] } as Rounds }
+  const fixture = "00000000-0000-7000-8000-000000000001"
   for (let round = 0; round < 2; round++) {
     rounds.query.mediagate.push(await load(`${mediagate.base}/api/v1/task/${submitted.data.taskId}`, {}))
-    rounds.query.bare.push(await load(`${bare.base}/api/v1/task/00000000-0000-7000-8000-000000000001`, {}))
+    rounds.query.platform.push(await load(`${platform.base}/api/v1/task/${fixture}`, {}))
+    rounds.query.bare.push(await load(`${bare.base}/api/v1/task/${fixture}`, {}))
   }
   for (let round = 0; round < (process.env["BENCH_ONLY"] === "query" ? 0 : 2); round++) {
     rounds.submit.mediagate.push(await load(`${mediagate.base}/api/v1/task/submit`, { method: "POST", body: submitBody }))
+    rounds.submit.platform.push(await load(`${platform.base}/api/v1/task/submit`, { method: "POST", body: submitBody }))
     rounds.submit.bare.push(await load(`${bare.base}/api/v1/task/submit`, { method: "POST", body: submitBody }))
   }
   await mediagate.stop()
+  await platform.stop()
   await bare.stop()
   rmSync(dir, { recursive: true, force: true })
 
   const best = (figures: ReadonlyArray<Figures>) => figures.reduce((a, b) => (b.rps > a.rps ? b : a))
+  const cell = (f: Figures) => `${f.rps.toFixed(0)} | ${f.p50} / ${f.p99}`
   const rows = (["query", "submit"] as const).filter((kind) => rounds[kind].mediagate.length > 0).map((kind) => {
     const m = best(rounds[kind].mediagate)
+    const p = best(rounds[kind].platform)
     const b = best(rounds[kind].bare)
-    return `| ${kind} | ${m.rps.toFixed(0)} | ${m.p50} / ${m.p99} | ${b.rps.toFixed(0)} | ${b.p50} / ${b.p99} | ${(m.rps / b.rps * 100).toFixed(0)}% | ${m.errors} / ${b.errors} |`
+    const share = (x: Figures) => `${(x.rps / b.rps * 100).toFixed(0)}%`
+    return `| ${kind} | ${cell(m)} | ${cell(p)} | ${cell(b)} | ${share(m)} | ${share(p)} | ${m.errors} / ${p.errors} / ${b.errors} |`
   })
   const table = [
-    "| request | mediagate req/s | p50 / p99 (ms) | bare req/s | p50 / p99 (ms) | mediagate / bare | errors (mediagate / bare) |",
-    "|---|---|---|---|---|---|---|",
+    "| request | mediagate req/s | p50 / p99 (ms) | platform req/s | p50 / p99 (ms) | bare req/s | p50 / p99 (ms) | mediagate / bare | platform / bare | errors (mediagate / platform / bare) |",
+    "|---|---|---|---|---|---|---|---|---|---|",
     ...rows
   ].join("\n")
   console.log(table)
@@ -188,8 +227,10 @@ const main = async () => {
     "",
     "Command: `npm run bench:http` (`BENCH_SECONDS` per round, default 5). The standalone",
     "server (child process, SQLite, instant simulator) and a bare `node:http` + better-sqlite3",
-    "server doing the same selects or insert and the same envelope (`bench/http.ts bare`), driven",
-    `by autocannon with ${connections} connections in alternating rounds, twice; the better round of each.`,
+    "server doing the same selects or insert and the same envelope (`bench/http.ts bare`), and",
+    "that same work served through `@effect/platform`'s HttpServer, one Effect per request and no",
+    "router (`bench/http.ts platform`: the least a server on that stack pays), driven by autocannon",
+    `with ${connections} connections in alternating rounds, twice; the better round of each.`,
     "The query rounds run with the engine idle; the submit rounds also run the engine, which",
     "takes each submitted task to SUCCESS (the bare server only inserts).",
     "",
@@ -208,4 +249,5 @@ const main = async () => {
 }
 
 if (process.argv[2] === "bare") bareServer(process.argv[3]!, process.argv[4]!, process.argv[5]!)
+else if (process.argv[2] === "platform") platformServer(process.argv[3]!, process.argv[4]!, process.argv[5]!)
 else void main()

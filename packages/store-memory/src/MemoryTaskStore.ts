@@ -8,6 +8,13 @@ import { Effect, Layer, Option } from "effect"
 /** A TaskStore over a Map. Every method is atomic: JavaScript runs it without interleaving. */
 export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Effect.sync(() => {
   const tasks = new Map<string, Task.TaskRecord>()
+  /** The tasks not yet terminal (a due time), which claims look at: ended tasks drop out. */
+  const live = new Map<string, Task.TaskRecord>()
+  const put = (task: Task.TaskRecord) => {
+    tasks.set(task.id, task)
+    if (task.dueAt === null) live.delete(task.id)
+    else live.set(task.id, task)
+  }
   const outbox = new Map<string, TaskStore.CallbackRow>()
   const delivery = new Map<string, { attempts: number; nextAttemptAt: number; leaseUntil: number | null; done: boolean }>()
   const attempts = new Map<string, Array<TaskStore.CallbackAttempt>>()
@@ -40,7 +47,7 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         if (tasks.has(task.id)) return Effect.dieMessage(`task ${task.id} exists`)
         const clash = duplicate(callbacks)
         if (clash) return Effect.dieMessage(`callback ${clash.id} exists`)
-        tasks.set(task.id, task)
+        put(task)
         record(callbacks)
         return Effect.void
       }),
@@ -56,18 +63,18 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         // All or nothing: check everything before changing anything.
         const clash = duplicate(callbacks)
         if (clash) return Effect.dieMessage(`callback ${clash.id} exists`)
-        tasks.set(next.id, next)
+        put(next)
         record(callbacks)
         return Effect.void
       }),
     claimDue: ({ leaseUntil, limit, limits, now, worker }) =>
       Effect.sync(() => {
         const free = (task: Task.TaskRecord) => task.leaseUntil === null || task.leaseUntil <= now
-        const nonTerminal = [...tasks.values()].filter((task) => task.dueAt !== null)
+        const nonTerminal = [...live.values()]
         const byDue = (a: Task.TaskRecord, b: Task.TaskRecord) => a.dueAt! - b.dueAt! || (a.id < b.id ? -1 : 1)
         const lease = (task: Task.TaskRecord) => {
           const record = new Task.TaskRecord({ ...task, leaseOwner: worker, leaseUntil, version: task.version + 1 }, true)
-          tasks.set(task.id, record)
+          put(record)
           return record
         }
         // Work in flight first, earliest due first.
@@ -104,9 +111,9 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
       }),
     releaseLeases: (worker) =>
       Effect.sync(() => {
-        for (const task of tasks.values()) {
-          if (task.leaseOwner === worker && task.dueAt !== null) {
-            tasks.set(task.id, new Task.TaskRecord({ ...task, leaseOwner: null, leaseUntil: null, version: task.version + 1 }, true))
+        for (const task of live.values()) {
+          if (task.leaseOwner === worker) {
+            put(new Task.TaskRecord({ ...task, leaseOwner: null, leaseUntil: null, version: task.version + 1 }, true))
           }
         }
       }),
