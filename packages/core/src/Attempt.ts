@@ -42,7 +42,9 @@ export const idempotencyKey = (record: TaskRecord): string => `${record.id}.${cu
 export const touch = (
   record: TaskRecord,
   startedAt: number,
-  patch: Partial<Pick<UpstreamAttempt, "upstreamId" | "error" | "transientFailures">> = {}
+  patch: Partial<Pick<UpstreamAttempt, "upstreamId" | "error" | "transientFailures">> = {},
+  /** The provider target of a new attempt (`Upstream.describe`). */
+  provider?: string
 ): ReadonlyArray<UpstreamAttempt> => {
   const running = open(record)
   const base: UpstreamAttempt = running ?? {
@@ -53,7 +55,8 @@ export const touch = (
     endedAt: null,
     outcome: "running",
     error: null,
-    transientFailures: 0
+    transientFailures: 0,
+    ...(provider === undefined ? {} : { provider })
   }
   const next = { ...base, ...patch }
   return running === undefined ? [...record.attempts, next] : [...record.attempts.slice(0, -1), next]
@@ -74,6 +77,7 @@ export const close = (
 /** The engine's next move after a failed upstream call, with the attempts as they now stand. */
 export type Decision =
   | { readonly _tag: "Retry"; readonly at: number; readonly attempts: ReadonlyArray<UpstreamAttempt> }
+  /** The next attempt runs `job`: the model's fallback, or the same model on the next provider target. */
   | { readonly _tag: "FallBack"; readonly job: UpstreamJob; readonly attempts: ReadonlyArray<UpstreamAttempt> }
   | { readonly _tag: "Fail"; readonly error: UpstreamError; readonly attempts: ReadonlyArray<UpstreamAttempt> }
 
@@ -96,9 +100,11 @@ export const backoff = (policy: RetryPolicy, failures: number, jitter: number, r
 
 /**
  * Decides after `error` at `now` for a call that started at `startedAt`. A transient error is
- * tried again after the backoff while the attempt has failures to spare; otherwise the
- * attempt ends: a final class fails the task, and any other failure moves to the model's
- * fallback if it gives a job (the next attempt), or fails the task.
+ * tried again after the backoff while the attempt has failures to spare and its target is
+ * up; once they run out (or at once when the target's circuit is open), the same job moves
+ * to the next provider target if `failover` gives one. Otherwise the attempt ends: a final
+ * class fails the task, and any other failure moves to the model's fallback if it gives a
+ * job (the next attempt), or fails the task. Permanent errors never fail over.
  */
 export const decide = (input: {
   readonly record: TaskRecord
@@ -109,13 +115,22 @@ export const decide = (input: {
   /** A random number in [0, 1) that spreads the retry. */
   readonly jitter: number
   readonly fallback: (job: UpstreamJob, failure: string) => UpstreamJob | undefined
+  /** The job on the next provider target, if any (`Upstream.failover`). */
+  readonly failover?: (job: UpstreamJob) => UpstreamJob | undefined
+  /** The provider target of a new attempt (`Upstream.describe`). */
+  readonly provider?: string
 }): Decision => {
   const { now, record } = input
   let error = input.error
   if (error.retryable) {
     const failures = (open(record)?.transientFailures ?? 0) + 1
-    const attempts = touch(record, input.startedAt, { transientFailures: failures, error: error.message })
-    if (failures <= input.policy.maxTransientFailures) {
+    const attempts = touch(record, input.startedAt, { transientFailures: failures, error: error.message }, input.provider)
+    const spent = failures > input.policy.maxTransientFailures
+    const next = spent || error.circuitOpen === true ? input.failover?.(record.job) : undefined
+    if (next !== undefined) {
+      return { _tag: "FallBack", job: next, attempts: close(attempts, now, "failed", error.message) }
+    }
+    if (!spent) {
       return { _tag: "Retry", at: now + backoff(input.policy, failures, input.jitter, error.retryAfterMs), attempts }
     }
     error = new UpstreamError({
@@ -125,7 +140,7 @@ export const decide = (input: {
     })
     return decidePermanent(record, attempts, error, now, input.fallback)
   }
-  return decidePermanent(record, touch(record, input.startedAt), error, now, input.fallback)
+  return decidePermanent(record, touch(record, input.startedAt, {}, input.provider), error, now, input.fallback)
 }
 
 /** Ends the running attempt with a permanent `error`: fail the task, or move to the fallback. */
@@ -139,5 +154,8 @@ const decidePermanent = (
   const ended = close(attempts, now, "failed", error.message)
   if (error.reason !== null && final.has(error.reason)) return { _tag: "Fail", error, attempts: ended }
   const next = fallback(record.job, error.message)
-  return next === undefined ? { _tag: "Fail", error, attempts: ended } : { _tag: "FallBack", job: next, attempts: ended }
+  if (next === undefined) return { _tag: "Fail", error, attempts: ended }
+  // Another model starts again at its first provider target.
+  const { target: _, ...job } = next
+  return { _tag: "FallBack", job, attempts: ended }
 }

@@ -57,7 +57,13 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
    */
   retryable: Schema.Boolean,
   /** The upstream's `Retry-After`, in milliseconds: no retry comes sooner. */
-  retryAfterMs: Schema.optional(Schema.Number)
+  retryAfterMs: Schema.optional(Schema.Number),
+  /**
+   * The provider target was not tried at all: its circuit is open after repeated transient
+   * failures. A transient failure; the attempt moves to the next target at once when the
+   * upstream has one (`Upstream.failover`), and is otherwise retried with backoff.
+   */
+  circuitOpen: Schema.optional(Schema.Boolean)
 }) {}
 
 /** The media store could not keep or serve bytes. */

@@ -82,7 +82,9 @@ export const UpstreamAttempt = Schema.Struct({
   /** The last error seen in this attempt (a transient one while it runs), or null. */
   error: Schema.NullOr(Schema.String),
   /** Transient call failures within this attempt so far. */
-  transientFailures: Schema.Int
+  transientFailures: Schema.Int,
+  /** The provider target that ran it (`fal:fal-ai/flux/dev`), where the upstream names its targets. */
+  provider: Schema.optional(Schema.String)
 }).annotations({ identifier: "UpstreamAttempt" })
 export type UpstreamAttempt = typeof UpstreamAttempt.Type
 
@@ -107,6 +109,11 @@ export const UpstreamJob = Schema.Struct({
   params: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
   /** The model to retry on if this one fails (motion fallback), or null. */
   fallbackModel: Schema.NullOr(Schema.String),
+  /**
+   * Which of the model's provider targets runs the job (0, the first, when absent): a routing
+   * upstream moves it to the next target on failover (`Upstream.failover`).
+   */
+  target: Schema.optional(Schema.Int),
   /** Whether the upstream answers the submit call with the result itself. */
   sync: Schema.Boolean,
   /** Price of the job in integer micro-USD. */
@@ -151,6 +158,8 @@ export class TaskRecord extends Schema.Class<TaskRecord>("TaskRecord")({
 export const WireAttempt = Schema.Struct({
   attempt: Schema.Int,
   model: Schema.String,
+  /** The provider target that ran it (`fal:fal-ai/flux/dev`); null where the upstream does not name targets. */
+  provider: Schema.NullOr(Schema.String),
   upstream_id: Schema.NullOr(Schema.String),
   started_at: Schema.String,
   ended_at: Schema.NullOr(Schema.String),
@@ -193,6 +202,7 @@ export const toWire = (record: TaskRecord): Task => ({
   attempts: record.attempts.map((attempt) => ({
     attempt: attempt.number,
     model: attempt.model,
+    provider: attempt.provider ?? null,
     upstream_id: attempt.upstreamId,
     started_at: isoTime(attempt.startedAt),
     ended_at: attempt.endedAt === null ? null : isoTime(attempt.endedAt),

@@ -41,4 +41,13 @@ export class Upstream extends Context.Tag("@mediagate/core/Upstream")<Upstream, 
    * logs a failure and goes on. Optional: an upstream that cannot cancel leaves it out.
    */
   readonly cancel?: (upstreamId: UpstreamId, job: UpstreamJob) => Effect.Effect<void, UpstreamError>
+  /**
+   * The same job on the next provider target, if the upstream routes the model to more than
+   * one; undefined when there is none. The engine asks after an attempt's transient failures
+   * ran out (or its target's circuit is open) and runs the answer as the next attempt.
+   * Permanent failures never fail over. Optional: a single upstream leaves it out.
+   */
+  readonly failover?: (job: UpstreamJob) => UpstreamJob | undefined
+  /** The name of the provider target that runs `job` (`fal:fal-ai/flux/dev`), recorded with each attempt. Optional. */
+  readonly describe?: (job: UpstreamJob) => string
 }>() {}

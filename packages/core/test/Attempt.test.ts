@@ -26,6 +26,8 @@ const decide = (
     readonly record?: Task.TaskRecord
     readonly jitter?: number
     readonly retryAfterMs?: number
+    readonly circuitOpen?: boolean
+    readonly failover?: (job: Task.UpstreamJob) => Task.UpstreamJob | undefined
   } = {}
 ) =>
   Attempt.decide({
@@ -34,14 +36,21 @@ const decide = (
       message: "failed",
       reason,
       retryable,
-      ...(options.retryAfterMs === undefined ? {} : { retryAfterMs: options.retryAfterMs })
+      ...(options.retryAfterMs === undefined ? {} : { retryAfterMs: options.retryAfterMs }),
+      ...(options.circuitOpen === undefined ? {} : { circuitOpen: options.circuitOpen })
     }),
     now: 100_000,
     startedAt: 99_000,
     policy,
     jitter: options.jitter ?? 0.5,
-    fallback: options.fallback ?? fallenBack
+    fallback: options.fallback ?? fallenBack,
+    provider: `p${motion.job.target ?? 0}`,
+    ...(options.failover === undefined ? {} : { failover: options.failover })
   })
+
+/** Two provider targets: the first fails over to the second, the second to none. */
+const twoTargets = (job: Task.UpstreamJob): Task.UpstreamJob | undefined =>
+  (job.target ?? 0) === 0 ? { ...job, target: 1 } : undefined
 
 /** `motion` after `failures` transient failures in its running attempt. */
 const afterFailures = (failures: number) =>
@@ -56,7 +65,7 @@ describe("Attempt.decide", () => {
       const decision = decide(reason, true)
       expect(decision._tag).toBe("Retry")
       expect(decision.attempts).toEqual([
-        { number: 1, model: "motion-2.0", upstreamId: null, startedAt: 99_000, endedAt: null, outcome: "running", error: "failed", transientFailures: 1 }
+        { number: 1, model: "motion-2.0", upstreamId: null, startedAt: 99_000, endedAt: null, outcome: "running", error: "failed", transientFailures: 1, provider: "p0" }
       ])
     }
   })
@@ -112,7 +121,7 @@ describe("Attempt.decide", () => {
       if (decision._tag !== "FallBack") continue
       expect(decision.job.model).toBe("motion-1.5-pro")
       expect(decision.attempts).toEqual([
-        { number: 1, model: "motion-2.0", upstreamId: null, startedAt: 99_000, endedAt: 100_000, outcome: "failed", error: "failed", transientFailures: 0 }
+        { number: 1, model: "motion-2.0", upstreamId: null, startedAt: 99_000, endedAt: 100_000, outcome: "failed", error: "failed", transientFailures: 0, provider: "p0" }
       ])
     }
   })
@@ -148,5 +157,36 @@ describe("Attempt numbers and idempotency keys", () => {
       const ended = Either.getOrThrow(Transition.apply(running, change, 9))
       expect(ended.attempts).toEqual([{ ...running.attempts[0], endedAt: 9, outcome, error }])
     }
+  })
+
+  it("transient failures that run out move the same job to the next provider target as a new attempt, before any model fallback", () => {
+    const decision = decide(null, true, { record: afterFailures(5), failover: twoTargets })
+    expect(decision._tag).toBe("FallBack")
+    if (decision._tag !== "FallBack") return
+    expect(decision.job).toEqual({ ...motion.job, target: 1 })
+    expect(decision.attempts).toMatchObject([{ number: 1, outcome: "failed", transientFailures: 6, endedAt: 100_000 }])
+    // With failures to spare the same target is retried.
+    expect(decide(null, true, { record: afterFailures(2), failover: twoTargets })._tag).toBe("Retry")
+  })
+
+  it("an open circuit fails over at once; with no target left it is retried like any transient failure", () => {
+    const decision = decide(null, true, { circuitOpen: true, failover: twoTargets })
+    expect(decision).toMatchObject({ _tag: "FallBack", job: { target: 1 }, attempts: [{ outcome: "failed", provider: "p0" }] })
+    expect(decide(null, true, { circuitOpen: true, failover: () => undefined })._tag).toBe("Retry")
+  })
+
+  it("permanent failures never fail over; the model's fallback starts again at its first target", () => {
+    for (const reason of [null, "INVALID_PARAMETERS", "CONTENT_MODERATION"] as const) {
+      const decision = decide(reason, false, { failover: twoTargets, fallback: (job) => ({ ...fallenBack(job), target: 1 }) })
+      if (decision._tag === "FallBack") {
+        expect(decision.job.model).toBe("motion-1.5-pro")
+        expect(decision.job.target).toBeUndefined()
+      } else {
+        expect(reason).toBe("CONTENT_MODERATION")
+      }
+    }
+    // The last target spent: the model's fallback.
+    const last = new (motion.constructor as typeof Task.TaskRecord)({ ...afterFailures(5), job: { ...motion.job, target: 1 } })
+    expect(decide(null, true, { record: last, failover: twoTargets })).toMatchObject({ _tag: "FallBack", job: { model: "motion-1.5-pro" } })
   })
 })

@@ -110,6 +110,9 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
     const upstream = yield* Upstream.Upstream
     const catalog = yield* ModelCatalog.ModelCatalog
     const writes = yield* TaskWrites.make
+    /** The attempts with the running one changed by `patch` (a new one names the upstream's provider target). */
+    const touch = (record: Task.TaskRecord, startedAt: number, patch?: Parameters<typeof Attempt.touch>[2]) =>
+      Attempt.touch(record, startedAt, patch, upstream.describe?.(record.job))
 
     /**
      * When to poll an accepted job next: soon at first, then half the time the job has run at
@@ -135,7 +138,7 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
       )
 
     const complete = (record: Task.TaskRecord, result: Task.TaskResult, now: number, startedAt: number) =>
-      write(record, writes.apply(record, { to: "SUCCESS", result }, now, { attempts: Attempt.touch(record, startedAt) }))
+      write(record, writes.apply(record, { to: "SUCCESS", result }, now, { attempts: touch(record, startedAt) }))
 
     /** Asks the upstream to stop the task's job, best effort: a failure is logged, never the task's. */
     const cancelUpstream = (record: Task.TaskRecord) =>
@@ -162,7 +165,17 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
     const fail = (record: Task.TaskRecord, error: UpstreamError, now: number, startedAt: number) =>
       Effect.gen(function*() {
         const jitter = yield* Random.next
-        const decision = Attempt.decide({ record, error, now, startedAt, policy: settings.retry, jitter, fallback: fallbackOf(record) })
+        const decision = Attempt.decide({
+          record,
+          error,
+          now,
+          startedAt,
+          policy: settings.retry,
+          jitter,
+          fallback: fallbackOf(record),
+          ...(upstream.failover === undefined ? {} : { failover: upstream.failover }),
+          ...(upstream.describe === undefined ? {} : { provider: upstream.describe(record.job) })
+        })
         switch (decision._tag) {
           case "Retry":
             return yield* write(record, writes.reschedule(record, decision.at, { attempts: decision.attempts }))
@@ -274,7 +287,7 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
     /** An accepted job: polled soon, as SUBMITTED (or the same status after a fallback). */
     const accepted = (record: Task.TaskRecord, upstreamId: Ids.UpstreamId, now: number, startedAt: number) =>
       Effect.flatMap(nextPollAt(record, now, startedAt), (dueAt) => {
-        const attempts = Attempt.touch(record, startedAt, { upstreamId })
+        const attempts = touch(record, startedAt, { upstreamId })
         return record.status === "PENDING"
           ? write(record, writes.apply(record, { to: "SUBMITTED", upstreamId, dueAt }, now, { attempts }))
           : write(record, writes.reschedule(record, dueAt, { upstreamId, attempts }))
@@ -299,7 +312,7 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
         // A poll that answered ends a run of transient failures.
         const running = Attempt.open(record)
         const attempts = running !== undefined && running.transientFailures > 0
-          ? Attempt.touch(record, startedAt, { transientFailures: 0 })
+          ? touch(record, startedAt, { transientFailures: 0 })
           : undefined
         return Effect.flatMap(nextPollAt(record, now), (dueAt) =>
           record.status === "SUBMITTED"
@@ -316,7 +329,7 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
         // A sync upstream answers the call itself: the task is PROCESSING during the call and
         // this worker keeps its lease (heartbeat), so nobody starts it twice and another worker
         // takes it up soon after this one dies. Its due time stays, so it keeps its place.
-        const options = { attempts: Attempt.touch(record, now), lease: { owner: worker, until: now + settings.heartbeatWindow } }
+        const options = { attempts: touch(record, now), lease: { owner: worker, until: now + settings.heartbeatWindow } }
         const dueAt = Math.min(record.dueAt ?? now, now)
         const processing = record.status === "PENDING"
           ? yield* write(record, writes.apply(record, { to: "PROCESSING", dueAt }, now, options))
