@@ -5,7 +5,7 @@ import type { Effect } from "effect"
 import { Context } from "effect"
 import type { UpstreamError } from "./Errors.js"
 import type { TaskId, UpstreamId } from "./Ids.js"
-import type { TaskResult, UpstreamJob } from "./Task.js"
+import type { TaskInput, TaskResult, UpstreamJob } from "./Task.js"
 
 /** What submitting a job gave: the result (sync upstreams) or the upstream's id for polling. */
 export type SubmitOutcome =
@@ -26,6 +26,8 @@ export interface SubmitContext {
    * runs one attempt twice; adapters send it as the provider's idempotency key.
    */
   readonly idempotencyKey: string
+  /** The client's input as submitted, with `model`: what a relay to another gateway passes on. */
+  readonly request: TaskInput
 }
 
 /**

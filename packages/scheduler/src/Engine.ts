@@ -281,7 +281,8 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
 
     const submitContext = (record: Task.TaskRecord): Upstream.SubmitContext => ({
       taskId: record.id,
-      idempotencyKey: Attempt.idempotencyKey(record)
+      idempotencyKey: Attempt.idempotencyKey(record),
+      request: record.input
     })
 
     /** An accepted job: polled soon, as SUBMITTED (or the same status after a fallback). */

@@ -6,3 +6,17 @@ export * as Png from "./Png.js"
 export * as SimulatedModeration from "./SimulatedModeration.js"
 /** The simulated upstream. */
 export * as Simulator from "./Simulator.js"
+/** A circuit breaker per provider target. */
+export * as CircuitBreaker from "./CircuitBreaker.js"
+/** fal's queue API. */
+export * as Fal from "./Fal.js"
+/** An OpenAI-compatible images API (synchronous). */
+export * as OpenAiImages from "./OpenAiImages.js"
+/** What the provider adapters share: JSON calls and the classification of failures. */
+export * as ProviderHttp from "./ProviderHttp.js"
+/** A relay to another gateway of this spec. */
+export * as Relay from "./Relay.js"
+/** Replicate predictions. */
+export * as Replicate from "./Replicate.js"
+/** Routes from catalog models to provider targets, with failover. */
+export * as Router from "./Router.js"

@@ -34,7 +34,7 @@ describe("Simulator", () => {
   it.effect("demo: a sync job finishes only after its latency (2 to 4 s), with n PNGs of the job's size", () =>
     withUpstream("demo", (upstream) =>
       Effect.gen(function*() {
-        const fiber = yield* Effect.fork(upstream.submit(job(), { taskId: Ids.TaskId.make("task-1"), idempotencyKey: "task-1.1" }))
+        const fiber = yield* Effect.fork(upstream.submit(job(), { taskId: Ids.TaskId.make("task-1"), idempotencyKey: "task-1.1", request: {} }))
         yield* TestClock.adjust("1999 millis")
         expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
         yield* TestClock.adjust("2001 millis")
@@ -67,7 +67,7 @@ describe("Simulator", () => {
     it.effect(`${marker} fails with reason ${reason}, not retryable`, () =>
       withUpstream("instant", (upstream) =>
         Effect.gen(function*() {
-          const error = yield* upstream.submit(job({ prompt: `x ${marker}` }), { taskId: Ids.TaskId.make("t"), idempotencyKey: "t.1" }).pipe(Effect.flip)
+          const error = yield* upstream.submit(job({ prompt: `x ${marker}` }), { taskId: Ids.TaskId.make("t"), idempotencyKey: "t.1", request: {} }).pipe(Effect.flip)
           expect(error).toBeInstanceOf(UpstreamError)
           expect(error).toMatchObject({ reason, retryable: false })
         })))
@@ -76,7 +76,7 @@ describe("Simulator", () => {
   it.effect("[sim:timeout] never finishes", () =>
     withUpstream("instant", (upstream) =>
       Effect.gen(function*() {
-        const fiber = yield* Effect.fork(upstream.submit(job({ prompt: "x [sim:timeout]" }), { taskId: Ids.TaskId.make("t"), idempotencyKey: "t.1" }))
+        const fiber = yield* Effect.fork(upstream.submit(job({ prompt: "x [sim:timeout]" }), { taskId: Ids.TaskId.make("t"), idempotencyKey: "t.1", request: {} }))
         yield* TestClock.adjust("1 day")
         expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
         yield* Fiber.interrupt(fiber)
@@ -85,7 +85,7 @@ describe("Simulator", () => {
   it.effect("an async job is accepted, Running until its time, then Completed; its id needs no memory", () =>
     withUpstream("demo", (upstream) =>
       Effect.gen(function*() {
-        const accepted = yield* upstream.submit(job({ sync: false, n: 1 }), { taskId: Ids.TaskId.make("t-async"), idempotencyKey: "t-async.1" })
+        const accepted = yield* upstream.submit(job({ sync: false, n: 1 }), { taskId: Ids.TaskId.make("t-async"), idempotencyKey: "t-async.1", request: {} })
         expect(accepted._tag).toBe("Accepted")
         if (accepted._tag !== "Accepted") return
         expect(accepted.upstreamId).toMatch(/^sim_\d+_[0-9a-f]+$/)
@@ -105,7 +105,7 @@ describe("Simulator: files, idempotency keys and cancels", () => {
         Effect.provide(Simulator.layer({ profile: "instant", seed: 1, stats }).pipe(Layer.provide([media, Ids.layerTest])))
       )
   const submit = (upstream: Upstream.Upstream["Type"], task: string, overrides: Partial<Task.UpstreamJob> = {}, attempt = 1) =>
-    upstream.submit(job(overrides), { taskId: Ids.TaskId.make(task), idempotencyKey: `${task}.${attempt}` })
+    upstream.submit(job(overrides), { taskId: Ids.TaskId.make(task), idempotencyKey: `${task}.${attempt}`, request: {} })
 
   it.effect("a file of a shape and colour already made is not encoded again; each task still gets files of its own", () => {
     const stats = new Simulator.Stats()

@@ -1,0 +1,97 @@
+/**
+ * Replicate predictions (https://replicate.com/docs/reference/http):
+ *
+ * - submit `POST {base}/v1/models/{owner}/{name}/predictions` with `{input}`, or, for a model
+ *   id with a version (`owner/name:version`), `POST {base}/v1/predictions` with
+ *   `{version, input}`; `Authorization: Bearer <token>`; with `wait`, `Prefer: wait=N` asks
+ *   Replicate to hold the answer up to N seconds, so a short job comes back finished;
+ * - a prediction is `starting`, `processing`, `succeeded`, `failed` or `canceled`; `output` is
+ *   a URL or a list of URLs; `error` says why it failed;
+ * - status `GET {base}/v1/predictions/{id}`; cancel `POST {base}/v1/predictions/{id}/cancel`.
+ *
+ * A failed prediction whose error names NSFW or the safety checker is CONTENT_MODERATION;
+ * other failures are permanent with no class. Every submit carries the attempt's key as
+ * `Idempotency-Key`; whether Replicate honours it is Replicate's. Webhooks are not used yet.
+ */
+import { Ids, type Task, type Upstream, UpstreamError } from "@mediagate/core"
+import { Effect, Option } from "effect"
+import * as ProviderHttp from "./ProviderHttp.js"
+import type { Provider, ProviderJob } from "./Router.js"
+
+export interface Options {
+  /** Replicate's API token (`REPLICATE_API_TOKEN`). */
+  readonly token: string
+  /** Default `https://api.replicate.com`. */
+  readonly baseUrl?: string
+  /** Seconds Replicate may hold a submit for a short job to finish (`Prefer: wait`), 1 to 60; none by default. */
+  readonly wait?: number
+  /** The provider's name in routes. Default `replicate`. */
+  readonly name?: string
+}
+
+/** The files of a prediction's output: a URL, or a list of them. */
+export const filesOf = (output: unknown): ReadonlyArray<string> =>
+  typeof output === "string" ? [output] : Array.isArray(output) ? output.filter((item): item is string => typeof item === "string") : []
+
+const unsafe = /nsfw|safety|content policy|sensitive/i
+
+export const make = (options: Options): Provider => {
+  const name = options.name ?? "replicate"
+  const base = (options.baseUrl ?? "https://api.replicate.com").replace(/\/+$/, "")
+  const headers = { authorization: `Bearer ${options.token}` }
+
+  /** What a prediction says about its job. */
+  const outcome = (job: Task.UpstreamJob, prediction: unknown): Effect.Effect<Upstream.PollOutcome, UpstreamError> => {
+    const status = ProviderHttp.stringField(prediction, "status")
+    if (Option.isNone(status)) return Effect.fail(ProviderHttp.malformed(name, "a status", prediction))
+    switch (status.value) {
+      case "succeeded": {
+        const files = filesOf(ProviderHttp.field(prediction, "output"))
+        return files.length === 0
+          ? Effect.fail(ProviderHttp.malformed(name, "output URLs", prediction))
+          : Effect.succeed({ _tag: "Completed", result: ProviderHttp.result(job, files) })
+      }
+      case "failed": {
+        const error = ProviderHttp.describeBody(ProviderHttp.field(prediction, "error")) || "the prediction failed"
+        return Effect.fail(
+          new UpstreamError({ message: `${name}: ${error}`, reason: unsafe.test(error) ? "CONTENT_MODERATION" : null, retryable: false })
+        )
+      }
+      case "canceled":
+        return Effect.fail(new UpstreamError({ message: `${name}: the prediction was canceled`, reason: null, retryable: false }))
+      default:
+        return Effect.succeed({ _tag: "Running" })
+    }
+  }
+
+  const predictionUrl = (id: string) => `${base}/v1/predictions/${encodeURIComponent(id)}`
+
+  return {
+    name,
+    submit: (job: ProviderJob, input, context) =>
+      Effect.gen(function*() {
+        const [model, version] = job.model.split(":") as [string, string | undefined]
+        const answer = yield* ProviderHttp.send(name, {
+          method: "POST",
+          url: version === undefined ? `${base}/v1/models/${model}/predictions` : `${base}/v1/predictions`,
+          headers: {
+            ...headers,
+            "idempotency-key": context.idempotencyKey,
+            ...(options.wait === undefined ? {} : { prefer: `wait=${options.wait}` })
+          },
+          body: version === undefined ? { input } : { version, input }
+        })
+        const id = ProviderHttp.stringField(answer.body, "id")
+        if (Option.isNone(id)) return yield* Effect.fail(ProviderHttp.malformed(name, "a prediction id", answer.body))
+        const now = yield* outcome(job.job, answer.body)
+        return now._tag === "Completed"
+          ? ({ _tag: "Completed", result: now.result } satisfies Upstream.SubmitOutcome)
+          : ({ _tag: "Accepted", upstreamId: Ids.UpstreamId.make(id.value) } satisfies Upstream.SubmitOutcome)
+      }),
+    poll: (upstreamId, job) =>
+      ProviderHttp.send(name, { method: "GET", url: predictionUrl(upstreamId), headers }).pipe(
+        Effect.flatMap((answer) => outcome(job.job, answer.body))
+      ),
+    cancel: (upstreamId) => ProviderHttp.send(name, { method: "POST", url: `${predictionUrl(upstreamId)}/cancel`, headers }).pipe(Effect.asVoid)
+  }
+}

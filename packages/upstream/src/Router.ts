@@ -1,0 +1,143 @@
+/**
+ * Routing: the Upstream of a deployment with real providers. A route maps a catalog model to
+ * provider targets in order (provider, the provider's model id, and how the normalised job
+ * becomes that provider's input). A job runs on its route's first target; the engine moves
+ * it to the next one (`failover`) when the target's transient failures run out or its
+ * circuit is open. Models without a route run on `unrouted` when the host gives one (the
+ * simulator, when the operator says so), and otherwise fail with a message naming the model.
+ */
+import type { HttpClient } from "@effect/platform"
+import type { Ids, Task } from "@mediagate/core"
+import { Upstream, UpstreamError } from "@mediagate/core"
+import { Context, Effect, Layer } from "effect"
+import * as CircuitBreaker from "./CircuitBreaker.js"
+
+/** What a provider adapter runs: a job on the provider's model. */
+export interface ProviderJob {
+  readonly job: Task.UpstreamJob
+  /** The provider's model id (`fal-ai/flux/dev`, `black-forest-labs/flux-schnell`, `gpt-image-1`). */
+  readonly model: string
+}
+
+/** The provider's input for a job, made by the target's `input`. */
+export type ProviderInput = Readonly<Record<string, unknown>>
+
+/** A provider adapter (fal, Replicate, OpenAI images, relay): the Upstream contract on provider jobs. */
+export interface Provider {
+  readonly name: string
+  readonly submit: (
+    job: ProviderJob,
+    input: ProviderInput,
+    context: Upstream.SubmitContext
+  ) => Effect.Effect<Upstream.SubmitOutcome, UpstreamError, HttpClient.HttpClient>
+  readonly poll: (upstreamId: Ids.UpstreamId, job: ProviderJob) => Effect.Effect<Upstream.PollOutcome, UpstreamError, HttpClient.HttpClient>
+  readonly cancel?: (upstreamId: Ids.UpstreamId, job: ProviderJob) => Effect.Effect<void, UpstreamError, HttpClient.HttpClient>
+}
+
+/** One provider target of a route. */
+export interface Target {
+  /** The name of a provider given to the router (`fal`, `replicate`, `openai`, `relay`). */
+  readonly provider: string
+  /** The provider's model id. */
+  readonly model: string
+  /**
+   * The provider's input for a job; `request` is the client's input as submitted, with
+   * `model` (the relay passes it on as it is).
+   */
+  readonly input: (job: Task.UpstreamJob, request: Task.TaskInput) => ProviderInput
+}
+
+/**
+ * A route: the catalog model it serves, by the model the job runs (`alpha-image-2`, or the
+ * fallback's `motion-1.5-pro`) or that model with its mode (`alpha-image-2/image-to-image`,
+ * which wins over the model alone), and its targets in order.
+ */
+export interface Route {
+  readonly model: string
+  readonly targets: ReadonlyArray<Target>
+}
+
+export interface Options {
+  readonly routes: ReadonlyArray<Route>
+  readonly providers: ReadonlyArray<Provider>
+  /** Runs the jobs of models without a route (the simulator); without it they fail. */
+  readonly unrouted?: Context.Tag.Service<Upstream.Upstream>
+  readonly circuit?: CircuitBreaker.Options
+}
+
+/** A route that names a provider the router was not given. */
+export class RoutingError extends Error {}
+
+/** The name of a target in attempts and logs: `fal:fal-ai/flux/dev`. */
+export const targetName = (target: Pick<Target, "provider" | "model">) => `${target.provider}:${target.model}`
+
+export const make = (options: Options): Effect.Effect<Context.Tag.Service<Upstream.Upstream>, never, HttpClient.HttpClient> =>
+  Effect.gen(function*() {
+    const context = yield* Effect.context<HttpClient.HttpClient>()
+    const providers = new Map(options.providers.map((provider) => [provider.name, provider]))
+    for (const route of options.routes) {
+      for (const target of route.targets) {
+        if (!providers.has(target.provider)) {
+          throw new RoutingError(`the route of ${route.model} names provider "${target.provider}", which is not configured`)
+        }
+      }
+    }
+    const routes = new Map(options.routes.map((route) => [route.model, route]))
+    const breaker = CircuitBreaker.make(options.circuit)
+    const routeOf = (job: Task.UpstreamJob) => routes.get(`${job.model}/${job.mode}`) ?? routes.get(job.model)
+
+    /** The job's target: its route's target number `job.target` (the first when absent). */
+    const resolve = (job: Task.UpstreamJob) => {
+      const route = routeOf(job)
+      if (route === undefined) return undefined
+      const target = route.targets[Math.min(job.target ?? 0, route.targets.length - 1)]!
+      const provider = providers.get(target.provider)!
+      return { name: targetName(target), provider, target, work: { job, model: target.model } }
+    }
+
+    const noRoute = (job: Task.UpstreamJob) =>
+      Effect.fail(new UpstreamError({ message: `no provider is configured for model ${job.model}`, reason: null, retryable: false }))
+
+    const service: Context.Tag.Service<Upstream.Upstream> = {
+      submit: (job, submitContext) => {
+        const found = resolve(job)
+        if (found !== undefined) {
+          const input = found.target.input(job, submitContext.request)
+          return breaker.run(found.name, Effect.provide(found.provider.submit(found.work, input, submitContext), context))
+        }
+        return options.unrouted === undefined ? noRoute(job) : options.unrouted.submit(job, submitContext)
+      },
+      poll: (upstreamId, job) => {
+        const found = resolve(job)
+        if (found !== undefined) {
+          // A job already accepted is polled whatever the circuit says; the outcome still counts.
+          return breaker.run(found.name, Effect.provide(found.provider.poll(upstreamId, found.work), context), false)
+        }
+        return options.unrouted === undefined ? noRoute(job) : options.unrouted.poll(upstreamId, job)
+      },
+      cancel: (upstreamId, job) => {
+        const found = resolve(job)
+        if (found !== undefined) {
+          return found.provider.cancel === undefined ? Effect.void : found.provider.cancel(upstreamId, found.work).pipe(Effect.provide(context))
+        }
+        return options.unrouted?.cancel === undefined ? Effect.void : options.unrouted.cancel(upstreamId, job)
+      },
+      failover: (job) => {
+        const route = routeOf(job)
+        const next = (job.target ?? 0) + 1
+        return route !== undefined && next < route.targets.length ? { ...job, target: next } : undefined
+      },
+      describe: (job) => {
+        const found = resolve(job)
+        return found === undefined ? "unrouted" : found.name
+      }
+    }
+    return service
+  })
+
+/** The router as the deployment's Upstream. */
+export const layer = (options: Options): Layer.Layer<Upstream.Upstream, never, HttpClient.HttpClient> =>
+  Layer.effect(Upstream.Upstream, make(options))
+
+/** A breaker's view for tests: the status of a target's circuit. */
+export { CircuitBreaker }
