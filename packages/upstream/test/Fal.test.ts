@@ -1,0 +1,129 @@
+/**
+ * The fal adapter against a loopback fake of fal's queue API: images, several images, a
+ * video, every error class, 429 with Retry-After, a connection that hangs, cancel, and a
+ * resubmit with the same idempotency key.
+ */
+import { FetchHttpClient } from "@effect/platform"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import type { Task, UpstreamError } from "@mediagate/core"
+import { Ids } from "@mediagate/core"
+import * as Testing from "@mediagate/core/testing"
+import { Fal } from "@mediagate/upstream"
+import { Duration, Effect } from "effect"
+import * as FakeFal from "./fakes/FakeFal.js"
+import * as FakeServer from "./fakes/FakeServer.js"
+
+let fake: Awaited<ReturnType<typeof FakeFal.start>>
+beforeAll(async () => {
+  fake = await FakeFal.start({
+    key: "fal-key",
+    result: (job) =>
+      job.model.includes("video")
+        ? { status: 200, body: { video: { url: "https://fal.media/files/clip.mp4" } } }
+        : job.input["prompt"] === "refused"
+        ? { status: 422, body: { detail: [{ loc: ["body", "prompt"], msg: "The content could not be processed because it violates the content policy", type: "content_policy_violation" }] } }
+        : { status: 200, body: { images: Array.from({ length: Number(job.input["num_images"] ?? 1) }, (_, i) => ({ url: `https://fal.media/files/${i}.png` })) } }
+  })
+})
+afterAll(() => fake.close())
+
+const fal = () => Fal.make({ key: "fal-key", baseUrl: fake.url })
+const context = (key: string) => ({ taskId: Ids.TaskId.make("t1"), idempotencyKey: key, request: {} })
+const run = <A>(effect: Effect.Effect<A, UpstreamError, any>) => Effect.runPromise(Effect.provide(effect, FetchHttpClient.layer) as Effect.Effect<A, UpstreamError>)
+const fail = <A>(effect: Effect.Effect<A, UpstreamError, any>) => run(Effect.flip(effect))
+
+/** Submits and polls until fal says COMPLETED. */
+const generate = (job: Task.UpstreamJob, model: string, input: Record<string, unknown>, key: string) =>
+  Effect.gen(function*() {
+    const provider = fal()
+    const submitted = yield* provider.submit({ job, model }, input, context(key))
+    if (submitted._tag !== "Accepted") return submitted.result
+    for (;;) {
+      const polled = yield* provider.poll(submitted.upstreamId, { job, model })
+      if (polled._tag === "Completed") return polled.result
+    }
+  })
+
+describe("fal queue adapter", () => {
+  it("runs an image job: submit with the key, status until COMPLETED, then the result", async () => {
+    const result = await run(generate(Testing.job({ sync: false }), "fal-ai/flux/dev", { prompt: "a cat" }, "k-image"))
+    expect(result).toEqual({ type: "image", urls: ["https://fal.media/files/0.png"] })
+    const submit = fake.requests.find((r) => r.method === "POST" && r.headers["idempotency-key"] === "k-image")!
+    expect(submit.path).toBe("/fal-ai/flux/dev")
+    expect(submit.headers.authorization).toBe("Key fal-key")
+    expect(FakeServer.json(submit)).toEqual({ prompt: "a cat" })
+    // Requests are addressed by the app, fal-ai/flux.
+    expect(fake.requests.filter((r) => r.path.startsWith("/fal-ai/flux/requests/")).length).toBeGreaterThanOrEqual(4)
+  })
+
+  it("several images, and a video", async () => {
+    const images = await run(generate(Testing.job({ sync: false, n: 3 }), "fal-ai/flux/dev", { prompt: "x", num_images: 3 }, "k-three"))
+    expect(images.urls).toHaveLength(3)
+    const video = await run(generate(Testing.job({ sync: false, output: "video" }), "fal-ai/kling-video/v2/text-to-video", { prompt: "x" }, "k-video"))
+    expect(video).toEqual({ type: "video", urls: ["https://fal.media/files/clip.mp4"] })
+  })
+
+  it("a content-policy refusal of the job is CONTENT_MODERATION", async () => {
+    const error = await fail(generate(Testing.job({ sync: false }), "fal-ai/flux/dev", { prompt: "refused" }, "k-refused"))
+    expect(error).toMatchObject({ reason: "CONTENT_MODERATION", retryable: false })
+  })
+
+  it.each([
+    [400, { detail: "bad image_size" }, { reason: "INVALID_PARAMETERS", retryable: false }],
+    [422, { detail: [{ msg: "field required", type: "missing" }] }, { reason: "INVALID_PARAMETERS", retryable: false }],
+    [401, { detail: "Invalid key" }, { reason: null, retryable: false }],
+    [403, { detail: "Forbidden" }, { reason: null, retryable: false }],
+    [402, { detail: "Exhausted balance" }, { reason: null, retryable: false }],
+    [404, { detail: "Application not found" }, { reason: null, retryable: false }],
+    [500, { detail: "Internal" }, { reason: null, retryable: true }],
+    [503, "upstream connect error", { reason: null, retryable: true }]
+  ] as const)("submit answered %i is classified", async (status, body, expected) => {
+    fake.failNext({ status, body }, { path: /^\/fal-ai\/flux\/dev$/ })
+    const error = await fail(fal().submit({ job: Testing.job(), model: "fal-ai/flux/dev" }, { prompt: "x" }, context(`k-${status}`)))
+    expect(error).toMatchObject(expected)
+    expect(error.message).toContain(`fal answered ${status}`)
+  })
+
+  it("429 is transient and carries Retry-After", async () => {
+    fake.failNext({ status: 429, body: { detail: "Too many requests" }, headers: { "retry-after": "7" } })
+    const error = await fail(fal().submit({ job: Testing.job(), model: "fal-ai/flux/dev" }, { prompt: "x" }, context("k-429")))
+    expect(error).toMatchObject({ retryable: true, retryAfterMs: 7_000 })
+  })
+
+  it("a connection refused is transient; a hanging call is ended by its time limit", async () => {
+    const closed = Fal.make({ key: "fal-key", baseUrl: "http://127.0.0.1:9" })
+    expect(await fail(closed.submit({ job: Testing.job(), model: "m/x" }, {}, context("k-refused-conn")))).toMatchObject({ retryable: true })
+    fake.failNext("hang")
+    const outcome = await run(
+      fal().submit({ job: Testing.job(), model: "fal-ai/flux/dev" }, { prompt: "x" }, context("k-hang")).pipe(Effect.timeoutOption(Duration.millis(300)))
+    )
+    expect(outcome._tag).toBe("None")
+  })
+
+  it("cancel reaches fal's cancel URL", async () => {
+    const provider = fal()
+    const submitted = await run(provider.submit({ job: Testing.job({ sync: false }), model: "fal-ai/flux/dev" }, { prompt: "x" }, context("k-cancel")))
+    expect(submitted._tag).toBe("Accepted")
+    if (submitted._tag !== "Accepted") return
+    await run(provider.cancel!(submitted.upstreamId, { job: Testing.job(), model: "fal-ai/flux/dev" }))
+    expect(fake.jobs.get(submitted.upstreamId)!.cancelled).toBe(true)
+  })
+
+  it("a resubmit after a crash carries the same idempotency key and gets the same request", async () => {
+    const provider = fal()
+    const first = await run(provider.submit({ job: Testing.job({ sync: false }), model: "fal-ai/flux/dev" }, { prompt: "x" }, context("t9.1")))
+    const again = await run(provider.submit({ job: Testing.job({ sync: false }), model: "fal-ai/flux/dev" }, { prompt: "x" }, context("t9.1")))
+    expect(again).toEqual(first)
+    expect(fake.requests.filter((r) => r.headers["idempotency-key"] === "t9.1")).toHaveLength(2)
+    const size = fake.jobs.size
+    await run(provider.submit({ job: Testing.job({ sync: false }), model: "fal-ai/flux/dev" }, { prompt: "x" }, context("t9.2")))
+    expect(fake.jobs.size).toBe(size + 1)
+  })
+
+  it("a 2xx without a request_id is a permanent failure naming what was missing", async () => {
+    fake.failNext({ status: 200, body: { queued: true } })
+    const error = await fail(fal().submit({ job: Testing.job(), model: "fal-ai/flux/dev" }, {}, context("k-odd")))
+    expect(error).toMatchObject({ retryable: false, reason: null })
+    expect(error.message).toContain("without a request_id")
+  })
+})
