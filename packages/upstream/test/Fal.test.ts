@@ -3,6 +3,7 @@
  * video, every error class, 429 with Retry-After, a connection that hangs, cancel, and a
  * resubmit with the same idempotency key.
  */
+import type { HttpClient } from "@effect/platform"
 import { FetchHttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { Task, UpstreamError } from "@mediagate/core"
@@ -29,8 +30,8 @@ afterAll(() => fake.close())
 
 const fal = () => Fal.make({ key: "fal-key", baseUrl: fake.url })
 const context = (key: string) => ({ taskId: Ids.TaskId.make("t1"), idempotencyKey: key, request: {} })
-const run = <A>(effect: Effect.Effect<A, UpstreamError, any>) => Effect.runPromise(Effect.provide(effect, FetchHttpClient.layer) as Effect.Effect<A, UpstreamError>)
-const fail = <A>(effect: Effect.Effect<A, UpstreamError, any>) => run(Effect.flip(effect))
+const run = <A, E>(effect: Effect.Effect<A, E, HttpClient.HttpClient>) => Effect.runPromise(Effect.provide(effect, FetchHttpClient.layer))
+const fail = <A>(effect: Effect.Effect<A, UpstreamError, HttpClient.HttpClient>) => run(Effect.flip(effect))
 
 /** Submits and polls until fal says COMPLETED. */
 const generate = (job: Task.UpstreamJob, model: string, input: Record<string, unknown>, key: string) =>
