@@ -1,0 +1,113 @@
+/**
+ * The Replicate adapter against a loopback fake of its predictions API: output URLs (one,
+ * several, a video), `Prefer: wait`, versions, failed and canceled predictions, error
+ * classes, 429 with Retry-After, cancel, and an idempotent resubmit.
+ */
+import type { HttpClient } from "@effect/platform"
+import { FetchHttpClient } from "@effect/platform"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import type { Task, UpstreamError } from "@mediagate/core"
+import { Ids } from "@mediagate/core"
+import * as Testing from "@mediagate/core/testing"
+import { Replicate } from "@mediagate/upstream"
+import { Effect } from "effect"
+import * as FakeReplicate from "./fakes/FakeReplicate.js"
+import * as FakeServer from "./fakes/FakeServer.js"
+
+let fake: Awaited<ReturnType<typeof FakeReplicate.start>>
+beforeAll(async () => {
+  fake = await FakeReplicate.start({
+    token: "r8_token",
+    end: (p) =>
+      p.input["prompt"] === "nsfw" ? { error: "NSFW content detected. Try running it again, or try a different prompt." }
+      : p.input["prompt"] === "broken" ? { error: "CUDA out of memory" }
+      : p.model.includes("video") ? { output: "https://replicate.delivery/clip.mp4" }
+      : { output: Array.from({ length: Number(p.input["num_outputs"] ?? 1) }, (_, i) => `https://replicate.delivery/out-${i}.webp`) }
+  })
+})
+afterAll(() => fake.close())
+
+const replicate = (options: Partial<Replicate.Options> = {}) => Replicate.make({ token: "r8_token", baseUrl: fake.url, ...options })
+const context = (key: string) => ({ taskId: Ids.TaskId.make("t1"), idempotencyKey: key, request: {} })
+const run = <A, E>(effect: Effect.Effect<A, E, HttpClient.HttpClient>) => Effect.runPromise(Effect.provide(effect, FetchHttpClient.layer))
+const fail = <A>(effect: Effect.Effect<A, UpstreamError, HttpClient.HttpClient>) => run(Effect.flip(effect))
+
+const generate = (job: Task.UpstreamJob, model: string, input: Record<string, unknown>, key: string, options: Partial<Replicate.Options> = {}) =>
+  Effect.gen(function*() {
+    const provider = replicate(options)
+    const submitted = yield* provider.submit({ job, model }, input, context(key))
+    if (submitted._tag !== "Accepted") return submitted.result
+    for (;;) {
+      const polled = yield* provider.poll(submitted.upstreamId, { job, model })
+      if (polled._tag === "Completed") return polled.result
+    }
+  })
+
+describe("Replicate adapter", () => {
+  it("creates a prediction on the model with the token and polls it to its output", async () => {
+    const result = await run(generate(Testing.job({ sync: false }), "black-forest-labs/flux-schnell", { prompt: "a cat" }, "k1"))
+    expect(result).toEqual({ type: "image", urls: ["https://replicate.delivery/out-0.webp"] })
+    const create = fake.requests.find((r) => r.headers["idempotency-key"] === "k1")!
+    expect(create.path).toBe("/v1/models/black-forest-labs/flux-schnell/predictions")
+    expect(create.headers.authorization).toBe("Bearer r8_token")
+    expect(FakeServer.json(create)).toEqual({ input: { prompt: "a cat" } })
+  })
+
+  it("several outputs, a single-URL video output, and a versioned model", async () => {
+    expect((await run(generate(Testing.job({ sync: false, n: 4 }), "o/m", { prompt: "x", num_outputs: 4 }, "k-four"))).urls).toHaveLength(4)
+    expect(await run(generate(Testing.job({ sync: false, output: "video" }), "o/some-video", { prompt: "x" }, "k-video")))
+      .toEqual({ type: "video", urls: ["https://replicate.delivery/clip.mp4"] })
+    await run(generate(Testing.job({ sync: false }), "o/m:5c7d5dc6dd8bf75c1acaa8565735e7986bc5b66206b55cca93cb72c9bf15ccaa", { prompt: "x" }, "k-version"))
+    const versioned = fake.requests.find((r) => r.headers["idempotency-key"] === "k-version")!
+    expect(versioned.path).toBe("/v1/predictions")
+    expect(FakeServer.json(versioned)).toMatchObject({ version: "5c7d5dc6dd8bf75c1acaa8565735e7986bc5b66206b55cca93cb72c9bf15ccaa" })
+  })
+
+  it("with wait, a short job comes back finished from the submit itself", async () => {
+    const outcome = await run(replicate({ wait: 30 }).submit({ job: Testing.job(), model: "o/m" }, { prompt: "x" }, context("k-wait")))
+    expect(outcome).toEqual({ _tag: "Completed", result: { type: "image", urls: ["https://replicate.delivery/out-0.webp"] } })
+    expect(fake.requests.find((r) => r.headers["idempotency-key"] === "k-wait")!.headers.prefer).toBe("wait=30")
+  })
+
+  it("a failed prediction: NSFW is CONTENT_MODERATION, anything else permanent with no class", async () => {
+    expect(await fail(generate(Testing.job({ sync: false }), "o/m", { prompt: "nsfw" }, "k-nsfw"))).toMatchObject({ reason: "CONTENT_MODERATION", retryable: false })
+    const broken = await fail(generate(Testing.job({ sync: false }), "o/m", { prompt: "broken" }, "k-broken"))
+    expect(broken).toMatchObject({ reason: null, retryable: false })
+    expect(broken.message).toContain("CUDA out of memory")
+  })
+
+  it.each([
+    [401, { detail: "Invalid token" }, { reason: null, retryable: false }],
+    [402, { detail: "Insufficient credit" }, { reason: null, retryable: false }],
+    [422, { detail: "- input.width: Must be a multiple of 64" }, { reason: "INVALID_PARAMETERS", retryable: false }],
+    [500, { detail: "Internal server error" }, { reason: null, retryable: true }],
+    [502, "Bad gateway", { reason: null, retryable: true }]
+  ] as const)("a submit answered %i is classified", async (status, body, expected) => {
+    fake.failNext({ status, body })
+    expect(await fail(replicate().submit({ job: Testing.job(), model: "o/m" }, { prompt: "x" }, context(`k-${status}`)))).toMatchObject(expected)
+  })
+
+  it("429 is transient with Retry-After, on a poll as on a submit", async () => {
+    const submitted = await run(replicate().submit({ job: Testing.job({ sync: false }), model: "o/m" }, { prompt: "x" }, context("k-poll429")))
+    if (submitted._tag !== "Accepted") throw new Error("expected a prediction")
+    fake.failNext({ status: 429, body: { detail: "Request was throttled. Expected available in 3 seconds." }, headers: { "retry-after": "3" } })
+    expect(await fail(replicate().poll(submitted.upstreamId, { job: Testing.job(), model: "o/m" }))).toMatchObject({ retryable: true, retryAfterMs: 3_000 })
+  })
+
+  it("cancel cancels the prediction; a canceled prediction ends the attempt", async () => {
+    const provider = replicate()
+    const submitted = await run(provider.submit({ job: Testing.job({ sync: false }), model: "o/m" }, { prompt: "x" }, context("k-cancel")))
+    if (submitted._tag !== "Accepted") throw new Error("expected a prediction")
+    await run(provider.cancel!(submitted.upstreamId, { job: Testing.job(), model: "o/m" }))
+    expect(fake.predictions.get(submitted.upstreamId)!.cancelled).toBe(true)
+    expect(await fail(provider.poll(submitted.upstreamId, { job: Testing.job(), model: "o/m" }))).toMatchObject({ retryable: false, message: expect.stringContaining("canceled") })
+  })
+
+  it("a resubmit with the same idempotency key finds the same prediction", async () => {
+    const provider = replicate()
+    const first = await run(provider.submit({ job: Testing.job({ sync: false }), model: "o/m" }, { prompt: "x" }, context("t7.1")))
+    const again = await run(provider.submit({ job: Testing.job({ sync: false }), model: "o/m" }, { prompt: "x" }, context("t7.1")))
+    expect(again).toEqual(first)
+    expect([...fake.predictions.values()].filter((p) => p.input["prompt"] === "x" && p.id === (first as { upstreamId: string }).upstreamId)).toHaveLength(1)
+  })
+})
