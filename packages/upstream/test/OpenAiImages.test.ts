@@ -6,7 +6,6 @@
 import type { HttpClient } from "@effect/platform"
 import { FetchHttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import type { UpstreamError } from "@mediagate/core"
 import { Ids, MediaStore } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { MemoryMediaStore } from "@mediagate/store-memory"
