@@ -20,3 +20,5 @@ export * as Relay from "./Relay.js"
 export * as Replicate from "./Replicate.js"
 /** Routes from catalog models to provider targets, with failover. */
 export * as Router from "./Router.js"
+/** The standalone server's routes file (JSON), checked with line numbers. */
+export * as RoutesFile from "./RoutesFile.js"
