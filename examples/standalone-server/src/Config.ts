@@ -31,6 +31,20 @@ export interface ServerConfig {
   readonly maxRunningPerAccount: number
   /** Deadlines by model family, replacing the models' defaults. */
   readonly deadlines: Readonly<Record<string, Duration.Duration>>
+  /** The routes file (MEDIAGATE_ROUTES): models run on real providers. Without it everything runs on the simulator. */
+  readonly routes: Option.Option<string>
+  /** With a routes file, what runs models it does not route: the simulator, or nothing (their tasks fail). */
+  readonly unrouted: "simulator" | "fail"
+  /** The providers whose keys are set. */
+  readonly providers: ProviderConfig
+}
+
+/** Provider credentials and addresses, from the environment (never from the routes file). */
+export interface ProviderConfig {
+  readonly fal: Option.Option<{ readonly key: string; readonly baseUrl: Option.Option<string> }>
+  readonly replicate: Option.Option<{ readonly token: string; readonly baseUrl: Option.Option<string>; readonly wait: Option.Option<number> }>
+  readonly openai: Option.Option<{ readonly key: string; readonly baseUrl: Option.Option<string> }>
+  readonly relay: Option.Option<{ readonly baseUrl: string; readonly key: string }>
 }
 
 /** The database used when MEDIAGATE_DATABASE_URL is not set. */
@@ -51,7 +65,18 @@ export const variables = [
   "MEDIAGATE_SHUTDOWN_GRACE",
   "MEDIAGATE_MAX_RUNNING",
   "MEDIAGATE_MAX_RUNNING_PER_ACCOUNT",
-  "MEDIAGATE_DEADLINES"
+  "MEDIAGATE_DEADLINES",
+  "MEDIAGATE_ROUTES",
+  "MEDIAGATE_UNROUTED",
+  "FAL_KEY",
+  "MEDIAGATE_FAL_URL",
+  "REPLICATE_API_TOKEN",
+  "MEDIAGATE_REPLICATE_URL",
+  "MEDIAGATE_REPLICATE_WAIT",
+  "OPENAI_API_KEY",
+  "MEDIAGATE_OPENAI_URL",
+  "MEDIAGATE_RELAY_URL",
+  "MEDIAGATE_RELAY_KEY"
 ] as const
 
 type Variable = typeof variables[number]
@@ -87,10 +112,31 @@ const allowPrivateUrls = variable("MEDIAGATE_ALLOW_PRIVATE_URLS", (raw) =>
     ? Either.right(false)
     : Either.left(`must be true or false (got ${shown(raw)})`))
 
-const publicUrl = variable("MEDIAGATE_PUBLIC_URL", (raw) =>
-  /^https?:\/\/[^/\s]+/i.test(raw) && URL.canParse(raw)
-    ? Either.right(raw)
-    : Either.left(`must be an absolute http:// or https:// URL (got ${shown(raw)})`))
+/** An absolute http(s) URL. */
+const httpUrl = (name: Variable) =>
+  variable(name, (raw) =>
+    /^https?:\/\/[^/\s]+/i.test(raw) && URL.canParse(raw)
+      ? Either.right(raw)
+      : Either.left(`must be an absolute http:// or https:// URL (got ${shown(raw)})`))
+
+const publicUrl = httpUrl("MEDIAGATE_PUBLIC_URL")
+
+/** A secret: not empty, and never echoed in a message. */
+const secret = (name: Variable) => variable(name, (raw) => raw.trim().length > 0 ? Either.right(raw.trim()) : Either.left("must not be empty"))
+
+const providers: Config.Config<ProviderConfig> = Config.all({
+  fal: Config.option(Config.all({ key: secret("FAL_KEY"), baseUrl: Config.option(httpUrl("MEDIAGATE_FAL_URL")) })),
+  replicate: Config.option(Config.all({
+    token: secret("REPLICATE_API_TOKEN"),
+    baseUrl: Config.option(httpUrl("MEDIAGATE_REPLICATE_URL")),
+    wait: Config.option(variable("MEDIAGATE_REPLICATE_WAIT", (raw) => {
+      const value = /^\d{1,2}$/.test(raw.trim()) ? Number(raw.trim()) : NaN
+      return value >= 1 && value <= 60 ? Either.right(value) : Either.left(`must be a whole number of seconds from 1 to 60 (got ${shown(raw)})`)
+    }))
+  })),
+  openai: Config.option(Config.all({ key: secret("OPENAI_API_KEY"), baseUrl: Config.option(httpUrl("MEDIAGATE_OPENAI_URL")) })),
+  relay: Config.option(Config.all({ baseUrl: httpUrl("MEDIAGATE_RELAY_URL"), key: secret("MEDIAGATE_RELAY_KEY") }))
+})
 
 const databaseUrl = variable("MEDIAGATE_DATABASE_URL", (raw) =>
   raw === "memory" || Either.isRight(Database.parseUrl(raw))
@@ -158,9 +204,12 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   publicUrl: Config.option(publicUrl),
   apiKey: Config.option(apiKey),
   allowPrivateUrls: allowPrivateUrls.pipe(Config.withDefault(false)),
-  upstream: oneOf("MEDIAGATE_UPSTREAM", ["simulator"], "must be simulator, the only upstream built so far").pipe(
+  upstream: oneOf("MEDIAGATE_UPSTREAM", ["simulator"], "must be simulator; real providers are set up with MEDIAGATE_ROUTES (docs/providers.md)").pipe(
     Config.withDefault("simulator" as const)
   ),
+  routes: Config.option(nonEmpty("MEDIAGATE_ROUTES")),
+  unrouted: oneOf("MEDIAGATE_UNROUTED", ["simulator", "fail"]).pipe(Config.withDefault("fail" as const)),
+  providers,
   simulatorProfile: oneOf("MEDIAGATE_SIMULATOR_PROFILE", ["instant", "demo", "realistic"]).pipe(
     Config.withDefault("demo" as const)
   ),
@@ -188,7 +237,7 @@ export const configErrorLines = (error: ConfigError.ConfigError): ReadonlyArray<
   ConfigError.reduceWithContext(error, undefined, {
     andCase: (_, left: ReadonlyArray<string>, right: ReadonlyArray<string>) => [...left, ...right],
     orCase: (_, left: ReadonlyArray<string>, right: ReadonlyArray<string>) => [...left, ...right],
-    invalidDataCase: (_, path, message) => [message.startsWith("MEDIAGATE_") ? message : `${path.join(".")}: ${message}`],
+    invalidDataCase: (_, path, message) => [variables.some((name) => message.startsWith(`${name} `)) ? message : `${path.join(".")}: ${message}`],
     missingDataCase: (_, path, message) => [`${path.join(".")}: ${message}`],
     sourceUnavailableCase: (_, path, message) => [`${path.join(".")}: ${message}`],
     unsupportedCase: (_, path, message) => [`${path.join(".")}: ${message}`]

@@ -12,12 +12,15 @@ import type { Deliverer, Engine } from "@mediagate/scheduler"
 import { Mediagate } from "@mediagate/server"
 import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, PgNotify, SqlAccounts, SqlTaskStore } from "@mediagate/store-sql"
-import { SimulatedModeration, Simulator } from "@mediagate/upstream"
+import { Fal, OpenAiImages, Relay, Replicate, Router, RoutesFile, SimulatedModeration, Simulator } from "@mediagate/upstream"
 import type { MediaError } from "@mediagate/core"
-import { Either, Layer, Option } from "effect"
+import { ModelCatalog, Upstream } from "@mediagate/core"
+import { FetchHttpClient } from "@effect/platform"
+import { Effect, Either, Layer, Option } from "effect"
+import { readFile } from "node:fs/promises"
 import type { Server as NodeServer } from "node:http"
 import { createServer } from "node:http"
-import type { ServerConfig } from "./Config.js"
+import type { ProviderConfig, ServerConfig } from "./Config.js"
 
 /** Where tasks, accounts and files live. */
 export interface Backends {
@@ -65,11 +68,109 @@ export const engineOptions = (
   ...(config.maxRunningPerAccount === undefined ? {} : { maxRunningPerAccount: config.maxRunningPerAccount })
 })
 
+/** Models run on real providers: the routes of the routes file, the providers whose keys are set. */
+export interface Routing {
+  readonly routes: ReadonlyArray<Router.Route>
+  readonly unrouted: ServerConfig["unrouted"]
+  readonly providers: ProviderConfig
+}
+
+/** The names of the providers whose keys are set. */
+export const configuredProviders = (providers: ProviderConfig): ReadonlySet<string> =>
+  new Set(Object.entries(providers).filter(([, value]) => Option.isSome(value)).map(([name]) => name))
+
+/** The adapters of the providers whose keys are set. */
+const adapters = (providers: ProviderConfig) =>
+  Effect.gen(function*() {
+    const found: Array<Router.Provider> = []
+    const base = (url: Option.Option<string>) => Option.match(url, { onNone: () => ({}), onSome: (baseUrl) => ({ baseUrl }) })
+    if (Option.isSome(providers.fal)) found.push(Fal.make({ key: providers.fal.value.key, ...base(providers.fal.value.baseUrl) }))
+    if (Option.isSome(providers.replicate)) {
+      const { baseUrl, token, wait } = providers.replicate.value
+      found.push(Replicate.make({ token, ...base(baseUrl), ...Option.match(wait, { onNone: () => ({}), onSome: (seconds) => ({ wait: seconds }) }) }))
+    }
+    if (Option.isSome(providers.openai)) found.push(yield* OpenAiImages.make({ key: providers.openai.value.key, ...base(providers.openai.value.baseUrl) }))
+    if (Option.isSome(providers.relay)) found.push(Relay.make(providers.relay.value))
+    return found
+  })
+
+/**
+ * What each name a route may use stands for: the models the jobs run (the key the router
+ * matches). A catalog id or a family stands for the models of its examples' jobs (with
+ * their fallbacks); a job's model or `model/mode` stands for itself.
+ */
+export const routableModels = (): ReadonlyMap<string, ReadonlySet<string>> => {
+  const names = new Map<string, Set<string>>()
+  const add = (name: string, jobModel: string) => names.set(name, (names.get(name) ?? new Set()).add(jobModel))
+  for (const spec of ModelCatalog.allModels) {
+    for (const example of spec.examples) {
+      const normalized = spec.normalize(example.input)
+      if (Either.isLeft(normalized)) continue
+      const { fallbackModel, mode, model } = normalized.right.job
+      for (const jobModel of [model, ...(fallbackModel === null ? [] : [fallbackModel])]) {
+        add(spec.id, jobModel)
+        add(spec.family, jobModel)
+        add(jobModel, jobModel)
+      }
+      add(`${model}/${mode}`, `${model}/${mode}`)
+    }
+  }
+  return names
+}
+
+/**
+ * The routes as the router matches them: a route named by catalog id or family serves each
+ * model its jobs run, and a route that names a job's model itself wins over those.
+ */
+export const expandRoutes = (routes: ReadonlyArray<Router.Route>, names: ReadonlyMap<string, ReadonlySet<string>>) => {
+  const expanded = new Map<string, Router.Route>()
+  const exact = routes.filter((route) => names.get(route.model)?.size === 1 && names.get(route.model)!.has(route.model))
+  for (const route of routes.filter((r) => !exact.includes(r))) {
+    for (const model of names.get(route.model) ?? []) if (!expanded.has(model)) expanded.set(model, { ...route, model })
+  }
+  for (const route of exact) expanded.set(route.model, route)
+  return [...expanded.values()]
+}
+
+/** Reads and checks the routes file; fails with one line per problem, each naming its line in the file. */
+export const loadRoutes = (file: string, providers: ProviderConfig) =>
+  Effect.gen(function*() {
+    const text = yield* Effect.tryPromise({
+      try: () => readFile(file, "utf8"),
+      catch: (error) => new RoutesFile.RoutesFileError(`MEDIAGATE_ROUTES: cannot read ${file}: ${(error as Error).message}`)
+    })
+    const names = routableModels()
+    const routes = yield* RoutesFile.parse(text, file, { providers: configuredProviders(providers), models: new Set(names.keys()) })
+    return expandRoutes(routes, names)
+  })
+
+/** The deployment's upstream: the simulator, or the router over the configured providers (the simulator for unrouted models when asked). */
+const upstream = (
+  config: Pick<ServerConfig, "simulatorProfile"> & { readonly simulatorStats?: Simulator.Stats },
+  routing: Routing | undefined
+): Layer.Layer<Upstream.Upstream, never, MediaStore.MediaStore | Ids.Ids> => {
+  const simulator = Simulator.layer({ profile: config.simulatorProfile, ...(config.simulatorStats === undefined ? {} : { stats: config.simulatorStats }) })
+  if (routing === undefined) return simulator
+  return Layer.effect(
+    Upstream.Upstream,
+    Effect.gen(function*() {
+      const unrouted = yield* Upstream.Upstream
+      return yield* Router.make({
+        routes: routing.routes,
+        providers: yield* adapters(routing.providers),
+        ...(routing.unrouted === "simulator" ? { unrouted } : {})
+      })
+    })
+  ).pipe(Layer.provide(simulator), Layer.provide(FetchHttpClient.layer))
+}
+
 /** The services of a deployment, without the HTTP server: the standard composition over these backends. */
 export const services = (
   config: Pick<ServerConfig, "simulatorProfile" | "allowPrivateUrls"> & Partial<Pick<ServerConfig, "deadlines">> & {
     /** Where the simulator counts its files, jobs and cancels (tests look at it). */
     readonly simulatorStats?: Simulator.Stats
+    /** Real providers; without it every model runs on the simulator. */
+    readonly routing?: Routing
   },
   backends: Backends,
   engine: Engine.Options = {},
@@ -79,9 +180,7 @@ export const services = (
     backends.store,
     backends.accounts,
     backends.media,
-    Simulator.layer({ profile: config.simulatorProfile, ...(config.simulatorStats === undefined ? {} : { stats: config.simulatorStats }) }).pipe(
-      Layer.provide(backends.media)
-    ),
+    upstream(config, config.routing).pipe(Layer.provide(backends.media)),
     SimulatedModeration.layer,
     outbound(config)
   ).pipe(Layer.provide(Ids.layer))
@@ -103,7 +202,9 @@ export const server = (config: Pick<ServerConfig, "host" | "port">, http: NodeSe
 /** What `layer` reads: the configuration, where the engine's settings may be left to the library. */
 /** Settings the engine and the catalog take from the configuration; each has the library's default. */
 type Tunables = "lease" | "shutdownGrace" | "maxRunning" | "maxRunningPerAccount" | "deadlines"
-export type LayerConfig = Omit<ServerConfig, Tunables> & Partial<Pick<ServerConfig, Tunables>>
+export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | "providers"> & Partial<Pick<ServerConfig, Tunables>> & {
+  readonly routing?: Routing
+}
 
 /**
  * Everything: services and the server. `http` is the node:http server to listen with (the

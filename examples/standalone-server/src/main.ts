@@ -8,12 +8,14 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Ids } from "@mediagate/core"
 import { Webhooks } from "@mediagate/scheduler"
 import { SqlAccounts } from "@mediagate/store-sql"
+import { RoutesFile } from "@mediagate/upstream"
 import { Clock, Console, ConfigError, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import { createServer } from "node:http"
 import type { ServerConfig } from "./Config.js"
 import { configErrorLines, defaultDatabaseUrl, serverConfig } from "./Config.js"
-import { layer, memoryBackends, sqlBackends } from "./Server.js"
+import type { Routing } from "./Server.js"
+import { layer, loadRoutes, memoryBackends, sqlBackends } from "./Server.js"
 
 /**
  * What the banner may say about the key and the signing secret. A secret is shown once,
@@ -31,13 +33,21 @@ interface Credentials {
 
 const notAgain = "it cannot be shown again yet (a command to show or rotate it is not built yet)"
 
-const banner = (config: ServerConfig, credentials: Credentials) => {
+/** What runs the models, for the banner. */
+const upstreamLine = (config: ServerConfig, routing: Routing | undefined) =>
+  routing === undefined
+    ? `upstream: simulator, profile: ${config.simulatorProfile}`
+    : `upstream: routes from ${Option.getOrElse(config.routes, () => "")}; other models: ${
+      routing.unrouted === "simulator" ? `simulator (${config.simulatorProfile})` : "fail"
+    }`
+
+const banner = (config: ServerConfig, credentials: Credentials, routing: Routing | undefined) => {
   const { key } = credentials
   const shown = key._tag === "Generated" ? key.value : key._tag === "Environment" ? "<your MEDIAGATE_API_KEY>" : "<your key>"
   const store = config.databaseUrl === "memory" ? "memory" : config.databaseUrl.replace(/\/\/[^@/]*@/, "//***@")
   return [
     "",
-    `mediagate listening on ${config.publicUrl} (upstream: simulator, profile: ${config.simulatorProfile}, store: ${store})`,
+    `mediagate listening on ${config.publicUrl} (${upstreamLine(config, routing)}, store: ${store})`,
     key._tag === "Environment"
       ? "API key: the one in MEDIAGATE_API_KEY"
       : key._tag === "Generated"
@@ -85,9 +95,9 @@ process.on("SIGTERM", stopOnSignal)
 process.on("SIGINT", stopOnSignal)
 
 /** Serves until interrupted (a stop signal), then says so once everything is closed. */
-const serve = <E, R>(server: Layer.Layer<never, E, R>, config: ServerConfig, credentials: Credentials) =>
+const serve = <E, R>(server: Layer.Layer<never, E, R>, config: ServerConfig, credentials: Credentials, routing: Routing | undefined) =>
   server.pipe(
-    Layer.tap(() => Console.log(banner(config, credentials))),
+    Layer.tap(() => Console.log(banner(config, credentials, routing))),
     // No tracer is configured here, and spans made for nobody cost a tenth of the CPU under
     // load (docs/benchmarks.md); an embedding host keeps its own tracing.
     Layer.provide(Layer.setTracerEnabled(false)),
@@ -102,7 +112,7 @@ const newSecret = Effect.map(token(24), Webhooks.secretFromHex)
 const newAccountId = Effect.map(token(12), (value) => Ids.AccountId.make(`acct_${value}`))
 
 /** Memory store: the key from the environment, or a new one for this run; a new secret every run. */
-const runInMemory = (config: ServerConfig) =>
+const runInMemory = (config: ServerConfig, routing: Routing | undefined) =>
   Effect.gen(function*() {
     const key = Option.isSome(config.apiKey) ? config.apiKey.value : yield* newKey
     const secret = yield* newSecret
@@ -113,14 +123,14 @@ const runInMemory = (config: ServerConfig) =>
       key: Option.isSome(config.apiKey) ? { _tag: "Environment" } : { _tag: "Generated", value: key },
       newSecret: Option.some(secret)
     }
-    return yield* serve(layer(config, backends, http), config, credentials)
+    return yield* serve(layer({ ...config, ...(routing === undefined ? {} : { routing }) }, backends, http), config, credentials, routing)
   })
 
 /**
  * SQL store: MEDIAGATE_API_KEY names an account (created if new); without it the first
  * start creates an account and prints its key once.
  */
-const runOnSql = (config: ServerConfig) =>
+const runOnSql = (config: ServerConfig, routing: Routing | undefined) =>
   Effect.scoped(
     Effect.gen(function*() {
       // The default folder is ours to create; any other path must exist (a typo should not make folders).
@@ -151,19 +161,24 @@ const runOnSql = (config: ServerConfig) =>
         credentials = { key: { _tag: "Generated", value: generated }, newSecret: yield* ensure(generated) }
       }
       const reuse = { ...backends, store: Layer.succeedContext(built), accounts: Layer.succeedContext(built) } as const
-      return yield* serve(layer(config, reuse, http), config, credentials)
+      return yield* serve(layer({ ...config, ...(routing === undefined ? {} : { routing }) }, reuse, http), config, credentials, routing)
     })
   )
 
 const program = Effect.gen(function*() {
   const config = yield* serverConfig
   shutdownGrace = config.shutdownGrace
-  return yield* (config.databaseUrl === "memory" ? runInMemory(config) : runOnSql(config))
+  const routing: Routing | undefined = Option.isNone(config.routes)
+    ? undefined
+    : { routes: yield* loadRoutes(config.routes.value, config.providers), unrouted: config.unrouted, providers: config.providers }
+  return yield* (config.databaseUrl === "memory" ? runInMemory(config, routing) : runOnSql(config, routing))
 }).pipe(Effect.provide(Ids.layer))
 
 /** One line per startup problem: each bad variable, or the failure's message, its cause's, or its tag. */
 const describe = (error: unknown): ReadonlyArray<string> => {
   if (ConfigError.isConfigError(error)) return configErrorLines(error)
+  // A routes file's problems, one line each.
+  if (error instanceof RoutesFile.RoutesFileError) return error.message.split("\n")
   const e = error as { message?: string; _tag?: string; cause?: { message?: string; code?: string } }
   return [e.message || e.cause?.message || e.cause?.code || e._tag || String(error)]
 }
