@@ -19,8 +19,9 @@ describe("docs", () => {
   })
 
   it("the README's configuration table lists exactly the variables the server reads", () => {
-    const table = [...read("README.md").matchAll(/^\| `(MEDIAGATE_[A-Z_]+)` \|/gm)].map((match) => match[1])
-    const config = [...new Set(read("examples/standalone-server/src/Config.ts").match(/MEDIAGATE_[A-Z_]+/g))]
+    const names = /(?:MEDIAGATE|FAL|REPLICATE|OPENAI)_[A-Z_]+/
+    const table = [...read("README.md").matchAll(new RegExp(`^\\| \`(${names.source})\` \\|`, "gm"))].map((match) => match[1])
+    const config = [...new Set(read("examples/standalone-server/src/Config.ts").match(new RegExp(names.source, "g")))]
     expect([...table].sort()).toEqual([...variables].sort())
     expect([...config].sort()).toEqual([...variables].sort())
   })

@@ -64,7 +64,7 @@ describe("serverConfig", () => {
         `MEDIAGATE_ALLOW_PRIVATE_URLS must be true or false (got "maybe")`
       ])
       expect(yield* problems({ MEDIAGATE_UPSTREAM: "fal" })).toEqual([
-        `MEDIAGATE_UPSTREAM must be simulator, the only upstream built so far (got "fal")`
+        `MEDIAGATE_UPSTREAM must be simulator; real providers are set up with MEDIAGATE_ROUTES (docs/providers.md) (got "fal")`
       ])
       expect(yield* problems({ MEDIAGATE_DATABASE_URL: "mysql://x" })).toEqual([
         `MEDIAGATE_DATABASE_URL must be sqlite:<path>, postgres://... or memory (got "mysql://x")`
