@@ -37,14 +37,24 @@ export interface ServerConfig {
   readonly unrouted: "simulator" | "fail"
   /** The providers whose keys are set. */
   readonly providers: ProviderConfig
+  /**
+   * Whether providers are asked to send webhooks to `<publicUrl>/webhooks/...`: only when
+   * MEDIAGATE_PUBLIC_URL is set, since a provider cannot reach the default loopback address.
+   */
+  readonly webhooks: boolean
 }
 
 /** Provider credentials and addresses, from the environment (never from the routes file). */
 export interface ProviderConfig {
-  readonly fal: Option.Option<{ readonly key: string; readonly baseUrl: Option.Option<string> }>
-  readonly replicate: Option.Option<{ readonly token: string; readonly baseUrl: Option.Option<string>; readonly wait: Option.Option<number> }>
+  readonly fal: Option.Option<{ readonly key: string; readonly baseUrl: Option.Option<string>; readonly jwksUrl: Option.Option<string> }>
+  readonly replicate: Option.Option<{
+    readonly token: string
+    readonly baseUrl: Option.Option<string>
+    readonly wait: Option.Option<number>
+    readonly webhookSecret: Option.Option<string>
+  }>
   readonly openai: Option.Option<{ readonly key: string; readonly baseUrl: Option.Option<string> }>
-  readonly relay: Option.Option<{ readonly baseUrl: string; readonly key: string }>
+  readonly relay: Option.Option<{ readonly baseUrl: string; readonly key: string; readonly webhookSecret: Option.Option<string> }>
 }
 
 /** The database used when MEDIAGATE_DATABASE_URL is not set. */
@@ -70,13 +80,16 @@ export const variables = [
   "MEDIAGATE_UNROUTED",
   "FAL_KEY",
   "MEDIAGATE_FAL_URL",
+  "MEDIAGATE_FAL_JWKS_URL",
   "REPLICATE_API_TOKEN",
   "MEDIAGATE_REPLICATE_URL",
   "MEDIAGATE_REPLICATE_WAIT",
+  "REPLICATE_WEBHOOK_SECRET",
   "OPENAI_API_KEY",
   "MEDIAGATE_OPENAI_URL",
   "MEDIAGATE_RELAY_URL",
-  "MEDIAGATE_RELAY_KEY"
+  "MEDIAGATE_RELAY_KEY",
+  "MEDIAGATE_RELAY_WEBHOOK_SECRET"
 ] as const
 
 type Variable = typeof variables[number]
@@ -125,17 +138,26 @@ const publicUrl = httpUrl("MEDIAGATE_PUBLIC_URL")
 const secret = (name: Variable) => variable(name, (raw) => raw.trim().length > 0 ? Either.right(raw.trim()) : Either.left("must not be empty"))
 
 const providers: Config.Config<ProviderConfig> = Config.all({
-  fal: Config.option(Config.all({ key: secret("FAL_KEY"), baseUrl: Config.option(httpUrl("MEDIAGATE_FAL_URL")) })),
+  fal: Config.option(Config.all({
+    key: secret("FAL_KEY"),
+    baseUrl: Config.option(httpUrl("MEDIAGATE_FAL_URL")),
+    jwksUrl: Config.option(httpUrl("MEDIAGATE_FAL_JWKS_URL"))
+  })),
   replicate: Config.option(Config.all({
     token: secret("REPLICATE_API_TOKEN"),
     baseUrl: Config.option(httpUrl("MEDIAGATE_REPLICATE_URL")),
     wait: Config.option(variable("MEDIAGATE_REPLICATE_WAIT", (raw) => {
       const value = /^\d{1,2}$/.test(raw.trim()) ? Number(raw.trim()) : NaN
       return value >= 1 && value <= 60 ? Either.right(value) : Either.left(`must be a whole number of seconds from 1 to 60 (got ${shown(raw)})`)
-    }))
+    })),
+    webhookSecret: Config.option(secret("REPLICATE_WEBHOOK_SECRET"))
   })),
   openai: Config.option(Config.all({ key: secret("OPENAI_API_KEY"), baseUrl: Config.option(httpUrl("MEDIAGATE_OPENAI_URL")) })),
-  relay: Config.option(Config.all({ baseUrl: httpUrl("MEDIAGATE_RELAY_URL"), key: secret("MEDIAGATE_RELAY_KEY") }))
+  relay: Config.option(Config.all({
+    baseUrl: httpUrl("MEDIAGATE_RELAY_URL"),
+    key: secret("MEDIAGATE_RELAY_KEY"),
+    webhookSecret: Config.option(secret("MEDIAGATE_RELAY_WEBHOOK_SECRET"))
+  }))
 })
 
 const databaseUrl = variable("MEDIAGATE_DATABASE_URL", (raw) =>
@@ -225,6 +247,7 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
 }).pipe(
   Config.map((config) => ({
     ...config,
+    webhooks: Option.isSome(config.publicUrl),
     publicUrl: Option.getOrElse(
       config.publicUrl,
       () => `http://${config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host}:${config.port}`

@@ -73,6 +73,8 @@ export interface Routing {
   readonly routes: ReadonlyArray<Router.Route>
   readonly unrouted: ServerConfig["unrouted"]
   readonly providers: ProviderConfig
+  /** Where providers send webhooks (`<public URL>/webhooks`); without it jobs are only polled. */
+  readonly webhookBaseUrl?: string
 }
 
 /** The names of the providers whose keys are set. */
@@ -83,14 +85,24 @@ export const configuredProviders = (providers: ProviderConfig): ReadonlySet<stri
 const adapters = (providers: ProviderConfig) =>
   Effect.gen(function*() {
     const found: Array<Router.Provider> = []
-    const base = (url: Option.Option<string>) => Option.match(url, { onNone: () => ({}), onSome: (baseUrl) => ({ baseUrl }) })
-    if (Option.isSome(providers.fal)) found.push(Fal.make({ key: providers.fal.value.key, ...base(providers.fal.value.baseUrl) }))
-    if (Option.isSome(providers.replicate)) {
-      const { baseUrl, token, wait } = providers.replicate.value
-      found.push(Replicate.make({ token, ...base(baseUrl), ...Option.match(wait, { onNone: () => ({}), onSome: (seconds) => ({ wait: seconds }) }) }))
+    /** `{ [name]: value }` when set, `{}` otherwise. */
+    const given = <K extends string, A>(name: K, value: Option.Option<A>) =>
+      Option.match(value, { onNone: () => ({}), onSome: (a) => ({ [name]: a }) }) as { readonly [P in K]?: A }
+    if (Option.isSome(providers.fal)) {
+      const { baseUrl, jwksUrl, key } = providers.fal.value
+      found.push(Fal.make({ key, ...given("baseUrl", baseUrl), ...given("jwksUrl", jwksUrl) }))
     }
-    if (Option.isSome(providers.openai)) found.push(yield* OpenAiImages.make({ key: providers.openai.value.key, ...base(providers.openai.value.baseUrl) }))
-    if (Option.isSome(providers.relay)) found.push(Relay.make(providers.relay.value))
+    if (Option.isSome(providers.replicate)) {
+      const { baseUrl, token, wait, webhookSecret } = providers.replicate.value
+      found.push(Replicate.make({ token, ...given("baseUrl", baseUrl), ...given("wait", wait), ...given("webhookSecret", webhookSecret) }))
+    }
+    if (Option.isSome(providers.openai)) {
+      found.push(yield* OpenAiImages.make({ key: providers.openai.value.key, ...given("baseUrl", providers.openai.value.baseUrl) }))
+    }
+    if (Option.isSome(providers.relay)) {
+      const { baseUrl, key, webhookSecret } = providers.relay.value
+      found.push(Relay.make({ baseUrl, key, ...given("webhookSecret", webhookSecret) }))
+    }
     return found
   })
 
@@ -158,7 +170,8 @@ const upstream = (
       return yield* Router.make({
         routes: routing.routes,
         providers: yield* adapters(routing.providers),
-        ...(routing.unrouted === "simulator" ? { unrouted } : {})
+        ...(routing.unrouted === "simulator" ? { unrouted } : {}),
+        ...(routing.webhookBaseUrl === undefined ? {} : { webhooks: { baseUrl: routing.webhookBaseUrl } })
       })
     })
   ).pipe(Layer.provide(simulator), Layer.provide(FetchHttpClient.layer))
@@ -202,7 +215,7 @@ export const server = (config: Pick<ServerConfig, "host" | "port">, http: NodeSe
 /** What `layer` reads: the configuration, where the engine's settings may be left to the library. */
 /** Settings the engine and the catalog take from the configuration; each has the library's default. */
 type Tunables = "lease" | "shutdownGrace" | "maxRunning" | "maxRunningPerAccount" | "deadlines"
-export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | "providers"> & Partial<Pick<ServerConfig, Tunables>> & {
+export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | "providers" | "webhooks"> & Partial<Pick<ServerConfig, Tunables>> & {
   readonly routing?: Routing
 }
 

@@ -8,6 +8,7 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Ids } from "@mediagate/core"
 import { Webhooks } from "@mediagate/scheduler"
 import { SqlAccounts } from "@mediagate/store-sql"
+import { Routes } from "@mediagate/http"
 import { RoutesFile } from "@mediagate/upstream"
 import { Clock, Console, ConfigError, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
@@ -170,7 +171,12 @@ const program = Effect.gen(function*() {
   shutdownGrace = config.shutdownGrace
   const routing: Routing | undefined = Option.isNone(config.routes)
     ? undefined
-    : { routes: yield* loadRoutes(config.routes.value, config.providers), unrouted: config.unrouted, providers: config.providers }
+    : {
+      routes: yield* loadRoutes(config.routes.value, config.providers),
+      unrouted: config.unrouted,
+      providers: config.providers,
+      ...(config.webhooks ? { webhookBaseUrl: `${config.publicUrl}${Routes.webhookPrefix}` } : {})
+    }
   return yield* (config.databaseUrl === "memory" ? runInMemory(config, routing) : runOnSql(config, routing))
 }).pipe(Effect.provide(Ids.layer))
 

@@ -5,8 +5,7 @@ import { Clock, Context, Duration, Effect, Either, Option } from "effect"
 import type { Account } from "./Accounts.js"
 import type { ListQuery, SubmitRequest } from "./Api.js"
 import { ModerationRejected, shortened, TaskNotCancellable, TaskNotFound, ValidationError } from "./Errors.js"
-import type { TaskId } from "./Ids.js"
-import { Ids } from "./Ids.js"
+import { Ids, TaskId } from "./Ids.js"
 import { ModelCatalog } from "./models/ModelCatalog.js"
 import type { ModelSpec } from "./models/ModelSpec.js"
 import { Moderation } from "./Moderation.js"
@@ -17,7 +16,7 @@ import * as Transition from "./Transition.js"
 import { isTerminal, TaskRecord, toWire } from "./Task.js"
 import { TaskWakeup } from "./TaskEvents.js"
 import { TaskStore } from "./TaskStore.js"
-import { Upstream } from "./Upstream.js"
+import { type InboundWebhook, Upstream } from "./Upstream.js"
 import * as TaskWrites from "./TaskWrites.js"
 import { checkUrl } from "./UrlPolicy.js"
 
@@ -224,7 +223,27 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       return { tasks: page.tasks.map(toWire), next_cursor: page.nextCursor }
     })
 
-    return { submit, query, list, cancel } as const
+    /**
+     * A provider's webhook: when the upstream finds it genuine, its task (the token) is due
+     * at once and the engine is woken, so the result is fetched now rather than at the next
+     * poll. Answers whether it was accepted; an unknown, finished or not yet submitted task
+     * is accepted and left alone (the provider need not send it again).
+     */
+    const receiveWebhook = Effect.fn("TaskService.receiveWebhook")(function*(webhook: InboundWebhook) {
+      const verify = Option.flatMap(upstream, (service) => Option.fromNullable(service.verifyWebhook))
+      if (Option.isNone(verify) || !(yield* verify.value(webhook))) return false
+      const found = yield* store.get(TaskId.make(webhook.token))
+      if (Option.isNone(found) || found.value.dueAt === null || found.value.upstreamId === null) return true
+      const now = yield* Clock.currentTimeMillis
+      if (found.value.dueAt > now) {
+        // The engine moving the task meanwhile is as good: it is being looked at.
+        yield* writes.reschedule(found.value, now).pipe(Effect.catchTags({ TaskConflict: () => Effect.void, IllegalTransition: () => Effect.void }))
+      }
+      if (Option.isSome(wakeup)) yield* wakeup.value.wake
+      return true
+    })
+
+    return { submit, query, list, cancel, receiveWebhook } as const
   })
 }) {}
 

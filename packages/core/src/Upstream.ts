@@ -30,6 +30,17 @@ export interface SubmitContext {
   readonly request: TaskInput
 }
 
+/** A provider's webhook as it arrived at `/webhooks/{provider}/{token}`: raw, for its signature. */
+export interface InboundWebhook {
+  /** The provider named in the path. */
+  readonly provider: string
+  /** The path's token: the task the webhook is about. */
+  readonly token: string
+  /** Header names in lower case. */
+  readonly headers: Readonly<Record<string, string | undefined>>
+  readonly body: Uint8Array
+}
+
 /**
  * An upstream provider. Failures are `UpstreamError`s, classified: `retryable` for transient
  * ones (connection error, timeout, 5xx, 429, with `retryAfterMs` from `Retry-After`), which
@@ -52,4 +63,15 @@ export class Upstream extends Context.Tag("@mediagate/core/Upstream")<Upstream, 
   readonly failover?: (job: UpstreamJob) => UpstreamJob | undefined
   /** The name of the provider target that runs `job` (`fal:fal-ai/flux/dev`), recorded with each attempt. Optional. */
   readonly describe?: (job: UpstreamJob) => string
+  /**
+   * Whether a provider webhook is genuine: its signature checks out with that provider's
+   * keys, and it is fresh. A genuine webhook only wakes its task (the engine polls it at
+   * once); what the task became is always read from the provider. Optional.
+   */
+  readonly verifyWebhook?: (webhook: InboundWebhook) => Effect.Effect<boolean>
+  /**
+   * Whether the provider running `job` sends a webhook when it ends: the engine then polls
+   * it only as a safety net, rarely. Optional.
+   */
+  readonly notifies?: (job: UpstreamJob) => boolean
 }>() {}

@@ -14,6 +14,9 @@ export const openApiPath = "/api/v1/openapi.json"
 /** Path prefix result files are served under. */
 export const mediaPrefix = "/media"
 
+/** Path prefix provider webhooks arrive under: `/webhooks/{provider}/{token}`. */
+export const webhookPrefix = "/webhooks"
+
 interface KnownPath {
   readonly pattern: RegExp
   readonly static: boolean
@@ -27,7 +30,7 @@ const known = (path: string, method: string): KnownPath => ({
 })
 
 const knownPaths: ReadonlyArray<KnownPath> = (() => {
-  const paths: Array<KnownPath> = [known(openApiPath, "GET"), known(`${mediaPrefix}/:key`, "GET")]
+  const paths: Array<KnownPath> = [known(openApiPath, "GET"), known(`${mediaPrefix}/:key`, "GET"), known(`${webhookPrefix}/:provider/:token`, "POST")]
   HttpApi.reflect(Api.MediagateApi, {
     onGroup: () => {},
     onEndpoint: ({ endpoint }) => void paths.push(known(endpoint.path, endpoint.method))

@@ -3,13 +3,13 @@
  * 405 for the one wrong method the router would otherwise take for a task id.
  */
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
-import { Accounts, Api, MediaStore } from "@mediagate/core"
+import { Accounts, Api, MediaStore, TaskService } from "@mediagate/core"
 import { Context, Effect, Layer, Option } from "effect"
 import { authenticate } from "./Auth.js"
 import { envelope, methodNotAllowed, requestPath } from "./Envelope.js"
-import { allowedMethods, mediaPrefix, openApiPath } from "./Paths.js"
+import { allowedMethods, mediaPrefix, openApiPath, webhookPrefix } from "./Paths.js"
 
-export { mediaPrefix, openApiPath } from "./Paths.js"
+export { mediaPrefix, openApiPath, webhookPrefix } from "./Paths.js"
 
 /** The base URL the OpenAPI document names in `servers`; by default the request's own origin. */
 export class PublicUrl extends Context.Reference<PublicUrl>()("@mediagate/http/PublicUrl", {
@@ -82,9 +82,32 @@ export const media = HttpApiBuilder.Router.use((router) =>
   })
 )
 
+/**
+ * Provider webhooks (`/webhooks/{provider}/{token}`, outside /api/v1/: providers have no key
+ * of ours). The upstream checks the provider's signature; a genuine one wakes the task,
+ * which is then polled at once. 401 for a signature that does not check out (or a provider
+ * that sends none), 200 otherwise, in the envelope.
+ */
+export const webhooks = HttpApiBuilder.Router.use((router) =>
+  Effect.gen(function*() {
+    const tasks = yield* TaskService
+    yield* router.post(
+      `${webhookPrefix}/:provider/:token`,
+      Effect.gen(function*() {
+        const { provider = "", token = "" } = yield* HttpRouter.params
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const body = new Uint8Array(yield* request.arrayBuffer)
+        const accepted = yield* tasks.receiveWebhook({ provider, token, headers: request.headers, body })
+        return accepted ? envelope(0, "ok") : envelope(401, "the webhook's signature is not valid")
+      })
+    )
+  })
+)
+
 /** The extra routes. */
-export const layer: Layer.Layer<never, never, Accounts.Accounts | MediaStore.MediaStore> = Layer.mergeAll(
+export const layer: Layer.Layer<never, never, Accounts.Accounts | MediaStore.MediaStore | TaskService> = Layer.mergeAll(
   openApi,
   submitMethods,
-  media
+  media,
+  webhooks
 )

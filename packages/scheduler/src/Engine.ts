@@ -122,9 +122,17 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
      */
     const nextPollAt = (record: Task.TaskRecord, now: number, startedAt = Attempt.open(record)?.startedAt ?? now) =>
       Effect.map(Random.nextRange(0.9, 1.1), (jitter) => {
-        const cap = settings.upstreamPollInterval ??
-          Math.min(600_000, Math.max(1_000, (record.deadlineAt - record.createdAt) / 36))
-        const delay = Math.min(cap, Math.max(settings.firstPollDelay, (now - startedAt) / 2))
+        const deadline = record.deadlineAt - record.createdAt
+        const ran = now - startedAt
+        // A provider that sends a webhook when the job ends wakes the task itself: polls are
+        // the safety net, from 30 s after acceptance, each as long again as the job has run,
+        // up to a quarter of the deadline (about 9 polls for a 4-hour job).
+        const delay = upstream.notifies?.(record.job) === true
+          ? Math.min(Math.max(deadline / 4, 30_000), Math.max(30_000, ran))
+          : Math.min(
+            settings.upstreamPollInterval ?? Math.min(600_000, Math.max(1_000, deadline / 36)),
+            Math.max(settings.firstPollDelay, ran / 2)
+          )
         return now + Math.round(delay * jitter)
       })
 

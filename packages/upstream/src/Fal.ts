@@ -11,10 +11,18 @@
  *
  * `{app}` is the model id's first two segments (`fal-ai/flux` of `fal-ai/flux/dev`), as fal
  * addresses requests. Every submit carries the attempt's key as `Idempotency-Key`; whether
- * fal honours it is fal's. Webhooks (`fal_webhook`) are not used yet: jobs are polled.
+ * fal honours it is fal's.
+ *
+ * Webhooks: with a webhook URL the submit adds `?fal_webhook=<url>`. fal signs each webhook
+ * with ED25519 over `<request id>\n<user id>\n<timestamp>\n<hex SHA-256 of the body>`
+ * (`X-Fal-Webhook-Request-Id`, `-User-Id`, `-Timestamp`, `-Signature` in hex), with keys
+ * published as a JWKS (`jwksUrl`, fetched once a day); a timestamp more than 5 minutes
+ * from now is refused.
  */
+import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Ids, type Upstream } from "@mediagate/core"
-import { Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
+import { createHash, createPublicKey, type KeyObject, verify } from "node:crypto"
 import * as ProviderHttp from "./ProviderHttp.js"
 import type { Provider, ProviderJob } from "./Router.js"
 
@@ -25,7 +33,31 @@ export interface Options {
   readonly baseUrl?: string
   /** The provider's name in routes. Default `fal`. */
   readonly name?: string
+  /** Where fal publishes its webhook keys. Default `https://rest.alpha.fal.ai/.well-known/jwks.json`. */
+  readonly jwksUrl?: string
 }
+
+/** How long fetched webhook keys are used before fetching them again. */
+const keysFor = 24 * 3_600_000
+
+/** The ED25519 public keys of a JWKS (`kty` OKP, `crv` Ed25519, `x` base64url). */
+export const jwksKeys = (jwks: unknown): ReadonlyArray<KeyObject> => {
+  const keys = ProviderHttp.field(jwks, "keys")
+  if (!Array.isArray(keys)) return []
+  return keys.flatMap((key) => {
+    const x = ProviderHttp.stringField(key, "x")
+    if (Option.isNone(x)) return []
+    try {
+      return [createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: x.value }, format: "jwk" })]
+    } catch {
+      return []
+    }
+  })
+}
+
+/** What fal signs for a webhook. */
+export const signedContent = (requestId: string, userId: string, timestamp: string, body: Uint8Array) =>
+  Buffer.from([requestId, userId, timestamp, createHash("sha256").update(body).digest("hex")].join("\n"), "utf8")
 
 /** The app of a model id, by which fal addresses its requests. */
 export const appOf = (model: string) => model.split("/").slice(0, 2).join("/")
@@ -55,13 +87,30 @@ export const make = (options: Options): Provider => {
       return ProviderHttp.result(job.job, files)
     })
 
+  const jwksUrl = options.jwksUrl ?? "https://rest.alpha.fal.ai/.well-known/jwks.json"
+  let keys: { readonly keys: ReadonlyArray<KeyObject>; readonly until: number } | undefined
+  const webhookKeys = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    if (keys !== undefined && keys.until > now) return keys.keys
+    const client = yield* HttpClient.HttpClient
+    const jwks = yield* HttpClient.filterStatusOk(client).execute(HttpClientRequest.get(jwksUrl)).pipe(
+      Effect.flatMap((response) => response.json),
+      Effect.scoped
+    )
+    const found = jwksKeys(jwks)
+    if (found.length === 0) return yield* Effect.fail(new Error(`no ED25519 key in ${jwksUrl}`))
+    keys = { keys: found, until: now + keysFor }
+    return found
+  })
+
   return {
     name,
     submit: (job, input, context) =>
       Effect.gen(function*() {
+        const webhook = context.webhookUrl === undefined ? "" : `?fal_webhook=${encodeURIComponent(context.webhookUrl)}`
         const answer = yield* ProviderHttp.send(name, {
           method: "POST",
-          url: `${base}/${job.model}`,
+          url: `${base}/${job.model}${webhook}`,
           headers: { ...headers, "idempotency-key": context.idempotencyKey },
           body: input
         })
@@ -79,6 +128,22 @@ export const make = (options: Options): Provider => {
         return { _tag: "Completed", result } satisfies Upstream.PollOutcome
       }),
     cancel: (upstreamId, job) =>
-      ProviderHttp.send(name, { method: "PUT", url: `${requestUrl(job, upstreamId)}/cancel`, headers }).pipe(Effect.asVoid)
+      ProviderHttp.send(name, { method: "PUT", url: `${requestUrl(job, upstreamId)}/cancel`, headers }).pipe(Effect.asVoid),
+    verifyWebhook: ({ body, headers: sent }) =>
+      Effect.gen(function*() {
+        const requestId = sent["x-fal-webhook-request-id"]
+        const userId = sent["x-fal-webhook-user-id"]
+        const timestamp = sent["x-fal-webhook-timestamp"]
+        const signature = sent["x-fal-webhook-signature"]
+        if (requestId === undefined || userId === undefined || timestamp === undefined || signature === undefined) return false
+        if (!/^\d+$/.test(timestamp) || !/^[0-9a-f]+$/i.test(signature)) return false
+        const now = yield* Clock.currentTimeMillis
+        if (Math.abs(now - Number(timestamp) * 1000) > 5 * 60 * 1000) return false
+        const content = signedContent(requestId, userId, timestamp, body)
+        const bytes = Buffer.from(signature, "hex")
+        return (yield* webhookKeys).some((key) => verify(null, content, key, bytes))
+      }).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning(`${name}: webhook keys could not be fetched from ${jwksUrl}`, cause).pipe(Effect.as(false)))
+      )
   }
 }

@@ -10,10 +10,14 @@
  *   attempt with no class.
  * - Cancel is its `POST /api/v1/task/{id}/cancel`.
  *
- * Its callbacks are not used yet: the relay polls.
+ * Callbacks: with a webhook URL the submit sets it as `callBackUrl`; the gateway's callback
+ * wakes the task. With `webhookSecret` (that gateway's signing secret for our account) a
+ * callback must carry its Standard Webhooks signature; without it any callback is taken as
+ * a wake-up only, which is harmless: the result is always read from the gateway.
  */
 import { Ids, type Task, type Upstream, UpstreamError } from "@mediagate/core"
-import { Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
+import * as StandardWebhooks from "./StandardWebhooks.js"
 import * as ProviderHttp from "./ProviderHttp.js"
 import type { Provider } from "./Router.js"
 
@@ -24,6 +28,8 @@ export interface Options {
   readonly key: string
   /** The provider's name in routes. Default `relay`. */
   readonly name?: string
+  /** That gateway's callback signing secret (`whsec_...`) for our account. */
+  readonly webhookSecret?: string
 }
 
 /** The input a relay sends by default: the client's request as submitted (`model` included). */
@@ -77,7 +83,7 @@ export const make = (options: Options): Provider => {
           method: "POST",
           url: `${base}/task/submit`,
           headers: { ...headers, "idempotency-key": context.idempotencyKey },
-          body: { model, input: rest }
+          body: { model, input: rest, ...(context.webhookUrl === undefined ? {} : { callBackUrl: context.webhookUrl }) }
         })
         const id = ProviderHttp.stringField(data(answer.body), "taskId")
         if (Option.isNone(id)) return yield* Effect.fail(ProviderHttp.malformed(name, "a taskId", answer.body))
@@ -88,6 +94,10 @@ export const make = (options: Options): Provider => {
         Effect.flatMap((answer) => outcome(job.job, data(answer.body)))
       ),
     cancel: (upstreamId) =>
-      ProviderHttp.send(name, { method: "POST", url: `${base}/task/${encodeURIComponent(upstreamId)}/cancel`, headers }).pipe(Effect.asVoid)
+      ProviderHttp.send(name, { method: "POST", url: `${base}/task/${encodeURIComponent(upstreamId)}/cancel`, headers }).pipe(Effect.asVoid),
+    verifyWebhook: (webhook) =>
+      options.webhookSecret === undefined
+        ? Effect.succeed(true)
+        : Effect.map(Clock.currentTimeMillis, (now) => StandardWebhooks.verify(options.webhookSecret!, webhook.headers, webhook.body, now))
   }
 }

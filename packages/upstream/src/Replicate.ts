@@ -11,10 +11,16 @@
  *
  * A failed prediction whose error names NSFW or the safety checker is CONTENT_MODERATION;
  * other failures are permanent with no class. Every submit carries the attempt's key as
- * `Idempotency-Key`; whether Replicate honours it is Replicate's. Webhooks are not used yet.
+ * `Idempotency-Key`; whether Replicate honours it is Replicate's.
+ *
+ * Webhooks: with a webhook URL the prediction is created with `webhook` and
+ * `webhook_events_filter: ["completed"]`. Replicate signs them in the Standard Webhooks
+ * scheme with the account's webhook secret (`webhookSecret`, or fetched once from
+ * `GET /v1/webhooks/default/secret`).
  */
 import { Ids, type Task, type Upstream, UpstreamError } from "@mediagate/core"
-import { Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
+import * as StandardWebhooks from "./StandardWebhooks.js"
 import * as ProviderHttp from "./ProviderHttp.js"
 import type { Provider, ProviderJob } from "./Router.js"
 
@@ -27,6 +33,8 @@ export interface Options {
   readonly wait?: number
   /** The provider's name in routes. Default `replicate`. */
   readonly name?: string
+  /** The account's webhook signing secret (`whsec_...`); fetched from Replicate when not given. */
+  readonly webhookSecret?: string
 }
 
 /** The files of a prediction's output: a URL, or a list of them. */
@@ -66,6 +74,16 @@ export const make = (options: Options): Provider => {
 
   const predictionUrl = (id: string) => `${base}/v1/predictions/${encodeURIComponent(id)}`
 
+  let secret = options.webhookSecret
+  const webhookSecret = secret !== undefined
+    ? Effect.succeed(secret)
+    : ProviderHttp.send(name, { method: "GET", url: `${base}/v1/webhooks/default/secret`, headers }).pipe(
+      Effect.flatMap((answer) => {
+        const key = ProviderHttp.stringField(answer.body, "key")
+        return Option.isSome(key) ? Effect.sync(() => (secret = key.value)) : Effect.fail(ProviderHttp.malformed(name, "a webhook secret", answer.body))
+      })
+    )
+
   return {
     name,
     submit: (job: ProviderJob, input, context) =>
@@ -79,7 +97,11 @@ export const make = (options: Options): Provider => {
             "idempotency-key": context.idempotencyKey,
             ...(options.wait === undefined ? {} : { prefer: `wait=${options.wait}` })
           },
-          body: version === undefined ? { input } : { version, input }
+          body: {
+            ...(version === undefined ? {} : { version }),
+            input,
+            ...(context.webhookUrl === undefined ? {} : { webhook: context.webhookUrl, webhook_events_filter: ["completed"] })
+          }
         })
         const id = ProviderHttp.stringField(answer.body, "id")
         if (Option.isNone(id)) return yield* Effect.fail(ProviderHttp.malformed(name, "a prediction id", answer.body))
@@ -92,6 +114,11 @@ export const make = (options: Options): Provider => {
       ProviderHttp.send(name, { method: "GET", url: predictionUrl(upstreamId), headers }).pipe(
         Effect.flatMap((answer) => outcome(job.job, answer.body))
       ),
-    cancel: (upstreamId) => ProviderHttp.send(name, { method: "POST", url: `${predictionUrl(upstreamId)}/cancel`, headers }).pipe(Effect.asVoid)
+    cancel: (upstreamId) => ProviderHttp.send(name, { method: "POST", url: `${predictionUrl(upstreamId)}/cancel`, headers }).pipe(Effect.asVoid),
+    verifyWebhook: (webhook) =>
+      Effect.gen(function*() {
+        const key = secret ?? (yield* webhookSecret)
+        return StandardWebhooks.verify(key, webhook.headers, webhook.body, yield* Clock.currentTimeMillis)
+      }).pipe(Effect.catchAll((error) => Effect.logWarning(`${name}: the webhook secret could not be fetched: ${error.message}`).pipe(Effect.as(false))))
   }
 }

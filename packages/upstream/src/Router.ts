@@ -22,16 +22,24 @@ export interface ProviderJob {
 /** The provider's input for a job, made by the target's `input`. */
 export type ProviderInput = Readonly<Record<string, unknown>>
 
+/** What a provider's submit is told: the engine's context, and where the provider may send its webhook. */
+export interface ProviderContext extends Upstream.SubmitContext {
+  /** `<webhooks.baseUrl>/<provider>/<taskId>`, when the router receives webhooks and the provider verifies them. */
+  readonly webhookUrl?: string
+}
+
 /** A provider adapter (fal, Replicate, OpenAI images, relay): the Upstream contract on provider jobs. */
 export interface Provider {
   readonly name: string
   readonly submit: (
     job: ProviderJob,
     input: ProviderInput,
-    context: Upstream.SubmitContext
+    context: ProviderContext
   ) => Effect.Effect<Upstream.SubmitOutcome, UpstreamError, HttpClient.HttpClient>
   readonly poll: (upstreamId: Ids.UpstreamId, job: ProviderJob) => Effect.Effect<Upstream.PollOutcome, UpstreamError, HttpClient.HttpClient>
   readonly cancel?: (upstreamId: Ids.UpstreamId, job: ProviderJob) => Effect.Effect<void, UpstreamError, HttpClient.HttpClient>
+  /** Whether a webhook is this provider's, signed and fresh; a provider without it gets no webhook URL. */
+  readonly verifyWebhook?: (webhook: Upstream.InboundWebhook) => Effect.Effect<boolean, never, HttpClient.HttpClient>
 }
 
 /** One provider target of a route. */
@@ -63,6 +71,12 @@ export interface Options {
   /** Runs the jobs of models without a route (the simulator); without it they fail. */
   readonly unrouted?: Context.Tag.Service<Upstream.Upstream>
   readonly circuit?: CircuitBreaker.Options
+  /**
+   * Where providers send their webhooks (`https://gateway.example/webhooks`): each submit to a
+   * provider that verifies webhooks names `<baseUrl>/<provider>/<taskId>`. Without it, jobs are
+   * only polled.
+   */
+  readonly webhooks?: { readonly baseUrl: string }
 }
 
 /** A route that names a provider the router was not given. */
@@ -103,7 +117,10 @@ export const make = (options: Options): Effect.Effect<Context.Tag.Service<Upstre
         const found = resolve(job)
         if (found !== undefined) {
           const input = found.target.input(job, submitContext.request)
-          return breaker.run(found.name, Effect.provide(found.provider.submit(found.work, input, submitContext), context))
+          const webhook = options.webhooks !== undefined && found.provider.verifyWebhook !== undefined
+            ? { webhookUrl: `${options.webhooks.baseUrl.replace(/\/+$/, "")}/${encodeURIComponent(found.provider.name)}/${encodeURIComponent(submitContext.taskId)}` }
+            : {}
+          return breaker.run(found.name, Effect.provide(found.provider.submit(found.work, input, { ...submitContext, ...webhook }), context))
         }
         return options.unrouted === undefined ? noRoute(job) : options.unrouted.submit(job, submitContext)
       },
@@ -126,6 +143,11 @@ export const make = (options: Options): Effect.Effect<Context.Tag.Service<Upstre
         const route = routeOf(job)
         const next = (job.target ?? 0) + 1
         return route !== undefined && next < route.targets.length ? { ...job, target: next } : undefined
+      },
+      notifies: (job) => options.webhooks !== undefined && resolve(job)?.provider.verifyWebhook !== undefined,
+      verifyWebhook: (webhook) => {
+        const provider = providers.get(webhook.provider)
+        return provider?.verifyWebhook === undefined ? Effect.succeed(false) : Effect.provide(provider.verifyWebhook(webhook), context)
       },
       describe: (job) => {
         const found = resolve(job)

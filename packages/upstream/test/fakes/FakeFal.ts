@@ -4,7 +4,11 @@
  * COMPLETED (one step per status call); `GET /{app}/requests/{id}` the result, or the job's
  * error (422 with `detail`); `PUT /{app}/requests/{id}/cancel`. `Authorization: Key <key>` is
  * required (401 otherwise). A repeated `Idempotency-Key` gets the request it made before.
+ * A submit's `fal_webhook` is kept; `sendWebhook` posts fal's signed webhook there (ED25519
+ * over request id, user id, timestamp and the body's SHA-256), with the key this fake
+ * publishes at `/.well-known/jwks.json`.
  */
+import { createHash, generateKeyPairSync, sign } from "node:crypto"
 import * as FakeServer from "./FakeServer.js"
 
 export interface Job {
@@ -13,14 +17,32 @@ export interface Job {
   readonly input: Record<string, unknown>
   statusCalls: number
   cancelled: boolean
+  /** Finished whatever the status calls (`complete`). */
+  done: boolean
+  webhook: string | null
 }
 
 export interface Options {
   readonly key: string
   /** What a finished job answers, by its input (default: one image per `num_images`). */
   readonly result?: (job: Job) => FakeServer.Reply
-  /** Status calls before COMPLETED (default 2: IN_QUEUE, IN_PROGRESS). */
+  /** Status calls before COMPLETED (default 2: IN_QUEUE, IN_PROGRESS; Infinity: until `complete`). */
   readonly steps?: number
+}
+
+/** fal's signing key pair, as the fake's JWKS publishes its public half. */
+const keys = generateKeyPairSync("ed25519")
+const jwks = { keys: [{ ...keys.publicKey.export({ format: "jwk" }), kid: "fake-1", use: "sig" }] }
+
+/** fal's webhook signature headers for `body`, signed with `privateKey` (the fake's own by default). */
+export const signWebhook = (requestId: string, body: string, timestampSeconds: number, privateKey = keys.privateKey) => {
+  const content = [requestId, "user-1", String(timestampSeconds), createHash("sha256").update(body).digest("hex")].join("\n")
+  return {
+    "x-fal-webhook-request-id": requestId,
+    "x-fal-webhook-user-id": "user-1",
+    "x-fal-webhook-timestamp": String(timestampSeconds),
+    "x-fal-webhook-signature": sign(null, Buffer.from(content), privateKey).toString("hex")
+  }
 }
 
 export const start = async (options: Options) => {
@@ -28,6 +50,7 @@ export const start = async (options: Options) => {
   const byKey = new Map<string, string>()
   let next = 0
   const server = await FakeServer.start((request, url) => {
+    if (url.pathname === "/.well-known/jwks.json") return { status: 200, body: jwks }
     if (request.headers.authorization !== `Key ${options.key}`) return { status: 401, body: { detail: "Invalid key" } }
     const requestPath = /^\/(.+?)\/requests\/([^/]+)(\/status|\/cancel)?$/.exec(url.pathname)
     if (requestPath !== null) {
@@ -41,7 +64,7 @@ export const start = async (options: Options) => {
       if (action === "/status" && request.method === "GET") {
         const step = job.statusCalls++
         const steps = options.steps ?? 2
-        const status = step >= steps ? "COMPLETED" : step === 0 ? "IN_QUEUE" : "IN_PROGRESS"
+        const status = job.done || step >= steps ? "COMPLETED" : step === 0 ? "IN_QUEUE" : "IN_PROGRESS"
         return { status: 200, body: { status, request_id: id, ...(status === "IN_QUEUE" ? { queue_position: 0 } : {}), response_url: `${server.url}/${app}/requests/${id}` } }
       }
       if (action === undefined && request.method === "GET") {
@@ -57,7 +80,15 @@ export const start = async (options: Options) => {
       const known = typeof key === "string" ? byKey.get(key) : undefined
       const id = known ?? `req-${++next}`
       if (known === undefined) {
-        jobs.set(id, { app: model.split("/").slice(0, 2).join("/"), model, input: FakeServer.json(request), statusCalls: 0, cancelled: false })
+        jobs.set(id, {
+          app: model.split("/").slice(0, 2).join("/"),
+          model,
+          input: FakeServer.json(request),
+          statusCalls: 0,
+          cancelled: false,
+          done: false,
+          webhook: url.searchParams.get("fal_webhook")
+        })
         if (typeof key === "string") byKey.set(key, id)
       }
       const app = jobs.get(id)!.app
@@ -66,5 +97,18 @@ export const start = async (options: Options) => {
     }
     return undefined
   })
-  return { ...server, jobs }
+  /** Finishes a job and posts fal's signed webhook to its `fal_webhook`; answers the status of that post. */
+  const complete = async (id: string) => {
+    const job = jobs.get(id)!
+    job.done = true
+    if (job.webhook === null) return undefined
+    const body = JSON.stringify({ request_id: id, gateway_request_id: id, status: "OK", payload: { images: [{ url: "https://fal.media/files/0.png" }] } })
+    const response = await fetch(job.webhook, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...signWebhook(id, body, Math.floor(Date.now() / 1000)) },
+      body
+    })
+    return response.status
+  }
+  return { ...server, jobs, complete, jwksUrl: `${server.url}/.well-known/jwks.json` }
 }
