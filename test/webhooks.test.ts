@@ -1,0 +1,88 @@
+/**
+ * Provider webhooks, black box: the standalone server with a routes file sending
+ * alpha-image-2 to a loopback fake of fal's queue API (its jobs run until told to finish).
+ * fal's signed webhook finishes the task at once, long before the first safety-net poll;
+ * a webhook with a bad signature is refused and wakes nothing. Waits on a real process, so
+ * it polls with short pauses; nothing in it measures time.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { setTimeout as pause } from "node:timers/promises"
+import * as FakeFal from "../packages/upstream/test/fakes/FakeFal.js"
+import { freePort } from "./ports.js"
+import { api, killAll, type Server, startServer, stop, submit } from "./standalone-process.js"
+
+const dir = mkdtempSync(join(tmpdir(), "mediagate-webhooks-"))
+const key = "webhooks-key-0123456789"
+let fal: Awaited<ReturnType<typeof FakeFal.start>>
+let server: Server
+let port: number
+
+beforeAll(async () => {
+  fal = await FakeFal.start({ key: "fal-key", steps: Infinity })
+  const routes = join(dir, "routes.json")
+  writeFileSync(routes, JSON.stringify({
+    routes: [{ model: "alpha-image-2", targets: [{ provider: "fal", model: "fal-ai/flux/dev", input: { prompt: "$prompt", num_images: "$n" } }] }]
+  }))
+  port = await freePort()
+  server = await startServer(port, {
+    MEDIAGATE_API_KEY: key,
+    MEDIAGATE_DATABASE_URL: "memory",
+    MEDIAGATE_PUBLIC_URL: `http://127.0.0.1:${port}`,
+    MEDIAGATE_ROUTES: routes,
+    FAL_KEY: "fal-key",
+    MEDIAGATE_FAL_URL: fal.url,
+    MEDIAGATE_FAL_JWKS_URL: fal.jwksUrl
+  })
+}, 60_000)
+
+afterAll(async () => {
+  await stop(server, "SIGTERM")
+  killAll()
+  await fal.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** The task as the server shows it. */
+const task = async (taskId: string) => (await api(port, key, `/api/v1/task/${taskId}`)).body.data
+
+/** Waits until `check` holds for the task, or `limitMs` passed; answers the task as last seen. */
+const until = async (taskId: string, check: (t: any) => boolean, limitMs: number) => {
+  const end = Date.now() + limitMs
+  for (;;) {
+    const seen = await task(taskId)
+    if (check(seen) || Date.now() > end) return seen
+    await pause(100)
+  }
+}
+
+describe("provider webhooks", () => {
+  it("fal's signed webhook finishes the task at once; polls wait as a safety net", { timeout: 60_000 }, async () => {
+    const taskId = await submit(port, key, "alpha-image-2/text-to-image", "a webhook lighthouse")
+    const accepted = await until(taskId, (t) => t.attempts[0]?.upstream_id !== null && t.attempts[0]?.upstream_id !== undefined, 10_000)
+    const requestId = accepted.attempts[0].upstream_id as string
+    const job = fal.jobs.get(requestId)!
+    expect(job.webhook).toBe(`http://127.0.0.1:${port}/webhooks/fal/${taskId}`)
+
+    // A forged webhook: refused, and the task is not woken.
+    const forged = await fetch(job.webhook!, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...FakeFal.signWebhook(requestId, "{}", Math.floor(Date.now() / 1000)) },
+      body: JSON.stringify({ request_id: requestId, status: "OK" })
+    })
+    expect(forged.status).toBe(401)
+    expect(await forged.json()).toEqual({ code: 401, msg: "the webhook's signature is not valid" })
+    const unknown = await fetch(`http://127.0.0.1:${port}/webhooks/nobody/${taskId}`, { method: "POST", body: "{}" })
+    expect(unknown.status).toBe(401)
+
+    // The job ends at fal, and fal says so.
+    expect(await fal.complete(requestId)).toBe(200)
+    const done = await until(taskId, (t) => t.status === "SUCCESS", 10_000)
+    expect(done.status).toBe("SUCCESS")
+    expect(done.result).toEqual({ type: "image", urls: ["https://fal.media/files/req-1-0.png"] })
+    // One status call at most came before the webhook: the first safety-net poll is 30 s away.
+    expect(job.statusCalls).toBeLessThanOrEqual(2)
+  })
+})
