@@ -126,7 +126,7 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
         const ran = now - startedAt
         // A provider that sends a webhook when the job ends wakes the task itself: polls are
         // the safety net, from 30 s after acceptance, each as long again as the job has run,
-        // up to a quarter of the deadline (about 9 polls for a 4-hour job).
+        // up to a quarter of the deadline (about a dozen polls for a 4-hour job).
         const delay = upstream.notifies?.(record.job) === true
           ? Math.min(Math.max(deadline / 4, 30_000), Math.max(30_000, ran))
           : Math.min(

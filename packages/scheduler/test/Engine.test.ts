@@ -235,6 +235,38 @@ describe("Engine", () => {
       )
     }))
 
+  it.effect("a job whose provider sends a webhook is polled only as a safety net: about a dozen times in 4 hours", () =>
+    Effect.gen(function*() {
+      const polls = yield* Ref.make<Array<number>>([])
+      const fourHours = 4 * 3_600_000
+      const upstream = Layer.succeed(Upstream.Upstream, {
+        submit: () => Effect.succeed({ _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make("up-hooked") }),
+        poll: () =>
+          Clock.currentTimeMillis.pipe(
+            Effect.tap((now) => Ref.update(polls, (all) => [...all, now])),
+            Effect.map((now) => (now >= fourHours ? { _tag: "Completed" as const, result } : { _tag: "Running" as const }))
+          ),
+        notifies: () => true
+      })
+      yield* run(
+        upstream,
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          yield* store.create(record("m1", 0, { sync: false, model: "motion-2.0" }, 6 * 3_600_000))
+          for (let step = 0; step < (5 * 60 + 40) / 5; step++) {
+            yield* TestClock.adjust("5 minutes")
+            yield* settle
+          }
+          expect((yield* statusOf("m1")).status).toBe("SUCCESS")
+          const seen = yield* Ref.get(polls)
+          // The first poll waits 30 s (the webhook comes first), then each waits as long again as the job ran.
+          expect(seen[0]).toBeGreaterThanOrEqual(27_000)
+          expect(seen.length).toBeLessThanOrEqual(12)
+        }),
+        { pollInterval: "1 hour" }
+      )
+    }))
+
   it.effect("a task whose deadline passes becomes TIMEOUT, and not a moment before", () =>
     run(
       scripted(() => Effect.never),
