@@ -34,7 +34,8 @@ beforeAll(async () => {
     MEDIAGATE_ROUTES: routes,
     FAL_KEY: "fal-key",
     MEDIAGATE_FAL_URL: fal.url,
-    MEDIAGATE_FAL_JWKS_URL: fal.jwksUrl
+    MEDIAGATE_FAL_JWKS_URL: fal.jwksUrl,
+    MEDIAGATE_WEBHOOK_PREFIX: "/hooks/in"
   })
 }, 60_000)
 
@@ -64,7 +65,7 @@ describe("provider webhooks", () => {
     const accepted = await until(taskId, (t) => t.attempts[0]?.upstream_id !== null && t.attempts[0]?.upstream_id !== undefined, 10_000)
     const requestId = accepted.attempts[0].upstream_id as string
     const job = fal.jobs.get(requestId)!
-    expect(job.webhook).toBe(`http://127.0.0.1:${port}/webhooks/fal/${taskId}`)
+    expect(job.webhook).toBe(`http://127.0.0.1:${port}/hooks/in/fal/${taskId}`)
 
     // A forged webhook: refused, and the task is not woken.
     const forged = await fetch(job.webhook!, {
@@ -74,7 +75,7 @@ describe("provider webhooks", () => {
     })
     expect(forged.status).toBe(401)
     expect(await forged.json()).toEqual({ code: 401, msg: "the webhook's signature is not valid" })
-    const unknown = await fetch(`http://127.0.0.1:${port}/webhooks/nobody/${taskId}`, { method: "POST", body: "{}" })
+    const unknown = await fetch(`http://127.0.0.1:${port}/hooks/in/nobody/${taskId}`, { method: "POST", body: "{}" })
     expect(unknown.status).toBe(401)
 
     // The job ends at fal, and fal says so.

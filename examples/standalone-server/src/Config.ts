@@ -42,6 +42,8 @@ export interface ServerConfig {
    * MEDIAGATE_PUBLIC_URL is set, since a provider cannot reach the default loopback address.
    */
   readonly webhooks: boolean
+  /** The path prefix provider webhooks arrive under. */
+  readonly webhookPrefix: string
 }
 
 /** Provider credentials and addresses, from the environment (never from the routes file). */
@@ -78,6 +80,7 @@ export const variables = [
   "MEDIAGATE_DEADLINES",
   "MEDIAGATE_ROUTES",
   "MEDIAGATE_UNROUTED",
+  "MEDIAGATE_WEBHOOK_PREFIX",
   "FAL_KEY",
   "MEDIAGATE_FAL_URL",
   "MEDIAGATE_FAL_JWKS_URL",
@@ -231,6 +234,12 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   ),
   routes: Config.option(nonEmpty("MEDIAGATE_ROUTES")),
   unrouted: oneOf("MEDIAGATE_UNROUTED", ["simulator", "fail"]).pipe(Config.withDefault("fail" as const)),
+  webhookPrefix: variable("MEDIAGATE_WEBHOOK_PREFIX", (raw) =>
+    /^(\/[A-Za-z0-9._~-]+)+$/.test(raw) && !raw.startsWith("/api/") && !raw.startsWith("/media")
+      ? Either.right(raw)
+      : Either.left(`must be a path such as /webhooks or /hooks/providers, outside /api/ and /media (got ${shown(raw)})`)).pipe(
+        Config.withDefault("/webhooks")
+      ),
   providers,
   simulatorProfile: oneOf("MEDIAGATE_SIMULATOR_PROFILE", ["instant", "demo", "realistic"]).pipe(
     Config.withDefault("demo" as const)

@@ -214,7 +214,7 @@ export const server = (config: Pick<ServerConfig, "host" | "port">, http: NodeSe
 
 /** What `layer` reads: the configuration, where the engine's settings may be left to the library. */
 /** Settings the engine and the catalog take from the configuration; each has the library's default. */
-type Tunables = "lease" | "shutdownGrace" | "maxRunning" | "maxRunningPerAccount" | "deadlines"
+type Tunables = "lease" | "shutdownGrace" | "maxRunning" | "maxRunningPerAccount" | "deadlines" | "webhookPrefix"
 export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | "providers" | "webhooks"> & Partial<Pick<ServerConfig, Tunables>> & {
   readonly routing?: Routing
 }
@@ -228,5 +228,6 @@ export const layer = (config: LayerConfig, backends: Backends, http?: NodeServer
     Layer.provide(services(config, backends, engineOptions(config))),
     // The OpenAPI document names MEDIAGATE_PUBLIC_URL (or its default) in `servers`.
     Layer.provide(Layer.succeed(Routes.PublicUrl, Option.some(config.publicUrl))),
+    Layer.provide(config.webhookPrefix === undefined ? Layer.empty : Layer.succeed(Routes.WebhookPrefix, config.webhookPrefix)),
     Layer.provide(server(config, http))
   )

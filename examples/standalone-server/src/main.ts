@@ -8,7 +8,6 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Ids } from "@mediagate/core"
 import { Webhooks } from "@mediagate/scheduler"
 import { SqlAccounts } from "@mediagate/store-sql"
-import { Routes } from "@mediagate/http"
 import { RoutesFile } from "@mediagate/upstream"
 import { Clock, Console, ConfigError, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
@@ -175,7 +174,7 @@ const program = Effect.gen(function*() {
       routes: yield* loadRoutes(config.routes.value, config.providers),
       unrouted: config.unrouted,
       providers: config.providers,
-      ...(config.webhooks ? { webhookBaseUrl: `${config.publicUrl}${Routes.webhookPrefix}` } : {})
+      ...(config.webhooks ? { webhookBaseUrl: `${config.publicUrl}${config.webhookPrefix}` } : {})
     }
   return yield* (config.databaseUrl === "memory" ? runInMemory(config, routing) : runOnSql(config, routing))
 }).pipe(Effect.provide(Ids.layer))

@@ -14,7 +14,7 @@ export const openApiPath = "/api/v1/openapi.json"
 /** Path prefix result files are served under. */
 export const mediaPrefix = "/media"
 
-/** Path prefix provider webhooks arrive under: `/webhooks/{provider}/{token}`. */
+/** Default path prefix provider webhooks arrive under: `/webhooks/{provider}/{token}` (`Routes.WebhookPrefix`). */
 export const webhookPrefix = "/webhooks"
 
 interface KnownPath {
@@ -30,7 +30,7 @@ const known = (path: string, method: string): KnownPath => ({
 })
 
 const knownPaths: ReadonlyArray<KnownPath> = (() => {
-  const paths: Array<KnownPath> = [known(openApiPath, "GET"), known(`${mediaPrefix}/:key`, "GET"), known(`${webhookPrefix}/:provider/:token`, "POST")]
+  const paths: Array<KnownPath> = [known(openApiPath, "GET"), known(`${mediaPrefix}/:key`, "GET")]
   HttpApi.reflect(Api.MediagateApi, {
     onGroup: () => {},
     onEndpoint: ({ endpoint }) => void paths.push(known(endpoint.path, endpoint.method))

@@ -16,6 +16,11 @@ export class PublicUrl extends Context.Reference<PublicUrl>()("@mediagate/http/P
   defaultValue: (): Option.Option<string> => Option.none()
 }) {}
 
+/** Where provider webhooks arrive: `<prefix>/{provider}/{token}`; default `/webhooks`. */
+export class WebhookPrefix extends Context.Reference<WebhookPrefix>()("@mediagate/http/WebhookPrefix", {
+  defaultValue: (): string => webhookPrefix
+}) {}
+
 /** The origin a request was sent to, as its Host (and a proxy's X-Forwarded-Proto) name it. */
 const requestOrigin = (request: HttpServerRequest.HttpServerRequest): string => {
   const host = request.headers["host"]
@@ -83,7 +88,7 @@ export const media = HttpApiBuilder.Router.use((router) =>
 )
 
 /**
- * Provider webhooks (`/webhooks/{provider}/{token}`, outside /api/v1/: providers have no key
+ * Provider webhooks (`<WebhookPrefix>/{provider}/{token}`, outside /api/v1/: providers have no key
  * of ours). The upstream checks the provider's signature; a genuine one wakes the task,
  * which is then polled at once. 401 for a signature that does not check out (or a provider
  * that sends none), 200 otherwise, in the envelope.
@@ -91,8 +96,9 @@ export const media = HttpApiBuilder.Router.use((router) =>
 export const webhooks = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const tasks = yield* TaskService
+    const prefix = (yield* WebhookPrefix).replace(/\/+$/, "") as `/${string}`
     yield* router.post(
-      `${webhookPrefix}/:provider/:token`,
+      `${prefix}/:provider/:token`,
       Effect.gen(function*() {
         const { provider = "", token = "" } = yield* HttpRouter.params
         const request = yield* HttpServerRequest.HttpServerRequest

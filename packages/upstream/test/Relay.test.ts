@@ -2,15 +2,17 @@
  * The relay adapter against a loopback fake of a gateway of this spec: the client's request
  * passed on, the envelope read, 400s kept as the client's (moderation, validation), its
  * failure_reason passed through, TIMEOUT and CANCELLED there, cancel. The two-process
- * relay (mediagate in front of mediagate) is `test/relay.test.ts`.
+ * relay (mediagate in front of mediagate) is `test/relay.test.ts`. Last, a call that hangs,
+ * for every adapter.
  */
 import type { HttpClient } from "@effect/platform"
 import { FetchHttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Ids } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
-import { Relay } from "@mediagate/upstream"
-import { Effect } from "effect"
+import { MemoryMediaStore } from "@mediagate/store-memory"
+import { Fal, OpenAiImages, Relay, Replicate } from "@mediagate/upstream"
+import { Duration, Effect, Layer } from "effect"
 import * as FakeServer from "./fakes/FakeServer.js"
 
 const tasks = new Map<string, Record<string, unknown>>()
@@ -84,5 +86,27 @@ describe("relay adapter", () => {
     expect(await run(Effect.flip(poll("down-1")))).toMatchObject({ retryable: true, retryAfterMs: 2_000 })
     await run(relay().cancel!(Ids.UpstreamId.make("down-1"), { job: Testing.job(), model: "m" }))
     expect(gateway.requests.at(-1)).toMatchObject({ method: "POST", path: "/api/v1/task/down-1/cancel" })
+  })
+})
+
+describe("every adapter, a call that hangs", () => {
+  it("is ended by the engine's time limit, and the connection is let go", async () => {
+    const media = MemoryMediaStore.layer({ baseUrl: "https://cdn.test/" }).pipe(Layer.provide(Ids.layer))
+    const openai = await Effect.runPromise(Effect.provide(OpenAiImages.make({ key: "k", baseUrl: gateway.url }), media))
+    const providers = [
+      relay(),
+      Replicate.make({ token: "gw-key", baseUrl: gateway.url }),
+      Fal.make({ key: "gw-key", baseUrl: gateway.url }),
+      openai
+    ]
+    for (const provider of providers) {
+      gateway.failNext("hang")
+      const outcome = await run(
+        provider.submit({ job: Testing.job(), model: "m/x" }, { model: "m", prompt: "x" }, { taskId: Ids.TaskId.make("t"), idempotencyKey: "t.1", request: {} }).pipe(
+          Effect.timeoutOption(Duration.millis(200))
+        )
+      )
+      expect(outcome._tag, provider.name).toBe("None")
+    }
   })
 })
