@@ -12,6 +12,7 @@ import * as Testing from "@mediagate/core/testing"
 import { Fal } from "@mediagate/upstream"
 import { Duration, Effect } from "effect"
 import * as FakeFal from "./fakes/FakeFal.js"
+import * as Drive from "./fakes/Drive.js"
 import * as FakeServer from "./fakes/FakeServer.js"
 
 let fake: Awaited<ReturnType<typeof FakeFal.start>>
@@ -35,15 +36,7 @@ const fail = <A>(effect: Effect.Effect<A, UpstreamError, HttpClient.HttpClient>)
 
 /** Submits and polls until fal says COMPLETED. */
 const generate = (job: Task.UpstreamJob, model: string, input: Record<string, unknown>, key: string) =>
-  Effect.gen(function*() {
-    const provider = fal()
-    const submitted = yield* provider.submit({ job, model }, input, context(key))
-    if (submitted._tag !== "Accepted") return submitted.result
-    for (;;) {
-      const polled = yield* provider.poll(submitted.upstreamId, { job, model })
-      if (polled._tag === "Completed") return polled.result
-    }
-  })
+  Drive.generate(fal(), job, model, input, key)
 
 describe("fal queue adapter", () => {
   it("runs an image job: submit with the key, status until COMPLETED, then the result", async () => {

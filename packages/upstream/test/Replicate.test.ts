@@ -12,6 +12,7 @@ import * as Testing from "@mediagate/core/testing"
 import { Replicate } from "@mediagate/upstream"
 import { Effect } from "effect"
 import * as FakeReplicate from "./fakes/FakeReplicate.js"
+import * as Drive from "./fakes/Drive.js"
 import * as FakeServer from "./fakes/FakeServer.js"
 
 let fake: Awaited<ReturnType<typeof FakeReplicate.start>>
@@ -33,15 +34,7 @@ const run = <A, E>(effect: Effect.Effect<A, E, HttpClient.HttpClient>) => Effect
 const fail = <A>(effect: Effect.Effect<A, UpstreamError, HttpClient.HttpClient>) => run(Effect.flip(effect))
 
 const generate = (job: Task.UpstreamJob, model: string, input: Record<string, unknown>, key: string, options: Partial<Replicate.Options> = {}) =>
-  Effect.gen(function*() {
-    const provider = replicate(options)
-    const submitted = yield* provider.submit({ job, model }, input, context(key))
-    if (submitted._tag !== "Accepted") return submitted.result
-    for (;;) {
-      const polled = yield* provider.poll(submitted.upstreamId, { job, model })
-      if (polled._tag === "Completed") return polled.result
-    }
-  })
+  Drive.generate(replicate(options), job, model, input, key)
 
 describe("Replicate adapter", () => {
   it("creates a prediction on the model with the token and polls it to its output", async () => {
