@@ -2,10 +2,10 @@
  * The mediagate HTTP app, ready to serve on its own server or inside a host's.
  */
 import type { HttpApi, HttpApp } from "@effect/platform"
-import { HttpApiBuilder, HttpRouter, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import type { Accounts, MediaStore, ModelCatalog, TaskService } from "@mediagate/core"
-import { Api } from "@mediagate/core"
+import type { MediaStore, ModelCatalog } from "@mediagate/core"
+import { Accounts, Api, Ids, TaskService } from "@mediagate/core"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import type * as Http from "node:http"
 import * as Auth from "./Auth.js"
@@ -23,12 +23,50 @@ export const layer: Layer.Layer<HttpApi.Api, never, Requirements> = HttpApiBuild
   Layer.merge(Routes.layer)
 )
 
-/** The HttpApp of the API, for hosts that route requests to it themselves. */
-export const httpApp: Effect.Effect<
+/** `GET /api/v1/task/{id}`: the path of the query, the request clients repeat most. */
+const queryPath = /^\/api\/v1\/task\/([0-9A-Za-z-]{1,64})$/
+
+/**
+ * The query, answered beside HttpApi: the same authentication, use case, envelope and
+ * errors, without the router, middleware chain and Schema encoding of the answer, which cost
+ * more than the query itself (docs/benchmarks.md). `test/query-path.test.ts` checks that it
+ * answers exactly as HttpApi does.
+ */
+const fastQuery = (tasks: TaskService, accounts: Accounts.Accounts["Type"], taskId: string) =>
+  Auth.authenticate.pipe(
+    Effect.flatMap((account) => tasks.query(account, Ids.TaskId.make(taskId.toLowerCase()))),
+    Effect.map((task) => HttpServerResponse.unsafeJson(Api.ok(task))),
+    Effect.mapError(Envelope.toHttpError),
+    Effect.provideService(Accounts.Accounts, accounts)
+  )
+
+/** The API through HttpApi alone, every request, in the envelope (`httpApp` answers the same, faster). */
+export const apiApp: Effect.Effect<
   HttpApp.Default<never, Accounts.Accounts | HttpRouter.HttpRouter.DefaultServices>,
   never,
   HttpApi.Api | HttpApiBuilder.Router | HttpApiBuilder.Middleware
 > = Effect.map(HttpApiBuilder.httpApp, Envelope.middleware)
+
+/**
+ * The HttpApp of the API, for hosts that route requests to it themselves: HttpApi, with the
+ * query on a path of its own.
+ */
+export const httpApp: Effect.Effect<
+  HttpApp.Default<never, Accounts.Accounts | HttpRouter.HttpRouter.DefaultServices>,
+  never,
+  HttpApi.Api | HttpApiBuilder.Router | HttpApiBuilder.Middleware | TaskService | Accounts.Accounts
+> = Effect.gen(function*() {
+  const app = yield* HttpApiBuilder.httpApp
+  const tasks = yield* TaskService
+  const accounts = yield* Accounts.Accounts
+  return Envelope.middleware(
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const match = request.method === "GET" ? queryPath.exec(request.url) : null
+      // `/api/v1/task/submit` is the submit endpoint's path: GET there is HttpApi's 405.
+      return match === null || match[1] === "submit" ? app : fastQuery(tasks, accounts, match[1]!)
+    })
+  )
+})
 
 /**
  * Serves the API on the HttpServer in context, every answer in the envelope. The envelope
