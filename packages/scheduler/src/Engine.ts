@@ -88,6 +88,9 @@ const resolve = (options: Options) => ({
   releaseOnStop: options.releaseOnStop ?? true
 })
 
+/** A call runs without a heartbeat only if it ends this long before the claim's lease does. */
+const leaseMargin = 1_000
+
 /** How an upstream call under `guarded` ended. */
 type Guarded<A> =
   | { readonly _tag: "Answered"; readonly answer: Either.Either<A, UpstreamError> }
@@ -235,21 +238,24 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
     /**
      * Runs an upstream call for `claimed` within `limit` (never past the deadline) while a
      * heartbeat keeps the task for this worker; answers the task as it now stands and how
-     * the call ended.
+     * the call ended. A call that ends well inside the lease the claim took (a submit or poll
+     * of an async upstream under the default settings) needs no heartbeat: a client's cancel
+     * meanwhile is found when the step writes (a conflict), as it would be at the next beat.
      */
     const guarded = <A>(claimed: Task.TaskRecord, limit: number, call: Effect.Effect<A, UpstreamError>) =>
       Effect.gen(function*() {
         const started = yield* Clock.currentTimeMillis
         const budget = Math.max(0, Math.min(claimed.deadlineAt - started, limit))
+        const timed = call.pipe(
+          Effect.either,
+          Effect.timeoutOption(Duration.millis(budget)),
+          Effect.map((answer): Guarded<A> => Option.isSome(answer) ? { _tag: "Answered", answer: answer.value } : { _tag: "RanOut" })
+        )
+        if (budget + leaseMargin < (claimed.leaseUntil ?? 0) - started) return [claimed, yield* timed, started] as const
         const current = yield* Ref.make(claimed)
         const lost = yield* Deferred.make<void>()
         const beating = yield* Effect.fork(heartbeat(current, lost))
-        const outcome: Guarded<A> = yield* call.pipe(
-          Effect.either,
-          Effect.timeoutOption(Duration.millis(budget)),
-          Effect.map((answer): Guarded<A> => Option.isSome(answer) ? { _tag: "Answered", answer: answer.value } : { _tag: "RanOut" }),
-          Effect.raceFirst(Effect.as(Deferred.await(lost), { _tag: "Lost" } as const))
-        )
+        const outcome: Guarded<A> = yield* timed.pipe(Effect.raceFirst(Effect.as(Deferred.await(lost), { _tag: "Lost" } as const)))
         yield* Fiber.interrupt(beating)
         return [yield* Ref.get(current), outcome, started] as const
       })

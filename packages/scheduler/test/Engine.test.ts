@@ -373,7 +373,7 @@ describe("Engine", () => {
       )
     }).pipe(Effect.scoped))
 
-  it.effect("an async upstream call that hangs ends at its time limit, while the heartbeat keeps every other worker off the task", () =>
+  it.effect("an async upstream call that hangs ends at its time limit, inside the claim's lease: no other worker takes the task meanwhile", () =>
     Effect.gen(function*() {
       const calls = yield* Ref.make(0)
       const inFlight = yield* Ref.make(0)
@@ -396,7 +396,7 @@ describe("Engine", () => {
         yield* store.create(record("t1", 0, { sync: false }))
         yield* advance(9)
         expect(yield* Ref.get(calls)).toBe(1)
-        // Past the 15 s lease: without the heartbeat another worker would submit again now.
+        // The 10 s limit ends the call before the 15 s lease: no second worker submits.
         yield* advance(11)
         expect(yield* Ref.get(most)).toBe(1)
         // The call timed out after 10 s and was tried again, by one worker at a time.
@@ -426,6 +426,28 @@ describe("Engine: the heartbeat of an async call", () => {
         expect(yield* Ref.get(calls)).toBe(1)
         expect((yield* statusOf("t1")).leaseUntil).toBeGreaterThan(45_000)
       }).pipe(Effect.provide(engines), Effect.scoped)
+    }))
+})
+
+describe("Engine: an async call inside the claim's lease", () => {
+  it.effect("runs without heartbeat writes; a cancel meanwhile stands, and the call's answer is not written over it", () =>
+    Effect.gen(function*() {
+      yield* run(
+        scripted(() => Effect.sleep("8 seconds").pipe(Effect.as({ _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make("up-late") }))),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          yield* store.create(record("t1", 0, { sync: false }))
+          yield* advance(1)
+          const claimed = yield* statusOf("t1")
+          yield* advance(6)
+          // No beat in 7 s of the call (a heartbeat beats every 5 s): the stored task is the one the claim wrote.
+          expect((yield* statusOf("t1")).version).toBe(claimed.version)
+          const writes = yield* TaskWrites.make
+          yield* writes.apply(yield* statusOf("t1"), { to: "CANCELLED" }, yield* Clock.currentTimeMillis)
+          yield* advance(4)
+          expect(yield* statusOf("t1")).toMatchObject({ status: "CANCELLED", upstreamId: null })
+        }).pipe(Effect.provide(Ids.layerTest))
+      )
     }))
 })
 
