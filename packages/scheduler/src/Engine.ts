@@ -38,7 +38,10 @@ export interface Options {
    * 10 min (about 17 s for a 10-minute image model, 10 min for motion's 6 hours).
    */
   readonly upstreamPollInterval?: Duration.DurationInput
-  /** The first poll's delay after the upstream accepted a job. Default 50 ms. */
+  /**
+   * The first poll's delay after the upstream accepted a job. Default 20 ms: an instant
+   * upstream is done by then, and a slow one costs two or three polls more in all.
+   */
   readonly firstPollDelay?: Duration.DurationInput
   /**
    * Longest wait for an asynchronous upstream's submit or poll call; shorter than the
@@ -80,7 +83,7 @@ const resolve = (options: Options) => ({
   leaseDuration: Duration.toMillis(options.leaseDuration ?? "15 seconds"),
   retry: { ...Attempt.defaultRetryPolicy, ...options.retry },
   upstreamPollInterval: options.upstreamPollInterval === undefined ? undefined : Duration.toMillis(options.upstreamPollInterval),
-  firstPollDelay: Duration.toMillis(options.firstPollDelay ?? "50 millis"),
+  firstPollDelay: Duration.toMillis(options.firstPollDelay ?? "20 millis"),
   upstreamCallTimeout: Duration.toMillis(options.upstreamCallTimeout ?? "10 seconds"),
   syncCallTimeout: Duration.toMillis(options.syncCallTimeout ?? "2 minutes"),
   heartbeatWindow: Duration.toMillis(options.heartbeatWindow ?? "15 seconds"),
@@ -373,7 +376,7 @@ export const make = (options: Options = {}) =>
     /** Steps (short, `concurrency` at once) and sync calls (beside them, bounded by the running limit). */
     const steps = yield* FiberSet.make<Task.TaskRecord>()
     const calls = yield* FiberSet.make<Task.TaskRecord>()
-    /** The due times this engine's steps left behind (a poll 50 ms away): the loop wakes for each. */
+    /** The due times this engine's steps left behind (a poll 20 ms away): the loop wakes for each. */
     const dueTimes = new DueTimes()
     const remember = (record: Task.TaskRecord) => (record.dueAt === null ? Effect.void : Effect.sync(() => dueTimes.add(record.dueAt!)))
     const limits = { running: settings.maxRunning, perAccount: settings.maxRunningPerAccount }

@@ -137,7 +137,7 @@ describe("Engine", () => {
       )
     }))
 
-  it.effect("an accepted job is polled soon, then ever less often: an instant job ends within 100 ms", () =>
+  it.effect("an accepted job is polled soon, then ever less often: an instant job ends within 25 ms", () =>
     Effect.gen(function*() {
       yield* run(
         scripted(
@@ -148,8 +148,8 @@ describe("Engine", () => {
           const store = yield* TaskStore.TaskStore
           yield* store.create(record("t1", 0, { sync: false }))
           yield* settle
-          for (let i = 0; i < 10; i++) {
-            yield* TestClock.adjust("10 millis")
+          for (let i = 0; i < 5; i++) {
+            yield* TestClock.adjust("5 millis")
             yield* settle
           }
           expect((yield* statusOf("t1")).status).toBe("SUCCESS")
@@ -157,7 +157,7 @@ describe("Engine", () => {
       )
     }))
 
-  it.effect("a job submitted after waiting a minute in line is still polled 50 ms after acceptance", () =>
+  it.effect("a job submitted after waiting a minute in line is still polled 20 ms after acceptance", () =>
     Effect.gen(function*() {
       yield* run(
         scripted(
@@ -171,8 +171,8 @@ describe("Engine", () => {
           yield* TestClock.adjust("60 seconds")
           yield* settle
           expect((yield* statusOf("t1")).status).toBe("SUBMITTED")
-          for (let i = 0; i < 10; i++) {
-            yield* TestClock.adjust("10 millis")
+          for (let i = 0; i < 4; i++) {
+            yield* TestClock.adjust("5 millis")
             yield* settle
           }
           expect((yield* statusOf("t1")).status).toBe("SUCCESS")
