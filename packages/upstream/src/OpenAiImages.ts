@@ -86,8 +86,10 @@ export const make = (options: Options): Effect.Effect<Provider, never, MediaStor
 
     const provider: Provider = {
       name,
-      submit: (job, input) =>
+      submit: (job, given) =>
         Effect.gen(function*() {
+          // The target's model unless the input names one.
+          const input = given["model"] === undefined ? { model: job.model, ...given } : given
           const imageUrls = job.job.imageUrls
           const answer = imageUrls.length === 0
             ? yield* ProviderHttp.send(name, { method: "POST", url: `${base}/v1/images/generations`, headers, body: input })

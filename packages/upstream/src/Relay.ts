@@ -76,9 +76,10 @@ export const make = (options: Options): Provider => {
 
   return {
     name,
-    submit: (_job, input, context) =>
+    submit: (job, input, context) =>
       Effect.gen(function*() {
-        const { model, ...rest } = input
+        // The gateway's model: the one the input names (the client's, by default), else the target's.
+        const { model = job.model, ...rest } = input
         const answer = yield* ProviderHttp.send(name, {
           method: "POST",
           url: `${base}/task/submit`,

@@ -91,6 +91,11 @@ describe("OpenAI-compatible images adapter", () => {
     expect(await run(Effect.flip(submit(urls)))).toMatchObject({ retryable: true })
   })
 
+  it("an input without a model is sent with the target's", async () => {
+    await run(submit(urls, Testing.job(), { prompt: "x" }))
+    expect(FakeServer.json(urls.requests.at(-1)!)).toEqual({ model: "gpt-image-1", prompt: "x" })
+  })
+
   it("sizes follow the ratio", () => {
     expect(OpenAiImages.sizeOf(Testing.job({ ratio: "1:1" }))).toBe("1024x1024")
     expect(OpenAiImages.sizeOf(Testing.job({ ratio: "16:9" }))).toBe("1536x1024")

@@ -56,6 +56,11 @@ describe("relay adapter", () => {
     expect(await run(poll("down-1"))).toEqual({ _tag: "Completed", result: { type: "image", urls: ["https://down/a.png", "https://down/b.png"] } })
   })
 
+  it("an input without a model is sent with the target's", async () => {
+    await run(relay().submit({ job: Testing.job(), model: "beta-imagine/text-to-image-lite" }, { prompt: "p" }, { taskId: Ids.TaskId.make("t2"), idempotencyKey: "t2.1", request: {} }))
+    expect(FakeServer.json(gateway.requests.at(-1)!)).toEqual({ model: "beta-imagine/text-to-image-lite", input: { prompt: "p" } })
+  })
+
   it("its moderation refusal is CONTENT_MODERATION, its validation error INVALID_PARAMETERS, a wrong key permanent", async () => {
     expect(await run(Effect.flip(submit({ ...request, prompt: "nude" })))).toMatchObject({ reason: "CONTENT_MODERATION", retryable: false })
     const invalid = await run(Effect.flip(submit({ ...request, n: 99 })))
