@@ -5,15 +5,98 @@ import { Task, TaskConflict, TaskStore } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer, Option } from "effect"
 
-/** A TaskStore over a Map. Every method is atomic: JavaScript runs it without interleaving. */
+/** A place in the in-flight index: the task as it was when indexed, and when it may be claimed. */
+interface Entry {
+  readonly id: string
+  readonly version: number
+  /** Its due time or, if later, the end of its lease. */
+  readonly at: number
+  readonly due: number
+}
+
+const before = (a: Entry, b: Entry) => a.at < b.at || (a.at === b.at && (a.due < b.due || (a.due === b.due && a.id < b.id)))
+
+/** A binary min-heap of entries, earliest claimable first. */
+class Heap {
+  readonly items: Array<Entry> = []
+  get size() {
+    return this.items.length
+  }
+  peek(): Entry | undefined {
+    return this.items[0]
+  }
+  push(entry: Entry) {
+    const items = this.items
+    items.push(entry)
+    for (let i = items.length - 1; i > 0;) {
+      const parent = (i - 1) >> 1
+      if (!before(items[i]!, items[parent]!)) break
+      ;[items[i], items[parent]] = [items[parent]!, items[i]!]
+      i = parent
+    }
+  }
+  pop(): Entry | undefined {
+    const items = this.items
+    const top = items[0]
+    const last = items.pop()
+    if (items.length === 0 || last === undefined) return top
+    items[0] = last
+    for (let i = 0;;) {
+      const left = 2 * i + 1
+      const right = left + 1
+      let least = i
+      if (left < items.length && before(items[left]!, items[least]!)) least = left
+      if (right < items.length && before(items[right]!, items[least]!)) least = right
+      if (least === i) break
+      ;[items[i], items[least]] = [items[least]!, items[i]!]
+      i = least
+    }
+    return top
+  }
+}
+
+/**
+ * A TaskStore over Maps. Every method is atomic: JavaScript runs it without interleaving.
+ * Claims read indexes, not every task: work in flight from a heap by the time it may be
+ * claimed, running counts kept per owner as tasks change, and the waiting tasks apart.
+ */
 export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Effect.sync(() => {
   const tasks = new Map<string, Task.TaskRecord>()
-  /** The tasks not yet terminal (a due time), which claims look at: ended tasks drop out. */
-  const live = new Map<string, Task.TaskRecord>()
+  /** Tasks waiting to start (PENDING, not yet terminal). */
+  const pending = new Map<string, Task.TaskRecord>()
+  /** Tasks in flight (past PENDING, not yet terminal), by owner: they count as running. */
+  const inFlight = new Map<string, number>()
+  let inFlightTotal = 0
+  /** Every task in flight has an entry for its current version; older entries are skipped when met. */
+  const heap = new Heap()
+  const entryOf = (task: Task.TaskRecord): Entry => ({
+    id: task.id,
+    version: task.version,
+    at: Math.max(task.dueAt!, task.leaseUntil ?? Number.NEGATIVE_INFINITY),
+    due: task.dueAt!
+  })
+  const isInFlight = (task: Task.TaskRecord | undefined) => task !== undefined && task.dueAt !== null && task.status !== "PENDING"
+  const count = (owner: string, by: number) => {
+    const n = (inFlight.get(owner) ?? 0) + by
+    if (n === 0) inFlight.delete(owner)
+    else inFlight.set(owner, n)
+    inFlightTotal += by
+  }
   const put = (task: Task.TaskRecord) => {
+    const previous = tasks.get(task.id)
     tasks.set(task.id, task)
-    if (task.dueAt === null) live.delete(task.id)
-    else live.set(task.id, task)
+    if (isInFlight(previous)) count(previous!.ownerId, -1)
+    if (isInFlight(task)) {
+      count(task.ownerId, 1)
+      heap.push(entryOf(task))
+      // Old entries pile up as tasks change: rebuild the heap once they are most of it.
+      if (heap.size > 4 * inFlightTotal + 1024) {
+        heap.items.length = 0
+        for (const current of tasks.values()) if (isInFlight(current)) heap.push(entryOf(current))
+      }
+    }
+    if (task.dueAt !== null && task.status === "PENDING") pending.set(task.id, task)
+    else pending.delete(task.id)
   }
   const outbox = new Map<string, TaskStore.CallbackRow>()
   const delivery = new Map<string, { attempts: number; nextAttemptAt: number; leaseUntil: number | null; done: boolean }>()
@@ -70,30 +153,38 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
     claimDue: ({ leaseUntil, limit, limits, now, worker }) =>
       Effect.sync(() => {
         const free = (task: Task.TaskRecord) => task.leaseUntil === null || task.leaseUntil <= now
-        const nonTerminal = [...live.values()]
         const byDue = (a: Task.TaskRecord, b: Task.TaskRecord) => a.dueAt! - b.dueAt! || (a.id < b.id ? -1 : 1)
         const lease = (task: Task.TaskRecord) => {
           const record = new Task.TaskRecord({ ...task, leaseOwner: worker, leaseUntil, version: task.version + 1 }, true)
           put(record)
           return record
         }
-        // Work in flight first, earliest due first.
-        const claimed = nonTerminal
-          .filter((task) => task.status !== "PENDING" && task.dueAt! <= now && free(task))
-          .sort(byDue)
-          .slice(0, limit)
-          .map(lease)
-        // Then new work within the limits, the owners in turn.
-        const running = nonTerminal.filter((task) =>
-          task.status !== "PENDING" || (task.leaseUntil !== null && task.leaseUntil > now)
-        )
-        let room = Math.min(limit - claimed.length, (limits?.running ?? Infinity) - running.length)
-        if (room <= 0) return claimed
-        const busy = new Map<string, number>()
-        for (const task of running) busy.set(task.ownerId, (busy.get(task.ownerId) ?? 0) + 1)
+        // Work in flight first, earliest due first: every entry that may be claimed now.
+        const ready = new Map<string, Task.TaskRecord>()
+        while (heap.size > 0 && heap.peek()!.at <= now) {
+          const entry = heap.pop()!
+          const task = tasks.get(entry.id)
+          if (task !== undefined && task.version === entry.version && isInFlight(task)) ready.set(task.id, task)
+        }
+        const due = [...ready.values()].sort(byDue)
+        const claimed = due.slice(0, limit).map(lease)
+        for (const task of due.slice(limit)) heap.push(entryOf(task))
+        // Then new work within the limits, the owners in turn. Running: in flight, or claimed out of PENDING.
+        const busy = new Map(inFlight)
+        let running = inFlightTotal
+        const waiting: Array<Task.TaskRecord> = []
+        for (const task of pending.values()) {
+          if (!free(task)) {
+            busy.set(task.ownerId, (busy.get(task.ownerId) ?? 0) + 1)
+            running++
+          } else if (task.dueAt! <= now) {
+            waiting.push(task)
+          }
+        }
+        let room = Math.min(limit - claimed.length, (limits?.running ?? Infinity) - running)
+        if (room <= 0 || waiting.length === 0) return claimed
         const rank = new Map<string, number>()
-        const waiting = nonTerminal
-          .filter((task) => task.status === "PENDING" && task.dueAt! <= now && free(task))
+        const lines = waiting
           .sort(byDue)
           .map((task) => {
             // The owner's running tasks come first in its line: an owner with fewer running goes first.
@@ -103,7 +194,7 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
           })
           .filter(({ turn }) => turn <= (limits?.perAccount ?? Infinity))
           .sort((a, b) => a.turn - b.turn || byDue(a.task, b.task))
-        for (const { task } of waiting) {
+        for (const { task } of lines) {
           if (room-- <= 0) break
           claimed.push(lease(task))
         }
@@ -111,8 +202,8 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
       }),
     releaseLeases: (worker) =>
       Effect.sync(() => {
-        for (const task of live.values()) {
-          if (task.leaseOwner === worker) {
+        for (const task of [...tasks.values()]) {
+          if (task.dueAt !== null && task.leaseOwner === worker) {
             put(new Task.TaskRecord({ ...task, leaseOwner: null, leaseUntil: null, version: task.version + 1 }, true))
           }
         }
