@@ -1,8 +1,8 @@
 /**
- * `npm run bench:many-tasks`: many long tasks at once, SQLite, the simulator's realistic
+ * `npm run bench:many-tasks`: many long tasks at once, the simulator's realistic
  * profile (`BENCH_TASKS`, default 10,000).
  *
- * 1. Virtual time: the tasks (a mix of motion, clip3, beta-imagine video, canvas images and
+ * 1. Virtual time, on the memory store and on SQLite: the tasks (a mix of motion, clip3, beta-imagine video, canvas images and
  *    alpha-image-2) run through 4 simulated hours on a virtual clock (below); wall time,
  *    tasks done, and upstream calls per task.
  * 2. Real time: 10,000 motion tasks in flight (2 min to 4 h each) for `BENCH_SECONDS`
@@ -12,7 +12,7 @@
 import { Ids, ModelCatalog, TaskStore, Upstream } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { Engine } from "@mediagate/scheduler"
-import { MemoryMediaStore } from "@mediagate/store-memory"
+import { MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
 import { Simulator } from "@mediagate/upstream"
 import { Clock, Context, Duration, Effect, Layer } from "effect"
@@ -22,6 +22,7 @@ import { join } from "node:path"
 
 const tasks = Number(process.env["BENCH_TASKS"] ?? 10_000)
 const seconds = Number(process.env["BENCH_SECONDS"] ?? 30)
+type StoreKind = "memory" | "sqlite"
 const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-many-"))
 let file = 0
 
@@ -45,10 +46,14 @@ const counted = (calls: { n: number }) =>
     }))
   ).pipe(Layer.provide(Simulator.layer({ profile: "realistic" }).pipe(Layer.provide(MemoryMediaStore.layer({ baseUrl: "https://cdn.bench/media/" })), Layer.provide(Ids.layer))))
 
-const setUp = (mix: ReadonlyArray<typeof kinds[number]>, calls: { n: number }) =>
+const setUp = (mix: ReadonlyArray<typeof kinds[number]>, calls: { n: number }, storeKind: StoreKind) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    const store = yield* Layer.build(SqlTaskStore.layer.pipe(Layer.provide(Database.layerSqlite(join(dir, `m${++file}.db`)))))
+    const store = yield* Layer.build(
+      storeKind === "memory"
+        ? MemoryTaskStore.layer
+        : SqlTaskStore.layer.pipe(Layer.provide(Database.layerSqlite(join(dir, `m${++file}.db`))))
+    )
     const stored = Context.get(store, TaskStore.TaskStore)
     const ids: Array<Ids.TaskId> = []
     for (let i = 0; i < tasks; i++) {
@@ -148,11 +153,11 @@ interface Sleeper {
   cancelled: boolean
 }
 
-const virtualTime = Effect.gen(function*() {
+const virtualTime = (storeKind: StoreKind) => Effect.gen(function*() {
   const clock = new VirtualClock()
   const calls = { n: 0 }
   return yield* Effect.scoped(Effect.gen(function*() {
-    const { ids, stored } = yield* setUp(kinds, calls)
+    const { ids, stored } = yield* setUp(kinds, calls, storeKind)
     const started = performance.now()
     yield* Effect.promise(() => clock.run(4 * 3_600_000))
     const wall = (performance.now() - started) / 1000
@@ -168,7 +173,7 @@ const virtualTime = Effect.gen(function*() {
 const realTime = Effect.scoped(
   Effect.gen(function*() {
     const calls = { n: 0 }
-    yield* setUp([kinds[0]], calls)
+    yield* setUp([kinds[0]], calls, "sqlite")
     // The first minute of polling (the most frequent), then the window measured.
     yield* Effect.sleep("60 seconds")
     const before = { calls: calls.n, cpu: process.cpuUsage() }
@@ -183,7 +188,11 @@ const realTime = Effect.scoped(
 )
 
 const main = Effect.gen(function*() {
-  const virtual = process.env["BENCH_REAL_ONLY"] === undefined ? yield* virtualTime : { wall: 0, done: 0, callsPerTask: 0 }
+  const skipped = { wall: 0, done: 0, callsPerTask: 0 }
+  const virtual = {
+    memory: process.env["BENCH_REAL_ONLY"] === undefined ? yield* virtualTime("memory") : skipped,
+    sqlite: process.env["BENCH_REAL_ONLY"] === undefined ? yield* virtualTime("sqlite") : skipped
+  }
   console.log(virtual)
   if (process.env["BENCH_VIRTUAL_ONLY"] !== undefined) return
   const real = yield* realTime
@@ -194,16 +203,17 @@ const main = Effect.gen(function*() {
     "## Many long tasks",
     "",
     "Command: `npm run bench:many-tasks` (`BENCH_TASKS`, default 10,000; `BENCH_SECONDS`, default",
-    "30). SQLite, the simulator's realistic profile, one engine.",
+    "30). The simulator's realistic profile, one engine; virtual time on the memory store and",
+    "on SQLite, real time on SQLite.",
     "",
-    `| ${tasks.toLocaleString("en")} tasks | figure |`,
-    "|---|---|",
-    `| virtual time (a virtual clock, not the TestClock: see the file): 4 simulated hours of a mix (motion, clip3, beta-imagine video, canvas, alpha-image-2), wall time | ${virtual.wall.toFixed(1)} s |`,
-    `| virtual time: tasks done after 4 hours | ${virtual.done.toLocaleString("en")} |`,
-    `| virtual time: upstream calls per task (submit and polls) | ${virtual.callsPerTask.toFixed(1)} |`,
-    `| real time: motion tasks in flight, polls per task per minute after the first minute | ${real.pollsPerTaskPerMinute.toFixed(2)} |`,
-    `| real time: CPU of the process in that window | ${real.cpuPercent.toFixed(1)}% of one core |`,
-    `| real time: resident memory | ${real.rssMb.toFixed(0)} MB |`,
+    `| ${tasks.toLocaleString("en")} tasks | memory | SQLite |`,
+    "|---|---|---|",
+    `| virtual time (a virtual clock, not the TestClock: see the file): 4 simulated hours of a mix (motion, clip3, beta-imagine video, canvas, alpha-image-2), wall time | ${virtual.memory.wall.toFixed(1)} s | ${virtual.sqlite.wall.toFixed(1)} s |`,
+    `| virtual time: tasks done after 4 hours | ${virtual.memory.done.toLocaleString("en")} | ${virtual.sqlite.done.toLocaleString("en")} |`,
+    `| virtual time: upstream calls per task (submit and polls) | ${virtual.memory.callsPerTask.toFixed(1)} | ${virtual.sqlite.callsPerTask.toFixed(1)} |`,
+    `| real time: motion tasks in flight, polls per task per minute after the first minute | | ${real.pollsPerTaskPerMinute.toFixed(2)} |`,
+    `| real time: CPU of the process in that window | | ${real.cpuPercent.toFixed(1)}% of one core |`,
+    `| real time: resident memory | | ${real.rssMb.toFixed(0)} MB |`,
     "<!-- bench:many-tasks:end -->"
   ].join("\n")
   const docs = new URL("../docs/benchmarks.md", import.meta.url)
