@@ -170,7 +170,7 @@ const upstream = (
       return yield* Router.make({
         routes: routing.routes,
         providers: yield* adapters(routing.providers),
-        ...(routing.unrouted === "simulator" ? { unrouted } : {}),
+        ...(routing.unrouted === "simulator" ? { unrouted, unroutedName: "simulator" } : {}),
         ...(routing.webhookBaseUrl === undefined ? {} : { webhooks: { baseUrl: routing.webhookBaseUrl } })
       })
     })

@@ -70,6 +70,8 @@ export interface Options {
   readonly providers: ReadonlyArray<Provider>
   /** Runs the jobs of models without a route (the simulator); without it they fail. */
   readonly unrouted?: Context.Tag.Service<Upstream.Upstream>
+  /** The name attempts on `unrouted` carry (`attempts[].provider`). Default `unrouted`. */
+  readonly unroutedName?: string
   readonly circuit?: CircuitBreaker.Options
   /**
    * Where providers send their webhooks (`https://gateway.example/webhooks`): each submit to a
@@ -151,7 +153,7 @@ export const make = (options: Options): Effect.Effect<Context.Tag.Service<Upstre
       },
       describe: (job) => {
         const found = resolve(job)
-        return found === undefined ? "unrouted" : found.name
+        return found === undefined ? options.unroutedName ?? "unrouted" : found.name
       }
     }
     return service

@@ -98,6 +98,7 @@ describe("Router", () => {
       expect(upstream.failover!(second)).toBeUndefined()
       const other = Testing.job({ model: "canvas-2" })
       expect(upstream.failover!(other)).toBeUndefined()
+      expect(upstream.describe!(other)).toBe("unrouted")
       const error = yield* Effect.flip(upstream.submit(other, { taskId: Ids.TaskId.make("t"), idempotencyKey: "t.1", request: {} }))
       expect(error).toMatchObject({ retryable: false, message: "no provider is configured for model canvas-2" })
     }).pipe(Effect.provide(router())))
