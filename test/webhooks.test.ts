@@ -2,7 +2,8 @@
  * Provider webhooks, black box: the standalone server with a routes file sending
  * alpha-image-2 to a loopback fake of fal's queue API (its jobs run until told to finish).
  * fal's signed webhook finishes the task at once, long before the first safety-net poll;
- * a webhook with a bad signature is refused and wakes nothing. Waits on a real process, so
+ * a webhook with a bad signature is refused and wakes nothing; a model without a route runs
+ * on the simulator, as MEDIAGATE_UNROUTED asks. Waits on a real process, so
  * it polls with short pauses; nothing in it measures time.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
@@ -35,7 +36,9 @@ beforeAll(async () => {
     FAL_KEY: "fal-key",
     MEDIAGATE_FAL_URL: fal.url,
     MEDIAGATE_FAL_JWKS_URL: fal.jwksUrl,
-    MEDIAGATE_WEBHOOK_PREFIX: "/hooks/in"
+    MEDIAGATE_WEBHOOK_PREFIX: "/hooks/in",
+    MEDIAGATE_UNROUTED: "simulator",
+    MEDIAGATE_SIMULATOR_PROFILE: "instant"
   })
 }, 60_000)
 
@@ -85,5 +88,14 @@ describe("provider webhooks", () => {
     expect(done.result).toEqual({ type: "image", urls: ["https://fal.media/files/req-1-0.png"] })
     // One status call at most came before the webhook: the first safety-net poll is 30 s away.
     expect(job.statusCalls).toBeLessThanOrEqual(2)
+  })
+
+  it("a model without a route runs on the simulator when MEDIAGATE_UNROUTED=simulator", { timeout: 30_000 }, async () => {
+    expect(server.output()).toContain("other models: simulator (instant)")
+    const taskId = await submit(port, key, "canvas-2.0", "an unrouted canvas")
+    const done = await until(taskId, (t) => t.status === "SUCCESS", 20_000)
+    expect(done.status).toBe("SUCCESS")
+    expect(done.attempts).toMatchObject([{ provider: "simulator", outcome: "succeeded" }])
+    expect([...fal.jobs.values()].some((job) => job.input["prompt"] === "an unrouted canvas")).toBe(false)
   })
 })
