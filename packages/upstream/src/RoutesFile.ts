@@ -17,8 +17,9 @@
  * ```
  *
  * A target's `input` is a template of the provider's input: a string `"$name"` is replaced
- * by that value of the job (below), and a key whose value is null is left out; anything
- * else is sent as written (`"$$x"` is the text `$x`). Without `input`, an `openai` target
+ * by that value of the job (below), and a key whose value is null is left out, as is an
+ * object all of whose values were; anything else is sent as written (`"$$x"` is the text
+ * `$x`). Without `input`, an `openai` target
  * sends `OpenAiImages.defaultInput` and a `relay` target the client's request; `fal` and
  * `replicate` targets need one, since every model there takes its own input.
  */
@@ -97,7 +98,8 @@ const compile = (
         const v = value(job, request)
         if (v !== null && v !== undefined) out[key] = v
       }
-      return out
+      // An object whose every value was left out is left out too (an `image_size` without sizes).
+      return entries.length > 0 && Object.keys(out).length === 0 && path.length > 0 ? null : out
     }
   }
   return () => template

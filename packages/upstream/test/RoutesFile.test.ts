@@ -32,6 +32,8 @@ describe("routes file", () => {
     if (Either.isLeft(parsed)) return
     const [image, relay] = parsed.right
     const job = Testing.job({ prompt: "a fox", n: 2, width: 1024, height: null, ratio: "1:1" })
+    const sizeless = Testing.job({ prompt: "a fox", n: 1, width: null, height: null })
+    expect(image!.targets[0]!.input(sizeless, {})).toEqual({ prompt: "a fox", num_images: 1, note: "$literal", safety: false })
     const request = { model: "alpha-image-2/text-to-image", prompt: "a fox", n: 2 }
     expect(image!.targets[0]!.input(job, request)).toEqual({ prompt: "a fox", num_images: 2, image_size: { width: 1024 }, note: "$literal", safety: false })
     expect(image!.targets[1]!.input(job, request)).toEqual({ model: "gpt-image-1", prompt: "a fox", n: 2, size: "1024x1024" })
