@@ -9,7 +9,7 @@
  *    (default 30) after the first minute of polling; polls per task, resident memory and
  *    the CPU the process used in that window.
  */
-import { Ids, ModelCatalog, TaskStore, Upstream } from "@mediagate/core"
+import { Heap, Ids, ModelCatalog, TaskStore, Upstream } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { Engine } from "@mediagate/scheduler"
 import { MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
@@ -84,8 +84,8 @@ class VirtualClock implements Clock.Clock {
   readonly [Clock.ClockTypeId]: Clock.ClockTypeId = Clock.ClockTypeId
   private now = 0
   private seq = 0
-  /** A binary heap of sleepers by wake-up time, then by order of arrival. */
-  private readonly heap: Array<Sleeper> = []
+  /** The sleepers by wake-up time, then by order of arrival. */
+  private readonly heap = new Heap<Sleeper>((a, b) => a.at < b.at || (a.at === b.at && a.seq < b.seq))
   unsafeCurrentTimeMillis() {
     return this.now
   }
@@ -97,7 +97,7 @@ class VirtualClock implements Clock.Clock {
   sleep(duration: Duration.Duration) {
     return Effect.async<void>((resume) => {
       const entry: Sleeper = { at: this.now + Duration.toMillis(duration), seq: this.seq++, resume: () => resume(Effect.void), cancelled: false }
-      this.push(entry)
+      this.heap.push(entry)
       return Effect.sync(() => void (entry.cancelled = true))
     })
   }
@@ -106,43 +106,14 @@ class VirtualClock implements Clock.Clock {
     const idle = () => new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve)))
     for (;;) {
       await idle()
-      const next = this.heap[0]
+      const next = this.heap.peek()
       if (next === undefined || next.at > until) break
-      this.pop()
+      this.heap.pop()
       if (next.cancelled) continue
       this.now = Math.max(this.now, next.at)
       next.resume()
     }
     this.now = until
-  }
-  private before(a: Sleeper, b: Sleeper) {
-    return a.at < b.at || (a.at === b.at && a.seq < b.seq)
-  }
-  private push(entry: Sleeper) {
-    const heap = this.heap
-    heap.push(entry)
-    for (let i = heap.length - 1; i > 0;) {
-      const parent = (i - 1) >> 1
-      if (!this.before(heap[i]!, heap[parent]!)) break
-      ;[heap[i], heap[parent]] = [heap[parent]!, heap[i]!]
-      i = parent
-    }
-  }
-  private pop() {
-    const heap = this.heap
-    const last = heap.pop()!
-    if (heap.length === 0) return
-    heap[0] = last
-    for (let i = 0; ;) {
-      const left = 2 * i + 1
-      const right = left + 1
-      let least = i
-      if (left < heap.length && this.before(heap[left]!, heap[least]!)) least = left
-      if (right < heap.length && this.before(heap[right]!, heap[least]!)) least = right
-      if (least === i) break
-      ;[heap[i], heap[least]] = [heap[least]!, heap[i]!]
-      i = least
-    }
   }
 }
 

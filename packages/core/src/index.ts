@@ -6,6 +6,8 @@ export * as Attempt from "./Attempt.js"
 export * as Api from "./Api.js"
 /** Domain errors. */
 export * from "./Errors.js"
+/** A binary min-heap. */
+export { Heap } from "./Heap.js"
 /** Task ids and random tokens. */
 export * as Ids from "./Ids.js"
 /** Hosting of produced files. */

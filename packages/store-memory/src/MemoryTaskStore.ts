@@ -1,7 +1,7 @@
 /**
  * TaskStore in memory: for tests, demos and single-process embedding without persistence.
  */
-import { Task, TaskConflict, TaskStore } from "@mediagate/core"
+import { Heap, Task, TaskConflict, TaskStore } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer, Option } from "effect"
 
@@ -16,45 +16,6 @@ interface Entry {
 
 const before = (a: Entry, b: Entry) => a.at < b.at || (a.at === b.at && (a.due < b.due || (a.due === b.due && a.id < b.id)))
 
-/** A binary min-heap of entries, earliest claimable first. */
-class Heap {
-  readonly items: Array<Entry> = []
-  get size() {
-    return this.items.length
-  }
-  peek(): Entry | undefined {
-    return this.items[0]
-  }
-  push(entry: Entry) {
-    const items = this.items
-    items.push(entry)
-    for (let i = items.length - 1; i > 0;) {
-      const parent = (i - 1) >> 1
-      if (!before(items[i]!, items[parent]!)) break
-      ;[items[i], items[parent]] = [items[parent]!, items[i]!]
-      i = parent
-    }
-  }
-  pop(): Entry | undefined {
-    const items = this.items
-    const top = items[0]
-    const last = items.pop()
-    if (items.length === 0 || last === undefined) return top
-    items[0] = last
-    for (let i = 0;;) {
-      const left = 2 * i + 1
-      const right = left + 1
-      let least = i
-      if (left < items.length && before(items[left]!, items[least]!)) least = left
-      if (right < items.length && before(items[right]!, items[least]!)) least = right
-      if (least === i) break
-      ;[items[i], items[least]] = [items[least]!, items[i]!]
-      i = least
-    }
-    return top
-  }
-}
-
 /**
  * A TaskStore over Maps. Every method is atomic: JavaScript runs it without interleaving.
  * Claims read indexes, not every task: work in flight from a heap by the time it may be
@@ -68,7 +29,7 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
   const inFlight = new Map<string, number>()
   let inFlightTotal = 0
   /** Every task in flight has an entry for its current version; older entries are skipped when met. */
-  const heap = new Heap()
+  const heap = new Heap(before)
   const entryOf = (task: Task.TaskRecord): Entry => ({
     id: task.id,
     version: task.version,
@@ -91,7 +52,7 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
       heap.push(entryOf(task))
       // Old entries pile up as tasks change: rebuild the heap once they are most of it.
       if (heap.size > 4 * inFlightTotal + 1024) {
-        heap.items.length = 0
+        heap.clear()
         for (const current of tasks.values()) if (isInFlight(current)) heap.push(entryOf(current))
       }
     }
