@@ -8,7 +8,7 @@
 import { memoryBackends, layer as standalone } from "@mediagate/example-standalone-server/Server"
 import type { LayerConfig } from "@mediagate/example-standalone-server/Server"
 import { Duration, Effect, Layer, Option, Redacted } from "effect"
-import { readFileSync, writeFileSync } from "node:fs"
+import { writeSection } from "../scripts/benchmarks-doc.js"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { performance } from "node:perf_hooks"
@@ -88,7 +88,6 @@ const main = async () => {
   ].join("\n")
   console.log(table)
 
-  const docs = new URL("../docs/benchmarks.md", import.meta.url)
   const section = [
     "<!-- bench:callbacks:start -->",
     "## Submit to callback",
@@ -101,11 +100,7 @@ const main = async () => {
     table,
     "<!-- bench:callbacks:end -->"
   ].join("\n")
-  const text = readFileSync(docs, "utf8")
-  const updated = text.includes("<!-- bench:callbacks:start -->")
-    ? text.replace(/<!-- bench:callbacks:start -->[\s\S]*<!-- bench:callbacks:end -->/, section)
-    : `${text.trimEnd()}\n\n${section}\n`
-  writeFileSync(docs, updated)
+  writeSection(section)
   process.exit(0)
 }
 

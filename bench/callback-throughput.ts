@@ -22,7 +22,8 @@ import { Database, SqlTaskStore } from "@mediagate/store-sql"
 import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { spawn } from "node:child_process"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { writeSection } from "../scripts/benchmarks-doc.js"
 import { Session } from "node:inspector/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -160,14 +161,7 @@ const main = async () => {
     ),
     "<!-- bench:callbacks-throughput:end -->"
   ].join("\n")
-  const docs = new URL("../docs/benchmarks.md", import.meta.url)
-  const text = readFileSync(docs, "utf8")
-  writeFileSync(
-    docs,
-    text.includes("<!-- bench:callbacks-throughput:start -->")
-      ? text.replace(/<!-- bench:callbacks-throughput:start -->[\s\S]*<!-- bench:callbacks-throughput:end -->/, section)
-      : `${text.trimEnd()}\n\n${section}\n`
-  )
+  writeSection(section)
   process.exit(0)
 }
 

@@ -38,6 +38,7 @@ import { freshPgDatabase, pgUrl as envPgUrl } from "@mediagate/store-sql/testing
 import { Effect } from "effect"
 import { type ChildProcess, execSync, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { writeSection } from "../scripts/benchmarks-doc.js"
 import * as Http from "node:http"
 import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
@@ -576,14 +577,7 @@ const write = (results: ReadonlyArray<{ idle: string; load: ReadonlyArray<string
     ...submits,
     "<!-- bench:e2e:end -->"
   ].join("\n")
-  const docs = new URL("../docs/benchmarks.md", import.meta.url)
-  const text = readFileSync(docs, "utf8")
-  writeFileSync(
-    docs,
-    text.includes("<!-- bench:e2e:start -->")
-      ? text.replace(/<!-- bench:e2e:start -->[\s\S]*<!-- bench:e2e:end -->/, section)
-      : `${text.trimEnd()}\n\n${section}\n`
-  )
+  writeSection(section)
 }
 
 /** Run as a script, not imported (`summarize` is usable from other scripts). */

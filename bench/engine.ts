@@ -15,7 +15,8 @@ import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
 import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
+import { writeSection } from "../scripts/benchmarks-doc.js"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -92,14 +93,7 @@ const main = Effect.gen(function*() {
     table,
     "<!-- bench:engine:end -->"
   ].join("\n")
-  const docs = new URL("../docs/benchmarks.md", import.meta.url)
-  const text = readFileSync(docs, "utf8")
-  writeFileSync(
-    docs,
-    text.includes("<!-- bench:engine:start -->")
-      ? text.replace(/<!-- bench:engine:start -->[\s\S]*<!-- bench:engine:end -->/, section)
-      : `${text.trimEnd()}\n\n${section}\n`
-  )
+  writeSection(section)
 })
 
 Effect.runPromise(Effect.scoped(main)).then(() => process.exit(0), (error) => {

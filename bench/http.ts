@@ -16,7 +16,8 @@ import autocannon from "autocannon"
 import Database from "better-sqlite3"
 import { type ChildProcess, spawn } from "node:child_process"
 import { createHash, randomUUID } from "node:crypto"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
+import { writeSection } from "../scripts/benchmarks-doc.js"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
@@ -237,14 +238,7 @@ const main = async () => {
     table,
     "<!-- bench:http:end -->"
   ].join("\n")
-  const docs = new URL("../docs/benchmarks.md", import.meta.url)
-  const text = readFileSync(docs, "utf8")
-  writeFileSync(
-    docs,
-    text.includes("<!-- bench:http:start -->")
-      ? text.replace(/<!-- bench:http:start -->[\s\S]*<!-- bench:http:end -->/, section)
-      : `${text.trimEnd()}\n\n${section}\n`
-  )
+  writeSection(section)
   process.exit(0)
 }
 

@@ -16,7 +16,8 @@ import { MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
 import { Simulator } from "@mediagate/upstream"
 import { Clock, Context, Duration, Effect, Layer } from "effect"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
+import { writeSection } from "../scripts/benchmarks-doc.js"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -187,14 +188,7 @@ const main = Effect.gen(function*() {
     `| real time: resident memory | | ${real.rssMb.toFixed(0)} MB |`,
     "<!-- bench:many-tasks:end -->"
   ].join("\n")
-  const docs = new URL("../docs/benchmarks.md", import.meta.url)
-  const text = readFileSync(docs, "utf8")
-  writeFileSync(
-    docs,
-    text.includes("<!-- bench:many-tasks:start -->")
-      ? text.replace(/<!-- bench:many-tasks:start -->[\s\S]*<!-- bench:many-tasks:end -->/, section)
-      : `${text.trimEnd()}\n\n${section}\n`
-  )
+  writeSection(section)
 })
 
 Effect.runPromise(main).then(() => process.exit(0), (error) => {

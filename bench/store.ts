@@ -12,7 +12,8 @@ import { Database, SqlTaskStore, TaskRow } from "@mediagate/store-sql"
 import Sqlite from "better-sqlite3"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
+import { writeSection } from "../scripts/benchmarks-doc.js"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
@@ -217,17 +218,7 @@ const main = async () => {
     table,
     "<!-- bench:store:end -->"
   ].join("\n")
-  const file = new URL("../docs/benchmarks.md", import.meta.url)
-  let doc = "# Benchmarks\n\nFigures measured on this project's machine; each section names the command that reproduces it.\n"
-  try {
-    doc = readFileSync(file, "utf8")
-  } catch {
-    // first run
-  }
-  doc = doc.includes("<!-- bench:store:start -->")
-    ? doc.replace(/<!-- bench:store:start -->[\s\S]*<!-- bench:store:end -->/, section)
-    : `${doc.trimEnd()}\n\n${section}\n`
-  writeFileSync(file, doc)
+  writeSection(section)
 }
 
 main().then(() => process.exit(0), (error) => {
