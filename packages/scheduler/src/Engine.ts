@@ -118,7 +118,7 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
     const writes = yield* TaskWrites.make
     /** The attempts with the running one changed by `patch` (a new one names the upstream's provider target). */
     const touch = (record: Task.TaskRecord, startedAt: number, patch?: Parameters<typeof Attempt.touch>[2]) =>
-      Attempt.touch(record, startedAt, patch, upstream.describe?.(record.job))
+      Attempt.touch(record, startedAt, patch, Attempt.open(record) === undefined ? upstream.describe?.(record.job) : undefined)
 
     /**
      * When to poll an accepted job next: soon at first, then half the time the job has run at

@@ -42,7 +42,8 @@ export const defaultInput = (job: Task.UpstreamJob, model: string): Readonly<Rec
   size: sizeOf(job)
 })
 
-const extensionOf = (format: unknown) => (format === "jpeg" || format === "webp" ? format === "jpeg" ? "jpg" : "webp" : "png")
+/** The file extension of the answer's `output_format` (PNG when it names none). */
+const extensionOf = (format: unknown) => (format === "jpeg" ? "jpg" : format === "webp" ? "webp" : "png")
 
 export const make = (options: Options): Effect.Effect<Provider, never, MediaStore.MediaStore> =>
   Effect.gen(function*() {

@@ -81,9 +81,6 @@ export interface Options {
   readonly webhooks?: { readonly baseUrl: string }
 }
 
-/** A route that names a provider the router was not given. */
-export class RoutingError extends Error {}
-
 /** The name of a target in attempts and logs: `fal:fal-ai/flux/dev`. */
 export const targetName = (target: Pick<Target, "provider" | "model">) => `${target.provider}:${target.model}`
 
@@ -94,7 +91,8 @@ export const make = (options: Options): Effect.Effect<Context.Tag.Service<Upstre
     for (const route of options.routes) {
       for (const target of route.targets) {
         if (!providers.has(target.provider)) {
-          throw new RoutingError(`the route of ${route.model} names provider "${target.provider}", which is not configured`)
+          // The host's configuration is wrong: stop at start (the routes file checks this first, with lines).
+          return yield* Effect.dieMessage(`the route of ${route.model} names provider "${target.provider}", which is not configured`)
         }
       }
     }
