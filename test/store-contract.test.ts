@@ -31,6 +31,7 @@ const record = (overrides: Omit<Parameters<typeof Testing.record>[0], "id"> = {}
     callBackUrl: "https://example.com/hook",
     userId: "user-1",
     createdAt,
+    provider: "fal",
     ...overrides
   })
 }
@@ -246,6 +247,39 @@ for (const backend of backends) {
           for (const task of [mine, ...more, other]) yield* store.create(task)
           const claimed = yield* store.claimDue({ now: 1_000, limit: 10, worker: "w", leaseUntil: 2_000, limits })
           expect(new Set(claimed.map((t) => t.id))).toEqual(new Set([more[0]!.id, other.id]))
+        })
+      ))
+
+    it.effect("a provider at its limit holds its waiting tasks while other providers' work starts", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const limits = { running: 100, perAccount: 100, perProvider: (provider: string) => (provider === "fal" ? 2 : 100) }
+          const running = record({ status: "PROCESSING", upstreamId: "up-1", dueAt: 9_000, provider: "fal" })
+          const fal = Array.from({ length: 3 }, (_, i) => record({ dueAt: i, provider: "fal" }))
+          const replicate = record({ dueAt: 10, provider: "replicate" })
+          const unnamed = record({ dueAt: 20, provider: null })
+          for (const task of [running, ...fal, replicate, unnamed]) yield* store.create(task)
+          const claimed = yield* store.claimDue({ now: 1_000, limit: 10, worker: "w", leaseUntil: 2_000, limits })
+          expect(claimed.map((t) => [t.id, t.provider])).toEqual([[fal[0]!.id, "fal"], [replicate.id, "replicate"], [unnamed.id, null]])
+          // The claimed task counts while its lease holds; when a fal task ends, the next one starts.
+          expect(yield* store.claimDue({ now: 1_500, limit: 10, worker: "w", leaseUntil: 2_000, limits })).toEqual([])
+          const stored = Option.getOrThrow(yield* store.get(running.id))
+          yield* store.update(withVersion(stored, { status: "SUCCESS", dueAt: null }), stored.version)
+          const next = yield* store.claimDue({ now: 1_500, limit: 10, worker: "w", leaseUntil: 2_000, limits })
+          expect(next.map((t) => t.id)).toEqual([fal[1]!.id])
+        })
+      ))
+
+    it.effect("a full provider's tasks do not hide the same owner's later tasks on other providers", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const limits = { running: 100, perAccount: 100, perProvider: (provider: string) => (provider === "fal" ? 1 : 100) }
+          yield* store.create(record({ status: "SUBMITTED", upstreamId: "up-1", dueAt: 9_000, provider: "fal" }))
+          for (let i = 0; i < 5; i++) yield* store.create(record({ dueAt: i, provider: "fal" }))
+          const later = record({ dueAt: 50, provider: "replicate" })
+          yield* store.create(later)
+          const claimed = yield* store.claimDue({ now: 1_000, limit: 1, worker: "w", leaseUntil: 2_000, limits })
+          expect(claimed.map((t) => t.id)).toEqual([later.id])
         })
       ))
 

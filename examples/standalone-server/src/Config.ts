@@ -29,6 +29,8 @@ export interface ServerConfig {
   readonly maxRunning: number
   /** Of those, at most this many of one account's. */
   readonly maxRunningPerAccount: number
+  /** Of those, at most this many on one provider, by provider name (`*`: every provider not named). */
+  readonly maxRunningPerProvider: Readonly<Record<string, number>>
   /** Deadlines by model family, replacing the models' defaults. */
   readonly deadlines: Readonly<Record<string, Duration.Duration>>
   /** The routes file (MEDIAGATE_ROUTES): models run on real providers. Without it everything runs on the simulator. */
@@ -77,6 +79,7 @@ export const variables = [
   "MEDIAGATE_SHUTDOWN_GRACE",
   "MEDIAGATE_MAX_RUNNING",
   "MEDIAGATE_MAX_RUNNING_PER_ACCOUNT",
+  "MEDIAGATE_MAX_RUNNING_PER_PROVIDER",
   "MEDIAGATE_DEADLINES",
   "MEDIAGATE_ROUTES",
   "MEDIAGATE_UNROUTED",
@@ -209,6 +212,26 @@ const deadlines = variable("MEDIAGATE_DEADLINES", (raw) => {
   return Either.right(Object.fromEntries(entries))
 })
 
+/** The providers the standalone server configures, which MEDIAGATE_MAX_RUNNING_PER_PROVIDER may name. */
+const providerNames = ["fal", "replicate", "openai", "relay", "*"]
+
+/** A number for every provider (`50`), or `provider=number` pairs, `*` for the others: `fal=20,*=100`. */
+const providerLimits = variable("MEDIAGATE_MAX_RUNNING_PER_PROVIDER", (raw) => {
+  const entries: Array<readonly [string, number]> = []
+  for (const part of raw.split(",").map((item) => item.trim()).filter((item) => item.length > 0)) {
+    const [name, after] = part.includes("=") ? part.split("=").map((item) => item.trim()) : ["*", part]
+    const value = /^\d{1,7}$/.test(after ?? "") ? Number(after) : NaN
+    if (!providerNames.includes(name ?? "")) {
+      return Either.left(`names an unknown provider ${shown(name ?? "")}; providers: ${providerNames.join(", ")}`)
+    }
+    if (!(value >= 1 && value <= 1_000_000)) {
+      return Either.left(`must be a number from 1 to 1000000, or provider=number pairs such as fal=20,*=100 (got ${shown(part)})`)
+    }
+    entries.push([name!, value])
+  }
+  return entries.length === 0 ? Either.left("must not be empty") : Either.right(Object.fromEntries(entries))
+})
+
 type Bound = readonly [Duration.Duration, string]
 
 /** A duration written as a number and a unit (`500ms`, `10s`, `2m`), from `min` to `max`. */
@@ -252,6 +275,7 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   ),
   maxRunning: count("MEDIAGATE_MAX_RUNNING", 1_000_000).pipe(Config.withDefault(500)),
   maxRunningPerAccount: count("MEDIAGATE_MAX_RUNNING_PER_ACCOUNT", 1_000_000).pipe(Config.withDefault(100)),
+  maxRunningPerProvider: providerLimits.pipe(Config.withDefault({ "*": 100 })),
   deadlines: deadlines.pipe(Config.withDefault({}))
 }).pipe(
   Config.map((config) => ({

@@ -59,13 +59,14 @@ export const sqlBackends = (config: Pick<ServerConfig, "publicUrl" | "databaseUr
 
 /** The engine's settings from the configuration (the library's defaults where not given). */
 export const engineOptions = (
-  config: Partial<Pick<ServerConfig, "lease" | "shutdownGrace" | "maxRunning" | "maxRunningPerAccount">>
+  config: Partial<Pick<ServerConfig, "lease" | "shutdownGrace" | "maxRunning" | "maxRunningPerAccount" | "maxRunningPerProvider">>
 ): Engine.Options => ({
   // A claim and a running call's heartbeat hold for the same time: a dead node's tasks wait that long.
   ...(config.lease === undefined ? {} : { leaseDuration: config.lease, heartbeatWindow: config.lease }),
   ...(config.shutdownGrace === undefined ? {} : { shutdownGrace: config.shutdownGrace }),
   ...(config.maxRunning === undefined ? {} : { maxRunning: config.maxRunning }),
-  ...(config.maxRunningPerAccount === undefined ? {} : { maxRunningPerAccount: config.maxRunningPerAccount })
+  ...(config.maxRunningPerAccount === undefined ? {} : { maxRunningPerAccount: config.maxRunningPerAccount }),
+  ...(config.maxRunningPerProvider === undefined ? {} : { maxRunningPerProvider: config.maxRunningPerProvider })
 })
 
 /** Models run on real providers: the routes of the routes file, the providers whose keys are set. */
@@ -214,7 +215,7 @@ export const server = (config: Pick<ServerConfig, "host" | "port">, http: NodeSe
 
 /** What `layer` reads: the configuration, where the engine's settings may be left to the library. */
 /** Settings the engine and the catalog take from the configuration; each has the library's default. */
-type Tunables = "lease" | "shutdownGrace" | "maxRunning" | "maxRunningPerAccount" | "deadlines" | "webhookPrefix"
+type Tunables = "lease" | "shutdownGrace" | "maxRunning" | "maxRunningPerAccount" | "maxRunningPerProvider" | "deadlines" | "webhookPrefix"
 export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | "providers" | "webhooks"> & Partial<Pick<ServerConfig, Tunables>> & {
   readonly routing?: Routing
 }

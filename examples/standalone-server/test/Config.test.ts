@@ -120,6 +120,22 @@ describe("serverConfig", () => {
       ])
     }))
 
+  it.effect("provider limits: one number for every provider, or provider=number pairs with * for the rest", () =>
+    Effect.gen(function*() {
+      expect(Either.getOrThrow(yield* read({})).maxRunningPerProvider).toEqual({ "*": 100 })
+      expect(Either.getOrThrow(yield* read({ MEDIAGATE_MAX_RUNNING_PER_PROVIDER: "40" })).maxRunningPerProvider).toEqual({ "*": 40 })
+      expect(Either.getOrThrow(yield* read({ MEDIAGATE_MAX_RUNNING_PER_PROVIDER: "fal=20, *=50" })).maxRunningPerProvider).toEqual({
+        fal: 20,
+        "*": 50
+      })
+      expect(yield* problems({ MEDIAGATE_MAX_RUNNING_PER_PROVIDER: "fla=20" })).toEqual([
+        `MEDIAGATE_MAX_RUNNING_PER_PROVIDER names an unknown provider "fla"; providers: fal, replicate, openai, relay, *`
+      ])
+      expect(yield* problems({ MEDIAGATE_MAX_RUNNING_PER_PROVIDER: "fal=0" })).toEqual([
+        `MEDIAGATE_MAX_RUNNING_PER_PROVIDER must be a number from 1 to 1000000, or provider=number pairs such as fal=20,*=100 (got "fal=0")`
+      ])
+    }))
+
   it.effect("every bad variable is reported, not only the first", () =>
     Effect.gen(function*() {
       expect(yield* problems({ MEDIAGATE_PORT: "x", MEDIAGATE_SIMULATOR_PROFILE: "fast" })).toEqual([

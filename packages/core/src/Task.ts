@@ -151,7 +151,12 @@ export class TaskRecord extends Schema.Class<TaskRecord>("TaskRecord")({
   /** Incremented by every write; the optimistic check compares it. */
   version: Schema.Int,
   /** Every upstream attempt, oldest first; the last one may still run. */
-  attempts: Schema.optionalWith(Schema.Array(UpstreamAttempt), { default: () => [] })
+  attempts: Schema.optionalWith(Schema.Array(UpstreamAttempt), { default: () => [] }),
+  /**
+   * The provider that runs the task's job (`Upstream.provider`), whose running limit the task
+   * counts against; null where the upstream names none (the simulator): no provider limit.
+   */
+  provider: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
 }) {}
 
 /** An upstream attempt as the query endpoint shows it. */

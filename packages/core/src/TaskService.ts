@@ -152,7 +152,8 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
           dueAt: now,
           leaseOwner: null,
           leaseUntil: null,
-          version: 1
+          version: 1,
+          provider: Option.isSome(upstream) && upstream.value.provider !== undefined ? upstream.value.provider(job) : null
         })
       // Rules the spec says fail the task (not the call): the task is accepted and fails at once.
       const record = normalized.rejection === undefined

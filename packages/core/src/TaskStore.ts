@@ -18,10 +18,15 @@ export interface ClaimOptions {
    * Limits on starting new work. A task is running from its claim out of PENDING until it
    * ends: SUBMITTED, PROCESSING, or PENDING under a live lease. A PENDING task is claimed
    * only while fewer than `running` tasks run in all and fewer than `perAccount` of its
-   * owner's. Work in flight (polls, a task whose worker died) is claimed regardless.
-   * Default: no limits.
+   * owner's, and, for a task with a `provider`, fewer than `perProvider(provider)` of those
+   * with the same provider (default: no such limit). Work in flight (polls, a task whose
+   * worker died) is claimed regardless. Default: no limits.
    */
-  readonly limits?: { readonly running: number; readonly perAccount: number }
+  readonly limits?: {
+    readonly running: number
+    readonly perAccount: number
+    readonly perProvider?: (provider: string) => number
+  }
 }
 
 /**

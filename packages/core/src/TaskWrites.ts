@@ -45,7 +45,7 @@ export interface TaskWrites {
   readonly reschedule: (
     current: TaskRecord,
     dueAt: number,
-    patch?: { readonly job?: UpstreamJob; readonly upstreamId?: UpstreamId | null } & WriteOptions
+    patch?: { readonly job?: UpstreamJob; readonly upstreamId?: UpstreamId | null; readonly provider?: string | null } & WriteOptions
   ) => Effect.Effect<TaskRecord, IllegalTransition | TaskConflict>
 }
 

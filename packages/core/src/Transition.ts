@@ -105,6 +105,7 @@ export const reschedule = (
     readonly job?: UpstreamJob
     readonly upstreamId?: UpstreamId | null
     readonly attempts?: ReadonlyArray<UpstreamAttempt>
+    readonly provider?: string | null
   } = {}
 ): Either.Either<TaskRecord, IllegalTransition> =>
   isTerminal(record.status)

@@ -61,6 +61,12 @@ export class Upstream extends Context.Tag("@mediagate/core/Upstream")<Upstream, 
    * Permanent failures never fail over. Optional: a single upstream leaves it out.
    */
   readonly failover?: (job: UpstreamJob) => UpstreamJob | undefined
+  /**
+   * The name of the provider that runs `job` (`fal`), under which the engine counts running
+   * tasks against that provider's limit (`Engine.Options.maxRunningPerProvider`); null for
+   * a job no provider limit applies to. Optional: without it (the simulator) none applies.
+   */
+  readonly provider?: (job: UpstreamJob) => string | null
   /** The name of the provider target that runs `job` (`fal:fal-ai/flux/dev`), recorded with each attempt. Optional. */
   readonly describe?: (job: UpstreamJob) => string
   /**

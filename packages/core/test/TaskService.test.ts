@@ -19,6 +19,7 @@ import {
   TaskService,
   TaskStore,
   Transition,
+  Upstream,
   ValidationError
 } from "../src/index.js"
 
@@ -165,9 +166,20 @@ describe("TaskService.submit: accepted", () => {
         dueAt: NOW,
         leaseOwner: null,
         leaseUntil: null,
-        version: 1
+        version: 1,
+        provider: null
       })
     }).pipe(Effect.provide(Service)))
+
+  it.effect("the task names the provider its upstream will run it on, for that provider's running limit", () =>
+    Effect.gen(function*() {
+      const { taskId } = yield* submit({ model: T2I, input: { prompt: "a lighthouse" } })
+      expect((yield* StoredTasks).get(taskId)!.provider).toBe("fal:alpha-image-2")
+    }).pipe(Effect.provide(Service.pipe(Layer.provideMerge(Layer.succeed(Upstream.Upstream, {
+      submit: () => Effect.die("not used"),
+      poll: () => Effect.die("not used"),
+      provider: (job) => `fal:${job.model}`
+    }))))))
 
   it.effect("the echo holds what the client sent, without the defaults the job resolved", () =>
     Effect.gen(function*() {

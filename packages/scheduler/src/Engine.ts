@@ -7,7 +7,8 @@
  * Steps are short (a submit or a poll of an asynchronous upstream, under a time limit) and
  * share `concurrency` slots. A synchronous upstream's call, which answers with the result
  * and may take a minute, runs beside them, holding no slot: how many calls and jobs run at
- * the upstream at once is the store's running limit (`maxRunning`, `maxRunningPerAccount`).
+ * the upstream at once is the store's running limit (`maxRunning`, `maxRunningPerAccount`,
+ * `maxRunningPerProvider`).
  */
 import type { IllegalTransition, TaskConflict } from "@mediagate/core"
 import { Attempt, Ids, ModelCatalog, Task, TaskEvents, TaskStore, TaskWrites, Upstream, UpstreamError } from "@mediagate/core"
@@ -27,6 +28,12 @@ export interface Options {
   readonly maxRunning?: number
   /** Of those, at most this many of one account's tasks. Default 100. */
   readonly maxRunningPerAccount?: number
+  /**
+   * Of those, at most this many on one provider (`Upstream.provider`: `fal`, `replicate`...),
+   * by provider name; `"*"` sets it for every provider not named. Default `{ "*": 100 }`.
+   * Tasks whose upstream names no provider (the simulator) have no provider limit.
+   */
+  readonly maxRunningPerProvider?: Readonly<Record<string, number>>
   /** How long a claim holds before another worker may take the task. Default 15 s: a step is short. */
   readonly leaseDuration?: Duration.DurationInput
   /** How transient upstream failures are retried (see `Attempt.defaultRetryPolicy`). */
@@ -80,6 +87,7 @@ const resolve = (options: Options) => ({
   concurrency: options.concurrency ?? 16,
   maxRunning: options.maxRunning ?? 500,
   maxRunningPerAccount: options.maxRunningPerAccount ?? 100,
+  maxRunningPerProvider: { "*": 100, ...options.maxRunningPerProvider } as Readonly<Record<string, number>>,
   leaseDuration: Duration.toMillis(options.leaseDuration ?? "15 seconds"),
   retry: { ...Attempt.defaultRetryPolicy, ...options.retry },
   upstreamPollInterval: options.upstreamPollInterval === undefined ? undefined : Duration.toMillis(options.upstreamPollInterval),
@@ -197,10 +205,17 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
           case "Retry":
             return yield* write(record, writes.reschedule(record, decision.at, { attempts: decision.attempts }))
           case "FallBack":
-            // The same request on the fallback model, as the next attempt; the task stays non-terminal.
+            // The same request on the fallback model or the next provider target, as the next
+            // attempt; the task stays non-terminal. It counts against its new provider at once:
+            // it is running already, and does not wait in line again for room there.
             return yield* write(
               record,
-              writes.reschedule(record, now, { job: decision.job, upstreamId: null, attempts: decision.attempts })
+              writes.reschedule(record, now, {
+                job: decision.job,
+                upstreamId: null,
+                attempts: decision.attempts,
+                provider: upstream.provider === undefined ? null : upstream.provider(decision.job)
+              })
             )
           case "Fail":
             return yield* write(
@@ -382,7 +397,12 @@ export const make = (options: Options = {}) =>
     /** The due times this engine's steps left behind (a poll 20 ms away): the loop wakes for each. */
     const dueTimes = new DueTimes()
     const remember = (record: Task.TaskRecord) => (record.dueAt === null ? Effect.void : Effect.sync(() => dueTimes.add(record.dueAt!)))
-    const limits = { running: settings.maxRunning, perAccount: settings.maxRunningPerAccount }
+    const perProvider = settings.maxRunningPerProvider
+    const limits = {
+      running: settings.maxRunning,
+      perAccount: settings.maxRunningPerAccount,
+      perProvider: (provider: string) => perProvider[provider] ?? perProvider["*"] ?? Number.POSITIVE_INFINITY
+    }
 
     /** Claims and starts due work; answers the time the claim looked at, none when it did not claim (no free slot). */
     const claimAndRun: Effect.Effect<number | undefined> = Effect.gen(function*() {

@@ -600,6 +600,50 @@ describe("Engine: limits and fairness", () => {
         { maxRunningPerAccount: 2 }
       )
     }))
+
+  it.effect("a provider at its limit holds its tasks PENDING while another provider's task runs", () =>
+    Effect.gen(function*() {
+      const starts = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
+      const peak = yield* Ref.make(0)
+      yield* run(
+        timed(10, starts, peak),
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          for (let i = 0; i < 4; i++) yield* store.create(Testing.record({ id: `f${i}`, job: job(), provider: "fal" }))
+          yield* store.create(Testing.record({ id: "r0", createdAt: 1, dueAt: 1, job: job(), provider: "replicate" }))
+          yield* advance(1)
+          expect(new Set((yield* Ref.get(starts)).map(([id]) => id))).toEqual(new Set(["f0", "f1", "r0"]))
+          expect((yield* statusOf("f2")).status).toBe("PENDING")
+          yield* advance(10)
+          expect((yield* Ref.get(starts)).map(([id]) => id)).toEqual(expect.arrayContaining(["f2", "f3"]))
+          expect(yield* Ref.get(peak)).toBe(3)
+        }),
+        { maxRunningPerProvider: { fal: 2 } }
+      )
+    }))
+
+  it.effect("a failover moves the task to its next provider's count", () =>
+    Effect.gen(function*() {
+      const upstream = Layer.succeed(Upstream.Upstream, {
+        submit: (job) =>
+          (job.target ?? 0) === 0
+            ? Effect.fail(new UpstreamError({ message: "circuit open", reason: null, retryable: true, circuitOpen: true }))
+            : Effect.succeed({ _tag: "Completed" as const, result }),
+        poll: () => Effect.succeed({ _tag: "Running" as const }),
+        failover: (job) => ((job.target ?? 0) === 0 ? { ...job, target: 1 } : undefined),
+        provider: (job) => ((job.target ?? 0) === 0 ? "first" : "second")
+      })
+      yield* run(
+        upstream,
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          yield* store.create(Testing.record({ id: "t1", job: job(), provider: "first" }))
+          yield* advance(1)
+          const done = yield* statusOf("t1")
+          expect([done.status, done.provider, done.job.target]).toEqual(["SUCCESS", "second", 1])
+        })
+      )
+    }))
 })
 
 describe("Engine: transient failures, attempts and idempotency keys", () => {

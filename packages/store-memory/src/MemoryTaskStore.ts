@@ -37,18 +37,24 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
     due: task.dueAt!
   })
   const isInFlight = (task: Task.TaskRecord | undefined) => task !== undefined && task.dueAt !== null && task.status !== "PENDING"
-  const count = (owner: string, by: number) => {
-    const n = (inFlight.get(owner) ?? 0) + by
-    if (n === 0) inFlight.delete(owner)
-    else inFlight.set(owner, n)
+  /** Tasks in flight by provider, for the tasks that name one. */
+  const inFlightByProvider = new Map<string, number>()
+  const add = (counts: Map<string, number>, key: string, by: number) => {
+    const n = (counts.get(key) ?? 0) + by
+    if (n === 0) counts.delete(key)
+    else counts.set(key, n)
+  }
+  const count = (task: Task.TaskRecord, by: number) => {
+    add(inFlight, task.ownerId, by)
+    if (task.provider !== null) add(inFlightByProvider, task.provider, by)
     inFlightTotal += by
   }
   const put = (task: Task.TaskRecord) => {
     const previous = tasks.get(task.id)
     tasks.set(task.id, task)
-    if (isInFlight(previous)) count(previous!.ownerId, -1)
+    if (isInFlight(previous)) count(previous!, -1)
     if (isInFlight(task)) {
-      count(task.ownerId, 1)
+      count(task, 1)
       heap.push(entryOf(task))
       // Old entries pile up as tasks change: rebuild the heap once they are most of it.
       if (heap.size > 4 * inFlightTotal + 1024) {
@@ -132,11 +138,13 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         for (const task of due.slice(limit)) heap.push(entryOf(task))
         // Then new work within the limits, the owners in turn. Running: in flight, or claimed out of PENDING.
         const busy = new Map(inFlight)
+        const onProvider = new Map(inFlightByProvider)
         let running = inFlightTotal
         const waiting: Array<Task.TaskRecord> = []
         for (const task of pending.values()) {
           if (!free(task)) {
-            busy.set(task.ownerId, (busy.get(task.ownerId) ?? 0) + 1)
+            add(busy, task.ownerId, 1)
+            if (task.provider !== null) add(onProvider, task.provider, 1)
             running++
           } else if (task.dueAt! <= now) {
             waiting.push(task)
@@ -144,8 +152,12 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         }
         let room = Math.min(limit - claimed.length, (limits?.running ?? Infinity) - running)
         if (room <= 0 || waiting.length === 0) return claimed
+        /** Whether a provider has room for one more task. */
+        const roomOn = (provider: string | null) =>
+          provider === null || limits?.perProvider === undefined || (onProvider.get(provider) ?? 0) < limits.perProvider(provider)
         const rank = new Map<string, number>()
         const lines = waiting
+          .filter((task) => roomOn(task.provider))
           .sort(byDue)
           .map((task) => {
             // The owner's running tasks come first in its line: an owner with fewer running goes first.
@@ -156,7 +168,11 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
           .filter(({ turn }) => turn <= (limits?.perAccount ?? Infinity))
           .sort((a, b) => a.turn - b.turn || byDue(a.task, b.task))
         for (const { task } of lines) {
-          if (room-- <= 0) break
+          if (room <= 0) break
+          // A provider may fill up during this claim.
+          if (!roomOn(task.provider)) continue
+          if (task.provider !== null) add(onProvider, task.provider, 1)
+          room--
           claimed.push(lease(task))
         }
         return claimed

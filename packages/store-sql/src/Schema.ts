@@ -102,6 +102,16 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
       yield* sql`CREATE INDEX ${sql(`${t.tasks}_in_flight`)} ON ${sql(t.tasks)} (due_at, id) WHERE due_at IS NOT NULL AND status <> 'PENDING'`
       yield* sql`CREATE INDEX ${sql(`${t.tasks}_running`)} ON ${sql(t.tasks)} (owner_id) WHERE due_at IS NOT NULL AND status <> 'PENDING'`
       yield* sql`CREATE INDEX ${sql(`${t.tasks}_waiting`)} ON ${sql(t.tasks)} (owner_id, due_at, id, lease_until) WHERE status = 'PENDING'`
+    }),
+    "0008_task_provider": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // The provider a task counts against (TaskRecord.provider): running tasks by provider,
+      // and each owner's line read with its tasks' providers, from the indexes.
+      yield* sql`ALTER TABLE ${sql(t.tasks)} ADD COLUMN provider TEXT`
+      yield* sql`DROP INDEX ${sql(`${t.tasks}_running`)}`
+      yield* sql`CREATE INDEX ${sql(`${t.tasks}_running`)} ON ${sql(t.tasks)} (owner_id, provider) WHERE due_at IS NOT NULL AND status <> 'PENDING'`
+      yield* sql`DROP INDEX ${sql(`${t.tasks}_waiting`)}`
+      yield* sql`CREATE INDEX ${sql(`${t.tasks}_waiting`)} ON ${sql(t.tasks)} (owner_id, due_at, id, lease_until, provider) WHERE status = 'PENDING'`
     })
   }
 }

@@ -166,15 +166,20 @@ export const make = (options: Options = {}): Effect.Effect<
     // Running: in flight, or PENDING under a live lease (claimed, not yet submitted); two
     // statements, so each reads its own index.
     const inFlightByOwner = compile(
-      `SELECT owner_id, count(*) AS n FROM ${tasks} WHERE due_at IS NOT NULL AND status <> 'PENDING' GROUP BY owner_id`
+      `SELECT owner_id, provider, count(*) AS n FROM ${tasks} WHERE due_at IS NOT NULL AND status <> 'PENDING' GROUP BY owner_id, provider`
     )
     const leasedByOwner = compile(
-      `SELECT owner_id, count(*) AS n FROM ${tasks} WHERE status = 'PENDING' AND lease_until > ? GROUP BY owner_id`
+      `SELECT owner_id, provider, count(*) AS n FROM ${tasks} WHERE status = 'PENDING' AND lease_until > ? GROUP BY owner_id, provider`
     )
-    const ownersLine = compile(
-      `SELECT id, owner_id, due_at FROM ${tasks} WHERE status = 'PENDING' AND owner_id = ? AND due_at <= ? AND ${free()}
+    /** An owner's line, leaving out the tasks of providers that are full (`full` placeholders). */
+    const ownersLine = (full: number) =>
+      compile(
+        `SELECT id, owner_id, due_at, provider FROM ${tasks} WHERE status = 'PENDING' AND owner_id = ? AND due_at <= ? AND ${free()}${
+          full === 0 ? "" : ` AND (provider IS NULL OR provider NOT IN (${Array.from({ length: full }, () => "?").join(", ")}))`
+        }
        ORDER BY due_at, id LIMIT ?`
-    )
+      )
+    const lineStatements = new Map<number, string>()
     /** Leases the chosen waiting tasks (by id; `count` placeholders), if still free. */
     const leaseChosen = (count: number) =>
       compile(
@@ -267,27 +272,44 @@ export const make = (options: Options = {}): Effect.Effect<
             if (owners.length === 0) return inFlight
             if (isPg) yield* run(claimLock, [])
             const busy = new Map<string, number>()
+            const onProvider = new Map<string, number>()
             for (const row of [...yield* run(inFlightByOwner, []), ...yield* run(leasedByOwner, [now])]) {
               busy.set(String(row["owner_id"]), (busy.get(String(row["owner_id"])) ?? 0) + num(row["n"]))
+              const provider = strOrNull(row["provider"])
+              if (provider !== null) onProvider.set(provider, (onProvider.get(provider) ?? 0) + num(row["n"]))
             }
             if (limits !== undefined) {
               room = Math.min(room, limits.running - [...busy.values()].reduce((a, b) => a + b, 0))
             }
             const cap = limits?.perAccount ?? Number.POSITIVE_INFINITY
+            const perProvider = limits?.perProvider
+            /** Whether a provider has room for one more task. */
+            const roomOn = (provider: string | null) =>
+              provider === null || perProvider === undefined || (onProvider.get(provider) ?? 0) < perProvider(provider)
+            // Lines leave out the tasks of full providers, so they do not hide others' behind them.
+            const full = [...onProvider.keys()].filter((provider) => !roomOn(provider))
+            let line = lineStatements.get(full.length)
+            if (line === undefined) lineStatements.set(full.length, line = ownersLine(full.length))
             // Each owner's line: its waiting tasks behind its running ones; places are served in
             // order across the lines, so owners alternate and the least busy goes first.
-            const places: Array<{ readonly id: string; readonly place: number; readonly due: number }> = []
+            const places: Array<{ readonly id: string; readonly place: number; readonly due: number; readonly provider: string | null }> = []
             for (const owner of owners) {
               const running = busy.get(owner) ?? 0
               const take = Math.min(room, cap - running)
               if (take <= 0) continue
-              const line = yield* run(ownersLine, [owner, now, now, take])
-              line.forEach((row, i) => places.push({ id: String(row["id"]), place: running + i + 1, due: num(row["due_at"]) }))
+              const rows = yield* run(line, [owner, now, now, ...full, take])
+              rows.forEach((row, i) =>
+                places.push({ id: String(row["id"]), place: running + i + 1, due: num(row["due_at"]), provider: strOrNull(row["provider"]) })
+              )
             }
-            const chosen = places
-              .sort((a, b) => a.place - b.place || a.due - b.due || (a.id < b.id ? -1 : 1))
-              .slice(0, Math.max(0, room))
-              .map((place) => place.id)
+            const chosen: Array<string> = []
+            for (const place of places.sort((a, b) => a.place - b.place || a.due - b.due || (a.id < b.id ? -1 : 1))) {
+              if (chosen.length >= room) break
+              // A provider may fill up during this claim.
+              if (!roomOn(place.provider)) continue
+              if (place.provider !== null) onProvider.set(place.provider, (onProvider.get(place.provider) ?? 0) + 1)
+              chosen.push(place.id)
+            }
             if (chosen.length === 0) return inFlight
             let statement = leaseStatements.get(chosen.length)
             if (statement === undefined) leaseStatements.set(chosen.length, statement = leaseChosen(chosen.length))

@@ -33,7 +33,8 @@ export const Row = Schema.Struct({
   lease_owner: Schema.NullOr(Schema.String),
   lease_until: Schema.NullOr(DbNumber),
   version: DbNumber.pipe(Schema.compose(Schema.Int)),
-  attempts: Schema.parseJson(Schema.Array(Task.UpstreamAttempt))
+  attempts: Schema.parseJson(Schema.Array(Task.UpstreamAttempt)),
+  provider: Schema.NullOr(Schema.String)
 })
 /** A row as the driver hands it over and takes it. */
 export type Row = typeof Row.Encoded
@@ -65,7 +66,8 @@ export const TaskRow = Schema.transform(Row, Schema.typeSchema(Task.TaskRecord),
       leaseOwner: row.lease_owner,
       leaseUntil: row.lease_until,
       version: row.version,
-      attempts: row.attempts
+      attempts: row.attempts,
+      provider: row.provider
     }, true),
   encode: (task) => ({
     id: task.id,
@@ -86,7 +88,8 @@ export const TaskRow = Schema.transform(Row, Schema.typeSchema(Task.TaskRecord),
     lease_owner: task.leaseOwner,
     lease_until: task.leaseUntil,
     version: task.version,
-    attempts: task.attempts
+    attempts: task.attempts,
+    provider: task.provider
   })
 })
 

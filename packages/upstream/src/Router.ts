@@ -149,6 +149,11 @@ export const make = (options: Options): Effect.Effect<Context.Tag.Service<Upstre
         const provider = providers.get(webhook.provider)
         return provider?.verifyWebhook === undefined ? Effect.succeed(false) : Effect.provide(provider.verifyWebhook(webhook), context)
       },
+      provider: (job) => {
+        const found = resolve(job)
+        if (found !== undefined) return found.provider.name
+        return options.unrouted?.provider === undefined ? null : options.unrouted.provider(job)
+      },
       describe: (job) => {
         const found = resolve(job)
         return found === undefined ? options.unroutedName ?? "unrouted" : found.name

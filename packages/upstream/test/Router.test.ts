@@ -95,10 +95,13 @@ describe("Router", () => {
       const second = upstream.failover!(job)!
       expect(second.target).toBe(1)
       expect(upstream.describe!(second)).toBe("replicate:black-forest-labs/flux-dev")
+      expect([upstream.provider!(job), upstream.provider!(second)]).toEqual(["fal", "replicate"])
       expect(upstream.failover!(second)).toBeUndefined()
       const other = Testing.job({ model: "canvas-2" })
       expect(upstream.failover!(other)).toBeUndefined()
       expect(upstream.describe!(other)).toBe("unrouted")
+      // No provider limit applies to what the router does not route (the simulator names none).
+      expect(upstream.provider!(other)).toBeNull()
       const error = yield* Effect.flip(upstream.submit(other, { taskId: Ids.TaskId.make("t"), idempotencyKey: "t.1", request: {} }))
       expect(error).toMatchObject({ retryable: false, message: "no provider is configured for model canvas-2" })
     }).pipe(Effect.provide(router())))
@@ -149,6 +152,7 @@ describe("failover through the engine", () => {
       const first = yield* settle("first")
       expect(first.status).toBe("SUCCESS")
       expect(first.result?.urls).toEqual(["https://replicate.delivery/out-0.webp"])
+      expect(first.provider).toBe("replicate")
       expect(first.attempts.map((a) => [a.number, a.provider, a.outcome, a.transientFailures])).toEqual([
         [1, "fal:fal-ai/flux/dev", "failed", 3],
         [2, "replicate:black-forest-labs/flux-dev", "succeeded", 0]
