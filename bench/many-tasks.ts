@@ -161,9 +161,12 @@ const realTime = Effect.scoped(
 
 const main = Effect.gen(function*() {
   const skipped = { wall: 0, done: 0, callsPerTask: 0 }
+  // BENCH_STORES=memory (or sqlite) runs virtual time on that store only, for profiling.
+  const stores = (process.env["BENCH_STORES"] ?? "memory,sqlite").split(",")
+  const runs = (kind: StoreKind) => process.env["BENCH_REAL_ONLY"] === undefined && stores.includes(kind)
   const virtual = {
-    memory: process.env["BENCH_REAL_ONLY"] === undefined ? yield* virtualTime("memory") : skipped,
-    sqlite: process.env["BENCH_REAL_ONLY"] === undefined ? yield* virtualTime("sqlite") : skipped
+    memory: runs("memory") ? yield* virtualTime("memory") : skipped,
+    sqlite: runs("sqlite") ? yield* virtualTime("sqlite") : skipped
   }
   console.log(virtual)
   if (process.env["BENCH_VIRTUAL_ONLY"] !== undefined) return

@@ -20,13 +20,17 @@ export class Heap<A> {
 
   push(entry: A): void {
     const items = this.items
+    // Moves the parents down into the hole until the entry's place is found: no swaps.
+    let i = items.length
     items.push(entry)
-    for (let i = items.length - 1; i > 0;) {
+    while (i > 0) {
       const parent = (i - 1) >> 1
-      if (!this.before(items[i]!, items[parent]!)) break
-      ;[items[i], items[parent]] = [items[parent]!, items[i]!]
+      const above = items[parent]!
+      if (!this.before(entry, above)) break
+      items[i] = above
       i = parent
     }
+    items[i] = entry
   }
 
   clear(): void {
@@ -38,18 +42,20 @@ export class Heap<A> {
     const items = this.items
     const top = items[0]
     const last = items.pop()
-    if (items.length === 0 || last === undefined) return top
-    items[0] = last
-    for (let i = 0;;) {
+    const size = items.length
+    if (size === 0 || last === undefined) return top
+    // Moves the lesser child up into the hole until `last` fits there.
+    let i = 0
+    for (;;) {
       const left = 2 * i + 1
+      if (left >= size) break
       const right = left + 1
-      let least = i
-      if (left < items.length && this.before(items[left]!, items[least]!)) least = left
-      if (right < items.length && this.before(items[right]!, items[least]!)) least = right
-      if (least === i) break
-      ;[items[i], items[least]] = [items[least]!, items[i]!]
-      i = least
+      const child = right < size && this.before(items[right]!, items[left]!) ? right : left
+      if (!this.before(items[child]!, last)) break
+      items[i] = items[child]!
+      i = child
     }
+    items[i] = last
     return top
   }
 }

@@ -16,18 +16,54 @@ interface Entry {
 
 const before = (a: Entry, b: Entry) => a.at < b.at || (a.at === b.at && (a.due < b.due || (a.due === b.due && a.id < b.id)))
 
+/** A place in an owner's line of waiting tasks (PENDING, free): first due first. */
+interface Place {
+  readonly id: string
+  readonly version: number
+  readonly due: number
+}
+
+const inLine = (a: Place, b: Place) => a.due < b.due || (a.due === b.due && a.id < b.id)
+
+/** A PENDING task under a lease: it runs (counts against the limits) until the lease ends. */
+interface Lease {
+  readonly id: string
+  readonly version: number
+  readonly until: number
+}
+
+/** An owner with a task ready at the head of its line, as a claim serves them: lowest place first. */
+interface Turn {
+  readonly owner: string
+  /** The head's place: the owner's running tasks, and those taken in this claim, come first. */
+  readonly place: number
+  readonly head: Place
+}
+
+const beforeTurn = (a: Turn, b: Turn) => a.place < b.place || (a.place === b.place && inLine(a.head, b.head))
+
 /**
  * A TaskStore over Maps. Every method is atomic: JavaScript runs it without interleaving.
  * Claims read indexes, not every task: work in flight from a heap by the time it may be
- * claimed, running counts kept per owner as tasks change, and the waiting tasks apart.
+ * claimed; waiting tasks from a line per owner (a heap by due time) and the claimed PENDING
+ * ones from a heap by the end of their leases; running counts kept per owner and provider
+ * as tasks change. A claim costs the owners waiting and the tasks it takes, not the line's
+ * length.
  */
 export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Effect.sync(() => {
   const tasks = new Map<string, Task.TaskRecord>()
-  /** Tasks waiting to start (PENDING, not yet terminal). */
-  const pending = new Map<string, Task.TaskRecord>()
   /** Tasks in flight (past PENDING, not yet terminal), by owner: they count as running. */
   const inFlight = new Map<string, number>()
   let inFlightTotal = 0
+  /** Each owner's line of free PENDING tasks; entries of older versions are dropped when met. */
+  const lines = new Map<string, Heap<Place>>()
+  /** PENDING tasks under a lease, by its end; they count as running until then (`leasedBy*`). */
+  const leases = new Heap<Lease>((a, b) => a.until < b.until || (a.until === b.until && a.id < b.id))
+  const leasedByOwner = new Map<string, number>()
+  const leasedByProvider = new Map<string, number>()
+  let leasedTotal = 0
+  /** Leased PENDING tasks whose lease a claim found ended: no longer counted as running. */
+  const lapsed = new Set<string>()
   /** Every task in flight has an entry for its current version; older entries are skipped when met. */
   const heap = new Heap(before)
   const entryOf = (task: Task.TaskRecord): Entry => ({
@@ -37,6 +73,9 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
     due: task.dueAt!
   })
   const isInFlight = (task: Task.TaskRecord | undefined) => task !== undefined && task.dueAt !== null && task.status !== "PENDING"
+  const isWaiting = (task: Task.TaskRecord | undefined) => task !== undefined && task.dueAt !== null && task.status === "PENDING"
+  /** A PENDING task a worker claimed, counted as running. */
+  const isLeased = (task: Task.TaskRecord | undefined) => isWaiting(task) && task!.leaseUntil !== null && !lapsed.has(task!.id)
   /** Tasks in flight by provider, for the tasks that name one. */
   const inFlightByProvider = new Map<string, number>()
   const add = (counts: Map<string, number>, key: string, by: number) => {
@@ -49,8 +88,25 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
     if (task.provider !== null) add(inFlightByProvider, task.provider, by)
     inFlightTotal += by
   }
+  const countLease = (task: Task.TaskRecord, by: number) => {
+    add(leasedByOwner, task.ownerId, by)
+    if (task.provider !== null) add(leasedByProvider, task.provider, by)
+    leasedTotal += by
+  }
+  const line = (owner: string) => {
+    let found = lines.get(owner)
+    if (found === undefined) lines.set(owner, found = new Heap(inLine))
+    return found
+  }
+  /** Whether a line's entry is the task's current version, still waiting. */
+  const current = (entry: Place) => {
+    const task = tasks.get(entry.id)
+    return task !== undefined && task.version === entry.version && isWaiting(task)
+  }
   const put = (task: Task.TaskRecord) => {
     const previous = tasks.get(task.id)
+    if (isLeased(previous)) countLease(previous!, -1)
+    lapsed.delete(task.id)
     tasks.set(task.id, task)
     if (isInFlight(previous)) count(previous!, -1)
     if (isInFlight(task)) {
@@ -62,8 +118,14 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         for (const current of tasks.values()) if (isInFlight(current)) heap.push(entryOf(current))
       }
     }
-    if (task.dueAt !== null && task.status === "PENDING") pending.set(task.id, task)
-    else pending.delete(task.id)
+    if (isWaiting(task)) {
+      if (task.leaseUntil === null) {
+        line(task.ownerId).push({ id: task.id, version: task.version, due: task.dueAt! })
+      } else {
+        countLease(task, 1)
+        leases.push({ id: task.id, version: task.version, until: task.leaseUntil })
+      }
+    }
   }
   const outbox = new Map<string, TaskStore.CallbackRow>()
   const delivery = new Map<string, { attempts: number; nextAttemptAt: number; leaseUntil: number | null; done: boolean }>()
@@ -119,7 +181,6 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
       }),
     claimDue: ({ leaseUntil, limit, limits, now, worker }) =>
       Effect.sync(() => {
-        const free = (task: Task.TaskRecord) => task.leaseUntil === null || task.leaseUntil <= now
         const byDue = (a: Task.TaskRecord, b: Task.TaskRecord) => a.dueAt! - b.dueAt! || (a.id < b.id ? -1 : 1)
         const lease = (task: Task.TaskRecord) => {
           const record = new Task.TaskRecord({ ...task, leaseOwner: worker, leaseUntil, version: task.version + 1 }, true)
@@ -136,45 +197,57 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         const due = [...ready.values()].sort(byDue)
         const claimed = due.slice(0, limit).map(lease)
         for (const task of due.slice(limit)) heap.push(entryOf(task))
-        // Then new work within the limits, the owners in turn. Running: in flight, or claimed out of PENDING.
-        const busy = new Map(inFlight)
-        const onProvider = new Map(inFlightByProvider)
-        let running = inFlightTotal
-        const waiting: Array<Task.TaskRecord> = []
-        for (const task of pending.values()) {
-          if (!free(task)) {
-            add(busy, task.ownerId, 1)
-            if (task.provider !== null) add(onProvider, task.provider, 1)
-            running++
-          } else if (task.dueAt! <= now) {
-            waiting.push(task)
-          }
+        // Leases of PENDING tasks that ended: their tasks wait in line again, in their places.
+        while (leases.size > 0 && leases.peek()!.until <= now) {
+          const entry = leases.pop()!
+          const task = tasks.get(entry.id)
+          if (task === undefined || task.version !== entry.version || !isLeased(task)) continue
+          countLease(task, -1)
+          lapsed.add(task.id)
+          line(task.ownerId).push({ id: task.id, version: task.version, due: task.dueAt! })
         }
-        let room = Math.min(limit - claimed.length, (limits?.running ?? Infinity) - running)
-        if (room <= 0 || waiting.length === 0) return claimed
+        // Then new work within the limits, the owners in turn. Running: in flight, or claimed out of PENDING.
+        let room = Math.min(limit - claimed.length, (limits?.running ?? Infinity) - inFlightTotal - leasedTotal)
+        if (room <= 0) return claimed
+        const cap = limits?.perAccount ?? Infinity
+        const onProvider = (provider: string) => (inFlightByProvider.get(provider) ?? 0) + (leasedByProvider.get(provider) ?? 0)
         /** Whether a provider has room for one more task. */
         const roomOn = (provider: string | null) =>
-          provider === null || limits?.perProvider === undefined || (onProvider.get(provider) ?? 0) < limits.perProvider(provider)
-        const rank = new Map<string, number>()
-        const lines = waiting
-          .filter((task) => roomOn(task.provider))
-          .sort(byDue)
-          .map((task) => {
-            // The owner's running tasks come first in its line: an owner with fewer running goes first.
-            const turn = (rank.get(task.ownerId) ?? busy.get(task.ownerId) ?? 0) + 1
-            rank.set(task.ownerId, turn)
-            return { task, turn }
-          })
-          .filter(({ turn }) => turn <= (limits?.perAccount ?? Infinity))
-          .sort((a, b) => a.turn - b.turn || byDue(a.task, b.task))
-        for (const { task } of lines) {
-          if (room <= 0) break
-          // A provider may fill up during this claim.
-          if (!roomOn(task.provider)) continue
-          if (task.provider !== null) add(onProvider, task.provider, 1)
-          room--
-          claimed.push(lease(task))
+          provider === null || limits?.perProvider === undefined || onProvider(provider) < limits.perProvider(provider)
+        /** The head of an owner's line if it is due, dropping entries of older versions. */
+        const head = (owner: string) => {
+          const waiting = lines.get(owner)!
+          while (waiting.size > 0 && !current(waiting.peek()!)) waiting.pop()
+          if (waiting.size === 0) lines.delete(owner)
+          const first = waiting.peek()
+          return first !== undefined && first.due <= now ? first : undefined
         }
+        const running = (owner: string) => (inFlight.get(owner) ?? 0) + (leasedByOwner.get(owner) ?? 0)
+        // The lines are served a place at a time: an owner's running tasks come first in its
+        // line, so the owner with fewer running goes first. Each lease below counts at once.
+        const turns = new Heap<Turn>(beforeTurn)
+        for (const owner of [...lines.keys()]) {
+          const first = head(owner)
+          const busy = running(owner)
+          if (first !== undefined && busy < cap) turns.push({ owner, place: busy + 1, head: first })
+        }
+        /** Tasks of full providers taken off the lines in this claim: back in line after it. */
+        const skipped: Array<Place> = []
+        while (room > 0 && turns.size > 0) {
+          const { owner } = turns.pop()!
+          const entry = lines.get(owner)!.pop()!
+          const task = tasks.get(entry.id)!
+          if (!roomOn(task.provider)) {
+            skipped.push(entry)
+          } else {
+            claimed.push(lease(task))
+            room--
+          }
+          const next = lines.has(owner) ? head(owner) : undefined
+          const busy = running(owner)
+          if (next !== undefined && busy < cap) turns.push({ owner, place: busy + 1, head: next })
+        }
+        for (const entry of skipped) line(tasks.get(entry.id)!.ownerId).push(entry)
         return claimed
       }),
     releaseLeases: (worker) =>
