@@ -107,12 +107,19 @@ class VirtualClock implements Clock.Clock {
     const idle = () => new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve)))
     for (;;) {
       await idle()
-      const next = this.heap.peek()
+      // Sleepers interrupted before their time (timeouts of calls that answered) are dropped.
+      let next = this.heap.peek()
+      while (next !== undefined && next.cancelled) {
+        this.heap.pop()
+        next = this.heap.peek()
+      }
       if (next === undefined || next.at > until) break
-      this.heap.pop()
-      if (next.cancelled) continue
+      // Every sleeper due at that instant wakes, before the fibers run.
       this.now = Math.max(this.now, next.at)
-      next.resume()
+      while ((next = this.heap.peek()) !== undefined && next.at <= this.now) {
+        this.heap.pop()
+        if (!next.cancelled) next.resume()
+      }
     }
     this.now = until
   }

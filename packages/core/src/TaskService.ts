@@ -112,9 +112,11 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       onRight: () => Effect.void
     })
     const modelIds = catalog.models.map((model) => model.id)
+    /** Spans without stack traces: capturing one costs about as much as the span (bench:costs). */
+    const spanOptions = { captureStackTrace: false }
 
     /** Validates, moderates and stores a new PENDING task; returns its id. */
-    const submit = Effect.fn("TaskService.submit")(function*(account: Account, request: SubmitRequest) {
+    const submit = Effect.fn("TaskService.submit", spanOptions)(function*(account: Account, request: SubmitRequest) {
       const policy = yield* SubmitPolicy
       yield* checkCallBackUrl(request.callBackUrl, policy.allowPrivateUrls)
       const model = yield* Option.match(catalog.find(request.model), {
@@ -165,7 +167,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     })
 
     /** The caller's task with this id, as the query endpoint shows it. */
-    const query = Effect.fn("TaskService.query")(
+    const query = Effect.fn("TaskService.query", spanOptions)(
       function*(account: Account, taskId: TaskId) {
         const record = yield* store.getOwned(taskId, account.id)
         return yield* Option.match(record, {
@@ -179,7 +181,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
      * Cancels the caller's task unless it has ended. The engine's next write for the task
      * then meets a newer version and leaves the task CANCELLED.
      */
-    const cancel = Effect.fn("TaskService.cancel")(function*(account: Account, taskId: TaskId) {
+    const cancel = Effect.fn("TaskService.cancel", spanOptions)(function*(account: Account, taskId: TaskId) {
       for (let attempt = 0; ; attempt++) {
         const found = yield* store.getOwned(taskId, account.id)
         if (Option.isNone(found)) return yield* new TaskNotFound({ taskId })
@@ -219,7 +221,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     }
 
     /** The caller's tasks, newest first, `limit` at a time, after the cursor's task. */
-    const list = Effect.fn("TaskService.list")(function*(account: Account, query: ListQuery) {
+    const list = Effect.fn("TaskService.list", spanOptions)(function*(account: Account, query: ListQuery) {
       const page = yield* store.list(account.id, { limit: query.limit, cursor: Option.getOrUndefined(query.cursor) })
       return { tasks: page.tasks.map(toWire), next_cursor: page.nextCursor }
     })
@@ -230,7 +232,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
      * poll. Answers whether it was accepted; an unknown, finished or not yet submitted task
      * is accepted and left alone (the provider need not send it again).
      */
-    const receiveWebhook = Effect.fn("TaskService.receiveWebhook")(function*(webhook: InboundWebhook) {
+    const receiveWebhook = Effect.fn("TaskService.receiveWebhook", spanOptions)(function*(webhook: InboundWebhook) {
       const verify = Option.flatMap(upstream, (service) => Option.fromNullable(service.verifyWebhook))
       if (Option.isNone(verify) || !(yield* verify.value(webhook))) return false
       const found = yield* store.get(TaskId.make(webhook.token))
