@@ -82,6 +82,12 @@ export interface Options {
    * emulate a crashed process set false: its tasks then wait for their leases to run out.
    */
   readonly releaseOnStop?: boolean
+  /**
+   * Whether each step runs in a span (`Engine.step`, with the task id and status), for a
+   * tracer the host installs. Default false: without a tracer that reads them, spans are a
+   * fifth of an in-memory step's cost (bench:costs).
+   */
+  readonly stepSpans?: boolean
 }
 
 const resolve = (options: Options) => ({
@@ -98,7 +104,8 @@ const resolve = (options: Options) => ({
   syncCallTimeout: Duration.toMillis(options.syncCallTimeout ?? "2 minutes"),
   heartbeatWindow: Duration.toMillis(options.heartbeatWindow ?? "15 seconds"),
   shutdownGrace: Duration.decode(options.shutdownGrace ?? 0),
-  releaseOnStop: options.releaseOnStop ?? true
+  releaseOnStop: options.releaseOnStop ?? true,
+  stepSpans: options.stepSpans ?? false
 })
 
 /** A call runs without a heartbeat only if it ends this long before the claim's lease does. */
@@ -377,8 +384,11 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
       }).pipe(
         // A store failure is a defect: log it; the lease expires and the task is tried again.
         Effect.catchAllDefect((defect) => Effect.logError(`engine: step of task ${record.id} failed`, defect).pipe(Effect.as(record))),
-        // No stack trace: capturing one costs about as much as the span itself (bench:costs).
-        Effect.withSpan("Engine.step", { attributes: { taskId: record.id, status: record.status }, captureStackTrace: false })
+        (effect) =>
+          settings.stepSpans
+            // No stack trace: capturing one costs about as much as the span itself (bench:costs).
+            ? Effect.withSpan(effect, "Engine.step", { attributes: { taskId: record.id, status: record.status }, captureStackTrace: false })
+            : effect
       )
   })
 

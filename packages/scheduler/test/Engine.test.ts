@@ -5,7 +5,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Ids, ModelCatalog, Task, TaskEvents, TaskStore, TaskWrites, Upstream, UpstreamError } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { MemoryTaskStore } from "@mediagate/store-memory"
-import { Clock, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Ref, Scope, TestClock } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Ref, Scope, TestClock, Tracer } from "effect"
 import { Engine } from "../src/index.js"
 
 const job = (overrides: Partial<Task.UpstreamJob> = {}) => Testing.job({ ratio: null, width: null, height: null, ...overrides })
@@ -643,6 +643,38 @@ describe("Engine: limits and fairness", () => {
           expect([done.status, done.provider, done.job.target]).toEqual(["SUCCESS", "second", 1])
         })
       )
+    }))
+})
+
+describe("Engine: spans", () => {
+  /** Runs one instant task with a tracer that records span names. */
+  const spansOf = (options: Engine.Options) =>
+    Effect.gen(function*() {
+      const names: Array<string> = []
+      const native = yield* Effect.tracer
+      const recording = Tracer.make({
+        span: (name, ...rest) => {
+          names.push(name)
+          return native.span(name, ...rest)
+        },
+        context: (f, fiber) => native.context(f, fiber)
+      })
+      yield* run(
+        scripted(() => Effect.succeed({ _tag: "Completed" as const, result })),
+        Effect.gen(function*() {
+          yield* (yield* TaskStore.TaskStore).create(record("t1", 0))
+          yield* advance(1)
+          expect((yield* statusOf("t1")).status).toBe("SUCCESS")
+        }),
+        options
+      ).pipe(Effect.withTracer(recording))
+      return names.filter((name) => name === "Engine.step").length
+    })
+
+  it.effect("a span per step when stepSpans is on; none by default", () =>
+    Effect.gen(function*() {
+      expect(yield* spansOf({ stepSpans: true })).toBeGreaterThanOrEqual(1)
+      expect(yield* spansOf({})).toBe(0)
     }))
 })
 
