@@ -99,7 +99,11 @@ class VirtualClock implements Clock.Clock {
     return Effect.async<void>((resume) => {
       const entry: Sleeper = { at: this.now + Duration.toMillis(duration), seq: this.seq++, resume: () => resume(Effect.void), cancelled: false }
       this.heap.push(entry)
-      return Effect.sync(() => void (entry.cancelled = true))
+      // A cancelled sleeper waits in the heap until its time: it must not keep its fiber alive.
+      return Effect.sync(() => {
+        entry.cancelled = true
+        entry.resume = () => {}
+      })
     })
   }
   /** Runs until `until` (ms of virtual time). */
@@ -128,7 +132,7 @@ class VirtualClock implements Clock.Clock {
 interface Sleeper {
   readonly at: number
   readonly seq: number
-  readonly resume: () => void
+  resume: () => void
   cancelled: boolean
 }
 

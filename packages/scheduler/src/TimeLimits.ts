@@ -16,9 +16,11 @@ import { Clock, Duration, Effect, Exit, Fiber, Option, Queue } from "effect"
 interface Entry {
   readonly at: number
   readonly seq: number
-  readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
-  /** The call ended (the entry waits in the heap until its time, then is dropped). */
-  done: boolean
+  /**
+   * The call's fiber while it runs; undefined once it ended (the entry waits in the heap
+   * until its time, then is dropped, and must not keep the fiber alive that long).
+   */
+  fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
   /** The watchdog interrupted the call. */
   ranOut: boolean
 }
@@ -41,7 +43,7 @@ export const make: Effect.Effect<TimeLimits, never, Scope.Scope> = Effect.gen(fu
 
   const watchdog = Effect.gen(function*() {
     for (;;) {
-      while (entries.size > 0 && entries.peek()!.done) entries.pop()
+      while (entries.size > 0 && entries.peek()!.fiber === undefined) entries.pop()
       const next = entries.peek()
       if (next === undefined) {
         armedAt = Number.POSITIVE_INFINITY
@@ -52,7 +54,7 @@ export const make: Effect.Effect<TimeLimits, never, Scope.Scope> = Effect.gen(fu
       if (next.at <= now) {
         entries.pop()
         next.ranOut = true
-        yield* Fiber.interruptFork(next.fiber)
+        yield* Fiber.interruptFork(next.fiber!)
         continue
       }
       armedAt = next.at
@@ -66,14 +68,13 @@ export const make: Effect.Effect<TimeLimits, never, Scope.Scope> = Effect.gen(fu
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const fiber = yield* Effect.fork(self)
-        const entry: Entry = { at: now + millis, seq: seq++, fiber, done: false, ranOut: false }
+        const entry: Entry = { at: now + millis, seq: seq++, fiber, ranOut: false }
         entries.push(entry)
         if (entry.at < armedAt) {
           armedAt = entry.at
           yield* rearm.offer()
         }
-        const exit = yield* Fiber.await(fiber)
-        entry.done = true
+        const exit = yield* Fiber.await(fiber).pipe(Effect.ensuring(Effect.sync(() => void (entry.fiber = undefined))))
         if (entry.ranOut && Exit.isInterrupted(exit)) return Option.none<A>()
         return Option.some(yield* exit)
       })
