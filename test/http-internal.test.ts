@@ -5,7 +5,7 @@
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, Moderation, StoreError, TaskService, TaskStore } from "@mediagate/core"
+import { Ids, ModelCatalog, Moderation, ModerationUnavailable, StoreError, TaskService, TaskStore } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
 import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, Redacted } from "effect"
@@ -92,3 +92,26 @@ describe("moderation answer", () => {
       )
     }).pipe(Effect.provide(server(MemoryTaskStore.layer, partial))))
 })
+
+describe("moderation backend down", () => {
+  const down = Layer.succeed(Moderation.Moderation, {
+    check: () => Effect.fail(new ModerationUnavailable({ message: "the moderation service answered 503: overloaded" }))
+  })
+
+  it.effect("fails closed: 503 in the envelope, and nothing is created", () =>
+    Effect.gen(function*() {
+      const answer = yield* call(submit)
+      expect(answer.status).toBe(503)
+      expect(JSON.parse(answer.text)).toEqual({ code: 503, msg: "content moderation is unavailable; nothing was created, try again later" })
+      const list = yield* call(HttpClientRequest.get("/api/v1/tasks"))
+      expect(JSON.parse(list.text).data.tasks).toEqual([])
+    }).pipe(Effect.provide(server(MemoryTaskStore.layer, down))))
+
+  it.effect("failing open, the task is created", () =>
+    Effect.gen(function*() {
+      const answer = yield* call(submit)
+      expect(answer.status).toBe(200)
+      expect(JSON.parse(answer.text).data.taskId).toMatch(/^[0-9a-f-]{36}$/)
+    }).pipe(Effect.provide(server(MemoryTaskStore.layer, Moderation.layerCounted({ failOpen: true }).pipe(Layer.provide(down))))))
+})
+

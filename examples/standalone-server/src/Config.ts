@@ -31,6 +31,8 @@ export interface ServerConfig {
   readonly maxRunningPerAccount: number
   /** Of those, at most this many on one provider, by provider name (`*`: every provider not named). */
   readonly maxRunningPerProvider: Readonly<Record<string, number>>
+  /** Pre-submission moderation: which moderator, and what happens when its backend is down. */
+  readonly moderation: ModerationConfig
   /** Deadlines by model family, replacing the models' defaults. */
   readonly deadlines: Readonly<Record<string, Duration.Duration>>
   /** The routes file (MEDIAGATE_ROUTES): models run on real providers. Without it everything runs on the simulator. */
@@ -46,6 +48,19 @@ export interface ServerConfig {
   readonly webhooks: boolean
   /** The path prefix provider webhooks arrive under. */
   readonly webhookPrefix: string
+}
+
+/** The moderator (MEDIAGATE_MODERATION and the variables after it). */
+export interface ModerationConfig {
+  readonly moderator:
+    /** Local word and pattern rules: the built-in list, with the operator's rules file if given. */
+    | { readonly _tag: "local"; readonly rulesFile: Option.Option<string> }
+    /** An OpenAI-compatible moderation API. */
+    | { readonly _tag: "openai"; readonly baseUrl: Option.Option<string>; readonly key: string; readonly model: Option.Option<string> }
+    /** No moderation (only the simulator's marker). */
+    | { readonly _tag: "none" }
+  /** When the backend cannot answer: let the prompt through (true) or refuse the submit with 503 (false, the default). */
+  readonly failOpen: boolean
 }
 
 /** Provider credentials and addresses, from the environment (never from the routes file). */
@@ -81,6 +96,12 @@ export const variables = [
   "MEDIAGATE_MAX_RUNNING_PER_ACCOUNT",
   "MEDIAGATE_MAX_RUNNING_PER_PROVIDER",
   "MEDIAGATE_DEADLINES",
+  "MEDIAGATE_MODERATION",
+  "MEDIAGATE_MODERATION_RULES",
+  "MEDIAGATE_MODERATION_URL",
+  "MEDIAGATE_MODERATION_KEY",
+  "MEDIAGATE_MODERATION_MODEL",
+  "MEDIAGATE_MODERATION_FAIL_OPEN",
   "MEDIAGATE_ROUTES",
   "MEDIAGATE_UNROUTED",
   "MEDIAGATE_WEBHOOK_PREFIX",
@@ -124,12 +145,15 @@ const port = variable("MEDIAGATE_PORT", (raw) => {
 
 const truthy = ["true", "yes", "on", "1"]
 const falsy = ["false", "no", "off", "0"]
-const allowPrivateUrls = variable("MEDIAGATE_ALLOW_PRIVATE_URLS", (raw) =>
-  truthy.includes(raw.toLowerCase())
-    ? Either.right(true)
-    : falsy.includes(raw.toLowerCase())
-    ? Either.right(false)
-    : Either.left(`must be true or false (got ${shown(raw)})`))
+const boolean = (name: Variable) =>
+  variable(name, (raw) =>
+    truthy.includes(raw.toLowerCase())
+      ? Either.right(true)
+      : falsy.includes(raw.toLowerCase())
+      ? Either.right(false)
+      : Either.left(`must be true or false (got ${shown(raw)})`))
+
+const allowPrivateUrls = boolean("MEDIAGATE_ALLOW_PRIVATE_URLS")
 
 /** An absolute http(s) URL. */
 const httpUrl = (name: Variable) =>
@@ -165,6 +189,30 @@ const providers: Config.Config<ProviderConfig> = Config.all({
     webhookSecret: Config.option(secret("MEDIAGATE_RELAY_WEBHOOK_SECRET"))
   }))
 })
+
+const moderation: Config.Config<ModerationConfig> = Config.all({
+  kind: oneOf("MEDIAGATE_MODERATION", ["local", "openai", "none"]).pipe(Config.withDefault("local" as const)),
+  rulesFile: Config.option(variable("MEDIAGATE_MODERATION_RULES", (raw) =>
+    raw.trim().length > 0 ? Either.right(raw.trim()) : Either.left("must be the path of a rules file"))),
+  baseUrl: Config.option(httpUrl("MEDIAGATE_MODERATION_URL")),
+  key: Config.option(secret("MEDIAGATE_MODERATION_KEY")),
+  model: Config.option(variable("MEDIAGATE_MODERATION_MODEL", (raw) =>
+    raw.trim().length > 0 ? Either.right(raw.trim()) : Either.left("must not be empty"))),
+  failOpen: boolean("MEDIAGATE_MODERATION_FAIL_OPEN").pipe(Config.withDefault(false))
+}).pipe(
+  Config.mapOrFail(({ baseUrl, failOpen, key, kind, model, rulesFile }): Either.Either<ModerationConfig, ConfigError.ConfigError> => {
+    if (kind === "openai") {
+      return Option.match(key, {
+        onNone: () => Either.left(ConfigError.InvalidData([], "MEDIAGATE_MODERATION_KEY must be set when MEDIAGATE_MODERATION is openai")),
+        onSome: (value) => Either.right({ moderator: { _tag: "openai", baseUrl, key: value, model }, failOpen })
+      })
+    }
+    if (Option.isSome(rulesFile) && kind !== "local") {
+      return Either.left(ConfigError.InvalidData([], `MEDIAGATE_MODERATION_RULES is read only when MEDIAGATE_MODERATION is local (it is ${kind})`))
+    }
+    return Either.right({ moderator: kind === "local" ? { _tag: "local", rulesFile } : { _tag: "none" }, failOpen })
+  })
+)
 
 const databaseUrl = variable("MEDIAGATE_DATABASE_URL", (raw) =>
   raw === "memory" || Either.isRight(Database.parseUrl(raw))
@@ -276,7 +324,8 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   maxRunning: count("MEDIAGATE_MAX_RUNNING", 1_000_000).pipe(Config.withDefault(500)),
   maxRunningPerAccount: count("MEDIAGATE_MAX_RUNNING_PER_ACCOUNT", 1_000_000).pipe(Config.withDefault(100)),
   maxRunningPerProvider: providerLimits.pipe(Config.withDefault({ "*": 100 })),
-  deadlines: deadlines.pipe(Config.withDefault({}))
+  deadlines: deadlines.pipe(Config.withDefault({})),
+  moderation
 }).pipe(
   Config.map((config) => ({
     ...config,

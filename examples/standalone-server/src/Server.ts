@@ -12,15 +12,15 @@ import type { Deliverer, Engine } from "@mediagate/scheduler"
 import { Mediagate } from "@mediagate/server"
 import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, PgNotify, SqlAccounts, SqlTaskStore } from "@mediagate/store-sql"
-import { Fal, OpenAiImages, Relay, Replicate, Router, RoutesFile, SimulatedModeration, Simulator } from "@mediagate/upstream"
+import { Fal, OpenAiImages, OpenAiModeration, Relay, Replicate, Router, RoutesFile, SimulatedModeration, Simulator } from "@mediagate/upstream"
 import type { MediaError } from "@mediagate/core"
-import { ModelCatalog, Upstream } from "@mediagate/core"
+import { ModelCatalog, Moderation, ModerationRules, Upstream } from "@mediagate/core"
 import { FetchHttpClient } from "@effect/platform"
-import { Effect, Either, Layer, Option } from "effect"
+import { Data, Effect, Either, Layer, Option } from "effect"
 import { readFile } from "node:fs/promises"
 import type { Server as NodeServer } from "node:http"
 import { createServer } from "node:http"
-import type { ProviderConfig, ServerConfig } from "./Config.js"
+import type { ModerationConfig, ProviderConfig, ServerConfig } from "./Config.js"
 
 /** Where tasks, accounts and files live. */
 export interface Backends {
@@ -180,7 +180,7 @@ const upstream = (
 
 /** The services of a deployment, without the HTTP server: the standard composition over these backends. */
 export const services = (
-  config: Pick<ServerConfig, "simulatorProfile" | "allowPrivateUrls"> & Partial<Pick<ServerConfig, "deadlines">> & {
+  config: Pick<ServerConfig, "simulatorProfile" | "allowPrivateUrls"> & Partial<Pick<ServerConfig, "deadlines" | "moderation">> & {
     /** Where the simulator counts its files, jobs and cancels (tests look at it). */
     readonly simulatorStats?: Simulator.Stats
     /** Real providers; without it every model runs on the simulator. */
@@ -195,7 +195,7 @@ export const services = (
     backends.accounts,
     backends.media,
     upstream(config, config.routing).pipe(Layer.provide(backends.media)),
-    SimulatedModeration.layer,
+    moderation(config.moderation),
     outbound(config)
   ).pipe(Layer.provide(Ids.layer))
   const relay = backends.relay === undefined ? {} : { relay: backends.relay }
@@ -203,6 +203,57 @@ export const services = (
   return Mediagate.services({ engine, deliverer, allowPrivateUrls: config.allowPrivateUrls, ...relay, ...deadlines }).pipe(
     Layer.provideMerge(concrete)
   )
+}
+
+/** A startup problem that is not a variable's (an unreadable or invalid file): one line. */
+export class StartupError extends Data.TaggedError("StartupError")<{ readonly message: string }> {}
+
+/** The library's moderation when the configuration names none: the built-in local rules, failing closed. */
+const defaultModeration: ModerationConfig = { moderator: { _tag: "local", rulesFile: Option.none() }, failOpen: false }
+
+/**
+ * The deployment's moderation: the simulator's marker first (demos and tests), then the
+ * configured moderator; a backend that cannot answer refuses the submit (503) or, failing
+ * open, lets the prompt through; both are counted.
+ */
+export const moderation = (config: ModerationConfig = defaultModeration): Layer.Layer<Moderation.Moderation, StartupError> => {
+  const { moderator } = config
+  const chosen: Layer.Layer<Moderation.Moderation, StartupError> = moderator._tag === "none"
+    ? Moderation.layerAllowAll
+    : moderator._tag === "openai"
+    ? OpenAiModeration.layer({
+      key: moderator.key,
+      ...Option.match(moderator.baseUrl, { onNone: () => ({}), onSome: (baseUrl) => ({ baseUrl }) }),
+      ...Option.match(moderator.model, { onNone: () => ({}), onSome: (model) => ({ model }) })
+    }).pipe(Layer.provide(FetchHttpClient.layer))
+    : Layer.effect(
+      Moderation.Moderation,
+      Effect.gen(function*() {
+        const rules = yield* Option.match(moderator.rulesFile, {
+          onNone: () => Effect.succeed(ModerationRules.builtIn),
+          onSome: (file) =>
+            Effect.tryPromise({
+              try: () => readFile(file, "utf8"),
+              catch: (error) => new StartupError({ message: `MEDIAGATE_MODERATION_RULES: cannot read ${file}: ${(error as Error).message}` })
+            }).pipe(
+              Effect.flatMap((text) =>
+                Either.match(ModerationRules.parseRulesFile(text), {
+                  onLeft: (problem) => Effect.fail(new StartupError({ message: `MEDIAGATE_MODERATION_RULES: ${file}: ${problem}` })),
+                  onRight: Effect.succeed
+                })
+              )
+            )
+        })
+        return yield* Either.match(ModerationRules.compile(rules), {
+          onLeft: (problem) => Effect.fail(new StartupError({ message: `moderation rules: ${problem}` })),
+          onRight: (compiled) => Effect.succeed(ModerationRules.make(compiled))
+        })
+      })
+    )
+  return Layer.effect(
+    Moderation.Moderation,
+    Effect.map(Moderation.Moderation, (inner) => Moderation.counted(Moderation.all([SimulatedModeration.moderator, inner]), { failOpen: config.failOpen }))
+  ).pipe(Layer.provide(chosen))
 }
 
 /** Requests to third parties (callbacks): public addresses only unless private ones are allowed. */
@@ -215,7 +266,15 @@ export const server = (config: Pick<ServerConfig, "host" | "port">, http: NodeSe
 
 /** What `layer` reads: the configuration, where the engine's settings may be left to the library. */
 /** Settings the engine and the catalog take from the configuration; each has the library's default. */
-type Tunables = "lease" | "shutdownGrace" | "maxRunning" | "maxRunningPerAccount" | "maxRunningPerProvider" | "deadlines" | "webhookPrefix"
+type Tunables =
+  | "lease"
+  | "shutdownGrace"
+  | "maxRunning"
+  | "maxRunningPerAccount"
+  | "maxRunningPerProvider"
+  | "deadlines"
+  | "webhookPrefix"
+  | "moderation"
 export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | "providers" | "webhooks"> & Partial<Pick<ServerConfig, Tunables>> & {
   readonly routing?: Routing
 }

@@ -136,6 +136,34 @@ describe("serverConfig", () => {
       ])
     }))
 
+  it.effect("moderation: local rules by default, failing closed; openai needs its key; a rules file only for local", () =>
+    Effect.gen(function*() {
+      const defaults = Either.getOrThrow(yield* read({})).moderation
+      expect(defaults).toEqual({ moderator: { _tag: "local", rulesFile: Option.none() }, failOpen: false })
+      const openai = Either.getOrThrow(yield* read({
+        MEDIAGATE_MODERATION: "openai",
+        MEDIAGATE_MODERATION_KEY: "sk-x",
+        MEDIAGATE_MODERATION_URL: "http://127.0.0.1:9000",
+        MEDIAGATE_MODERATION_FAIL_OPEN: "yes"
+      })).moderation
+      expect(openai).toEqual({
+        moderator: { _tag: "openai", key: "sk-x", baseUrl: Option.some("http://127.0.0.1:9000"), model: Option.none() },
+        failOpen: true
+      })
+      expect(yield* problems({ MEDIAGATE_MODERATION: "openai" })).toEqual([
+        "MEDIAGATE_MODERATION_KEY must be set when MEDIAGATE_MODERATION is openai"
+      ])
+      expect(yield* problems({ MEDIAGATE_MODERATION: "none", MEDIAGATE_MODERATION_RULES: "/x.json" })).toEqual([
+        "MEDIAGATE_MODERATION_RULES is read only when MEDIAGATE_MODERATION is local (it is none)"
+      ])
+      expect(yield* problems({ MEDIAGATE_MODERATION: "strict" })).toEqual([
+        `MEDIAGATE_MODERATION must be one of local, openai, none (got "strict")`
+      ])
+      expect(yield* problems({ MEDIAGATE_MODERATION_FAIL_OPEN: "maybe" })).toEqual([
+        `MEDIAGATE_MODERATION_FAIL_OPEN must be true or false (got "maybe")`
+      ])
+    }))
+
   it.effect("every bad variable is reported, not only the first", () =>
     Effect.gen(function*() {
       expect(yield* problems({ MEDIAGATE_PORT: "x", MEDIAGATE_SIMULATOR_PROFILE: "fast" })).toEqual([

@@ -76,6 +76,12 @@ export class Conflict extends Schema.Class<Conflict>("Conflict")(
   HttpApiSchema.annotations({ status: 409 })
 ) {}
 
+/** 503: something the request needs is down (the moderation backend); nothing was created. */
+export class ServiceUnavailable extends Schema.Class<ServiceUnavailable>("ServiceUnavailable")(
+  envelopeError(503, "What is unavailable; nothing was created, and the request may be sent again later."),
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
 /** 413: request body over the limit. */
 export class PayloadTooLarge extends Schema.Class<PayloadTooLarge>("PayloadTooLarge")(
   envelopeError(413, "The body limit."),
@@ -250,6 +256,7 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
       .addError(BadRequest)
       .addError(ModerationRejectedResponse)
       .addError(PayloadTooLarge)
+      .addError(ServiceUnavailable)
       .annotate(OpenApi.Summary, "Submit a task")
   )
   .add(

@@ -18,6 +18,15 @@ export class ModerationRejected extends Schema.TaggedError<ModerationRejected>()
   categories: Schema.Record({ key: Schema.String, value: Schema.Boolean })
 }) {}
 
+/**
+ * The moderation backend could not give a verdict (down, too slow, refusing our key). With
+ * moderation failing closed (the default) the submit is refused with 503 and nothing is
+ * created; `message` says what went wrong, for the operator's logs and the client.
+ */
+export class ModerationUnavailable extends Schema.TaggedError<ModerationUnavailable>()("ModerationUnavailable", {
+  message: Schema.String
+}) {}
+
 /** No task with this id belongs to the caller. */
 export class TaskNotFound extends Schema.TaggedError<TaskNotFound>()("TaskNotFound", {
   taskId: Schema.String

@@ -1,7 +1,10 @@
 /**
- * Pre-submission content moderation (spec section 7).
+ * Pre-submission content moderation (spec section 7). Adapters: the local rules
+ * (`ModerationRules`, the default), an OpenAI-compatible moderation API
+ * (`@mediagate/upstream` `OpenAiModeration`), the simulator's marker for demos.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Metric } from "effect"
+import { ModerationUnavailable } from "./Errors.js"
 
 /** The 13 moderation categories, in the spec's order. */
 export const moderationCategories = [
@@ -38,12 +41,62 @@ export const verdict = (flaggedCategories: ReadonlyArray<ModerationCategory> = [
   return { flagged: flaggedCategories.length > 0, categories }
 }
 
-/** Checks a prompt before a task is accepted. */
+/**
+ * Checks a prompt before a task is accepted. A backend that cannot answer fails with
+ * `ModerationUnavailable`: the submit is refused (503), unless the host wraps the service in
+ * `failOpen`.
+ */
 export class Moderation extends Context.Tag("@mediagate/core/Moderation")<Moderation, {
-  readonly check: (prompt: string) => Effect.Effect<ModerationVerdict>
+  readonly check: (prompt: string) => Effect.Effect<ModerationVerdict, ModerationUnavailable>
 }>() {}
 
 /** Moderation that flags nothing. */
 export const layerAllowAll: Layer.Layer<Moderation> = Layer.succeed(Moderation, {
   check: () => Effect.succeed(verdict())
+})
+
+/**
+ * Times the moderation backend could not answer, by what was done about it: `refused` (the
+ * submit answered 503) or `allowed` (failing open, the prompt went through unchecked).
+ */
+export const unavailableCount = Metric.counter("mediagate_moderation_unavailable_total", {
+  description: "Prompts the moderation backend could not check, by what was done with the submit",
+  incremental: true
+})
+
+/**
+ * Counts each failure of `inner`'s backend and, failing open, lets the prompt through
+ * (logged as a warning); failing closed (the default), the failure stands and the submit is
+ * refused.
+ */
+export const counted = (
+  inner: Context.Tag.Service<Moderation>,
+  options: { readonly failOpen?: boolean } = {}
+): Context.Tag.Service<Moderation> => ({
+  check: (prompt) =>
+    inner.check(prompt).pipe(
+      Effect.catchTag("ModerationUnavailable", (error) =>
+        options.failOpen === true
+          ? Metric.increment(Metric.tagged(unavailableCount, "outcome", "allowed")).pipe(
+            Effect.zipRight(Effect.logWarning(`moderation: ${error.message}; the prompt was let through unchecked (failing open)`)),
+            Effect.as(verdict())
+          )
+          : Metric.increment(Metric.tagged(unavailableCount, "outcome", "refused")).pipe(
+            Effect.zipRight(Effect.logWarning(`moderation: ${error.message}; the submit was refused (failing closed)`)),
+            Effect.zipRight(Effect.fail(error))
+          ))
+    )
+})
+
+/** Puts `counted` in front of the Moderation in context. */
+export const layerCounted = (options: { readonly failOpen?: boolean } = {}): Layer.Layer<Moderation, never, Moderation> =>
+  Layer.effect(Moderation, Effect.map(Moderation, (inner) => counted(inner, options)))
+
+/**
+ * Several moderators in turn: the first that flags the prompt decides; otherwise clean. A
+ * moderator that cannot answer fails the whole check.
+ */
+export const all = (moderators: ReadonlyArray<Context.Tag.Service<Moderation>>): Context.Tag.Service<Moderation> => ({
+  check: (prompt) =>
+    Effect.reduce(moderators, verdict(), (found, moderator) => (found.flagged ? Effect.succeed(found) : moderator.check(prompt)))
 })

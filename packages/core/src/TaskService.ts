@@ -4,7 +4,7 @@
 import { Clock, Context, Duration, Effect, Either, Option } from "effect"
 import type { Account } from "./Accounts.js"
 import type { ListQuery, SubmitRequest } from "./Api.js"
-import { ModerationRejected, shortened, TaskNotCancellable, TaskNotFound, ValidationError } from "./Errors.js"
+import { ModerationRejected, ModerationUnavailable, shortened, TaskNotCancellable, TaskNotFound, ValidationError } from "./Errors.js"
 import { Ids, TaskId } from "./Ids.js"
 import { ModelCatalog } from "./models/ModelCatalog.js"
 import type { ModelSpec } from "./models/ModelSpec.js"
@@ -251,4 +251,4 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
 }) {}
 
 /** Re-exported so handlers can name every failure of submit. */
-export type SubmitError = ValidationError | ModerationRejected
+export type SubmitError = ValidationError | ModerationRejected | ModerationUnavailable

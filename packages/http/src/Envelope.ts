@@ -8,6 +8,7 @@ import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import {
   Api,
   ModerationRejected,
+  ModerationUnavailable,
   TaskConflict,
   TaskNotCancellable,
   TaskNotFound,
@@ -28,6 +29,7 @@ export const envelope = (code: number, msg: string, data?: unknown, headers?: Re
 /** The HTTP error of each domain error a use case can fail with. */
 export type HttpError<E> = E extends ValidationError ? Api.BadRequest
   : E extends ModerationRejected ? Api.ModerationRejectedResponse
+  : E extends ModerationUnavailable ? Api.ServiceUnavailable
   : E extends TaskNotFound ? Api.NotFound
   : E extends TaskNotCancellable | TaskConflict ? Api.Conflict
   : E
@@ -46,6 +48,8 @@ export const toHttpError = <E>(error: E): HttpError<E> => {
         categories: Api.moderationCategoryFlags(error.categories)
       }
     })
+    : error instanceof ModerationUnavailable
+    ? new Api.ServiceUnavailable({ code: 503, msg: "content moderation is unavailable; nothing was created, try again later" })
     : error instanceof TaskNotFound
     ? Api.taskNotFound()
     : error instanceof TaskNotCancellable
@@ -58,7 +62,7 @@ export const toHttpError = <E>(error: E): HttpError<E> => {
 
 const isErrorEnvelope = (error: unknown): error is { readonly code: number; readonly msg: string; readonly data?: unknown } =>
   error instanceof Api.BadRequest || error instanceof Api.Unauthorized || error instanceof Api.NotFound ||
-  error instanceof Api.MethodNotAllowed || error instanceof Api.PayloadTooLarge
+  error instanceof Api.MethodNotAllowed || error instanceof Api.PayloadTooLarge || error instanceof Api.ServiceUnavailable
 
 /** 405 with the methods the path takes. */
 export const methodNotAllowed = (method: string, allowed: ReadonlyArray<string>) =>

@@ -12,6 +12,8 @@ export * as CircuitBreaker from "./CircuitBreaker.js"
 export * as Fal from "./Fal.js"
 /** An OpenAI-compatible images API (synchronous). */
 export * as OpenAiImages from "./OpenAiImages.js"
+/** An OpenAI-compatible moderation API as the Moderation service. */
+export * as OpenAiModeration from "./OpenAiModeration.js"
 /** What the provider adapters share: JSON calls and the classification of failures. */
 export * as ProviderHttp from "./ProviderHttp.js"
 /** A relay to another gateway of this spec. */

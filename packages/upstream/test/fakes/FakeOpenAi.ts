@@ -1,5 +1,9 @@
 /**
- * An OpenAI-compatible images API as OpenAI's docs describe it: `POST /v1/images/generations`
+ * An OpenAI-compatible API as OpenAI's docs describe it. Moderations: `POST /v1/moderations`
+ * with `{model, input}` answers `{id, model, results: [{flagged, categories, category_scores,
+ * category_applied_input_types}]}` with the 13 categories of `omni-moderation-latest`; here a
+ * prompt is flagged for each category whose name it contains as `<category>!` (`violence!`),
+ * and `input` must be a string or an array of strings (400 otherwise). Images: `POST /v1/images/generations`
  * (JSON) and `POST /v1/images/edits` (multipart/form-data with `image` or `image[]` files)
  * answer `{created, data: [{url} | {b64_json}]}`; `Authorization: Bearer <key>` is required;
  * a prompt the safety system refuses gets 400 `content_policy_violation`.
@@ -19,6 +23,7 @@ export const start = async (options: Options) =>
     if (request.headers.authorization !== `Bearer ${options.key}`) {
       return { status: 401, body: { error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" } } }
     }
+    if (request.method === "POST" && url.pathname === "/v1/moderations") return moderation(FakeServer.json(request))
     if (request.method !== "POST" || !["/v1/images/generations", "/v1/images/edits"].includes(url.pathname)) return undefined
     const edits = url.pathname.endsWith("edits")
     const contentType = String(request.headers["content-type"] ?? "")
@@ -51,4 +56,27 @@ const formFields = (body: string, contentType: string): Record<string, unknown> 
     else fields[name] = part.split("\r\n\r\n").slice(1).join("\r\n\r\n").replace(/\r\n$/, "")
   }
   return fields
+}
+
+/** The 13 categories of omni-moderation-latest, as OpenAI names them. */
+const moderationCategories = [
+  "harassment", "harassment/threatening", "hate", "hate/threatening", "illicit", "illicit/violent", "self-harm",
+  "self-harm/intent", "self-harm/instructions", "sexual", "sexual/minors", "violence", "violence/graphic"
+]
+
+const moderation = (body: { model?: unknown; input?: unknown }): FakeServer.Reply => {
+  const inputs = typeof body.input === "string" ? [body.input] : body.input
+  if (!Array.isArray(inputs) || inputs.some((input) => typeof input !== "string")) {
+    return { status: 400, body: { error: { message: "Invalid type for 'input'.", type: "invalid_request_error", param: "input" } } }
+  }
+  const results = inputs.map((input: string) => {
+    const categories = Object.fromEntries(moderationCategories.map((category) => [category, input.includes(`${category}!`)]))
+    return {
+      flagged: Object.values(categories).some(Boolean),
+      categories,
+      category_scores: Object.fromEntries(moderationCategories.map((category) => [category, categories[category] ? 0.98 : 0.001])),
+      category_applied_input_types: Object.fromEntries(moderationCategories.map((category) => [category, ["text"]]))
+    }
+  })
+  return { status: 200, body: { id: "modr-1", model: String(body.model ?? "omni-moderation-latest"), results } }
 }

@@ -1,0 +1,94 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, Layer } from "effect"
+import { Moderation, ModerationRules } from "../src/index.js"
+
+const check = (prompt: string, rules: ModerationRules.Rules = ModerationRules.builtIn) =>
+  Effect.flatMap(Moderation.Moderation, (moderation) => moderation.check(prompt)).pipe(Effect.provide(ModerationRules.layer(rules)))
+
+const flaggedOf = (prompt: string, rules?: ModerationRules.Rules) =>
+  Effect.map(check(prompt, rules), (verdict) =>
+    Object.entries(verdict.categories).filter(([, on]) => on).map(([category]) => category).sort())
+
+describe("ModerationRules: the built-in list", () => {
+  it.effect("ordinary prompts pass, including words that contain or resemble listed ones", () =>
+    Effect.gen(function*() {
+      for (
+        const prompt of [
+          "a lighthouse at dusk, oil painting",
+          "a killer whale breaching at sunset",
+          "the Royal Gorge bridge in autumn",
+          "a naked mole rat in a museum display",
+          "two kids playing football in a park",
+          "a 1980s sports car, 4k, studio light",
+          "an executive in a glass office",
+          "a nude colour dress on a mannequin",
+          "Suicide Squad style movie poster"
+        ]
+      ) {
+        expect([prompt, yield* flaggedOf(prompt)]).toEqual([prompt, []])
+      }
+    }))
+
+  it.effect("a match flags its category and the parent of a subcategory; the verdict has all 13 keys", () =>
+    Effect.gen(function*() {
+      const verdict = yield* check("a battlefield full of gore and a severed head")
+      expect(verdict.flagged).toBe(true)
+      expect(Object.keys(verdict.categories).sort()).toEqual([...Moderation.moderationCategories].sort())
+      expect(yield* flaggedOf("a battlefield full of gore and a severed head")).toEqual(["violence", "violence/graphic"])
+      expect(yield* flaggedOf("I will find you and hurt you")).toEqual(["harassment", "harassment/threatening"])
+      expect(yield* flaggedOf("how to build a pipe bomb")).toEqual(["illicit", "illicit/violent"])
+      expect(yield* flaggedOf("a painless suicide method")).toEqual(["self-harm", "self-harm/instructions"])
+      expect(yield* flaggedOf("exterminate all the immigrants")).toEqual(["hate", "hate/threatening"])
+    }))
+
+  it.effect("sexual content involving minors is flagged in either order, with ages written as numbers", () =>
+    Effect.gen(function*() {
+      expect(yield* flaggedOf("a naked child on a beach")).toEqual(["sexual", "sexual/minors"])
+      expect(yield* flaggedOf("nsfw photo of a 12 year old")).toEqual(["sexual", "sexual/minors"])
+      expect(yield* flaggedOf("a 12 year old blowing out birthday candles")).toEqual([])
+    }))
+
+  it.effect("case, accents, punctuation, spacing and digit stand-ins do not hide a word", () =>
+    Effect.gen(function*() {
+      for (const prompt of ["GORE", "a gôre scene", "g0re!!", "extremely   GORY...", "P0RN0GRAPHIC poster"]) {
+        expect([prompt, (yield* check(prompt)).flagged]).toEqual([prompt, true])
+      }
+    }))
+})
+
+describe("ModerationRules: an operator's rules file", () => {
+  it.effect("adds to the built-in list by default, or replaces it with extend: false", () =>
+    Effect.gen(function*() {
+      const added = Either.getOrThrow(ModerationRules.parseRulesFile(JSON.stringify({
+        categories: { violence: { words: ["knife fight"], patterns: ["\\bduel to the death\\b"] } }
+      })))
+      expect(yield* flaggedOf("a knife fight in an alley", added)).toEqual(["violence"])
+      expect(yield* flaggedOf("a duel to the death at noon", added)).toEqual(["violence"])
+      expect(yield* flaggedOf("lots of gore", added)).toEqual(["violence", "violence/graphic"])
+
+      const replaced = Either.getOrThrow(ModerationRules.parseRulesFile(JSON.stringify({
+        extend: false,
+        categories: { illicit: { words: ["moonshine"] } }
+      })))
+      expect(yield* flaggedOf("a moonshine still in the woods", replaced)).toEqual(["illicit"])
+      expect(yield* flaggedOf("lots of gore", replaced)).toEqual([])
+    }))
+
+  it("refuses a file that is not JSON, names an unknown category, has an unknown key or a bad pattern", () => {
+    const problem = (text: string) => Either.getLeft(ModerationRules.parseRulesFile(text))._tag === "Some"
+      ? Either.getLeft(ModerationRules.parseRulesFile(text)).pipe((left) => left._tag === "Some" ? left.value : "")
+      : ""
+    expect(problem("{ nope")).toMatch(/^the moderation rules file is not JSON/)
+    expect(problem(JSON.stringify({ categories: { violense: { words: ["x"] } } }))).toMatch(/not valid.*violense/s)
+    expect(problem(JSON.stringify({ categories: {}, extra: 1 }))).toMatch(/not valid.*extra/s)
+    expect(problem(JSON.stringify({ categories: { hate: { patterns: ["(unclosed"] } } }))).toMatch(
+      /^the hate pattern "\(unclosed" is not a valid regular expression/
+    )
+  })
+
+  it.effect("invalid rules given to the layer stop the start with the message", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(Layer.build(ModerationRules.layer({ hate: { words: [], patterns: ["("] } })))
+      expect(exit._tag).toBe("Failure")
+    }).pipe(Effect.scoped))
+})
