@@ -2,6 +2,7 @@
  * API keys to accounts. Keys are stored hashed by every backend.
  */
 import { Clock, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import type { KeyInfo } from "./ApiKeys.js"
 import type { AccountId } from "./Ids.js"
 
 /** An account: the owner of tasks. */
@@ -16,6 +17,43 @@ export class Accounts extends Context.Tag("@mediagate/core/Accounts")<Accounts, 
   /** The account's `whsec_` secret that signs its callbacks (Standard Webhooks), if it has one. */
   readonly webhookSecret: (accountId: AccountId) => Effect.Effect<Option.Option<Redacted.Redacted<string>>>
 }>() {}
+
+/** An account as admin tools show it, with its keys (never the keys themselves). */
+export interface AccountInfo extends Account {
+  readonly createdAt: number
+  readonly keys: ReadonlyArray<KeyInfo>
+}
+
+/**
+ * What an operator does with accounts and keys (the admin CLI). Every backend implements it
+ * over the same data `Accounts` authenticates from; a key is given here already hashed.
+ */
+export class AccountAdmin extends Context.Tag("@mediagate/core/AccountAdmin")<AccountAdmin, {
+  /** A new account with its first key. */
+  readonly createAccount: (account: {
+    readonly id: AccountId
+    readonly name: string
+    readonly webhookSecret: Redacted.Redacted<string>
+    readonly key: NewKey
+  }) => Effect.Effect<void>
+  readonly getAccount: (id: AccountId) => Effect.Effect<Option.Option<AccountInfo>>
+  /** Every account, oldest first. */
+  readonly listAccounts: Effect.Effect<ReadonlyArray<AccountInfo>>
+  /** Adds a key to an existing account; false when there is no such account. */
+  readonly createKey: (accountId: AccountId, key: NewKey) => Effect.Effect<boolean>
+  /** Revokes a key at `now`; the key as it now stands, none when there is no such key. Revoking twice keeps the first time. */
+  readonly revokeKey: (keyId: string, now: number) => Effect.Effect<Option.Option<KeyInfo>>
+}>() {}
+
+/** A key to store: its id, its SHA-256 and hint (`ApiKeys`), and its terms. */
+export interface NewKey {
+  readonly id: string
+  readonly hash: string
+  readonly hint: string
+  readonly label: string | null
+  readonly createdAt: number
+  readonly expiresAt: number | null
+}
 
 /** The account of the current request, provided by the HTTP auth middleware. */
 export class CurrentAccount extends Context.Tag("@mediagate/core/CurrentAccount")<CurrentAccount, Account>() {}

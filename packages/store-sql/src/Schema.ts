@@ -12,6 +12,7 @@ export const tables = (prefix: string) => ({
   tasks: `${prefix}tasks`,
   callbacks: `${prefix}callbacks`,
   accounts: `${prefix}accounts`,
+  apiKeys: `${prefix}api_keys`,
   callbackAttempts: `${prefix}callback_attempts`,
   migrations: `${prefix}migrations`
 })
@@ -112,6 +113,24 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
       yield* sql`CREATE INDEX ${sql(`${t.tasks}_running`)} ON ${sql(t.tasks)} (owner_id, provider) WHERE due_at IS NOT NULL AND status <> 'PENDING'`
       yield* sql`DROP INDEX ${sql(`${t.tasks}_waiting`)}`
       yield* sql`CREATE INDEX ${sql(`${t.tasks}_waiting`)} ON ${sql(t.tasks)} (owner_id, due_at, id, lease_until, provider) WHERE status = 'PENDING'`
+    }),
+    "0009_api_keys": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // An account's keys, each revocable and expirable, stored as SHA-256 with a hint. The
+      // accounts' own key_hash (their first key) is copied here; authentication reads only this.
+      yield* sql`CREATE TABLE ${sql(t.apiKeys)} (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        key_hash TEXT NOT NULL UNIQUE,
+        hint TEXT NOT NULL,
+        label TEXT,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT,
+        revoked_at BIGINT
+      )`
+      yield* sql`CREATE INDEX ${sql(`${t.apiKeys}_account`)} ON ${sql(t.apiKeys)} (account_id, created_at)`
+      yield* sql`INSERT INTO ${sql(t.apiKeys)} (id, account_id, key_hash, hint, label, created_at)
+        SELECT 'key_' || id, id, key_hash, 'mg_...', 'first key', created_at FROM ${sql(t.accounts)}`
     })
   }
 }

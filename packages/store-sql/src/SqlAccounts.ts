@@ -2,8 +2,8 @@
  * Accounts in SQL. Only SHA-256 hashes of API keys are stored.
  */
 import { SqlClient } from "@effect/sql"
-import { Accounts, Ids, StoreError } from "@mediagate/core"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Accounts, ApiKeys, Ids, StoreError } from "@mediagate/core"
+import { Clock, Context, Effect, Layer, Option, Redacted } from "effect"
 import { createHash } from "node:crypto"
 import { migrate, tables } from "./Schema.js"
 import { defaultPrefix } from "./SqlTaskStore.js"
@@ -35,35 +35,101 @@ const orDie = (operation: string) => <A, R>(effect: Effect.Effect<A, { readonly 
     Effect.orDie
   )
 
+type KeyRow = {
+  id: string
+  account_id: string
+  key_hash: string
+  hint: string
+  label: string | null
+  created_at: number | string
+  expires_at: number | string | null
+  revoked_at: number | string | null
+}
+
+const numOrNull = (value: unknown) => (value === null || value === undefined ? null : Number(value))
+
+const keyInfo = (row: KeyRow): ApiKeys.KeyInfo => ({
+  id: String(row.id),
+  accountId: String(row.account_id),
+  hint: String(row.hint),
+  label: row.label === null ? null : String(row.label),
+  createdAt: Number(row.created_at),
+  expiresAt: numOrNull(row.expires_at),
+  revokedAt: numOrNull(row.revoked_at)
+})
+
 /** Builds the SQL accounts on the SqlClient in context, migrating first. */
-export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Effect<SqlAccounts, StoreError, SqlClient.SqlClient> =>
+export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Effect<
+  SqlAccounts & Context.Tag.Service<Accounts.AccountAdmin>,
+  StoreError,
+  SqlClient.SqlClient
+> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const prefix = options.tablePrefix ?? defaultPrefix
     const table = tables(prefix).accounts
+    const keys = tables(prefix).apiKeys
     yield* migrate(prefix).pipe(Effect.mapError((error) => new StoreError({ message: `migrating failed: ${String(error)}` })))
 
+    /** The key with this hash (in any state) and its account. */
     const byHash = (hash: string) =>
-      sql<{ id: string; name: string }>`SELECT id, name FROM ${sql(table)} WHERE key_hash = ${hash}`.pipe(
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => ({ id: Ids.AccountId.make(String(row.id)), name: String(row.name) })))
+      sql<KeyRow & { name: string }>`SELECT k.*, a.name FROM ${sql(keys)} k JOIN ${sql(table)} a ON a.id = k.account_id WHERE k.key_hash = ${hash}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]))
+      )
+
+    const insertKey = (accountId: string, key: Accounts.NewKey) =>
+      sql`INSERT INTO ${sql(keys)} ${
+        sql.insert({
+          id: key.id,
+          account_id: accountId,
+          key_hash: key.hash,
+          hint: key.hint,
+          label: key.label,
+          created_at: key.createdAt,
+          expires_at: key.expiresAt,
+          revoked_at: null
+        })
+      }`
+
+    const info = (row: { id: string; name: string; created_at: number | string }) =>
+      sql<KeyRow>`SELECT * FROM ${sql(keys)} WHERE account_id = ${row.id} ORDER BY created_at, id`.pipe(
+        Effect.map((rows): Accounts.AccountInfo => ({
+          id: Ids.AccountId.make(String(row.id)),
+          name: String(row.name),
+          createdAt: Number(row.created_at),
+          keys: rows.map(keyInfo)
+        }))
       )
 
     return {
       authenticate: (apiKey) => {
         const key = Redacted.value(apiKey)
-        return key.length === 0
-          ? Effect.succeed(Option.none())
-          : byHash(hashKey(key)).pipe(orDie("authenticate"))
+        // A mistyped generated key is refused without reading the database.
+        if (ApiKeys.classify(key) === "malformed") return Effect.succeed(Option.none())
+        const hash = hashKey(key)
+        return Effect.gen(function*() {
+          const found = yield* byHash(hash)
+          const now = yield* Clock.currentTimeMillis
+          return Option.flatMap(found, (row) =>
+            ApiKeys.sameHash(String(row.key_hash), hash) && ApiKeys.stateOf(keyInfo(row), now) === "active"
+              ? Option.some({ id: Ids.AccountId.make(String(row.account_id)), name: String(row.name) })
+              : Option.none())
+        }).pipe(orDie("authenticate"))
       },
       ensure: ({ apiKey, id, name, now, webhookSecret }) =>
         Effect.gen(function*() {
-          const hash = hashKey(Redacted.value(apiKey))
+          const key = Redacted.value(apiKey)
+          const hash = hashKey(key)
           const existing = yield* byHash(hash)
           if (Option.isSome(existing)) {
-            yield* sql`UPDATE ${sql(table)} SET webhook_secret = ${Redacted.value(webhookSecret)} WHERE id = ${existing.value.id} AND webhook_secret IS NULL`
-            return existing.value
+            const accountId = String(existing.value.account_id)
+            yield* sql`UPDATE ${sql(table)} SET webhook_secret = ${Redacted.value(webhookSecret)} WHERE id = ${accountId} AND webhook_secret IS NULL`
+            return { id: Ids.AccountId.make(accountId), name: String(existing.value.name) }
           }
-          yield* sql`INSERT INTO ${sql(table)} ${sql.insert({ id, name, key_hash: hash, created_at: now, webhook_secret: Redacted.value(webhookSecret) })}`
+          yield* sql.withTransaction(Effect.gen(function*() {
+            yield* sql`INSERT INTO ${sql(table)} ${sql.insert({ id, name, key_hash: hash, created_at: now, webhook_secret: Redacted.value(webhookSecret) })}`
+            yield* insertKey(id, { id: `key_${id}`, hash, hint: ApiKeys.hint(key), label: "MEDIAGATE_API_KEY", createdAt: now, expiresAt: null })
+          }))
           return { id, name }
         }).pipe(Effect.mapError(storeError("ensure account"))),
       webhookSecret: (accountId) =>
@@ -74,7 +140,35 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
       count: sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(table)}`.pipe(
         Effect.map((rows) => Number(rows[0]?.n ?? 0)),
         Effect.mapError(storeError("count accounts"))
-      )
+      ),
+      createAccount: ({ id, key, name, webhookSecret }) =>
+        sql.withTransaction(Effect.gen(function*() {
+          // key_hash of the accounts table holds the first key (it predates the keys table).
+          yield* sql`INSERT INTO ${sql(table)} ${sql.insert({ id, name, key_hash: key.hash, created_at: key.createdAt, webhook_secret: Redacted.value(webhookSecret) })}`
+          yield* insertKey(id, key)
+        })).pipe(orDie("create account")),
+      getAccount: (id) =>
+        sql<{ id: string; name: string; created_at: number }>`SELECT id, name, created_at FROM ${sql(table)} WHERE id = ${id}`.pipe(
+          Effect.flatMap((rows) => rows[0] === undefined ? Effect.succeed(Option.none()) : Effect.map(info(rows[0]), Option.some)),
+          orDie("get account")
+        ),
+      listAccounts: sql<{ id: string; name: string; created_at: number }>`SELECT id, name, created_at FROM ${sql(table)} ORDER BY created_at, id`.pipe(
+        Effect.flatMap((rows) => Effect.forEach(rows, info)),
+        orDie("list accounts")
+      ),
+      createKey: (accountId, key) =>
+        Effect.gen(function*() {
+          const found = yield* sql`SELECT id FROM ${sql(table)} WHERE id = ${accountId}`
+          if (found.length === 0) return false
+          yield* insertKey(accountId, key)
+          return true
+        }).pipe(orDie("create key")),
+      revokeKey: (keyId, now) =>
+        Effect.gen(function*() {
+          yield* sql`UPDATE ${sql(keys)} SET revoked_at = ${now} WHERE id = ${keyId} AND revoked_at IS NULL`
+          const rows = yield* sql<KeyRow>`SELECT * FROM ${sql(keys)} WHERE id = ${keyId}`
+          return Option.map(Option.fromNullable(rows[0]), keyInfo)
+        }).pipe(orDie("revoke key"))
     }
   })
 
@@ -83,11 +177,14 @@ export class SqlAccountsService extends Effect.Tag("@mediagate/store-sql/SqlAcco
 
 /** Provides both the core Accounts tag and the SQL accounts service. */
 export const layer = (options: { readonly tablePrefix?: string } = {}): Layer.Layer<
-  Accounts.Accounts | SqlAccountsService,
+  Accounts.Accounts | Accounts.AccountAdmin | SqlAccountsService,
   StoreError,
   SqlClient.SqlClient
 > =>
   Layer.effectContext(
     Effect.map(make(options), (accounts) =>
-      Context.make(Accounts.Accounts, accounts).pipe(Context.add(SqlAccountsService, accounts)))
+      Context.make(Accounts.Accounts, accounts).pipe(
+        Context.add(SqlAccountsService, accounts),
+        Context.add(Accounts.AccountAdmin, accounts)
+      ))
   )
