@@ -51,7 +51,7 @@ const run = async (env: Record<string, string>, cwd = dir) => {
 }
 
 const secretPattern = /whsec_[A-Za-z0-9+/=]{20,}/g
-const keyPattern = /mg_[0-9a-f]{48}/g
+const keyPattern = /mg_[0-9A-Za-z]{38}/g
 
 const accountIds = (file: string) => {
   const db = new Sqlite(file, { readonly: true })

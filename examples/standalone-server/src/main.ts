@@ -5,7 +5,7 @@
  * their tasks given back to the store for other nodes; then the process exits 0.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Ids } from "@mediagate/core"
+import { ApiKeys, Ids } from "@mediagate/core"
 import { Webhooks } from "@mediagate/scheduler"
 import { SqlAccounts } from "@mediagate/store-sql"
 import { RoutesFile } from "@mediagate/upstream"
@@ -106,7 +106,7 @@ const serve = <E, R>(server: Layer.Layer<never, E, R>, config: ServerConfig, cre
   )
 
 const token = (bytes: number) => Effect.flatMap(Ids.Ids, (ids) => ids.token(bytes))
-const newKey = Effect.map(token(24), (value) => `mg_${value}`)
+const newKey = Effect.map(ApiKeys.generate, Redacted.value)
 const newSecret = Effect.map(token(24), Webhooks.secretFromHex)
 // Random, so a task row says nothing about its owner's key.
 const newAccountId = Effect.map(token(12), (value) => Ids.AccountId.make(`acct_${value}`))

@@ -1,0 +1,194 @@
+/**
+ * `npm run admin -- <command>`: accounts and keys in the standalone server's database
+ * (MEDIAGATE_DATABASE_URL, the server's default `sqlite:./data/mediagate.db` when unset),
+ * built with @effect/cli. Safe beside a running server: SQLite and PostgreSQL order the
+ * writes, and a server's cache of keys holds an account for at most 5 s, so a revoked key
+ * stops working within 5 s there.
+ *
+ *   account create --name <name>         a new account and its first key (shown once)
+ *   account show <account-id>            the account and its keys (hints, states)
+ *   account list                         every account
+ *   key create <account-id> [--label <text>] [--expires-in <30d|12h|90m>]
+ *   key revoke <key-id>
+ *
+ * `--json` on each prints one JSON document for scripts. Failures print one line to
+ * stderr and exit 1.
+ */
+import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
+import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import type { Accounts as AccountsNs } from "@mediagate/core"
+import { Accounts, ApiKeys, Ids } from "@mediagate/core"
+import { Webhooks } from "@mediagate/scheduler"
+import { Database, SqlAccounts } from "@mediagate/store-sql"
+import { Clock, Console, Data, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { createHash } from "node:crypto"
+import { defaultDatabaseUrl } from "./Config.js"
+
+/** A failure the operator can act on: printed as one line, exit 1. */
+class AdminError extends Data.TaggedError("AdminError")<{ readonly message: string }> {}
+
+const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON document instead of text"))
+
+const sha256 = (key: string) => createHash("sha256").update(key, "utf8").digest("hex")
+const iso = (millis: number | null) => (millis === null ? null : new Date(millis).toISOString())
+
+const keyView = (key: ApiKeys.KeyInfo, now: number) => ({
+  id: key.id,
+  hint: key.hint,
+  label: key.label,
+  state: ApiKeys.stateOf(key, now),
+  created_at: iso(key.createdAt),
+  expires_at: iso(key.expiresAt),
+  revoked_at: iso(key.revokedAt)
+})
+
+const accountView = (account: AccountsNs.AccountInfo, now: number) => ({
+  id: account.id,
+  name: account.name,
+  created_at: iso(account.createdAt),
+  keys: account.keys.map((key) => keyView(key, now))
+})
+
+const keyLine = (key: ReturnType<typeof keyView>) =>
+  `  ${key.id}  ${key.hint}  ${key.state}${key.label === null ? "" : `  "${key.label}"`}${key.expires_at === null ? "" : `  expires ${key.expires_at}`}`
+
+const accountText = (account: ReturnType<typeof accountView>) =>
+  [`${account.id}  ${account.name}  created ${account.created_at}`, ...account.keys.map(keyLine)].join("\n")
+
+/** Runs a command's work on the database, opened only then (so `--help` needs none). */
+const onDatabase = <A, E>(effect: Effect.Effect<A, E, Accounts.AccountAdmin | Ids.Ids>) =>
+  Effect.provide(effect, Layer.suspend(() => accounts))
+
+/** Prints `value` as JSON with `--json`, otherwise `text`. */
+const print = (asJson: boolean, value: unknown, text: string) => Console.log(asJson ? JSON.stringify(value, null, 2) : text)
+
+/** A new key's stored form, with the key itself to show once. */
+const newKey = (label: string | null, now: number, expiresAt: number | null) =>
+  Effect.gen(function*() {
+    const key = Redacted.value(yield* ApiKeys.generate)
+    const id = `key_${yield* (yield* Ids.Ids).token(8)}`
+    const stored: AccountsNs.NewKey = { id, hash: sha256(key), hint: ApiKeys.hint(key), label, createdAt: now, expiresAt }
+    return { key, stored }
+  })
+
+const keyNotice = "The key is shown only now: store it; only its hash is kept."
+
+const accountCreate = Command.make(
+  "create",
+  { name: Options.text("name").pipe(Options.withDescription("The account's name")), json },
+  ({ json: asJson, name }) =>
+    onDatabase(Effect.gen(function*() {
+      const admin = yield* Accounts.AccountAdmin
+      const ids = yield* Ids.Ids
+      const now = yield* Clock.currentTimeMillis
+      const id = Ids.AccountId.make(`acct_${yield* ids.token(12)}`)
+      const secret = Webhooks.secretFromHex(yield* ids.token(24))
+      const { key, stored } = yield* newKey("first key", now, null)
+      yield* admin.createAccount({ id, name, webhookSecret: Redacted.make(secret), key: { ...stored } })
+      const account = accountView(Option.getOrThrow(yield* admin.getAccount(id)), now)
+      yield* print(asJson, { account, key, webhook_secret: secret }, [
+        accountText(account),
+        `API key: ${key}`,
+        `Callback signing secret: ${secret}`,
+        keyNotice
+      ].join("\n"))
+    }))
+).pipe(Command.withDescription("Create an account with its first key"))
+
+const accountId = Args.text({ name: "account-id" }).pipe(Args.withDescription("The account's id (acct_...)"))
+
+/** The account, or a failure naming the id. */
+const findAccount = (id: string) =>
+  Effect.flatMap(Accounts.AccountAdmin, (admin) => admin.getAccount(Ids.AccountId.make(id))).pipe(
+    Effect.flatMap(Option.match({
+      onNone: () => Effect.fail(new AdminError({ message: `no account ${id}` })),
+      onSome: Effect.succeed
+    }))
+  )
+
+const accountShow = Command.make("show", { accountId, json }, ({ accountId: id, json: asJson }) =>
+  onDatabase(Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const account = accountView(yield* findAccount(id), now)
+    yield* print(asJson, account, accountText(account))
+  }))).pipe(Command.withDescription("Show an account and its keys (hints and states, never the keys)"))
+
+const accountList = Command.make("list", { json }, ({ json: asJson }) =>
+  onDatabase(Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const accounts = (yield* (yield* Accounts.AccountAdmin).listAccounts).map((account) => accountView(account, now))
+    yield* print(asJson, accounts, accounts.length === 0 ? "no accounts" : accounts.map(accountText).join("\n"))
+  }))).pipe(Command.withDescription("List every account, oldest first"))
+
+const units: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+const expiresIn = Options.text("expires-in").pipe(
+  Options.withDescription("The key expires this long from now: 90m, 12h, 30d"),
+  Options.mapEffect((raw) => {
+    const match = /^(\d{1,6})(m|h|d)$/.exec(raw.trim())
+    return match === null
+      ? Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--expires-in must be a number and a unit, m, h or d, such as 90m, 12h or 30d (got ${JSON.stringify(raw)})`)))
+      : Effect.succeed(Duration.millis(Number(match[1]) * units[match[2]!]!))
+  }),
+  Options.optional
+)
+
+const keyCreate = Command.make(
+  "create",
+  { accountId, label: Options.text("label").pipe(Options.withDescription("What the key is for"), Options.optional), expiresIn, json },
+  ({ accountId: id, expiresIn: expiry, json: asJson, label }) =>
+    onDatabase(Effect.gen(function*() {
+      yield* findAccount(id)
+      const now = yield* Clock.currentTimeMillis
+      const expiresAt = Option.match(expiry, { onNone: () => null, onSome: (after) => now + Duration.toMillis(after) })
+      const { key, stored } = yield* newKey(Option.getOrNull(label), now, expiresAt)
+      yield* (yield* Accounts.AccountAdmin).createKey(Ids.AccountId.make(id), stored)
+      const view = keyView({ ...stored, accountId: id, revokedAt: null }, now)
+      yield* print(asJson, { account_id: id, key, ...view }, [`${id}`, keyLine(view), `API key: ${key}`, keyNotice].join("\n"))
+    }))
+).pipe(Command.withDescription("Create another key for an account"))
+
+const keyRevoke = Command.make(
+  "revoke",
+  { keyId: Args.text({ name: "key-id" }).pipe(Args.withDescription("The key's id (key_...)")), json },
+  ({ json: asJson, keyId }) =>
+    onDatabase(Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const revoked = yield* (yield* Accounts.AccountAdmin).revokeKey(keyId, now)
+      if (Option.isNone(revoked)) return yield* new AdminError({ message: `no key ${keyId}` })
+      const view = keyView(revoked.value, now)
+      yield* print(asJson, { account_id: revoked.value.accountId, ...view }, `${revoked.value.accountId}\n${keyLine(view)}`)
+    }))
+).pipe(Command.withDescription("Revoke a key: it stops working at once (within 5 s on a running server)"))
+
+const command = Command.make("admin").pipe(
+  Command.withDescription("Accounts and keys of a mediagate database (MEDIAGATE_DATABASE_URL)"),
+  Command.withSubcommands([
+    Command.make("account").pipe(Command.withDescription("Accounts"), Command.withSubcommands([accountCreate, accountShow, accountList])),
+    Command.make("key").pipe(Command.withDescription("API keys"), Command.withSubcommands([keyCreate, keyRevoke]))
+  ])
+)
+
+const cli = Command.run(command, { name: "mediagate admin", version: "0.1.0" })
+
+const databaseUrl = process.env["MEDIAGATE_DATABASE_URL"] ?? defaultDatabaseUrl
+
+/** The accounts of the database. */
+const accounts = Layer.unwrapEffect(Effect.suspend(() =>
+  databaseUrl === "memory"
+    ? Effect.fail(new AdminError({ message: "MEDIAGATE_DATABASE_URL is memory: there is no database to administer" }))
+    : Effect.succeed(SqlAccounts.layer().pipe(Layer.provide(Database.layerFromUrl(databaseUrl))))
+))
+
+cli(process.argv).pipe(
+  Effect.provide(Layer.mergeAll(NodeContext.layer, Ids.layer)),
+  Effect.catchAll((error) =>
+    ValidationError.isValidationError(error)
+      // The CLI printed what was wrong with the command line.
+      ? Effect.sync(() => process.exit(1))
+      : Console.error(`mediagate admin: ${(error as { message?: string }).message ?? String(error)}`).pipe(
+        Effect.zipRight(Effect.sync(() => process.exit(1)))
+      )
+  ),
+  NodeRuntime.runMain({ disablePrettyLogger: true })
+)
