@@ -118,6 +118,27 @@ for (const backend of backends) {
         })
       ))
 
+    it.effect("a rotated secret signs at once; the previous one signs beside it until its grace ends", () =>
+      withAccounts((accounts, admin) =>
+        Effect.gen(function*() {
+          yield* create(admin, "acct_six", "six")
+          const id = Ids.AccountId.make("acct_six")
+          const values = (secrets: ReadonlyArray<Redacted.Redacted<string>>) => secrets.map(Redacted.value)
+          expect(values(yield* accounts.signingSecrets!(id))).toEqual(["whsec_dGVzdA=="])
+          yield* TestClock.setTime(1_000)
+          expect(yield* admin.rotateSecret(id, Redacted.make("whsec_bmV3"), 5_000)).toBe(true)
+          expect(yield* admin.rotateSecret(Ids.AccountId.make("acct_none"), Redacted.make("whsec_bmV3"), 5_000)).toBe(false)
+          expect(values(yield* accounts.signingSecrets!(id))).toEqual(["whsec_bmV3", "whsec_dGVzdA=="])
+          expect(Option.map(yield* accounts.webhookSecret(id), Redacted.value)).toEqual(Option.some("whsec_bmV3"))
+          const shown = Option.getOrThrow(yield* admin.secrets(id))
+          expect([shown.current, shown.previous].map((secret) => secret === null ? null : Redacted.value(secret))).toEqual(["whsec_bmV3", "whsec_dGVzdA=="])
+          expect(shown.previousUntil).toBe(5_000)
+          yield* TestClock.setTime(5_000)
+          expect(values(yield* accounts.signingSecrets!(id))).toEqual(["whsec_bmV3"])
+          expect(values(yield* accounts.signingSecrets!(Ids.AccountId.make("acct_none")))).toEqual([])
+        })
+      ))
+
     it.effect("admin views list accounts and keys with hints and states, never keys or hashes", () =>
       withAccounts((accounts, admin) =>
         Effect.gen(function*() {

@@ -62,6 +62,15 @@ describe("admin CLI", () => {
     expect(webhook_secret).toMatch(/^whsec_/)
     expect(account).toMatchObject({ name: "acme", keys: [{ state: "active", label: "first key", hint: `${key.slice(0, 7)}...` }] })
 
+    const secret = admin(["secret", "show", account.id, "--json"])
+    expect(JSON.parse(secret.stdout)).toEqual({ account_id: account.id, current: webhook_secret, previous: null, previous_signs_until: null })
+    const rotated = JSON.parse(admin(["secret", "rotate", account.id, "--grace", "2h", "--json"]).stdout)
+    expect(rotated.current).toMatch(/^whsec_/)
+    expect(rotated.current).not.toBe(webhook_secret)
+    expect(rotated.previous).toBe(webhook_secret)
+    expect(Date.parse(rotated.previous_signs_until) - Date.now()).toBeGreaterThan(7_100_000)
+    expect(admin(["secret", "rotate", account.id, "--grace", "soon"]).code).toBe(1)
+
     const port = await freePort()
     const server = await startServer(port, {
       MEDIAGATE_DATABASE_URL: `sqlite:${database}`,

@@ -105,7 +105,7 @@ describe("standalone server secrets", () => {
     expect(second.code, second.output).toBe(null)
     expect(second.output).not.toMatch(keyPattern)
     expect(second.output).not.toMatch(secretPattern)
-    expect(second.output).toContain("cannot be shown again")
+    expect(second.output).toContain("cannot be shown again here; `npm run admin -- secret show <account-id>` shows it")
     expect(second.output).toContain("Bearer <your key>")
   })
 
@@ -123,7 +123,7 @@ describe("standalone server secrets", () => {
     expect(second.code, second.output).toBe(null)
     expect(second.output).not.toContain(key)
     expect(second.output).not.toMatch(secretPattern)
-    expect(second.output).toContain("cannot be shown again")
+    expect(second.output).toContain("cannot be shown again here; `npm run admin -- secret show <account-id>` shows it")
   })
 
   it("account ids are random, not derived from the key", { timeout: 60_000 }, async () => {

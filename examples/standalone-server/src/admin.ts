@@ -1,5 +1,5 @@
 /**
- * `npm run admin -- <command>`: accounts and keys in the standalone server's database
+ * `npm run admin -- <command>`: accounts, keys and signing secrets in the standalone server's database
  * (MEDIAGATE_DATABASE_URL, the server's default `sqlite:./data/mediagate.db` when unset),
  * built with @effect/cli. Safe beside a running server: SQLite and PostgreSQL order the
  * writes, and a server's cache of keys holds an account for at most 5 s, so a revoked key
@@ -10,6 +10,8 @@
  *   account list                         every account
  *   key create <account-id> [--label <text>] [--expires-in <30d|12h|90m>]
  *   key revoke <key-id>
+ *   secret show <account-id>            the callback signing secret (and the previous one while it signs)
+ *   secret rotate <account-id> [--grace <24h>]
  *
  * `--json` on each prints one JSON document for scripts. Failures print one line to
  * stderr and exit 1.
@@ -161,11 +163,63 @@ const keyRevoke = Command.make(
     }))
 ).pipe(Command.withDescription("Revoke a key: it stops working at once (within 5 s on a running server)"))
 
+/** The account's signing secrets, or a failure naming the id. */
+const findSecrets = (id: string) =>
+  Effect.flatMap(Accounts.AccountAdmin, (admin) => admin.secrets(Ids.AccountId.make(id))).pipe(
+    Effect.flatMap(Option.match({
+      onNone: () => Effect.fail(new AdminError({ message: `no account ${id}` })),
+      onSome: Effect.succeed
+    }))
+  )
+
+const secretsView = (secrets: AccountsNs.SecretsInfo, now: number) => {
+  const signing = secrets.previous !== null && (secrets.previousUntil ?? 0) > now
+  return {
+    current: secrets.current === null ? null : Redacted.value(secrets.current),
+    previous: signing ? Redacted.value(secrets.previous!) : null,
+    previous_signs_until: signing ? iso(secrets.previousUntil) : null
+  }
+}
+
+const secretsText = (view: ReturnType<typeof secretsView>) =>
+  [
+    `Callback signing secret: ${view.current ?? "none"}`,
+    ...(view.previous === null ? [] : [`Previous secret, also signing until ${view.previous_signs_until}: ${view.previous}`])
+  ].join("\n")
+
+const secretShow = Command.make("show", { accountId, json }, ({ accountId: id, json: asJson }) =>
+  onDatabase(Effect.gen(function*() {
+    const view = secretsView(yield* findSecrets(id), yield* Clock.currentTimeMillis)
+    yield* print(asJson, { account_id: id, ...view }, secretsText(view))
+  }))).pipe(Command.withDescription("Show the account's callback signing secret (and the previous one while it still signs)"))
+
+const grace = Options.text("grace").pipe(
+  Options.withDescription("How long the old secret keeps signing beside the new one: 90m, 12h, 7d (default 24h)"),
+  Options.withDefault("24h"),
+  Options.mapEffect((raw) => {
+    const match = /^(\d{1,6})(m|h|d)$/.exec(raw.trim())
+    return match === null
+      ? Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--grace must be a number and a unit, m, h or d, such as 90m, 12h or 7d (got ${JSON.stringify(raw)})`)))
+      : Effect.succeed(Duration.millis(Number(match[1]) * units[match[2]!]!))
+  })
+)
+
+const secretRotate = Command.make("rotate", { accountId, grace, json }, ({ accountId: id, grace: after, json: asJson }) =>
+  onDatabase(Effect.gen(function*() {
+    yield* findSecrets(id)
+    const now = yield* Clock.currentTimeMillis
+    const secret = Webhooks.secretFromHex(yield* (yield* Ids.Ids).token(24))
+    yield* (yield* Accounts.AccountAdmin).rotateSecret(Ids.AccountId.make(id), Redacted.make(secret), now + Duration.toMillis(after))
+    const view = secretsView(yield* findSecrets(id), now)
+    yield* print(asJson, { account_id: id, ...view }, `${secretsText(view)}\nCallbacks carry a signature for each secret until then (Standard Webhooks).`)
+  }))).pipe(Command.withDescription("Replace the account's callback signing secret; the old one keeps signing for the grace period"))
+
 const command = Command.make("admin").pipe(
   Command.withDescription("Accounts and keys of a mediagate database (MEDIAGATE_DATABASE_URL)"),
   Command.withSubcommands([
     Command.make("account").pipe(Command.withDescription("Accounts"), Command.withSubcommands([accountCreate, accountShow, accountList])),
-    Command.make("key").pipe(Command.withDescription("API keys"), Command.withSubcommands([keyCreate, keyRevoke]))
+    Command.make("key").pipe(Command.withDescription("API keys"), Command.withSubcommands([keyCreate, keyRevoke])),
+    Command.make("secret").pipe(Command.withDescription("Callback signing secrets"), Command.withSubcommands([secretShow, secretRotate]))
   ])
 )
 

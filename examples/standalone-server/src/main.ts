@@ -31,7 +31,7 @@ interface Credentials {
   readonly newSecret: Option.Option<string>
 }
 
-const notAgain = "it cannot be shown again yet (a command to show or rotate it is not built yet)"
+const notAgain = "it cannot be shown again here; `npm run admin -- secret show <account-id>` shows it, `secret rotate` replaces it"
 
 /** What runs the models, for the banner. */
 const upstreamLine = (config: ServerConfig, routing: Routing | undefined) =>

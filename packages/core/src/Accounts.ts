@@ -16,7 +16,22 @@ export class Accounts extends Context.Tag("@mediagate/core/Accounts")<Accounts, 
   readonly authenticate: (apiKey: Redacted.Redacted<string>) => Effect.Effect<Option.Option<Account>>
   /** The account's `whsec_` secret that signs its callbacks (Standard Webhooks), if it has one. */
   readonly webhookSecret: (accountId: AccountId) => Effect.Effect<Option.Option<Redacted.Redacted<string>>>
+  /**
+   * Every secret a callback of the account is signed with now: the current one, and after a
+   * rotation the previous one until its grace period ends (Standard Webhooks sends one
+   * signature per secret, so receivers that still hold the old secret keep verifying).
+   * Optional: without it, callbacks are signed with `webhookSecret` alone.
+   */
+  readonly signingSecrets?: (accountId: AccountId) => Effect.Effect<ReadonlyArray<Redacted.Redacted<string>>>
 }>() {}
+
+/** An account's signing secrets as admin tools show them. */
+export interface SecretsInfo {
+  readonly current: Redacted.Redacted<string> | null
+  /** The secret before the last rotation, still signing until `previousUntil`. */
+  readonly previous: Redacted.Redacted<string> | null
+  readonly previousUntil: number | null
+}
 
 /** An account as admin tools show it, with its keys (never the keys themselves). */
 export interface AccountInfo extends Account {
@@ -41,6 +56,13 @@ export class AccountAdmin extends Context.Tag("@mediagate/core/AccountAdmin")<Ac
   readonly listAccounts: Effect.Effect<ReadonlyArray<AccountInfo>>
   /** Adds a key to an existing account; false when there is no such account. */
   readonly createKey: (accountId: AccountId, key: NewKey) => Effect.Effect<boolean>
+  /** The account's signing secrets; none when there is no such account. */
+  readonly secrets: (accountId: AccountId) => Effect.Effect<Option.Option<SecretsInfo>>
+  /**
+   * Makes `secret` the account's signing secret; the one it replaces keeps signing until
+   * `previousUntil`. False when there is no such account.
+   */
+  readonly rotateSecret: (accountId: AccountId, secret: Redacted.Redacted<string>, previousUntil: number) => Effect.Effect<boolean>
   /** Revokes a key at `now`; the key as it now stands, none when there is no such key. Revoking twice keeps the first time. */
   readonly revokeKey: (keyId: string, now: number) => Effect.Effect<Option.Option<KeyInfo>>
 }>() {}
@@ -102,12 +124,19 @@ export const cached = (inner: Context.Tag.Service<Accounts>, options: CacheOptio
   }
   const keys = remembered<string, Account>()
   const secrets = remembered<AccountId, Redacted.Redacted<string>>()
+  const signing = remembered<AccountId, ReadonlyArray<Redacted.Redacted<string>>>()
+  const signingSecrets = inner.signingSecrets
   return {
     authenticate: (apiKey) => keys.through(Redacted.value(apiKey), inner.authenticate(apiKey)),
     webhookSecret: (accountId) => secrets.through(accountId, inner.webhookSecret(accountId)),
+    ...(signingSecrets === undefined ? {} : {
+      signingSecrets: (accountId: AccountId) =>
+        Effect.map(signing.through(accountId, Effect.map(signingSecrets(accountId), Option.some)), Option.getOrElse(() => []))
+    }),
     invalidate: Effect.sync(() => {
       keys.entries.clear()
       secrets.entries.clear()
+      signing.entries.clear()
     })
   }
 }

@@ -56,15 +56,16 @@ export const make = (options: Options = {}) =>
     const sendWithinMillis = Duration.toMillis(timeout) / 2
     const concurrency = options.concurrency ?? defaultConcurrency
 
-    const send = (callback: TaskStore.DueCallback, body: string, secret: Option.Option<Redacted.Redacted<string>>, now: number) => {
+    const send = (callback: TaskStore.DueCallback, body: string, secrets: ReadonlyArray<Redacted.Redacted<string>>, now: number) => {
       const timestamp = Math.floor(now / 1000)
-      const signature = Option.map(secret, (s) => Webhooks.sign(Redacted.value(s), callback.id, timestamp, body))
+      // One signature per secret, space-separated (Standard Webhooks): the current one first.
+      const signature = secrets.map((s) => Webhooks.sign(Redacted.value(s), callback.id, timestamp, body)).join(" ")
       const headers = {
         "content-type": "application/json",
         "user-agent": userAgent,
         "webhook-id": callback.id,
         "webhook-timestamp": String(timestamp),
-        ...(Option.isSome(signature) ? { "webhook-signature": signature.value } : {})
+        ...(signature === "" ? {} : { "webhook-signature": signature })
       }
       // A host that resolves to a non-public address fails like an unreachable one: recorded
       // with its reason and retried on the schedule, since DNS can be corrected (docs/decisions).
@@ -116,7 +117,9 @@ export const make = (options: Options = {}) =>
         if (Option.isNone(task)) return yield* record(yield* Clock.currentTimeMillis, null, "the task no longer exists")
         // The body is the query answer, as it stands now.
         const body = JSON.stringify(Api.ok(Task.toWire(task.value)))
-        const secret = yield* accounts.webhookSecret(task.value.ownerId)
+        const secret = accounts.signingSecrets === undefined
+          ? Option.toArray(yield* accounts.webhookSecret(task.value.ownerId))
+          : yield* accounts.signingSecrets(task.value.ownerId)
         const started = yield* Clock.currentTimeMillis
         // The attempt must end, at its time limit, with time left in the lease to write it down;
         // if getting here took that long, the lease runs out and the callback is claimed again.

@@ -4,7 +4,7 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Ids, Outbound, Task, TaskStore, TaskWrites } from "@mediagate/core"
+import { Accounts, Ids, Outbound, Task, TaskStore, TaskWrites } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { NodeOutbound, NodeResolver } from "@mediagate/media"
 import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
@@ -65,10 +65,12 @@ afterAll(async () => {
 /** Loopback receivers need private addresses allowed; the address tests bring their own. */
 const loopbackOutbound = NodeOutbound.layer({ allowPrivate: true }).pipe(Layer.provide(NodeResolver.layer))
 
+const accountsLayer = MemoryAccounts.layer([{ id: "acct_test", name: "t", apiKey: Redacted.make("k"), webhookSecret: Redacted.make(secret) }])
+
 const deliverer = (options: Deliverer.Options = {}, outbound: Layer.Layer<Outbound.Outbound> = loopbackOutbound) =>
   Deliverer.layer(options).pipe(
     Layer.provideMerge(MemoryTaskStore.layer),
-    Layer.provide(MemoryAccounts.layer([{ id: "acct_test", name: "t", apiKey: Redacted.make("k"), webhookSecret: Redacted.make(secret) }])),
+    Layer.provide(accountsLayer),
     Layer.provide(outbound),
     // A host's own HTTP client, following redirects as fetch does by default: the deliverer must not use it.
     Layer.provide(FetchHttpClient.layer)
@@ -141,6 +143,28 @@ describe("Deliverer", () => {
       expect(webhook.sign(callback.id, new Date(timestamp * 1000), request.body.replace("SUCCESS", "FAILURE")))
         .not.toBe(request.headers["webhook-signature"])
     }).pipe(Effect.provide(deliverer()), Effect.scoped))
+
+  it.effect("after a rotation callbacks carry both signatures, new secret first, until the grace period ends", () =>
+    Effect.gen(function*() {
+      const rotated = Webhooks.secretFromHex("ffeeddccbbaa99887766554433221100ffeeddccbbaa9988")
+      const admin = yield* Accounts.AccountAdmin
+      expect(yield* admin.rotateSecret(Ids.AccountId.make("acct_test"), Redacted.make(rotated), 60_000)).toBe(true)
+      const signatureOf = (path: string) =>
+        Effect.gen(function*() {
+          const { callback } = yield* owe(path)
+          yield* TestClock.adjust("1 second")
+          yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+          const request = received.find((r) => r.path === path)!
+          const timestamp = Number(request.headers["webhook-timestamp"])
+          const sign = (key: string) => new Webhook(key).sign(callback.id, new Date(timestamp * 1000), request.body)
+          return { header: request.headers["webhook-signature"], sign }
+        })
+      const during = yield* signatureOf("/rotated")
+      expect(during.header).toBe(`${during.sign(rotated)} ${during.sign(secret)}`)
+      yield* TestClock.adjust("60 seconds")
+      const after = yield* signatureOf("/rotated-later")
+      expect(after.header).toBe(after.sign(rotated))
+    }).pipe(Effect.provide(Layer.provideMerge(deliverer(), accountsLayer)), Effect.scoped))
 
   it.effect("a failed attempt is retried after about 5 s with the same webhook-id, then delivered", () =>
     Effect.gen(function*() {

@@ -25,7 +25,13 @@ interface StoredKey extends ApiKeys.KeyInfo {
  * what is in here is all a heap dump of the process could reveal.
  */
 export interface State {
-  readonly accounts: Map<string, { readonly name: string; readonly createdAt: number; webhookSecret: Redacted.Redacted<string> | null }>
+  readonly accounts: Map<string, {
+    readonly name: string
+    readonly createdAt: number
+    webhookSecret: Redacted.Redacted<string> | null
+    previousSecret: Redacted.Redacted<string> | null
+    previousUntil: number | null
+  }>
   /** Keys by id. */
   readonly keys: Map<string, StoredKey>
   /** Key ids by the SHA-256 (hex) of the key. */
@@ -39,7 +45,7 @@ export const hashKey = (key: string): Buffer => createHash("sha256").update(key,
 export const state = (accounts: ReadonlyArray<AccountWithKey>): State => {
   const held: State = { accounts: new Map(), keys: new Map(), byHash: new Map() }
   for (const account of accounts) {
-    held.accounts.set(account.id, { name: account.name, createdAt: 0, webhookSecret: account.webhookSecret ?? null })
+    held.accounts.set(account.id, { name: account.name, createdAt: 0, webhookSecret: account.webhookSecret ?? null, previousSecret: null, previousUntil: null })
     const key = Redacted.value(account.apiKey)
     addKey(held, account.id, { id: `key_${account.id}`, hash: hashKey(key).toString("hex"), hint: ApiKeys.hint(key), label: null, createdAt: 0, expiresAt: null })
   }
@@ -83,9 +89,33 @@ export const fromState = (held: State): Context.Tag.Service<Accounts.Accounts> &
     createAccount: ({ id, key, name, webhookSecret }) =>
       Effect.suspend(() => {
         if (held.accounts.has(id) || held.byHash.has(key.hash)) return Effect.dieMessage(`account ${id} or its key exists`)
-        held.accounts.set(id, { name, createdAt: key.createdAt, webhookSecret })
+        held.accounts.set(id, { name, createdAt: key.createdAt, webhookSecret, previousSecret: null, previousUntil: null })
         addKey(held, id, key)
         return Effect.void
+      }),
+    signingSecrets: (accountId) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const account = held.accounts.get(accountId)
+        if (account === undefined) return []
+        const previous = account.previousSecret !== null && (account.previousUntil ?? 0) > now ? [account.previousSecret] : []
+        return [...(account.webhookSecret === null ? [] : [account.webhookSecret]), ...previous]
+      }),
+    secrets: (accountId) =>
+      Effect.sync(() =>
+        Option.map(Option.fromNullable(held.accounts.get(accountId)), (account) => ({
+          current: account.webhookSecret,
+          previous: account.previousSecret,
+          previousUntil: account.previousUntil
+        }))
+      ),
+    rotateSecret: (accountId, secret, previousUntil) =>
+      Effect.sync(() => {
+        const account = held.accounts.get(accountId)
+        if (account === undefined) return false
+        account.previousSecret = account.webhookSecret
+        account.previousUntil = previousUntil
+        account.webhookSecret = secret
+        return true
       }),
     getAccount: (id) => Effect.sync(() => info(id)),
     listAccounts: Effect.sync(() =>

@@ -131,6 +131,12 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
       yield* sql`CREATE INDEX ${sql(`${t.apiKeys}_account`)} ON ${sql(t.apiKeys)} (account_id, created_at)`
       yield* sql`INSERT INTO ${sql(t.apiKeys)} (id, account_id, key_hash, hint, label, created_at)
         SELECT 'key_' || id, id, key_hash, 'mg_...', 'first key', created_at FROM ${sql(t.accounts)}`
+    }),
+    "0010_secret_rotation": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // After a rotation the previous signing secret still signs until previous_secret_until.
+      yield* sql`ALTER TABLE ${sql(t.accounts)} ADD COLUMN previous_webhook_secret TEXT`
+      yield* sql`ALTER TABLE ${sql(t.accounts)} ADD COLUMN previous_secret_until BIGINT`
     })
   }
 }

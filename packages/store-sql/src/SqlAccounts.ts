@@ -137,6 +137,34 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
           Effect.map((rows) => Option.map(Option.fromNullable(rows[0]?.webhook_secret), (secret) => Redacted.make(String(secret)))),
           orDie("webhook secret")
         ),
+      signingSecrets: (accountId) =>
+        Effect.gen(function*() {
+          const rows = yield* sql<{ webhook_secret: string | null; previous_webhook_secret: string | null; previous_secret_until: number | string | null }>`
+            SELECT webhook_secret, previous_webhook_secret, previous_secret_until FROM ${sql(table)} WHERE id = ${accountId}`
+          const now = yield* Clock.currentTimeMillis
+          const row = rows[0]
+          if (row === undefined) return []
+          const previous = row.previous_webhook_secret !== null && Number(row.previous_secret_until ?? 0) > now ? [row.previous_webhook_secret] : []
+          return [...(row.webhook_secret === null ? [] : [row.webhook_secret]), ...previous].map((secret) => Redacted.make(String(secret)))
+        }).pipe(orDie("signing secrets")),
+      secrets: (accountId) =>
+        sql<{ webhook_secret: string | null; previous_webhook_secret: string | null; previous_secret_until: number | string | null }>`
+          SELECT webhook_secret, previous_webhook_secret, previous_secret_until FROM ${sql(table)} WHERE id = ${accountId}`.pipe(
+          Effect.map((rows) =>
+            Option.map(Option.fromNullable(rows[0]), (row): Accounts.SecretsInfo => ({
+              current: row.webhook_secret === null ? null : Redacted.make(String(row.webhook_secret)),
+              previous: row.previous_webhook_secret === null ? null : Redacted.make(String(row.previous_webhook_secret)),
+              previousUntil: numOrNull(row.previous_secret_until)
+            }))
+          ),
+          orDie("secrets")
+        ),
+      rotateSecret: (accountId, secret, previousUntil) =>
+        sql`UPDATE ${sql(table)} SET previous_webhook_secret = webhook_secret, previous_secret_until = ${previousUntil},
+              webhook_secret = ${Redacted.value(secret)} WHERE id = ${accountId} RETURNING id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          orDie("rotate secret")
+        ),
       count: sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(table)}`.pipe(
         Effect.map((rows) => Number(rows[0]?.n ?? 0)),
         Effect.mapError(storeError("count accounts"))
