@@ -124,14 +124,19 @@ const accountList = Command.make("list", { json }, ({ json: asJson }) =>
 
 const units: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 }
 
+/** A `--<name>` length of time written as a number and a unit: 90m, 12h, 30d. */
+const durationOf = (name: string) => (raw: string) => {
+  const match = /^(\d{1,6})(m|h|d)$/.exec(raw.trim())
+  return match === null
+    ? Effect.fail(ValidationError.invalidValue(
+      HelpDoc.p(`--${name} must be a number and a unit, m, h or d, such as 90m, 12h or 30d (got ${JSON.stringify(raw)})`)
+    ))
+    : Effect.succeed(Duration.millis(Number(match[1]) * units[match[2]!]!))
+}
+
 const expiresIn = Options.text("expires-in").pipe(
   Options.withDescription("The key expires this long from now: 90m, 12h, 30d"),
-  Options.mapEffect((raw) => {
-    const match = /^(\d{1,6})(m|h|d)$/.exec(raw.trim())
-    return match === null
-      ? Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--expires-in must be a number and a unit, m, h or d, such as 90m, 12h or 30d (got ${JSON.stringify(raw)})`)))
-      : Effect.succeed(Duration.millis(Number(match[1]) * units[match[2]!]!))
-  }),
+  Options.mapEffect(durationOf("expires-in")),
   Options.optional
 )
 
@@ -196,12 +201,7 @@ const secretShow = Command.make("show", { accountId, json }, ({ accountId: id, j
 const grace = Options.text("grace").pipe(
   Options.withDescription("How long the old secret keeps signing beside the new one: 90m, 12h, 7d (default 24h)"),
   Options.withDefault("24h"),
-  Options.mapEffect((raw) => {
-    const match = /^(\d{1,6})(m|h|d)$/.exec(raw.trim())
-    return match === null
-      ? Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--grace must be a number and a unit, m, h or d, such as 90m, 12h or 7d (got ${JSON.stringify(raw)})`)))
-      : Effect.succeed(Duration.millis(Number(match[1]) * units[match[2]!]!))
-  })
+  Options.mapEffect(durationOf("grace"))
 )
 
 const secretRotate = Command.make("rotate", { accountId, grace, json }, ({ accountId: id, grace: after, json: asJson }) =>
