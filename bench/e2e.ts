@@ -319,6 +319,8 @@ const startServer = async (databaseUrl: string, dir: string, label: string, extr
       MEDIAGATE_MEDIA_DIR: join(dir, "media"),
       MEDIAGATE_SIMULATOR_PROFILE: "instant",
       MEDIAGATE_ALLOW_PRIVATE_URLS: "true",
+      // One key submits thousands of tasks at once: the benchmark measures the pipeline, not the limit.
+      MEDIAGATE_RATE_LIMIT: "off",
       ...extraEnv
     },
     stdio: ["ignore", "ignore", "inherit"]

@@ -36,7 +36,9 @@ const start = (port: number) =>
         MEDIAGATE_API_KEY: key,
         MEDIAGATE_SIMULATOR_PROFILE: "demo",
         // The killed server's tasks are taken over once their lease runs out: 2 s, not the default 15 s.
-        MEDIAGATE_LEASE: "2s"
+        MEDIAGATE_LEASE: "2s",
+        // One key submits a burst of tasks; test/rate-limit.test.ts checks the limits.
+        MEDIAGATE_RATE_LIMIT: "off"
       },
       stdio: ["ignore", "pipe", "pipe"]
     })

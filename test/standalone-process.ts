@@ -30,7 +30,9 @@ export const startServer = (port: number, env: Record<string, string>) =>
   new Promise<Server>((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", join(root, "examples/standalone-server/src/main.ts")], {
       cwd: root,
-      env: { ...process.env, ...env, MEDIAGATE_PORT: String(port) },
+      // These suites drive one key hard (hundreds of tasks at once); test/rate-limit.test.ts
+      // checks the limits, with their defaults.
+      env: { ...process.env, MEDIAGATE_RATE_LIMIT: "off", ...env, MEDIAGATE_PORT: String(port) },
       stdio: ["ignore", "pipe", "pipe"]
     })
     let output = ""

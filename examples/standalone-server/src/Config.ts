@@ -31,6 +31,8 @@ export interface ServerConfig {
   readonly maxRunningPerAccount: number
   /** Of those, at most this many on one provider, by provider name (`*`: every provider not named). */
   readonly maxRunningPerProvider: Readonly<Record<string, number>>
+  /** Requests a second each API key may make, and its burst; none when turned off. */
+  readonly rateLimit: Option.Option<{ readonly perSecond: number; readonly burst: number }>
   /** Pre-submission moderation: which moderator, and what happens when its backend is down. */
   readonly moderation: ModerationConfig
   /** Deadlines by model family, replacing the models' defaults. */
@@ -96,6 +98,8 @@ export const variables = [
   "MEDIAGATE_MAX_RUNNING_PER_ACCOUNT",
   "MEDIAGATE_MAX_RUNNING_PER_PROVIDER",
   "MEDIAGATE_DEADLINES",
+  "MEDIAGATE_RATE_LIMIT",
+  "MEDIAGATE_RATE_LIMIT_BURST",
   "MEDIAGATE_MODERATION",
   "MEDIAGATE_MODERATION_RULES",
   "MEDIAGATE_MODERATION_URL",
@@ -293,6 +297,20 @@ const duration = (name: Variable, [min, minLabel]: Bound, [max, maxLabel]: Bound
       )
   })
 
+/** Requests a second per key (default 50, `off` for none) and the burst (default twice that). */
+const rateLimit = Config.all({
+  perSecond: variable("MEDIAGATE_RATE_LIMIT", (raw) => {
+    if (raw.trim().toLowerCase() === "off") return Either.right(null)
+    const value = /^\d{1,6}$/.test(raw.trim()) ? Number(raw.trim()) : NaN
+    return value >= 1 ? Either.right(value) : Either.left(`must be requests a second per key, a whole number from 1, or off (got ${shown(raw)})`)
+  }).pipe(Config.withDefault(50 as number | null)),
+  burst: Config.option(count("MEDIAGATE_RATE_LIMIT_BURST", 1_000_000))
+}).pipe(
+  Config.map(({ burst, perSecond }) =>
+    perSecond === null ? Option.none() : Option.some({ perSecond, burst: Option.getOrElse(burst, () => perSecond * 2) })
+  )
+)
+
 /** Reads MEDIAGATE_* variables. */
 export const serverConfig: Config.Config<ServerConfig> = Config.all({
   port: port.pipe(Config.withDefault(8080)),
@@ -325,6 +343,7 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   maxRunningPerAccount: count("MEDIAGATE_MAX_RUNNING_PER_ACCOUNT", 1_000_000).pipe(Config.withDefault(100)),
   maxRunningPerProvider: providerLimits.pipe(Config.withDefault({ "*": 100 })),
   deadlines: deadlines.pipe(Config.withDefault({})),
+  rateLimit,
   moderation
 }).pipe(
   Config.map((config) => ({

@@ -6,7 +6,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Accounts, MediaStore, Outbound, StoreError, TaskStore } from "@mediagate/core"
 import { Ids } from "@mediagate/core"
-import { MediagateHttp, Routes } from "@mediagate/http"
+import { MediagateHttp, RateLimit, Routes } from "@mediagate/http"
 import { FileMediaStore, NodeOutbound, NodeResolver } from "@mediagate/media"
 import type { Deliverer, Engine } from "@mediagate/scheduler"
 import { Mediagate } from "@mediagate/server"
@@ -275,6 +275,7 @@ type Tunables =
   | "deadlines"
   | "webhookPrefix"
   | "moderation"
+  | "rateLimit"
 export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | "providers" | "webhooks"> & Partial<Pick<ServerConfig, Tunables>> & {
   readonly routing?: Routing
 }
@@ -285,6 +286,7 @@ export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | 
  */
 export const layer = (config: LayerConfig, backends: Backends, http?: NodeServer) =>
   MediagateHttp.serve.pipe(
+    Layer.provide(Option.match(config.rateLimit ?? Option.none(), { onNone: () => Layer.empty, onSome: RateLimit.layer })),
     Layer.provide(services(config, backends, engineOptions(config))),
     // The OpenAPI document names MEDIAGATE_PUBLIC_URL (or its default) in `servers`.
     Layer.provide(Layer.succeed(Routes.PublicUrl, Option.some(config.publicUrl))),

@@ -164,6 +164,18 @@ describe("serverConfig", () => {
       ])
     }))
 
+  it.effect("rate limits: 50 a second per key with a burst of twice that by default; off turns them off", () =>
+    Effect.gen(function*() {
+      expect(Either.getOrThrow(yield* read({})).rateLimit).toEqual(Option.some({ perSecond: 50, burst: 100 }))
+      expect(Either.getOrThrow(yield* read({ MEDIAGATE_RATE_LIMIT: "5", MEDIAGATE_RATE_LIMIT_BURST: "8" })).rateLimit).toEqual(
+        Option.some({ perSecond: 5, burst: 8 })
+      )
+      expect(Either.getOrThrow(yield* read({ MEDIAGATE_RATE_LIMIT: "off" })).rateLimit).toEqual(Option.none())
+      expect(yield* problems({ MEDIAGATE_RATE_LIMIT: "fast" })).toEqual([
+        `MEDIAGATE_RATE_LIMIT must be requests a second per key, a whole number from 1, or off (got "fast")`
+      ])
+    }))
+
   it.effect("every bad variable is reported, not only the first", () =>
     Effect.gen(function*() {
       expect(yield* problems({ MEDIAGATE_PORT: "x", MEDIAGATE_SIMULATOR_PROFILE: "fast" })).toEqual([

@@ -6,11 +6,13 @@ import { HttpApiBuilder, HttpRouter, HttpServer, HttpServerRequest, HttpServerRe
 import { NodeHttpServer } from "@effect/platform-node"
 import type { MediaStore, ModelCatalog } from "@mediagate/core"
 import { Accounts, Api, Ids, TaskService } from "@mediagate/core"
-import { Effect, Layer, ManagedRuntime } from "effect"
+import { Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
 import type * as Http from "node:http"
 import * as Auth from "./Auth.js"
 import * as Envelope from "./Envelope.js"
 import * as Handlers from "./Handlers.js"
+import { isApiPath } from "./Paths.js"
+import * as RateLimit from "./RateLimit.js"
 import * as Routes from "./Routes.js"
 
 /** What the HTTP layer needs from the host's composition. */
@@ -59,11 +61,20 @@ export const httpApp: Effect.Effect<
   const app = yield* HttpApiBuilder.httpApp
   const tasks = yield* TaskService
   const accounts = yield* Accounts.Accounts
+  const limit = yield* Effect.serviceOption(RateLimit.RateLimit)
+  const route = (request: HttpServerRequest.HttpServerRequest) => {
+    const match = request.method === "GET" ? queryPath.exec(request.url) : null
+    // `/api/v1/task/submit` is the submit endpoint's path: GET there is HttpApi's 405.
+    return match === null || match[1] === "submit" ? app : fastQuery(tasks, accounts, match[1]!)
+  }
   return Envelope.middleware(
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-      const match = request.method === "GET" ? queryPath.exec(request.url) : null
-      // `/api/v1/task/submit` is the submit endpoint's path: GET there is HttpApi's 405.
-      return match === null || match[1] === "submit" ? app : fastQuery(tasks, accounts, match[1]!)
+      const key = limit._tag === "Some" && isApiPath(Envelope.requestPath(request)) ? Auth.bearerKey(request.headers["authorization"]) : Option.none()
+      if (limit._tag === "None" || Option.isNone(key)) return route(request)
+      return Effect.flatMap(limit.value.take(Redacted.value(key.value)), (decision) =>
+        decision._tag === "Allowed"
+          ? route(request)
+          : Effect.succeed(Envelope.envelope(429, "too many requests for this key; slow down", undefined, RateLimit.limitedHeaders(limit.value, decision.retryAfterMs))))
     })
   )
 })

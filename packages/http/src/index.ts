@@ -10,3 +10,5 @@ export * as MediagateHttp from "./MediagateHttp.js"
 export * as Routes from "./Routes.js"
 /** The paths the server answers and the methods they take. */
 export * as Paths from "./Paths.js"
+/** Per-key rate limits: 429 with Retry-After and the IETF RateLimit fields. */
+export * as RateLimit from "./RateLimit.js"
