@@ -92,6 +92,18 @@ describe("every model over HTTP", () => {
         const clip3 = data.models.find((m) => m.id === "clip3")!
         expect((clip3.inputSchema["properties"] as any).duration.enum).toEqual([4, 6, 8])
         expect(clip3.inputSchema["additionalProperties"]).toBe(false)
+        // Every model has prices in numbers: the spec's where it publishes them, the price table's otherwise.
+        for (const info of data.models) {
+          expect([info.id, info.prices.length > 0 && info.prices.every((priced) => priced.usd > 0)]).toEqual([info.id, true])
+        }
+        expect(data.models.filter((m) => m.priceSource === "spec").map((m) => m.family).sort()).toEqual(
+          ["alpha-image-2", "alpha-image-2", ...data.models.filter((m) => m.family === "beta-imagine").map(() => "beta-imagine")].sort()
+        )
+        const alpha = data.models.find((m) => m.id === "alpha-image-2/text-to-image")!
+        expect(alpha.prices.find((priced) => priced.input["resolution"] === "4k" && priced.input["n"] === 2)?.usd).toBe(0.12)
+        const motion = data.models.find((m) => m.id === "motion-2.0")!
+        expect(motion.priceSource).toBe("price table")
+        expect(motion.prices.find((priced) => priced.input["duration"] === 5)?.usd).toBe(0.2)
       }))
 
     it.effect("motion mediaUrls beyond the limits: accepted, then FAILURE with INVALID_PARAMETERS", () =>

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Either, Option } from "effect"
-import { ModelCatalog, Motion, Pricing } from "../src/index.js"
+import { ModelCatalog, ModelInfo, Motion, Pricing } from "../src/index.js"
 import type { DraftJob, Normalized } from "../src/index.js"
 
 const catalog = ModelCatalog.make(ModelCatalog.allModels)
@@ -374,5 +374,15 @@ describe("dream", () => {
     expect(job("dream-4.5", { ...p, n: 12 })).toMatchObject({ mode: "text-to-image", n: 12, ratio: "1:1", resolution: "2k" })
     expect(refused("dream-4.5", { ...p, ratio: "2:1" })).toBe("input.ratio must be one of 1:1, 4:3, 3:4, 16:9, 9:16, 3:2, 2:3, 21:9 for dream-4.5")
     expect(refused("dream-4.5", { ...p, resolution: "8k" })).toBe("input.resolution must be one of 1k, 2k, 4k for dream-4.5")
+  })
+})
+
+describe("prices in the catalog", () => {
+  it("come from the price table in force: an operator's table changes them", () => {
+    const motion = ModelCatalog.allModels.find((model) => model.id === "motion-2.0")!
+    const table = { ...Pricing.defaultPrices, videoPerSecond: { ...Pricing.defaultPrices.videoPerSecond, "motion-2.0": 100_000 } }
+    const five = (info: ReturnType<typeof ModelInfo.describe>) => info.prices.find((priced) => priced.input["duration"] === 5)?.usd
+    expect(five(ModelInfo.describe(motion))).toBe(0.2)
+    expect(five(ModelInfo.describe(motion, table))).toBe(0.5)
   })
 })

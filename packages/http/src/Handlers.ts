@@ -3,7 +3,7 @@
  */
 import { HttpApiBuilder } from "@effect/platform"
 import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
-import { Accounts, Api, Ids, ModelCatalog, ModelInfo, TaskService } from "@mediagate/core"
+import { Accounts, Api, Ids, ModelCatalog, ModelInfo, Pricing, TaskService } from "@mediagate/core"
 import type { Layer } from "effect"
 import { Effect, Stream } from "effect"
 import { toHttpError } from "./Envelope.js"
@@ -106,7 +106,8 @@ export const catalogLayer: Layer.Layer<
 > = HttpApiBuilder.group(Api.MediagateApi, "catalog", (handlers) =>
   Effect.gen(function*() {
     const catalog = yield* ModelCatalog.ModelCatalog
-    // Described once: the catalog does not change while the server runs.
-    const models = catalog.models.map(ModelInfo.describe)
+    const prices = yield* Pricing.Prices
+    // Described once: the catalog and the price table do not change while the server runs.
+    const models = catalog.models.map((model) => ModelInfo.describe(model, prices))
     return handlers.handle("models", () => Effect.succeed(Api.ok({ models })))
   }))

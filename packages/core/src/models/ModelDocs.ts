@@ -23,6 +23,18 @@ const fieldRows = (schema: Record<string, unknown>) => {
   })
 }
 
+/** What of a priced input bears on its price: `720p, 5 s, 2 images, mode i2v`. */
+const pricedInput = (input: Readonly<Record<string, unknown>>): string => {
+  const parts: Array<string> = []
+  if (input["resolution"] !== undefined) parts.push(String(input["resolution"]))
+  if (input["duration"] !== undefined) parts.push(`${input["duration"]} s`)
+  if (input["n"] !== undefined) parts.push(`n ${input["n"]}`)
+  const media = ["imageUrls", "images", "mediaUrls"].map((field) => input[field]).find(Array.isArray)
+  if (media !== undefined) parts.push(`${media.length} media URL${media.length === 1 ? "" : "s"}`)
+  if (input["mode"] !== undefined) parts.push(`mode ${input["mode"]}`)
+  return parts.length === 0 ? "the example as shown, defaults" : parts.join(", ")
+}
+
 /** The whole document. */
 export const render = (models: ReadonlyArray<ModelSpec>): string => {
   const sections = models.map((spec) => {
@@ -40,6 +52,9 @@ export const render = (models: ReadonlyArray<ModelSpec>): string => {
       "",
       ...info.limits.map((limit) => `- ${limit}`),
       `- Price: ${info.priceRule}.`,
+      `- ${info.priceSource === "spec" ? "Prices (the spec's)" : "Prices (the operator's price table; these are its defaults, configurable)"}: ${
+        info.prices.map((priced) => `${pricedInput(priced.input)} ${priced.usd} USD`).join("; ")
+      }.`,
       "",
       "Example:",
       "",

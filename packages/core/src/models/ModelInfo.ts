@@ -1,8 +1,10 @@
 /**
  * The public description of a model: what GET /api/v1/models returns and docs/models.md shows.
  */
-import { Duration, JSONSchema, Schema } from "effect"
+import { Duration, Either, JSONSchema, Schema } from "effect"
 import type { ModelSpec } from "./ModelSpec.js"
+import type { PriceTable } from "./Pricing.js"
+import { defaultPrices, pricedInputs } from "./Pricing.js"
 
 /** One model as the catalog endpoint describes it. */
 export const ModelInfo = Schema.Struct({
@@ -17,6 +19,16 @@ export const ModelInfo = Schema.Struct({
   defaults: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
   limits: Schema.Array(Schema.String),
   priceRule: Schema.String,
+  /**
+   * Where the prices come from: the spec's published prices, or the operator's price table
+   * (the documented defaults unless the operator replaced them).
+   */
+  priceSource: Schema.Literal("spec", "price table"),
+  /** What the examples cost, at each resolution and mode the model takes, in USD. */
+  prices: Schema.Array(Schema.Struct({
+    input: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+    usd: Schema.Number
+  })),
   /** Seconds after submission at which an unfinished task becomes TIMEOUT. */
   deadlineSeconds: Schema.Int,
   examples: Schema.Array(Schema.Struct({
@@ -44,8 +56,19 @@ const withoutTitles = (value: unknown): unknown =>
     ? Object.fromEntries(Object.entries(value).filter(([key]) => key !== "title").map(([key, item]) => [key, withoutTitles(item)]))
     : value
 
-/** Describes a model. */
-export const describe = (spec: ModelSpec): ModelInfo => ({
+/** The inputs of `pricedInputs` that priced, once each, in USD. */
+const examplePrices = (spec: ModelSpec, table: PriceTable): ModelInfo["prices"] => {
+  const seen = new Set<string>()
+  return pricedInputs(spec, table).flatMap(({ input, price }) => {
+    const key = JSON.stringify(input)
+    if (Either.isLeft(price) || seen.has(key)) return []
+    seen.add(key)
+    return [{ input, usd: price.right / 1_000_000 }]
+  })
+}
+
+/** Describes a model, with its prices from `table` (the documented defaults unless given). */
+export const describe = (spec: ModelSpec, table: PriceTable = defaultPrices): ModelInfo => ({
   id: spec.id,
   family: spec.family,
   output: spec.output,
@@ -55,6 +78,8 @@ export const describe = (spec: ModelSpec): ModelInfo => ({
   defaults: spec.defaults,
   limits: spec.limits,
   priceRule: spec.priceRule,
+  priceSource: spec.priceRule.includes("(price table)") ? "price table" : "spec",
+  prices: examplePrices(spec, table),
   deadlineSeconds: Duration.toSeconds(spec.deadline),
   examples: spec.examples.map((example) => ({ ...example }))
 })

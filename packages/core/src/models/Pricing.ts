@@ -81,33 +81,51 @@ const enumValues = (model: ModelSpec, field: string): ReadonlyArray<unknown> => 
   return schema.properties?.[field]?.enum ?? []
 }
 
+/** A model's input as priced: the input, and what it costs (or why it cannot be priced). */
+export interface PricedInput {
+  readonly input: Readonly<Record<string, unknown>>
+  readonly price: Either.Either<number, string>
+}
+
 /**
- * Checks that `table` prices every job the models can produce: each model's examples with
- * every resolution and mode its schema allows (and with neither), which reaches every model
- * a job can run as (clip3 r2v runs as clip3_fast) and every resolution it is priced by.
- * Returns what is missing, so that a host's incomplete table stops the service at start
- * instead of failing a submit.
+ * Each of a model's examples with every resolution and mode its schema allows (and with
+ * neither), normalised and priced with `table`: this reaches every model a job can run as
+ * (clip3 r2v runs as clip3_fast) and every resolution it is priced by. Inputs a rule refuses
+ * are left out.
+ */
+export const pricedInputs = (model: ModelSpec, table: PriceTable): ReadonlyArray<PricedInput> => {
+  const priced: Array<PricedInput> = []
+  const variants = (field: string) => [undefined, ...enumValues(model, field)]
+  for (const example of model.examples) {
+    for (const resolution of variants("resolution")) {
+      for (const mode of variants("mode")) {
+        const input = {
+          ...example.input,
+          ...(resolution === undefined ? {} : { resolution }),
+          ...(mode === undefined ? {} : { mode })
+        }
+        const normalized = model.normalize(input)
+        if (Either.isLeft(normalized)) continue
+        try {
+          priced.push({ input, price: Either.right(model.price(normalized.right.job, table)) })
+        } catch (error) {
+          priced.push({ input, price: Either.left(error instanceof Error ? error.message : String(error)) })
+        }
+      }
+    }
+  }
+  return priced
+}
+
+/**
+ * Checks that `table` prices every job the models can produce (`pricedInputs`). Returns what
+ * is missing, so that a host's incomplete table stops the service at start instead of
+ * failing a submit.
  */
 export const validate = (models: ReadonlyArray<ModelSpec>, table: PriceTable): Either.Either<void, string> => {
   for (const model of models) {
-    const variants = (field: string) => [undefined, ...enumValues(model, field)]
-    for (const example of model.examples) {
-      for (const resolution of variants("resolution")) {
-        for (const mode of variants("mode")) {
-          const input = {
-            ...example.input,
-            ...(resolution === undefined ? {} : { resolution }),
-            ...(mode === undefined ? {} : { mode })
-          }
-          const normalized = model.normalize(input)
-          if (Either.isLeft(normalized)) continue
-          try {
-            model.price(normalized.right.job, table)
-          } catch (error) {
-            return Either.left(`${model.id}: ${error instanceof Error ? error.message : String(error)}`)
-          }
-        }
-      }
+    for (const { price } of pricedInputs(model, table)) {
+      if (Either.isLeft(price)) return Either.left(`${model.id}: ${price.left}`)
     }
   }
   return Either.right(undefined)
