@@ -4,3 +4,5 @@ export * as MemoryAccounts from "./MemoryAccounts.js"
 export * as MemoryMediaStore from "./MemoryMediaStore.js"
 /** Tasks in memory. */
 export * as MemoryTaskStore from "./MemoryTaskStore.js"
+/** The credits ledger in memory. */
+export * as MemoryLedger from "./MemoryLedger.js"

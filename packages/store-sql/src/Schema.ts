@@ -13,6 +13,8 @@ export const tables = (prefix: string) => ({
   callbacks: `${prefix}callbacks`,
   accounts: `${prefix}accounts`,
   apiKeys: `${prefix}api_keys`,
+  ledgerEntries: `${prefix}ledger_entries`,
+  ledgerBalances: `${prefix}ledger_balances`,
   callbackAttempts: `${prefix}callback_attempts`,
   migrations: `${prefix}migrations`
 })
@@ -137,6 +139,30 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
       // After a rotation the previous signing secret still signs until previous_secret_until.
       yield* sql`ALTER TABLE ${sql(t.accounts)} ADD COLUMN previous_webhook_secret TEXT`
       yield* sql`ALTER TABLE ${sql(t.accounts)} ADD COLUMN previous_secret_until BIGINT`
+    }),
+    "0011_ledger": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // The credits ledger (core Ledger): its entries, and each account's sums of them, kept
+      // in the same transaction as each entry so a reservation can check what is available.
+      yield* sql`CREATE TABLE ${sql(t.ledgerEntries)} (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        task_id TEXT,
+        kind TEXT NOT NULL,
+        amount BIGINT NOT NULL,
+        held BIGINT NOT NULL,
+        at BIGINT NOT NULL,
+        note TEXT
+      )`
+      yield* sql`CREATE INDEX ${sql(`${t.ledgerEntries}_account`)} ON ${sql(t.ledgerEntries)} (account_id, at)`
+      // A task has one reservation and one end of it (charge or release), whoever writes them.
+      yield* sql`CREATE UNIQUE INDEX ${sql(`${t.ledgerEntries}_reserve`)} ON ${sql(t.ledgerEntries)} (task_id) WHERE kind = 'reserve'`
+      yield* sql`CREATE UNIQUE INDEX ${sql(`${t.ledgerEntries}_end`)} ON ${sql(t.ledgerEntries)} (task_id) WHERE kind IN ('charge', 'release')`
+      yield* sql`CREATE TABLE ${sql(t.ledgerBalances)} (
+        account_id TEXT PRIMARY KEY,
+        balance BIGINT NOT NULL,
+        reserved BIGINT NOT NULL
+      )`
     })
   }
 }

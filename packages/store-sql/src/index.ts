@@ -10,3 +10,5 @@ export * as SqlAccounts from "./SqlAccounts.js"
 export * as SqlTaskStore from "./SqlTaskStore.js"
 /** A row of the tasks table and its transform to a TaskRecord. */
 export * as TaskRow from "./TaskRow.js"
+/** The credits ledger on SQL. */
+export * as SqlLedger from "./SqlLedger.js"

@@ -1,0 +1,76 @@
+/**
+ * Credits, in integer micro-USD, as a ledger of movements per account. Not yet wired to
+ * tasks: the engine and the submit do not reserve, charge or release yet (docs/decisions.md,
+ * Not built yet); this is the store part, with its contract on every backend.
+ *
+ * Each entry moves two sums of its account: `amount` the balance (money held for the
+ * account), `held` the reserved part of it. A credit adds to the balance; a reservation
+ * holds part of it for a task; a charge takes the held amount out of both; a release gives
+ * the hold back. So the balance is the sum of the entries' `amount`, what is reserved the
+ * sum of their `held`, and what may still be reserved the difference.
+ *
+ * | kind | amount | held |
+ * |---|---|---|
+ * | credit | +a | 0 |
+ * | reserve | 0 | +a |
+ * | charge | -a | -a |
+ * | release | 0 | -a |
+ *
+ * A task has at most one reservation, and then at most one charge or release of it: each is
+ * written once, whoever asks again (a retried step, a second node) gets the entry already
+ * written. A reservation that would leave less than nothing available is refused.
+ */
+import type { Effect, Option } from "effect"
+import { Context, Data } from "effect"
+import type { AccountId } from "./Ids.js"
+
+export type EntryKind = "credit" | "reserve" | "charge" | "release"
+
+export interface LedgerEntry {
+  readonly id: string
+  readonly accountId: AccountId
+  /** The task the movement is for; null for credits. */
+  readonly taskId: string | null
+  readonly kind: EntryKind
+  /** What the entry adds to the balance (micro-USD, may be negative). */
+  readonly amount: number
+  /** What the entry adds to the reserved sum (micro-USD, may be negative). */
+  readonly held: number
+  readonly at: number
+  readonly note: string | null
+}
+
+export interface Balance {
+  /** The sum of the entries' `amount`. */
+  readonly balance: number
+  /** The sum of the entries' `held`: reserved for tasks not yet ended. */
+  readonly reserved: number
+}
+
+/** A reservation larger than what the account has available. */
+export class InsufficientCredits extends Data.TaggedError("InsufficientCredits")<{
+  readonly accountId: AccountId
+  readonly requested: number
+  readonly available: number
+}> {}
+
+/** A charge or release for a task that has no reservation. */
+export class NoReservation extends Data.TaggedError("NoReservation")<{ readonly taskId: string }> {}
+
+export class Ledger extends Context.Tag("@mediagate/core/Ledger")<Ledger, {
+  /** Adds `amount` (> 0) to the account's balance. */
+  readonly credit: (input: { readonly id: string; readonly accountId: AccountId; readonly amount: number; readonly at: number; readonly note: string | null }) => Effect.Effect<LedgerEntry>
+  /** Holds `amount` for the task, once; the existing reservation when there is one. */
+  readonly reserve: (input: { readonly id: string; readonly accountId: AccountId; readonly taskId: string; readonly amount: number; readonly at: number }) => Effect.Effect<LedgerEntry, InsufficientCredits>
+  /** Takes the task's held amount out of the balance, once; the existing charge or release when there is one. */
+  readonly charge: (input: { readonly id: string; readonly taskId: string; readonly at: number }) => Effect.Effect<LedgerEntry, NoReservation>
+  /** Gives the task's held amount back, once; the existing charge or release when there is one. */
+  readonly release: (input: { readonly id: string; readonly taskId: string; readonly at: number }) => Effect.Effect<LedgerEntry, NoReservation>
+  readonly balance: (accountId: AccountId) => Effect.Effect<Balance>
+  /** The account's entries, newest first. */
+  readonly entries: (accountId: AccountId, limit: number) => Effect.Effect<ReadonlyArray<LedgerEntry>>
+  /** The task's entries, oldest first. */
+  readonly forTask: (taskId: string) => Effect.Effect<ReadonlyArray<LedgerEntry>>
+  /** The reservation of a task, if any. */
+  readonly reservation: (taskId: string) => Effect.Effect<Option.Option<LedgerEntry>>
+}>() {}

@@ -1,0 +1,68 @@
+/**
+ * The Ledger in memory. Every method is atomic: JavaScript runs it without interleaving.
+ */
+import { Ledger } from "@mediagate/core"
+import type { Context } from "effect"
+import { Effect, Layer, Option } from "effect"
+
+export const make = (): Context.Tag.Service<Ledger.Ledger> => {
+  const entries: Array<Ledger.LedgerEntry> = []
+  const sums = new Map<string, { balance: number; reserved: number }>()
+  /** A task's reservation and its end (charge or release). */
+  const reservations = new Map<string, Ledger.LedgerEntry>()
+  const ends = new Map<string, Ledger.LedgerEntry>()
+  const write = (entry: Ledger.LedgerEntry) => {
+    entries.push(entry)
+    const sum = sums.get(entry.accountId) ?? { balance: 0, reserved: 0 }
+    sum.balance += entry.amount
+    sum.reserved += entry.held
+    sums.set(entry.accountId, sum)
+    return entry
+  }
+  const end = (kind: "charge" | "release") => ({ at, id, taskId }: { readonly id: string; readonly taskId: string; readonly at: number }) =>
+    Effect.suspend(() => {
+      const done = ends.get(taskId)
+      if (done !== undefined) return Effect.succeed(done)
+      const held = reservations.get(taskId)
+      if (held === undefined) return Effect.fail(new Ledger.NoReservation({ taskId }))
+      const entry = write({
+        id,
+        accountId: held.accountId,
+        taskId,
+        kind,
+        amount: kind === "charge" ? -held.held : 0,
+        held: -held.held,
+        at,
+        note: null
+      })
+      ends.set(taskId, entry)
+      return Effect.succeed(entry)
+    })
+  return {
+    credit: ({ accountId, amount, at, id, note }) =>
+      Effect.suspend(() =>
+        !Number.isSafeInteger(amount) || amount <= 0
+          ? Effect.dieMessage(`a credit must be a positive whole number of micro-USD (got ${amount})`)
+          : Effect.succeed(write({ id, accountId, taskId: null, kind: "credit", amount, held: 0, at, note }))
+      ),
+    reserve: ({ accountId, amount, at, id, taskId }) =>
+      Effect.suspend(() => {
+        const existing = reservations.get(taskId)
+        if (existing !== undefined) return Effect.succeed(existing)
+        const sum = sums.get(accountId) ?? { balance: 0, reserved: 0 }
+        const available = sum.balance - sum.reserved
+        if (amount > available) return Effect.fail(new Ledger.InsufficientCredits({ accountId, requested: amount, available }))
+        const entry = write({ id, accountId, taskId, kind: "reserve", amount: 0, held: amount, at, note: null })
+        reservations.set(taskId, entry)
+        return Effect.succeed(entry)
+      }),
+    charge: end("charge"),
+    release: end("release"),
+    balance: (accountId) => Effect.sync(() => ({ ...(sums.get(accountId) ?? { balance: 0, reserved: 0 }) })),
+    entries: (accountId, limit) => Effect.sync(() => entries.filter((entry) => entry.accountId === accountId).reverse().slice(0, limit)),
+    forTask: (taskId) => Effect.sync(() => entries.filter((entry) => entry.taskId === taskId)),
+    reservation: (taskId) => Effect.sync(() => Option.fromNullable(reservations.get(taskId)))
+  }
+}
+
+export const layer: Layer.Layer<Ledger.Ledger> = Layer.sync(Ledger.Ledger, make)

@@ -1,0 +1,136 @@
+/**
+ * The credits ledger on @effect/sql (SQLite and PostgreSQL). Each movement is one
+ * transaction: the entry and its account's sums together. On PostgreSQL a transaction about
+ * a task first takes an advisory lock on the task, so two nodes asking for the same
+ * movement write it once; on SQLite transactions run one at a time anyway.
+ */
+import { SqlClient } from "@effect/sql"
+import { Ids, Ledger, StoreError } from "@mediagate/core"
+import type { Context } from "effect"
+import { Effect, Layer, Option } from "effect"
+import { migrate, tables } from "./Schema.js"
+import { defaultPrefix } from "./SqlTaskStore.js"
+
+type Row = {
+  id: string
+  account_id: string
+  task_id: string | null
+  kind: string
+  amount: number | string
+  held: number | string
+  at: number | string
+  note: string | null
+}
+
+const entryOf = (row: Row): Ledger.LedgerEntry => ({
+  id: String(row.id),
+  accountId: Ids.AccountId.make(String(row.account_id)),
+  taskId: row.task_id === null ? null : String(row.task_id),
+  kind: String(row.kind) as Ledger.EntryKind,
+  amount: Number(row.amount),
+  held: Number(row.held),
+  at: Number(row.at),
+  note: row.note === null ? null : String(row.note)
+})
+
+/** While serving, a database failure is a defect (logged), as in the other stores. */
+const orDie = (operation: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.catchTag(effect as Effect.Effect<A, { readonly _tag: "SqlError"; readonly message: string }, R>, "SqlError", (error) =>
+    Effect.logError(`ledger: ${operation} failed`, error).pipe(
+      Effect.zipRight(Effect.die(new StoreError({ message: `${operation} failed: ${error.message}` })))
+    )) as Effect.Effect<A, Exclude<E, { readonly _tag: "SqlError" }>, R>
+
+export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Effect<
+  Context.Tag.Service<Ledger.Ledger>,
+  StoreError,
+  SqlClient.SqlClient
+> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const prefix = options.tablePrefix ?? defaultPrefix
+    const t = tables(prefix)
+    yield* migrate(prefix).pipe(Effect.mapError((error) => new StoreError({ message: `migrating failed: ${String(error)}` })))
+    const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+    const entries = sql(t.ledgerEntries)
+    const balances = sql(t.ledgerBalances)
+
+    const insert = (entry: Ledger.LedgerEntry) =>
+      sql`INSERT INTO ${entries} ${
+        sql.insert({
+          id: entry.id,
+          account_id: entry.accountId,
+          task_id: entry.taskId,
+          kind: entry.kind,
+          amount: entry.amount,
+          held: entry.held,
+          at: entry.at,
+          note: entry.note
+        })
+      }`.pipe(
+        Effect.zipRight(sql`INSERT INTO ${balances} (account_id, balance, reserved) VALUES (${entry.accountId}, ${entry.amount}, ${entry.held})
+          ON CONFLICT (account_id) DO UPDATE SET balance = ${balances}.balance + ${entry.amount}, reserved = ${balances}.reserved + ${entry.held}`),
+        Effect.as(entry)
+      )
+    const lockTask = (taskId: string) => (isPg ? sql`SELECT pg_advisory_xact_lock(hashtext(${`ledger:${taskId}`}))` : Effect.void)
+    const ofTask = (taskId: string, kinds: ReadonlyArray<string>) =>
+      sql<Row>`SELECT * FROM ${entries} WHERE task_id = ${taskId} AND ${sql.in("kind", kinds)}`.pipe(
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), entryOf))
+      )
+    const sums = (accountId: string) =>
+      sql<{ balance: number | string; reserved: number | string }>`SELECT balance, reserved FROM ${balances} WHERE account_id = ${accountId}`.pipe(
+        Effect.map((rows) => ({ balance: Number(rows[0]?.balance ?? 0), reserved: Number(rows[0]?.reserved ?? 0) }))
+      )
+
+    const end = (kind: "charge" | "release") => ({ at, id, taskId }: { readonly id: string; readonly taskId: string; readonly at: number }) =>
+      sql.withTransaction(Effect.gen(function*() {
+        yield* lockTask(taskId)
+        const done = yield* ofTask(taskId, ["charge", "release"])
+        if (Option.isSome(done)) return done.value
+        const held = yield* ofTask(taskId, ["reserve"])
+        if (Option.isNone(held)) return yield* Effect.fail(new Ledger.NoReservation({ taskId }))
+        return yield* insert({
+          id,
+          accountId: held.value.accountId,
+          taskId,
+          kind,
+          amount: kind === "charge" ? -held.value.held : 0,
+          held: -held.value.held,
+          at,
+          note: null
+        })
+      })).pipe(orDie(kind))
+
+    return {
+      credit: ({ accountId, amount, at, id, note }) =>
+        !Number.isSafeInteger(amount) || amount <= 0
+          ? Effect.dieMessage(`a credit must be a positive whole number of micro-USD (got ${amount})`)
+          : sql.withTransaction(insert({ id, accountId, taskId: null, kind: "credit", amount, held: 0, at, note })).pipe(orDie("credit")),
+      reserve: ({ accountId, amount, at, id, taskId }) =>
+        sql.withTransaction(Effect.gen(function*() {
+          yield* lockTask(taskId)
+          const existing = yield* ofTask(taskId, ["reserve"])
+          if (Option.isSome(existing)) return existing.value
+          // On PostgreSQL the account's row is locked from here to the commit.
+          if (isPg) yield* sql`SELECT 1 FROM ${balances} WHERE account_id = ${accountId} FOR UPDATE`
+          const { balance, reserved } = yield* sums(accountId)
+          if (amount > balance - reserved) {
+            return yield* Effect.fail(new Ledger.InsufficientCredits({ accountId, requested: amount, available: balance - reserved }))
+          }
+          return yield* insert({ id, accountId, taskId, kind: "reserve", amount: 0, held: amount, at, note: null })
+        })).pipe(orDie("reserve")),
+      charge: end("charge"),
+      release: end("release"),
+      balance: (accountId) => sums(accountId).pipe(orDie("balance")),
+      entries: (accountId, limit) =>
+        sql<Row>`SELECT * FROM ${entries} WHERE account_id = ${accountId} ORDER BY at DESC, id DESC LIMIT ${limit}`.pipe(
+          Effect.map((rows) => rows.map(entryOf)),
+          orDie("entries")
+        ),
+      forTask: (taskId) =>
+        sql<Row>`SELECT * FROM ${entries} WHERE task_id = ${taskId} ORDER BY at, id`.pipe(Effect.map((rows) => rows.map(entryOf)), orDie("entries")),
+      reservation: (taskId) => ofTask(taskId, ["reserve"]).pipe(orDie("reservation"))
+    }
+  })
+
+export const layer = (options: { readonly tablePrefix?: string } = {}): Layer.Layer<Ledger.Ledger, StoreError, SqlClient.SqlClient> =>
+  Layer.effect(Ledger.Ledger, make(options))
