@@ -8,6 +8,7 @@ import { SqlClient } from "@effect/sql"
 import { Ids, Ledger, StoreError } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer, Option } from "effect"
+import { orDie as orDieAs } from "./internal/orDie.js"
 import { migrate, tables } from "./Schema.js"
 import { defaultPrefix } from "./SqlTaskStore.js"
 
@@ -33,12 +34,8 @@ const entryOf = (row: Row): Ledger.LedgerEntry => ({
   note: row.note === null ? null : String(row.note)
 })
 
-/** While serving, a database failure is a defect (logged), as in the other stores. */
-const orDie = (operation: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.catchTag(effect as Effect.Effect<A, { readonly _tag: "SqlError"; readonly message: string }, R>, "SqlError", (error) =>
-    Effect.logError(`ledger: ${operation} failed`, error).pipe(
-      Effect.zipRight(Effect.die(new StoreError({ message: `${operation} failed: ${error.message}` })))
-    )) as Effect.Effect<A, Exclude<E, { readonly _tag: "SqlError" }>, R>
+/** Driver failures while serving: defects, logged as the ledger's. */
+const orDie = (operation: string) => orDieAs("ledger", operation)
 
 export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Effect<
   Context.Tag.Service<Ledger.Ledger>,

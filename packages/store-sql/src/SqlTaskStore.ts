@@ -8,6 +8,7 @@ import { Ids, StoreError, TaskConflict, TaskStore } from "@mediagate/core"
 import type { Task } from "@mediagate/core"
 import type { Context, Scope } from "effect"
 import { Effect, Exit, Layer, Option } from "effect"
+import { orDie as orDieAs } from "./internal/orDie.js"
 import { migrate, tables } from "./Schema.js"
 import * as TaskRow from "./TaskRow.js"
 
@@ -38,15 +39,8 @@ const refail = (operation: string) => <A, E, R>(effect: Effect.Effect<A, E | Sql
       R
     >
 
-/**
- * A driver failure while serving is a defect: nothing a caller can do about it; it is
- * logged here and answered 500 by the HTTP layer (STYLE.md: SqlError never reaches a handler).
- */
-const orDie = (operation: string) => <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
-  Effect.catchTag(effect as Effect.Effect<A, SqlError.SqlError, R>, "SqlError", (error) =>
-    Effect.logError(`store: ${operation} failed`, error).pipe(
-      Effect.zipRight(Effect.die(new StoreError({ message: `${operation} failed: ${error.message}`, cause: error.cause })))
-    )) as Effect.Effect<A, Exclude<E, SqlError.SqlError>, R>
+/** Driver failures while serving: defects, logged as the store's. */
+const orDie = (operation: string) => orDieAs("store", operation)
 
 type Run = (text: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<Row>, SqlError.SqlError>
 
