@@ -229,11 +229,11 @@ const apiKey = variable("MEDIAGATE_API_KEY", (raw) =>
 const nonEmpty = (name: Variable) =>
   variable(name, (raw) => raw.length > 0 ? Either.right(raw) : Either.left("must not be empty"))
 
-const units: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }
+const units: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 
-/** `500ms`, `10s`, `2m`, `4h`, or undefined. */
-const parseDuration = (raw: string): Duration.Duration | undefined => {
-  const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/.exec(raw.trim())
+/** `500ms`, `10s`, `2m`, `4h`, `30d`, or undefined. */
+export const parseDuration = (raw: string): Duration.Duration | undefined => {
+  const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/.exec(raw.trim())
   return match === null ? undefined : Duration.millis(Math.round(Number(match[1]) * units[match[2]!]!))
 }
 

@@ -23,15 +23,13 @@ import { Accounts, ApiKeys, Ids } from "@mediagate/core"
 import { Webhooks } from "@mediagate/scheduler"
 import { Database, SqlAccounts } from "@mediagate/store-sql"
 import { Clock, Console, Data, Duration, Effect, Layer, Option, Redacted } from "effect"
-import { createHash } from "node:crypto"
-import { defaultDatabaseUrl } from "./Config.js"
+import { defaultDatabaseUrl, parseDuration } from "./Config.js"
 
 /** A failure the operator can act on: printed as one line, exit 1. */
 class AdminError extends Data.TaggedError("AdminError")<{ readonly message: string }> {}
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON document instead of text"))
 
-const sha256 = (key: string) => createHash("sha256").update(key, "utf8").digest("hex")
 const iso = (millis: number | null) => (millis === null ? null : new Date(millis).toISOString())
 
 const keyView = (key: ApiKeys.KeyInfo, now: number) => ({
@@ -59,7 +57,7 @@ const accountText = (account: ReturnType<typeof accountView>) =>
 
 /** Runs a command's work on the database, opened only then (so `--help` needs none). */
 const onDatabase = <A, E>(effect: Effect.Effect<A, E, Accounts.AccountAdmin | Ids.Ids>) =>
-  Effect.provide(effect, Layer.suspend(() => accounts))
+  Effect.provide(effect, accounts)
 
 /** Prints `value` as JSON with `--json`, otherwise `text`. */
 const print = (asJson: boolean, value: unknown, text: string) => Console.log(asJson ? JSON.stringify(value, null, 2) : text)
@@ -69,7 +67,7 @@ const newKey = (label: string | null, now: number, expiresAt: number | null) =>
   Effect.gen(function*() {
     const key = Redacted.value(yield* ApiKeys.generate)
     const id = `key_${yield* (yield* Ids.Ids).token(8)}`
-    const stored: AccountsNs.NewKey = { id, hash: sha256(key), hint: ApiKeys.hint(key), label, createdAt: now, expiresAt }
+    const stored: AccountsNs.NewKey = { id, hash: SqlAccounts.hashKey(key), hint: ApiKeys.hint(key), label, createdAt: now, expiresAt }
     return { key, stored }
   })
 
@@ -86,7 +84,7 @@ const accountCreate = Command.make(
       const id = Ids.AccountId.make(`acct_${yield* ids.token(12)}`)
       const secret = Webhooks.secretFromHex(yield* ids.token(24))
       const { key, stored } = yield* newKey("first key", now, null)
-      yield* admin.createAccount({ id, name, webhookSecret: Redacted.make(secret), key: { ...stored } })
+      yield* admin.createAccount({ id, name, webhookSecret: Redacted.make(secret), key: stored })
       const account = accountView(Option.getOrThrow(yield* admin.getAccount(id)), now)
       yield* print(asJson, { account, key, webhook_secret: secret }, [
         accountText(account),
@@ -122,16 +120,12 @@ const accountList = Command.make("list", { json }, ({ json: asJson }) =>
     yield* print(asJson, accounts, accounts.length === 0 ? "no accounts" : accounts.map(accountText).join("\n"))
   }))).pipe(Command.withDescription("List every account, oldest first"))
 
-const units: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 }
-
 /** A `--<name>` length of time written as a number and a unit: 90m, 12h, 30d. */
 const durationOf = (name: string) => (raw: string) => {
-  const match = /^(\d{1,6})(m|h|d)$/.exec(raw.trim())
-  return match === null
-    ? Effect.fail(ValidationError.invalidValue(
-      HelpDoc.p(`--${name} must be a number and a unit, m, h or d, such as 90m, 12h or 30d (got ${JSON.stringify(raw)})`)
-    ))
-    : Effect.succeed(Duration.millis(Number(match[1]) * units[match[2]!]!))
+  const value = parseDuration(raw)
+  return value === undefined
+    ? Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name} must be a number and a unit, such as 90m, 12h or 30d (got ${JSON.stringify(raw)})`)))
+    : Effect.succeed(value)
 }
 
 const expiresIn = Options.text("expires-in").pipe(

@@ -75,16 +75,15 @@ export const counted = (
 ): Context.Tag.Service<Moderation> => ({
   check: (prompt) =>
     inner.check(prompt).pipe(
-      Effect.catchTag("ModerationUnavailable", (error) =>
-        options.failOpen === true
-          ? Metric.increment(Metric.tagged(unavailableCount, "outcome", "allowed")).pipe(
-            Effect.zipRight(Effect.logWarning(`moderation: ${error.message}; the prompt was let through unchecked (failing open)`)),
-            Effect.as(verdict())
-          )
-          : Metric.increment(Metric.tagged(unavailableCount, "outcome", "refused")).pipe(
-            Effect.zipRight(Effect.logWarning(`moderation: ${error.message}; the submit was refused (failing closed)`)),
-            Effect.zipRight(Effect.fail(error))
-          ))
+      Effect.catchTag("ModerationUnavailable", (error) => {
+        const open = options.failOpen === true
+        return Metric.increment(Metric.tagged(unavailableCount, "outcome", open ? "allowed" : "refused")).pipe(
+          Effect.zipRight(Effect.logWarning(
+            `moderation: ${error.message}; ${open ? "the prompt was let through unchecked (failing open)" : "the submit was refused (failing closed)"}`
+          )),
+          Effect.zipRight(open ? Effect.succeed(verdict()) : Effect.fail(error))
+        )
+      })
     )
 })
 

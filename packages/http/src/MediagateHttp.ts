@@ -69,8 +69,9 @@ export const httpApp: Effect.Effect<
   }
   return Envelope.middleware(
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-      const key = limit._tag === "Some" && isApiPath(Envelope.requestPath(request)) ? Auth.bearerKey(request.headers["authorization"]) : Option.none()
-      if (limit._tag === "None" || Option.isNone(key)) return route(request)
+      if (Option.isNone(limit) || !isApiPath(Envelope.requestPath(request))) return route(request)
+      const key = Auth.bearerKey(request.headers["authorization"])
+      if (Option.isNone(key)) return route(request)
       return Effect.flatMap(limit.value.take(Redacted.value(key.value)), (decision) =>
         decision._tag === "Allowed"
           ? route(request)
