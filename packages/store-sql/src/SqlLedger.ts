@@ -78,8 +78,15 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
         Effect.map((rows) => ({ balance: Number(rows[0]?.balance ?? 0), reserved: Number(rows[0]?.reserved ?? 0) }))
       )
 
+    /**
+     * One movement in one transaction that, once begun, runs to its commit or rollback: an
+     * interrupted caller (a sibling failed, a worker stopping) must not leave a transaction
+     * open on a pooled connection, holding its task's lock for whoever comes next.
+     */
+    const transaction = <A, E, R>(body: Effect.Effect<A, E, R>) => Effect.uninterruptible(sql.withTransaction(body))
+
     const end = (kind: "charge" | "release") => ({ at, id, taskId }: { readonly id: string; readonly taskId: string; readonly at: number }) =>
-      sql.withTransaction(Effect.gen(function*() {
+      transaction(Effect.gen(function*() {
         yield* lockTask(taskId)
         const done = yield* ofTask(taskId, ["charge", "release"])
         if (Option.isSome(done)) return done.value
@@ -101,9 +108,9 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
       credit: ({ accountId, amount, at, id, note }) =>
         !Number.isSafeInteger(amount) || amount <= 0
           ? Effect.dieMessage(`a credit must be a positive whole number of micro-USD (got ${amount})`)
-          : sql.withTransaction(insert({ id, accountId, taskId: null, kind: "credit", amount, held: 0, at, note })).pipe(orDie("credit")),
+          : transaction(insert({ id, accountId, taskId: null, kind: "credit", amount, held: 0, at, note })).pipe(orDie("credit")),
       reserve: ({ accountId, amount, at, id, taskId }) =>
-        sql.withTransaction(Effect.gen(function*() {
+        transaction(Effect.gen(function*() {
           yield* lockTask(taskId)
           const existing = yield* ofTask(taskId, ["reserve"])
           if (Option.isSome(existing)) return existing.value
