@@ -8,7 +8,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
-import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
+import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, Redacted, TestClock } from "effect"
 import * as Http from "node:http"
 import { apiKey, testServer } from "./support.js"
@@ -176,6 +176,7 @@ const moderatedServer = MediagateHttp.serve.pipe(
     Layer.mergeAll(
       TaskService.Default.pipe(Layer.provide([MemoryTaskStore.layer, partialModerator])),
       MemoryAccounts.layer([{ id: "a", name: "a", apiKey: Redacted.make(apiKey) }]),
+      MemoryLedger.layer,
       MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" })
     ).pipe(Layer.provideMerge(ModelCatalog.layer), Layer.provide(Ids.layerTest))
   ),

@@ -7,7 +7,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Ids, ModelCatalog, Moderation, ModerationUnavailable, StoreError, TaskService, TaskStore } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
-import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
+import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, Redacted } from "effect"
 
 const key = "internal-test-key"
@@ -43,6 +43,7 @@ const server = (
       Layer.mergeAll(
         TaskService.Default.pipe(Layer.provide([store, ModelCatalog.layer, moderation])),
         MemoryAccounts.layer([{ id: "a", name: "a", apiKey: Redacted.make(key) }]),
+        MemoryLedger.layer,
         MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" }),
         ModelCatalog.layer
       ).pipe(Layer.provide(Ids.layerTest))

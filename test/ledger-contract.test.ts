@@ -106,6 +106,38 @@ for (const backend of backends) {
         })
       ))
 
+    it.effect("a credit asked again with the same id is written once", () =>
+      withLedger((ledger) =>
+        Effect.gen(function*() {
+          const first = yield* ledger.credit({ id: "top-up-1", accountId: alice, amount: 10_000, at: 1, note: "card" })
+          const again = yield* ledger.credit({ id: "top-up-1", accountId: alice, amount: 10_000, at: 2, note: "card" })
+          expect(again).toEqual(first)
+          yield* Effect.all([1, 2, 3].map(() => ledger.credit({ id: "top-up-2", accountId: alice, amount: 5_000, at: 3, note: null })), { concurrency: 3 })
+          expect(yield* ledger.balance(alice)).toEqual({ balance: 15_000, reserved: 0 })
+          expect(yield* ledger.entries(alice, 10)).toHaveLength(2)
+        })
+      ))
+
+    it.effect("open lists the reservations not yet ended, made before a time, oldest first, a page at a time", () =>
+      withLedger((ledger) =>
+        Effect.gen(function*() {
+          yield* ledger.credit({ id: "c1", accountId: alice, amount: 100_000, at: 1, note: null })
+          for (const [taskId, at] of [["t3", 30], ["t1", 10], ["t2", 10], ["t4", 40], ["t5", 50]] as const) {
+            yield* ledger.reserve({ id: `r-${taskId}`, accountId: alice, taskId, amount: 1_000, at })
+          }
+          yield* ledger.charge({ id: "x-t2", taskId: "t2", at: 60 })
+          yield* ledger.release({ id: "x-t4", taskId: "t4", at: 60 })
+          const taskIds = (entries: ReadonlyArray<Ledger.LedgerEntry>) => entries.map((entry) => entry.taskId)
+          expect(taskIds(yield* ledger.open({ before: 100, limit: 10 }))).toEqual(["t1", "t3", "t5"])
+          expect(taskIds(yield* ledger.open({ before: 50, limit: 10 }))).toEqual(["t1", "t3"])
+          const first = yield* ledger.open({ before: 100, limit: 2 })
+          expect(taskIds(first)).toEqual(["t1", "t3"])
+          const last = first[first.length - 1]!
+          expect(taskIds(yield* ledger.open({ before: 100, limit: 2, after: { at: last.at, taskId: last.taskId! } }))).toEqual(["t5"])
+          expect((yield* ledger.open({ before: 100, limit: 10 }))[0]).toMatchObject({ kind: "reserve", accountId: alice, held: 1_000 })
+        })
+      ))
+
     it.effect("hundreds of concurrent tasks, every movement asked twice at once: sums equal the entries, nothing twice, never overdrawn", () =>
       withLedger((ledger) =>
         Effect.gen(function*() {

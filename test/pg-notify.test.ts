@@ -10,7 +10,7 @@ import type { Task } from "@mediagate/core"
 import { Deadlines, Ids, ModelCatalog, Outbound, SubmitPolicy, TaskEvents, TaskService, Upstream } from "@mediagate/core"
 import { MemoryMediaStore } from "@mediagate/store-memory"
 import { Mediagate } from "@mediagate/server"
-import { Database, PgNotify, SqlAccounts, SqlTaskStore } from "@mediagate/store-sql"
+import { Database, PgNotify, SqlAccounts, SqlLedger, SqlTaskStore } from "@mediagate/store-sql"
 import { SimulatedModeration } from "@mediagate/upstream"
 import { Context, Effect, Layer, Option, Queue, Redacted } from "effect"
 import pg from "pg"
@@ -73,6 +73,7 @@ const nodeB = (tablePrefix: string, seen: Seen) =>
     Layer.provide(Layer.mergeAll(
       SqlTaskStore.layerWith({ tablePrefix }),
       SqlAccounts.layer({ tablePrefix }),
+      SqlLedger.layer({ tablePrefix }),
       MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1:9/media/" }),
       upstream(seen),
       SimulatedModeration.layer,

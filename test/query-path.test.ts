@@ -9,7 +9,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
-import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
+import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 
 const key = "query-path-key"
@@ -21,6 +21,7 @@ const services = Layer.mergeAll(
     { id: "acct_b", name: "b", apiKey: Redacted.make(otherKey) }
   ]),
   MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" }),
+  MemoryLedger.layer,
   ModelCatalog.layer
 ).pipe(Layer.provide(Ids.layerTest))
 

@@ -18,6 +18,9 @@ export const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 /** The key of a second account, to check that tasks are private to their owner. */
 export const otherApiKey = "mg_other_key_9876543210"
 
+/** What each test account starts with: $1,000 in micro-USD. */
+export const testCredits = 1_000_000_000
+
 /** The standalone composition served by NodeHttpServer.layerTest; media URLs point at that server. */
 export const testServer = (options: {
   readonly profile?: "instant" | "demo" | "realistic"
@@ -38,8 +41,8 @@ export const testServer = (options: {
               ...(options.simulatorStats === undefined ? {} : { simulatorStats: options.simulatorStats })
             },
             memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
-              { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), webhookSecret: Redacted.make(webhookSecret) },
-              { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey) }
+              { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), webhookSecret: Redacted.make(webhookSecret), credits: testCredits },
+              { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey), credits: testCredits }
             ]),
             options.engine
           )

@@ -5,7 +5,7 @@
 import { Ids, Moderation } from "@mediagate/core"
 import { NodeOutbound, NodeResolver } from "@mediagate/media"
 import { Mediagate } from "@mediagate/server"
-import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
+import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Simulator } from "@mediagate/upstream"
 import { Layer, Redacted } from "effect"
 import * as Http from "node:http"
@@ -21,6 +21,8 @@ export interface HostOptions {
   readonly webhookSecret?: string
   /** Accept callback and media URLs on private addresses (development and tests only). */
   readonly allowPrivateUrls?: boolean
+  /** The account's starting credits in micro-USD (default 10,000,000: $10). */
+  readonly credits?: number
 }
 
 /** The backends this host chooses for mediagate: everything in memory, the simulator, no moderation. */
@@ -34,6 +36,9 @@ const backends = (publicUrl: string, options: HostOptions) => {
       apiKey: Redacted.make(options.apiKey),
       ...(options.webhookSecret === undefined ? {} : { webhookSecret: Redacted.make(options.webhookSecret) })
     }]),
+    // Credits: the host's account starts with $10 (micro-USD); a task's price is held when it
+    // is accepted and charged only when it succeeds.
+    MemoryLedger.layerWithCredits([{ accountId: "acct_host", amount: options.credits ?? 10_000_000 }]),
     media,
     Simulator.layer({ profile: options.simulatorProfile ?? "demo" }).pipe(Layer.provide(media)),
     Moderation.layerAllowAll,

@@ -3,7 +3,7 @@
  * A value that does not parse is reported as one line naming the variable, the values it
  * allows and what it got, so an operator can fix it without reading code.
  */
-import { ModelCatalog } from "@mediagate/core"
+import { Credits, ModelCatalog } from "@mediagate/core"
 import { Database } from "@mediagate/store-sql"
 import { Config, ConfigError, Duration, Either, Option } from "effect"
 
@@ -16,6 +16,11 @@ export interface ServerConfig {
   readonly host: string
   readonly publicUrl: string
   readonly apiKey: Option.Option<string>
+  /**
+   * Credits (micro-USD) the server's own account gets once, when this server creates it or
+   * first sees MEDIAGATE_API_KEY's account; 0 for none. Other accounts start at 0.
+   */
+  readonly startingCredits: number
   readonly allowPrivateUrls: boolean
   readonly upstream: "simulator"
   readonly simulatorProfile: SimulatorProfile
@@ -87,6 +92,7 @@ export const variables = [
   "MEDIAGATE_HOST",
   "MEDIAGATE_PUBLIC_URL",
   "MEDIAGATE_API_KEY",
+  "MEDIAGATE_STARTING_CREDITS",
   "MEDIAGATE_SIMULATOR_PROFILE",
   "MEDIAGATE_ALLOW_PRIVATE_URLS",
   "MEDIAGATE_UPSTREAM",
@@ -226,6 +232,10 @@ const databaseUrl = variable("MEDIAGATE_DATABASE_URL", (raw) =>
 const apiKey = variable("MEDIAGATE_API_KEY", (raw) =>
   raw.length > 0 ? Either.right(raw) : Either.left("must not be empty (unset it to have a key generated)"))
 
+/** Dollars (`10`, `0.50`), or 0 for none. */
+const startingCredits = variable("MEDIAGATE_STARTING_CREDITS", (raw) =>
+  /^\$?0+(\.0+)?$/.test(raw.trim()) ? Either.right(0) : Credits.parseUsd(raw))
+
 const nonEmpty = (name: Variable) =>
   variable(name, (raw) => raw.length > 0 ? Either.right(raw) : Either.left("must not be empty"))
 
@@ -317,6 +327,7 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   host: nonEmpty("MEDIAGATE_HOST").pipe(Config.withDefault("127.0.0.1")),
   publicUrl: Config.option(publicUrl),
   apiKey: Config.option(apiKey),
+  startingCredits: startingCredits.pipe(Config.withDefault(10_000_000)),
   allowPrivateUrls: allowPrivateUrls.pipe(Config.withDefault(false)),
   upstream: oneOf("MEDIAGATE_UPSTREAM", ["simulator"], "must be simulator; real providers are set up with MEDIAGATE_ROUTES (docs/providers.md)").pipe(
     Config.withDefault("simulator" as const)

@@ -4,14 +4,14 @@
  * node:http server. Tests build the same composition.
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import type { Accounts, MediaStore, Outbound, StoreError, TaskStore } from "@mediagate/core"
+import type { Accounts, Ledger, MediaStore, Outbound, StoreError, TaskStore } from "@mediagate/core"
 import { Ids } from "@mediagate/core"
 import { MediagateHttp, RateLimit, Routes } from "@mediagate/http"
 import { FileMediaStore, NodeOutbound, NodeResolver } from "@mediagate/media"
 import type { Deliverer, Engine } from "@mediagate/scheduler"
 import { Mediagate } from "@mediagate/server"
-import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
-import { Database, PgNotify, SqlAccounts, SqlTaskStore } from "@mediagate/store-sql"
+import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
+import { Database, PgNotify, SqlAccounts, SqlLedger, SqlTaskStore } from "@mediagate/store-sql"
 import { Fal, OpenAiImages, OpenAiModeration, Relay, Replicate, Router, RoutesFile, SimulatedModeration, Simulator } from "@mediagate/upstream"
 import type { MediaError } from "@mediagate/core"
 import { ModelCatalog, Moderation, ModerationRules, Upstream } from "@mediagate/core"
@@ -22,22 +22,31 @@ import type { Server as NodeServer } from "node:http"
 import { createServer } from "node:http"
 import type { ModerationConfig, ProviderConfig, ServerConfig } from "./Config.js"
 
-/** Where tasks, accounts and files live. */
+/** Where tasks, accounts, credits and files live. */
 export interface Backends {
   readonly store: Layer.Layer<TaskStore.TaskStore, StoreError>
   readonly accounts: Layer.Layer<Accounts.Accounts, StoreError>
+  readonly ledger: Layer.Layer<Ledger.Ledger, StoreError>
   readonly media: Layer.Layer<MediaStore.MediaStore, MediaError, Ids.Ids>
   /** Wake-ups to and from the other nodes on the same database (PostgreSQL only). */
   readonly relay?: Mediagate.Options["relay"]
 }
 
-/** Everything in memory, with the given accounts. */
+/** An account of the memory backends, with the credits (micro-USD) it starts with. */
+export interface MemoryAccount extends MemoryAccounts.AccountWithKey {
+  readonly credits?: number
+}
+
+/** Everything in memory, with the given accounts and their starting credits. */
 export const memoryBackends = (
   config: Pick<ServerConfig, "publicUrl">,
-  accounts: ReadonlyArray<MemoryAccounts.AccountWithKey>
+  accounts: ReadonlyArray<MemoryAccount>
 ): Backends => ({
   store: MemoryTaskStore.layer,
   accounts: MemoryAccounts.layer(accounts),
+  ledger: MemoryLedger.layerWithCredits(
+    accounts.flatMap((account) => (account.credits === undefined || account.credits <= 0 ? [] : [{ accountId: account.id, amount: account.credits }]))
+  ),
   media: MemoryMediaStore.layer({ baseUrl: `${config.publicUrl}${Routes.mediaPrefix}` })
 })
 
@@ -48,10 +57,13 @@ export const memoryBackends = (
  */
 export const sqlBackends = (config: Pick<ServerConfig, "publicUrl" | "databaseUrl" | "mediaDir">) => {
   const parsed = Database.parseUrl(config.databaseUrl)
-  // Two clients: on SQLite the task store keeps its connection to itself.
+  // Two clients: on SQLite the task store keeps its connection to itself; accounts and the
+  // ledger share the other (one layer, memoised by reference).
+  const shared = Database.layerFromUrl(config.databaseUrl)
   return {
     store: SqlTaskStore.layer.pipe(Layer.provide(Database.layerFromUrl(config.databaseUrl))),
-    accounts: SqlAccounts.layer().pipe(Layer.provide(Database.layerFromUrl(config.databaseUrl))),
+    accounts: SqlAccounts.layer().pipe(Layer.provide(shared)),
+    ledger: SqlLedger.layer().pipe(Layer.provide(shared)),
     media: FileMediaStore.layer({ directory: config.mediaDir, baseUrl: `${config.publicUrl}${Routes.mediaPrefix}` }),
     ...(Either.isRight(parsed) && parsed.right._tag === "Postgres" ? { relay: PgNotify.make({ url: parsed.right.url }) } : {})
   }
@@ -193,6 +205,7 @@ export const services = (
   const concrete = Layer.mergeAll(
     backends.store,
     backends.accounts,
+    backends.ledger,
     backends.media,
     upstream(config, config.routing).pipe(Layer.provide(backends.media)),
     moderation(config.moderation),
@@ -276,6 +289,7 @@ type Tunables =
   | "webhookPrefix"
   | "moderation"
   | "rateLimit"
+  | "startingCredits"
 export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | "providers" | "webhooks"> & Partial<Pick<ServerConfig, Tunables>> & {
   readonly routing?: Routing
 }

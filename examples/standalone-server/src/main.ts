@@ -5,7 +5,7 @@
  * their tasks given back to the store for other nodes; then the process exits 0.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { ApiKeys, Ids } from "@mediagate/core"
+import { ApiKeys, Ids, Ledger } from "@mediagate/core"
 import { Webhooks } from "@mediagate/scheduler"
 import { SqlAccounts } from "@mediagate/store-sql"
 import { RoutesFile } from "@mediagate/upstream"
@@ -117,7 +117,7 @@ const runInMemory = (config: ServerConfig, routing: Routing | undefined) =>
     const key = Option.isSome(config.apiKey) ? config.apiKey.value : yield* newKey
     const secret = yield* newSecret
     const backends = memoryBackends(config, [
-      { id: yield* newAccountId, name: "default", apiKey: Redacted.make(key), webhookSecret: Redacted.make(secret) }
+      { id: yield* newAccountId, name: "default", apiKey: Redacted.make(key), webhookSecret: Redacted.make(secret), credits: config.startingCredits }
     ])
     const credentials: Credentials = {
       key: Option.isSome(config.apiKey) ? { _tag: "Environment" } : { _tag: "Generated", value: key },
@@ -136,8 +136,9 @@ const runOnSql = (config: ServerConfig, routing: Routing | undefined) =>
       // The default folder is ours to create; any other path must exist (a typo should not make folders).
       if (config.databaseUrl === defaultDatabaseUrl) yield* Effect.sync(() => mkdirSync("./data", { recursive: true }))
       const backends = sqlBackends(config)
-      const built = yield* Layer.build(Layer.mergeAll(backends.store, backends.accounts))
+      const built = yield* Layer.build(Layer.mergeAll(backends.store, backends.accounts, backends.ledger))
       const accounts = Context.get(built, SqlAccounts.SqlAccountsService)
+      const ledger = Context.get(built, Ledger.Ledger)
       const now = yield* Clock.currentTimeMillis
       const secret = yield* newSecret
       /** Ensures the account; the secret is new if the account now holds the one made at this start. */
@@ -150,6 +151,10 @@ const runOnSql = (config: ServerConfig, routing: Routing | undefined) =>
             webhookSecret: Redacted.make(secret),
             now
           })
+          // Once per account, ever: the entry's id names the account, and a credit is written once per id.
+          if (config.startingCredits > 0) {
+            yield* ledger.credit({ id: `starting-credits:${account.id}`, accountId: account.id, amount: config.startingCredits, at: now, note: "starting credits" })
+          }
           const stored = yield* accounts.webhookSecret(account.id)
           return Option.filter(Option.map(stored, Redacted.value), (value) => value === secret)
         })
@@ -160,7 +165,7 @@ const runOnSql = (config: ServerConfig, routing: Routing | undefined) =>
         const generated = yield* newKey
         credentials = { key: { _tag: "Generated", value: generated }, newSecret: yield* ensure(generated) }
       }
-      const reuse = { ...backends, store: Layer.succeedContext(built), accounts: Layer.succeedContext(built) } as const
+      const reuse = { ...backends, store: Layer.succeedContext(built), accounts: Layer.succeedContext(built), ledger: Layer.succeedContext(built) } as const
       return yield* serve(layer({ ...config, ...(routing === undefined ? {} : { routing }) }, reuse, http), config, credentials, routing)
     })
   )

@@ -306,10 +306,47 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
   .prefix("/api/v1")
 {}
 
+/** A movement of credits as the account endpoint shows it. */
+export const LedgerEntry = Schema.Struct({
+  id: Schema.String,
+  kind: Schema.Literal("credit", "reserve", "charge", "release"),
+  /** The task the movement is for; null for credits. */
+  task_id: Schema.NullOr(Schema.String),
+  amount_micro_usd: Schema.Int.annotations({ description: "What the entry adds to the balance (negative for a charge)." }),
+  held_micro_usd: Schema.Int.annotations({ description: "What the entry adds to the reserved sum (negative when a reservation ends)." }),
+  created_at: Schema.String,
+  note: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "LedgerEntry" })
+
+/** Most entries the account endpoint shows. */
+export const accountEntries = 20
+
+/** 200 answer of the account endpoint. */
+export const AccountResponse = okSchema(Schema.Struct({
+  account_id: Schema.String,
+  name: Schema.String,
+  balance_micro_usd: Schema.Int.annotations({ description: "Credits held for the account: the sum of every entry's amount." }),
+  reserved_micro_usd: Schema.Int.annotations({ description: "The part of the balance held for tasks that have not ended." }),
+  available_micro_usd: Schema.Int.annotations({ description: "What new tasks may reserve: balance minus reserved." }),
+  entries: Schema.Array(LedgerEntry).annotations({ description: `The latest ${accountEntries} movements, newest first.` })
+})).annotations({ identifier: "AccountResponse" })
+
+/** The calling account (additive: not in the spec). */
+export class AccountGroup extends HttpApiGroup.make("account")
+  .add(
+    HttpApiEndpoint.get("account", "/account")
+      .addSuccess(AccountResponse)
+      .annotate(OpenApi.Summary, "Your balance, reserved credits and latest ledger entries (additive: not in the spec)")
+  )
+  .middleware(Authorization)
+  .prefix("/api/v1")
+{}
+
 /** The whole mediagate API. */
 export class MediagateApi extends HttpApi.make("mediagate")
   .add(TasksGroup)
   .add(CatalogGroup)
+  .add(AccountGroup)
   .addError(InternalServerError)
   // Answered for a wrong method on a known path, which no endpoint describes.
   .annotate(HttpApi.AdditionalSchemas, [MethodNotAllowed])

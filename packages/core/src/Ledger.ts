@@ -1,7 +1,8 @@
 /**
- * Credits, in integer micro-USD, as a ledger of movements per account. Not yet wired to
- * tasks: the engine and the submit do not reserve, charge or release yet (docs/decisions.md,
- * Not built yet); this is the store part, with its contract on every backend.
+ * Credits, in integer micro-USD, as a ledger of movements per account. The submit reserves a
+ * task's price, the task's terminal write charges it (SUCCESS) or releases it (any other end),
+ * and the scheduler's settlement sweep finishes what a crash left between two writes
+ * (`Credits`). One contract suite runs on every backend.
  *
  * Each entry moves two sums of its account: `amount` the balance (money held for the
  * account), `held` the reserved part of it. A credit adds to the balance; a reservation
@@ -58,7 +59,7 @@ export class InsufficientCredits extends Data.TaggedError("InsufficientCredits")
 export class NoReservation extends Data.TaggedError("NoReservation")<{ readonly taskId: string }> {}
 
 export class Ledger extends Context.Tag("@mediagate/core/Ledger")<Ledger, {
-  /** Adds `amount` (> 0) to the account's balance. */
+  /** Adds `amount` (> 0) to the account's balance, once per entry id: asked again with the same id, the entry already written. */
   readonly credit: (input: { readonly id: string; readonly accountId: AccountId; readonly amount: number; readonly at: number; readonly note: string | null }) => Effect.Effect<LedgerEntry>
   /** Holds `amount` for the task, once; the existing reservation when there is one. */
   readonly reserve: (input: { readonly id: string; readonly accountId: AccountId; readonly taskId: string; readonly amount: number; readonly at: number }) => Effect.Effect<LedgerEntry, InsufficientCredits>
@@ -73,4 +74,14 @@ export class Ledger extends Context.Tag("@mediagate/core/Ledger")<Ledger, {
   readonly forTask: (taskId: string) => Effect.Effect<ReadonlyArray<LedgerEntry>>
   /** The reservation of a task, if any. */
   readonly reservation: (taskId: string) => Effect.Effect<Option.Option<LedgerEntry>>
+  /**
+   * Reservations not yet charged or released, made before `before`, oldest first (by `at`,
+   * then task id), `limit` at a time after `after` (the last of the previous page): what the
+   * settlement sweep looks at. Costs what is open, not the ledger's history.
+   */
+  readonly open: (options: {
+    readonly before: number
+    readonly limit: number
+    readonly after?: { readonly at: number; readonly taskId: string } | undefined
+  }) => Effect.Effect<ReadonlyArray<LedgerEntry>>
 }>() {}

@@ -186,7 +186,12 @@ export const Task = Schema.Struct({
   /** Additive: the human-readable cause of a FAILURE, TIMEOUT or CANCELLED (the upstream's message); null otherwise. */
   error: Schema.NullOr(Schema.String),
   /** Additive: every upstream attempt, oldest first (a fallback is one more). */
-  attempts: Schema.Array(WireAttempt)
+  attempts: Schema.Array(WireAttempt),
+  /**
+   * Additive: the task's price in integer micro-USD (1 USD = 1,000,000), held from acceptance
+   * and charged only on SUCCESS; any other end gives it back.
+   */
+  price_micro_usd: Schema.Int
 }).annotations({ identifier: "Task" })
 export type Task = typeof Task.Type
 
@@ -213,5 +218,6 @@ export const toWire = (record: TaskRecord): Task => ({
     ended_at: attempt.endedAt === null ? null : isoTime(attempt.endedAt),
     outcome: attempt.outcome,
     error: attempt.error
-  }))
+  })),
+  price_micro_usd: record.job.priceMicroUsd
 })

@@ -5,7 +5,9 @@ import { Clock, Context, Duration, Effect, Either, Option } from "effect"
 import type { Account } from "./Accounts.js"
 import type { ListQuery, SubmitRequest } from "./Api.js"
 import { ModerationRejected, ModerationUnavailable, shortened, TaskNotCancellable, TaskNotFound, ValidationError } from "./Errors.js"
+import * as Credits from "./Credits.js"
 import { Ids, TaskId } from "./Ids.js"
+import { Ledger } from "./Ledger.js"
 import { ModelCatalog } from "./models/ModelCatalog.js"
 import type { ModelSpec } from "./models/ModelSpec.js"
 import { Moderation } from "./Moderation.js"
@@ -103,6 +105,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     const moderation = yield* Moderation
     const wakeup = yield* Effect.serviceOption(TaskWakeup)
     const upstream = yield* Effect.serviceOption(Upstream)
+    const ledger = yield* Effect.serviceOption(Ledger)
     const deadlines = yield* Deadlines
     const writes = yield* TaskWrites.make
     const prices = yield* Prices
@@ -157,10 +160,20 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
           version: 1,
           provider: Option.isSome(upstream) && upstream.value.provider !== undefined ? upstream.value.provider(job) : null
         })
-      // Rules the spec says fail the task (not the call): the task is accepted and fails at once.
-      const record = normalized.rejection === undefined
+      // Rules the spec says fail the task (not the call): the task is accepted and fails at
+      // once. Otherwise its price is held before it is stored, so a stored running task always
+      // has its reservation (a crash in between leaves a reservation without a task, which the
+      // settlement sweep releases); an account that cannot pay gets a task that failed with
+      // INSUFFICIENT_POINTS, as the spec's failure table has it.
+      const record = normalized.rejection !== undefined
+        ? yield* Effect.orDie(Transition.apply(pending, { to: "FAILURE", reason: "INVALID_PARAMETERS", message: normalized.rejection }, now))
+        : Option.isNone(ledger)
         ? pending
-        : yield* Effect.orDie(Transition.apply(pending, { to: "FAILURE", reason: "INVALID_PARAMETERS", message: normalized.rejection }, now))
+        : yield* Credits.reserve(ledger.value, ids, pending, now).pipe(
+          Effect.as(pending),
+          Effect.catchTag("InsufficientCredits", (error) =>
+            Effect.orDie(Transition.apply(pending, { to: "FAILURE", reason: "INSUFFICIENT_POINTS", message: Credits.insufficientMessage(error) }, now)))
+        )
       yield* writes.create(record)
       if (Option.isSome(wakeup) && record.status === "PENDING") yield* wakeup.value.wake
       return { taskId }

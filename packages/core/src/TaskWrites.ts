@@ -2,10 +2,14 @@
  * The one write path of task state. A change goes through the state machine, the callback
  * it owes is worked out here (a task that reaches a terminal state with a callBackUrl owes
  * exactly one), and the record and its callback are written together, all or nothing. The
- * API (submit, cancel) and the engine write through this module alone.
+ * write that ends a task then settles its credits (`Credits.settle`, when a Ledger is in
+ * context); a crash between the two is finished by the settlement sweep. The API (submit,
+ * cancel) and the engine write through this module alone.
  */
 import { Effect, Either, Option } from "effect"
+import * as Credits from "./Credits.js"
 import type { IllegalTransition, TaskConflict } from "./Errors.js"
+import { Ledger } from "./Ledger.js"
 import type { UpstreamId } from "./Ids.js"
 import { Ids } from "./Ids.js"
 import type { TaskStatus, UpstreamAttempt, UpstreamJob } from "./Task.js"
@@ -54,6 +58,7 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
   const store = yield* TaskStore
   const ids = yield* Ids
   const deliverer = yield* Effect.serviceOption(CallbackWakeup)
+  const ledger = yield* Effect.serviceOption(Ledger)
   /** After a callback row is written: the deliverer sends it now rather than at its next scan. */
   const owed = (callbacks: ReadonlyArray<CallbackRow>) =>
     callbacks.length > 0 && Option.isSome(deliverer) ? deliverer.value.wake : Effect.void
@@ -69,10 +74,26 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
   const leased = (record: TaskRecord, lease: WriteOptions["lease"]) =>
     lease === undefined ? record : new TaskRecord({ ...record, leaseOwner: lease.owner, leaseUntil: lease.until }, true)
 
-  const write = (current: TaskRecord, next: Either.Either<TaskRecord, IllegalTransition>) =>
+  /**
+   * After the write that ended a task: its reservation charged or released. A failure here
+   * leaves the reservation open, which the settlement sweep ends later; the task's own write
+   * stands either way.
+   */
+  const settled = (before: TaskStatus, after: TaskRecord, now: number) =>
+    Option.isNone(ledger) || isTerminal(before) || !isTerminal(after.status)
+      ? Effect.void
+      : Credits.settle(ledger.value, ids, after, now).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logWarning(`credits: task ${after.id} ended ${after.status} but its reservation was not settled; the settlement sweep will`, cause)
+        ),
+        Effect.asVoid
+      )
+
+  const write = (current: TaskRecord, next: Either.Either<TaskRecord, IllegalTransition>, now: number) =>
     Effect.flatMap(next, (record) =>
       callbacksOwed(current.status, record).pipe(
         Effect.tap((callbacks) => store.update(record, current.version, callbacks)),
+        Effect.tap(() => settled(current.status, record, now)),
         Effect.flatMap(owed),
         Effect.as(record)
       ))
@@ -85,9 +106,9 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
       ),
     apply: (current, change, now, options = {}) => {
       const base = options.attempts === undefined ? current : new TaskRecord({ ...current, attempts: options.attempts }, true)
-      return write(current, Either.map(Transition.apply(base, change, now), (next) => leased(next, options.lease)))
+      return write(current, Either.map(Transition.apply(base, change, now), (next) => leased(next, options.lease)), now)
     },
     reschedule: (current, dueAt, { lease, ...patch } = {}) =>
-      write(current, Either.map(Transition.reschedule(current, dueAt, patch), (next) => leased(next, lease)))
+      write(current, Either.map(Transition.reschedule(current, dueAt, patch), (next) => leased(next, lease)), dueAt)
   }
 })

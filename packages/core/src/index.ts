@@ -39,8 +39,10 @@ export * as Fields from "./models/Fields.js"
 export type { DraftJob, ModelExample, ModelSpec, Normalized } from "./models/ModelSpec.js"
 /** Pre-submission moderation. */
 export * as Moderation from "./Moderation.js"
-/** Credits: the ledger of an account's movements (not yet wired to tasks). */
+/** Credits: the ledger of an account's movements. */
 export * as Ledger from "./Ledger.js"
+/** What credits do over a task's life: reserve, charge or release, dollars. */
+export * as Credits from "./Credits.js"
 /** API keys: format, checksum, states. */
 export * as ApiKeys from "./ApiKeys.js"
 /** Moderation by local word and pattern rules, the default moderator. */

@@ -258,11 +258,13 @@ describe("TaskService.query", () => {
         updated_at: "2026-01-01T00:00:00.123Z",
         adjustments: [],
         error: null,
-        attempts: []
+        attempts: [],
+        // alpha-image-2 at 1k: $0.02 an image, 3 images.
+        price_micro_usd: 60_000
       })
       // The spec's seven fields plus the documented additive `adjustments`, `error` and `attempts`; nothing internal leaks.
       expect(Object.keys(task).sort()).toEqual(
-        ["adjustments", "attempts", "created_at", "error", "failure_reason", "input", "result", "status", "taskId", "updated_at"]
+        ["adjustments", "attempts", "created_at", "error", "failure_reason", "input", "price_micro_usd", "result", "status", "taskId", "updated_at"]
       )
     }).pipe(Effect.provide(Service)))
 

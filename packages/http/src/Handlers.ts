@@ -3,7 +3,7 @@
  */
 import { HttpApiBuilder } from "@effect/platform"
 import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
-import { Accounts, Api, Ids, ModelCatalog, ModelInfo, Pricing, TaskService } from "@mediagate/core"
+import { Accounts, Api, Ids, Ledger, ModelCatalog, ModelInfo, Pricing, Task, TaskService } from "@mediagate/core"
 import type { Layer } from "effect"
 import { Effect, Stream } from "effect"
 import { toHttpError } from "./Envelope.js"
@@ -110,4 +110,35 @@ export const catalogLayer: Layer.Layer<
     // Described once: the catalog and the price table do not change while the server runs.
     const models = catalog.models.map((model) => ModelInfo.describe(model, prices))
     return handlers.handle("models", () => Effect.succeed(Api.ok({ models })))
+  }))
+
+/** The handler of the "account" group: the caller's sums and latest movements. */
+export const accountLayer: Layer.Layer<
+  HttpApiGroup.ApiGroup<"mediagate", "account">,
+  never,
+  Ledger.Ledger | Api.Authorization
+> = HttpApiBuilder.group(Api.MediagateApi, "account", (handlers) =>
+  Effect.gen(function*() {
+    const ledger = yield* Ledger.Ledger
+    return handlers.handle("account", () =>
+      Effect.gen(function*() {
+        const account = yield* Accounts.CurrentAccount
+        const [{ balance, reserved }, entries] = yield* Effect.all([ledger.balance(account.id), ledger.entries(account.id, Api.accountEntries)])
+        return Api.ok({
+          account_id: account.id,
+          name: account.name,
+          balance_micro_usd: balance,
+          reserved_micro_usd: reserved,
+          available_micro_usd: balance - reserved,
+          entries: entries.map((entry) => ({
+            id: entry.id,
+            kind: entry.kind,
+            task_id: entry.taskId,
+            amount_micro_usd: entry.amount,
+            held_micro_usd: entry.held,
+            created_at: Task.isoTime(entry.at),
+            note: entry.note
+          }))
+        })
+      }))
   }))

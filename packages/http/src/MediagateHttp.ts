@@ -4,7 +4,7 @@
 import type { HttpApi, HttpApp } from "@effect/platform"
 import { HttpApiBuilder, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import type { MediaStore, ModelCatalog } from "@mediagate/core"
+import type { Ledger, MediaStore, ModelCatalog } from "@mediagate/core"
 import { Accounts, Api, Ids, TaskService } from "@mediagate/core"
 import { Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
 import type * as Http from "node:http"
@@ -16,11 +16,11 @@ import * as RateLimit from "./RateLimit.js"
 import * as Routes from "./Routes.js"
 
 /** What the HTTP layer needs from the host's composition. */
-export type Requirements = TaskService | Accounts.Accounts | MediaStore.MediaStore | ModelCatalog.ModelCatalog
+export type Requirements = TaskService | Accounts.Accounts | Ledger.Ledger | MediaStore.MediaStore | ModelCatalog.ModelCatalog
 
 /** The API with its handlers, auth and extra routes. */
 export const layer: Layer.Layer<HttpApi.Api, never, Requirements> = HttpApiBuilder.api(Api.MediagateApi).pipe(
-  Layer.provide([Handlers.layer, Handlers.catalogLayer]),
+  Layer.provide([Handlers.layer, Handlers.catalogLayer, Handlers.accountLayer]),
   Layer.provide(Auth.layer),
   Layer.merge(Routes.layer)
 )

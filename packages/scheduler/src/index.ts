@@ -4,3 +4,5 @@ export * as Deliverer from "./Deliverer.js"
 export * as Engine from "./Engine.js"
 /** Standard Webhooks signatures. */
 export * as Webhooks from "./Webhooks.js"
+/** The settlement sweep: credits left open by a crash, settled. */
+export * as Settlements from "./Settlements.js"

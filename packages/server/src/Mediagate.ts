@@ -1,15 +1,16 @@
 /**
  * The standard mediagate composition. A host chooses the concrete backends (task store,
- * accounts, media store, upstream, moderation, outbound HTTP) and gets everything else:
- * submit and query, the engine woken by every submit, the callback deliverer, the model
- * catalog and the HTTP API. The standalone server and the embedding example are both
+ * accounts, credits ledger, media store, upstream, moderation, outbound HTTP) and gets
+ * everything else: submit and query, the engine woken by every submit, the callback
+ * deliverer, credits reserved, charged and released with the settlement sweep behind them,
+ * the model catalog and the HTTP API. The standalone server and the embedding example are both
  * built on it; the package depends on core, http and scheduler, never on a backend.
  */
 import type { HttpRouter, HttpServer } from "@effect/platform"
-import type { MediaStore, Moderation, Outbound, TaskStore, Upstream } from "@mediagate/core"
+import type { Ledger, MediaStore, Moderation, Outbound, TaskStore, Upstream } from "@mediagate/core"
 import { Accounts, Deadlines, Ids, ModelCatalog, SubmitPolicy, TaskEvents, TaskService } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
-import { Deliverer, Engine } from "@mediagate/scheduler"
+import { Deliverer, Engine, Settlements } from "@mediagate/scheduler"
 import type { Scope } from "effect"
 import { Context, Duration, Effect, Layer } from "effect"
 
@@ -17,6 +18,7 @@ import { Context, Duration, Effect, Layer } from "effect"
 export type Backends =
   | TaskStore.TaskStore
   | Accounts.Accounts
+  | Ledger.Ledger
   | MediaStore.MediaStore
   | Upstream.Upstream
   | Moderation.Moderation
@@ -39,6 +41,8 @@ class RelayService extends Context.Tag("@mediagate/server/Relay")<RelayService, 
 export interface Options {
   readonly engine?: Engine.Options
   readonly deliverer?: Deliverer.Options
+  /** The settlement sweep's interval and grace (default every 5 minutes, reservations older than 10). */
+  readonly settlements?: Settlements.Options
   /** Accept localhost and private addresses in callBackUrl and media URLs (development and tests only). */
   readonly allowPrivateUrls?: boolean
   /** Ids for task ids and tokens; default `Ids.layer` (Web Crypto). Tests pass `Ids.layerTest`. */
@@ -86,6 +90,7 @@ export const services = (
   const deadlines = new Map(Object.entries(options.deadlines ?? {}).map(([family, after]) => [family, Duration.decode(after)]))
   return Layer.mergeAll(
     tasks.pipe(Layer.provide(Layer.succeed(Deadlines, deadlines))),
+    Settlements.layer(options.settlements),
     Layer.succeed(SubmitPolicy, { ...SubmitPolicy.defaultValue(), allowPrivateUrls: options.allowPrivateUrls ?? false })
   ).pipe(
     Layer.provideMerge(ModelCatalog.layer),

@@ -1,7 +1,7 @@
 /**
  * The Ledger in memory. Every method is atomic: JavaScript runs it without interleaving.
  */
-import { Ledger } from "@mediagate/core"
+import { Ids, Ledger } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer, Option } from "effect"
 
@@ -11,6 +11,9 @@ export const make = (): Context.Tag.Service<Ledger.Ledger> => {
   /** A task's reservation and its end (charge or release). */
   const reservations = new Map<string, Ledger.LedgerEntry>()
   const ends = new Map<string, Ledger.LedgerEntry>()
+  /** Reservations without an end yet, by task. */
+  const open = new Map<string, Ledger.LedgerEntry>()
+  const credits = new Map<string, Ledger.LedgerEntry>()
   const write = (entry: Ledger.LedgerEntry) => {
     entries.push(entry)
     const sum = sums.get(entry.accountId) ?? { balance: 0, reserved: 0 }
@@ -36,6 +39,7 @@ export const make = (): Context.Tag.Service<Ledger.Ledger> => {
         note: null
       })
       ends.set(taskId, entry)
+      open.delete(taskId)
       return Effect.succeed(entry)
     })
   return {
@@ -43,7 +47,13 @@ export const make = (): Context.Tag.Service<Ledger.Ledger> => {
       Effect.suspend(() =>
         !Number.isSafeInteger(amount) || amount <= 0
           ? Effect.dieMessage(`a credit must be a positive whole number of micro-USD (got ${amount})`)
-          : Effect.succeed(write({ id, accountId, taskId: null, kind: "credit", amount, held: 0, at, note }))
+          : Effect.sync(() => {
+            const existing = credits.get(id)
+            if (existing !== undefined) return existing
+            const entry = write({ id, accountId, taskId: null, kind: "credit", amount, held: 0, at, note })
+            credits.set(id, entry)
+            return entry
+          })
       ),
     reserve: ({ accountId, amount, at, id, taskId }) =>
       Effect.suspend(() => {
@@ -54,6 +64,7 @@ export const make = (): Context.Tag.Service<Ledger.Ledger> => {
         if (amount > available) return Effect.fail(new Ledger.InsufficientCredits({ accountId, requested: amount, available }))
         const entry = write({ id, accountId, taskId, kind: "reserve", amount: 0, held: amount, at, note: null })
         reservations.set(taskId, entry)
+        open.set(taskId, entry)
         return Effect.succeed(entry)
       }),
     charge: end("charge"),
@@ -61,8 +72,31 @@ export const make = (): Context.Tag.Service<Ledger.Ledger> => {
     balance: (accountId) => Effect.sync(() => ({ ...(sums.get(accountId) ?? { balance: 0, reserved: 0 }) })),
     entries: (accountId, limit) => Effect.sync(() => entries.filter((entry) => entry.accountId === accountId).reverse().slice(0, limit)),
     forTask: (taskId) => Effect.sync(() => entries.filter((entry) => entry.taskId === taskId)),
-    reservation: (taskId) => Effect.sync(() => Option.fromNullable(reservations.get(taskId)))
+    reservation: (taskId) => Effect.sync(() => Option.fromNullable(reservations.get(taskId))),
+    open: ({ after, before, limit }) =>
+      Effect.sync(() =>
+        [...open.values()]
+          .filter((entry) => entry.at < before && (after === undefined || entry.at > after.at || (entry.at === after.at && entry.taskId! > after.taskId)))
+          .sort((a, b) => a.at - b.at || (a.taskId! < b.taskId! ? -1 : a.taskId! > b.taskId! ? 1 : 0))
+          .slice(0, limit)
+      )
   }
 }
 
 export const layer: Layer.Layer<Ledger.Ledger> = Layer.sync(Ledger.Ledger, make)
+
+/** A ledger whose accounts start with these credits (micro-USD), each one entry `credit` at time 0. */
+export const layerWithCredits = (
+  credits: ReadonlyArray<{ readonly accountId: string; readonly amount: number }>
+): Layer.Layer<Ledger.Ledger> =>
+  Layer.effect(
+    Ledger.Ledger,
+    Effect.suspend(() => {
+      const ledger = make()
+      return Effect.forEach(
+        credits,
+        ({ accountId, amount }) => ledger.credit({ id: `starting-credits:${accountId}`, accountId: Ids.AccountId.make(accountId), amount, at: 0, note: "starting credits" }),
+        { discard: true }
+      ).pipe(Effect.as(ledger))
+    })
+  )

@@ -15,6 +15,7 @@ export const tables = (prefix: string) => ({
   apiKeys: `${prefix}api_keys`,
   ledgerEntries: `${prefix}ledger_entries`,
   ledgerBalances: `${prefix}ledger_balances`,
+  ledgerOpen: `${prefix}ledger_open`,
   callbackAttempts: `${prefix}callback_attempts`,
   migrations: `${prefix}migrations`
 })
@@ -163,6 +164,22 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
         balance BIGINT NOT NULL,
         reserved BIGINT NOT NULL
       )`
+    }),
+    "0012_ledger_open": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // Reservations not yet charged or released, one row each (written and deleted in the
+      // movement's transaction): the settlement sweep reads what is open, not the history.
+      yield* sql`CREATE TABLE ${sql(t.ledgerOpen)} (
+        task_id TEXT PRIMARY KEY,
+        entry_id TEXT NOT NULL,
+        at BIGINT NOT NULL
+      )`
+      yield* sql`CREATE INDEX ${sql(`${t.ledgerOpen}_at`)} ON ${sql(t.ledgerOpen)} (at, task_id)`
+      yield* sql`INSERT INTO ${sql(t.ledgerOpen)} (task_id, entry_id, at)
+        SELECT r.task_id, r.id, r.at FROM ${sql(t.ledgerEntries)} r
+        WHERE r.kind = 'reserve' AND NOT EXISTS (
+          SELECT 1 FROM ${sql(t.ledgerEntries)} e WHERE e.task_id = r.task_id AND e.kind IN ('charge', 'release')
+        )`
     })
   }
 }

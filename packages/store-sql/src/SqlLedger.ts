@@ -50,6 +50,7 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
     const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
     const entries = sql(t.ledgerEntries)
     const balances = sql(t.ledgerBalances)
+    const openTable = sql(t.ledgerOpen)
 
     const insert = (entry: Ledger.LedgerEntry) =>
       sql`INSERT INTO ${entries} ${
@@ -66,6 +67,13 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
       }`.pipe(
         Effect.zipRight(sql`INSERT INTO ${balances} (account_id, balance, reserved) VALUES (${entry.accountId}, ${entry.amount}, ${entry.held})
           ON CONFLICT (account_id) DO UPDATE SET balance = ${balances}.balance + ${entry.amount}, reserved = ${balances}.reserved + ${entry.held}`),
+        Effect.zipRight(
+          entry.kind === "reserve"
+            ? sql`INSERT INTO ${openTable} (task_id, entry_id, at) VALUES (${entry.taskId}, ${entry.id}, ${entry.at})`
+            : entry.kind === "credit"
+            ? Effect.void
+            : sql`DELETE FROM ${openTable} WHERE task_id = ${entry.taskId}`
+        ),
         Effect.as(entry)
       )
     const lockTask = (taskId: string) => (isPg ? sql`SELECT pg_advisory_xact_lock(hashtext(${`ledger:${taskId}`}))` : Effect.void)
@@ -108,7 +116,13 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
       credit: ({ accountId, amount, at, id, note }) =>
         !Number.isSafeInteger(amount) || amount <= 0
           ? Effect.dieMessage(`a credit must be a positive whole number of micro-USD (got ${amount})`)
-          : transaction(insert({ id, accountId, taskId: null, kind: "credit", amount, held: 0, at, note })).pipe(orDie("credit")),
+          : transaction(Effect.gen(function*() {
+            // A credit asked again (a retried top-up) is the entry already written.
+            if (isPg) yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`ledger-credit:${id}`}))`
+            const existing = yield* sql<Row>`SELECT * FROM ${entries} WHERE id = ${id}`
+            if (existing[0] !== undefined) return entryOf(existing[0])
+            return yield* insert({ id, accountId, taskId: null, kind: "credit", amount, held: 0, at, note })
+          })).pipe(orDie("credit")),
       reserve: ({ accountId, amount, at, id, taskId }) =>
         transaction(Effect.gen(function*() {
           yield* lockTask(taskId)
@@ -132,7 +146,11 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
         ),
       forTask: (taskId) =>
         sql<Row>`SELECT * FROM ${entries} WHERE task_id = ${taskId} ORDER BY at, id`.pipe(Effect.map((rows) => rows.map(entryOf)), orDie("entries")),
-      reservation: (taskId) => ofTask(taskId, ["reserve"]).pipe(orDie("reservation"))
+      reservation: (taskId) => ofTask(taskId, ["reserve"]).pipe(orDie("reservation")),
+      open: ({ after = { at: -1, taskId: "" }, before, limit }) =>
+        sql<Row>`SELECT e.* FROM ${openTable} o JOIN ${entries} e ON e.id = o.entry_id
+          WHERE o.at < ${before} AND (o.at > ${after.at} OR (o.at = ${after.at} AND o.task_id > ${after.taskId}))
+          ORDER BY o.at, o.task_id LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(entryOf)), orDie("open"))
     }
   })
 

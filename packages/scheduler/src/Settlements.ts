@@ -1,0 +1,81 @@
+/**
+ * The settlement sweep: the safety net of credits, as the engine's periodic scan is of
+ * tasks. A task's price is held before the task is stored and settled after the write that
+ * ends it (`Credits`); a process that dies between two of those writes leaves a reservation
+ * open. The sweep looks at reservations open for longer than `grace`: one whose task has
+ * ended is settled as its status says, one whose task was never stored is released, one
+ * whose task still runs is left alone. Every movement is written once whoever asks, so the
+ * sweep and a live write racing for the same task do no harm.
+ */
+import { Credits, Ids, Ledger, Task, TaskStore } from "@mediagate/core"
+import { Clock, Duration, Effect, Layer, Option } from "effect"
+
+/** Sweep settings. */
+export interface Options {
+  /** How often the sweep runs (also once at start). Default 5 minutes. */
+  readonly interval?: Duration.DurationInput
+  /**
+   * How long a reservation stays open before the sweep looks at it: longer than any submit
+   * takes between holding the price and storing the task. Default 10 minutes.
+   */
+  readonly grace?: Duration.DurationInput
+}
+
+/** Reservations read at once. */
+const pageSize = 200
+
+/** What one sweep did. */
+export interface Swept {
+  /** Reservations of ended tasks, charged or released. */
+  readonly settled: number
+  /** Reservations whose task was never stored, released. */
+  readonly orphans: number
+}
+
+/** One sweep over every reservation open since before `now - grace`. */
+export const sweep = (grace: Duration.DurationInput = "10 minutes"): Effect.Effect<Swept, never, Ledger.Ledger | TaskStore.TaskStore | Ids.Ids> =>
+  Effect.gen(function*() {
+    const ledger = yield* Ledger.Ledger
+    const store = yield* TaskStore.TaskStore
+    const ids = yield* Ids.Ids
+    const now = yield* Clock.currentTimeMillis
+    const before = now - Duration.toMillis(grace)
+    let settled = 0
+    let orphans = 0
+    let after: { readonly at: number; readonly taskId: string } | undefined
+    for (;;) {
+      const page = yield* ledger.open({ before, limit: pageSize, after })
+      for (const reservation of page) {
+        const taskId = Ids.TaskId.make(reservation.taskId!)
+        const task = yield* store.get(taskId)
+        if (Option.isNone(task)) {
+          yield* Effect.flatMap(Credits.entryId(ids), (id) => ledger.release({ id, taskId, at: now }))
+          yield* Effect.logWarning(`credits: released the reservation of task ${taskId}, which was never stored (a submit that did not finish)`)
+          orphans++
+        } else if (Task.isTerminal(task.value.status)) {
+          yield* Credits.settle(ledger, ids, task.value, now)
+          yield* Effect.logWarning(`credits: settled task ${taskId} (${task.value.status}), which its ending write had left open`)
+          settled++
+        }
+      }
+      if (page.length < pageSize) break
+      const last = page[page.length - 1]!
+      after = { at: last.at, taskId: last.taskId! }
+    }
+    return { settled, orphans }
+  }).pipe(
+    // A movement for a reservation the sweep just read always finds it.
+    Effect.catchTag("NoReservation", (error) => Effect.die(error)),
+    Effect.withSpan("Settlements.sweep", { captureStackTrace: false })
+  )
+
+/** Runs the sweep at start and every `interval` while the layer's scope is open; a failed sweep is logged and tried again next time. */
+export const layer = (options: Options = {}): Layer.Layer<never, never, Ledger.Ledger | TaskStore.TaskStore | Ids.Ids> =>
+  Layer.scopedDiscard(
+    sweep(options.grace).pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("credits: the settlement sweep failed; it runs again at its next interval", cause)),
+      Effect.zipRight(Effect.sleep(options.interval ?? "5 minutes")),
+      Effect.forever,
+      Effect.forkScoped
+    )
+  )
