@@ -3,7 +3,8 @@
  * README shows it, with the server running: an account and its key made by the CLI work at
  * the server; a second key works; a revoked key stops working within the server's 5 s key
  * cache; wrong and mistyped keys are 401; no key is in clear in the database file or the
- * server's output; failures are one line and exit 1.
+ * server's output; failures are one line and exit 1. Credits added by the CLI pay for tasks at
+ * the server, once per `--id`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
@@ -12,7 +13,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
 import { freePort } from "./ports.js"
-import { api, killAll, startServer, stop } from "./standalone-process.js"
+import { api, awaitTerminal, killAll, startServer, stop } from "./standalone-process.js"
 
 const root = new URL("..", import.meta.url).pathname
 let dir: string
@@ -114,5 +115,92 @@ describe("admin CLI", () => {
       expect(stored.includes(clear)).toBe(false)
       expect(server.output().includes(clear)).toBe(false)
     }
+  })
+
+  it("credits added by the CLI pay for tasks at a running server, once per --id", { timeout: 120_000 }, async () => {
+    const { account, key } = JSON.parse(admin(["account", "create", "--name", "payer", "--json"]).stdout)
+    const port = await freePort()
+    const server = await startServer(port, {
+      MEDIAGATE_DATABASE_URL: `sqlite:${database}`,
+      MEDIAGATE_SIMULATOR_PROFILE: "instant",
+      MEDIAGATE_MEDIA_DIR: join(dir, "media")
+    })
+    // The CLI runs block this process (spawnSync) for seconds, past the server's 5 s keep-alive:
+    // a turn of the event loop before each call lets fetch see its idle connection closed
+    // rather than write to it.
+    const held = async () => {
+      await pause(50)
+      return (await api(port, key, "/api/v1/account")).body
+    }
+    const run = async () => {
+      await pause(50)
+      const answer = await submit(port, key)
+      expect(answer.status).toBe(200)
+      const taskId: string = answer.body.data.taskId
+      return (await awaitTerminal(port, key, [taskId], 30_000)).get(taskId)!
+    }
+
+    // An account made by the CLI starts with nothing: its task fails, and nothing stays held.
+    expect(await held()).toMatchObject({ code: 0, msg: "ok", data: { account_id: account.id, balance_micro_usd: 0, reserved_micro_usd: 0 } })
+    expect(await run()).toMatchObject({ status: "FAILURE", failure_reason: "INSUFFICIENT_POINTS" })
+    expect((await held()).data).toMatchObject({ balance_micro_usd: 0, reserved_micro_usd: 0, available_micro_usd: 0 })
+
+    // The same --id twice credits once.
+    for (let i = 0; i < 2; i++) {
+      const added = admin(["credits", "add", account.id, "1.5", "--id", "topup-1", "--json"])
+      expect(added.code).toBe(0)
+      expect(JSON.parse(added.stdout)).toEqual({
+        account_id: account.id,
+        entry_id: "topup-1",
+        amount_micro_usd: 1_500_000,
+        balance_micro_usd: 1_500_000,
+        reserved_micro_usd: 0,
+        available_micro_usd: 1_500_000
+      })
+    }
+    const human = admin(["credits", "add", account.id, "1.5", "--id", "topup-1"])
+    expect(human).toMatchObject({ code: 0, stdout: `credited $1.50 to ${account.id}; balance $1.50, reserved $0.00, available $1.50\n` })
+    const shown = JSON.parse(admin(["credits", "show", account.id, "--json"]).stdout)
+    expect(shown).toMatchObject({ account_id: account.id, balance_micro_usd: 1_500_000, reserved_micro_usd: 0, available_micro_usd: 1_500_000 })
+    expect(shown.entries.filter((entry: { kind: string }) => entry.kind === "credit")).toEqual([
+      { id: "topup-1", kind: "credit", task_id: null, amount_micro_usd: 1_500_000, held_micro_usd: 0, created_at: expect.any(String), note: "added by admin" }
+    ])
+    expect((await held()).data).toMatchObject({ balance_micro_usd: 1_500_000, reserved_micro_usd: 0, available_micro_usd: 1_500_000 })
+
+    // Now a task succeeds and costs exactly its price.
+    const task = await run()
+    expect(task).toMatchObject({ status: "SUCCESS" })
+    expect(task.price_micro_usd).toBeGreaterThan(0)
+    const after = (await held()).data
+    expect(after).toMatchObject({
+      balance_micro_usd: 1_500_000 - task.price_micro_usd,
+      reserved_micro_usd: 0,
+      available_micro_usd: 1_500_000 - task.price_micro_usd
+    })
+
+    // `credits show --json` has the account endpoint's fields, the charge newest.
+    const listed = admin(["credits", "show", account.id, "--json", "--limit", "5"])
+    expect(listed.code).toBe(0)
+    const view = JSON.parse(listed.stdout)
+    expect(Object.keys(view)).toEqual(["account_id", "balance_micro_usd", "reserved_micro_usd", "available_micro_usd", "entries"])
+    expect(view).toMatchObject({ account_id: account.id, balance_micro_usd: after.balance_micro_usd, reserved_micro_usd: 0 })
+    expect(view.entries[0]).toMatchObject({ kind: "charge", task_id: task.taskId, amount_micro_usd: -task.price_micro_usd })
+    expect(view.entries).toEqual(after.entries)
+    const table = admin(["credits", "show", account.id])
+    expect(table.code).toBe(0)
+    expect(table.stdout).toContain("balance $")
+    expect(table.stdout).toMatch(/charge\s+-\$/)
+
+    // Bad amounts and unknown accounts are one line and exit 1; nothing is credited.
+    for (const args of [[account.id, "abc"], [account.id, "0"], [account.id, "1.1234567"], ["acct_nope", "1"]]) {
+      const failed = admin(["credits", "add", ...args])
+      expect(failed.code).toBe(1)
+      expect(failed.stderr).toMatch(/^mediagate admin: [^\n]+\n$/)
+      expect(failed.stderr).not.toContain("    at ")
+    }
+    expect(admin(["credits", "add", "acct_nope", "1"]).stderr).toBe("mediagate admin: no account acct_nope\n")
+    expect(admin(["credits", "show", "acct_nope"])).toMatchObject({ code: 1, stderr: "mediagate admin: no account acct_nope\n" })
+    expect((await held()).data.balance_micro_usd).toBe(after.balance_micro_usd)
+    await stop(server, "SIGTERM")
   })
 })

@@ -12,6 +12,8 @@
  *   key revoke <key-id>
  *   secret show <account-id>            the callback signing secret (and the previous one while it signs)
  *   secret rotate <account-id> [--grace <24h>]
+ *   credits add <account-id> <amount> [--note <text>] [--id <entry-id>]   US dollars; once per --id
+ *   credits show <account-id> [--limit <20>]   balance, reserved, available, latest entries
  *
  * `--json` on each prints one JSON document for scripts. Failures print one line to
  * stderr and exit 1.
@@ -19,10 +21,10 @@
 import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import type { Accounts as AccountsNs } from "@mediagate/core"
-import { Accounts, ApiKeys, Ids } from "@mediagate/core"
+import { Accounts, ApiKeys, Credits, Ids, Ledger } from "@mediagate/core"
 import { Webhooks } from "@mediagate/scheduler"
-import { Database, SqlAccounts } from "@mediagate/store-sql"
-import { Clock, Console, Data, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Database, SqlAccounts, SqlLedger } from "@mediagate/store-sql"
+import { Clock, Console, Data, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
 import { defaultDatabaseUrl, parseDuration } from "./Config.js"
 
 /** A failure the operator can act on: printed as one line, exit 1. */
@@ -56,8 +58,8 @@ const accountText = (account: ReturnType<typeof accountView>) =>
   [`${account.id}  ${account.name}  created ${account.created_at}`, ...account.keys.map(keyLine)].join("\n")
 
 /** Runs a command's work on the database, opened only then (so `--help` needs none). */
-const onDatabase = <A, E>(effect: Effect.Effect<A, E, Accounts.AccountAdmin | Ids.Ids>) =>
-  Effect.provide(effect, accounts)
+const onDatabase = <A, E>(effect: Effect.Effect<A, E, Accounts.AccountAdmin | Ledger.Ledger | Ids.Ids>) =>
+  Effect.provide(effect, database)
 
 /** Prints `value` as JSON with `--json`, otherwise `text`. */
 const print = (asJson: boolean, value: unknown, text: string) => Console.log(asJson ? JSON.stringify(value, null, 2) : text)
@@ -208,12 +210,130 @@ const secretRotate = Command.make("rotate", { accountId, grace, json }, ({ accou
     yield* print(asJson, { account_id: id, ...view }, `${secretsText(view)}\nCallbacks carry a signature for each secret until then (Standard Webhooks).`)
   }))).pipe(Command.withDescription("Replace the account's callback signing secret; the old one keeps signing for the grace period"))
 
+/** `<amount>` in dollars as micro-USD, or a failure naming the rule. */
+const amountOf = (raw: string) =>
+  Either.match(Credits.parseUsd(raw), {
+    onLeft: (rule) => Effect.fail(new AdminError({ message: `<amount> ${rule}` })),
+    onRight: Effect.succeed
+  })
+
+/** What an account holds, in micro-USD. */
+const balanceView = (id: string, { balance, reserved }: Ledger.Balance) => ({
+  account_id: id,
+  balance_micro_usd: balance,
+  reserved_micro_usd: reserved,
+  available_micro_usd: balance - reserved
+})
+
+const balanceText = (view: ReturnType<typeof balanceView>) =>
+  `balance ${Credits.formatUsd(view.balance_micro_usd)}, reserved ${Credits.formatUsd(view.reserved_micro_usd)}, available ${
+    Credits.formatUsd(view.available_micro_usd)
+  }`
+
+const creditsAdd = Command.make(
+  "add",
+  {
+    accountId,
+    amount: Args.text({ name: "amount" }).pipe(Args.withDescription("US dollars to add: 10, 0.25, $5 (at most six decimals)")),
+    note: Options.text("note").pipe(Options.withDescription("Why, kept with the entry (default: added by admin)"), Options.withDefault("added by admin")),
+    entryId: Options.text("id").pipe(
+      Options.withDescription("The entry's id, for a retry-safe top-up: the same id credits once however often it is run"),
+      Options.optional
+    ),
+    json
+  },
+  ({ accountId: id, amount: raw, entryId, json: asJson, note }) =>
+    onDatabase(Effect.gen(function*() {
+      const amount = yield* amountOf(raw)
+      yield* findAccount(id)
+      const ledger = yield* Ledger.Ledger
+      const now = yield* Clock.currentTimeMillis
+      const entry = yield* ledger.credit({
+        id: Option.isSome(entryId) ? entryId.value : yield* Credits.entryId(yield* Ids.Ids),
+        accountId: Ids.AccountId.make(id),
+        amount,
+        at: now,
+        note
+      })
+      // The same id asked again is the entry already written: it must be this same credit.
+      if (entry.kind !== "credit" || entry.accountId !== id || entry.amount !== amount) {
+        const of = Credits.formatUsd(entry.kind === "credit" ? entry.amount : Math.abs(entry.held))
+        return yield* new AdminError({ message: `entry ${entry.id} is already a ${entry.kind} of ${of} for ${entry.accountId}: nothing credited` })
+      }
+      const view = balanceView(id, yield* ledger.balance(Ids.AccountId.make(id)))
+      yield* print(
+        asJson,
+        {
+          account_id: id,
+          entry_id: entry.id,
+          amount_micro_usd: amount,
+          balance_micro_usd: view.balance_micro_usd,
+          reserved_micro_usd: view.reserved_micro_usd,
+          available_micro_usd: view.available_micro_usd
+        },
+        `credited ${Credits.formatUsd(amount)} to ${id}; ${balanceText(view)}`
+      )
+    }))
+).pipe(Command.withDescription("Add US dollars to an account's credits (once per --id)"))
+
+const limit = Options.integer("limit").pipe(
+  Options.withDescription("How many of the latest entries to show, 1 to 1000"),
+  Options.withDefault(20),
+  Options.mapEffect((value) =>
+    value >= 1 && value <= 1000
+      ? Effect.succeed(value)
+      : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--limit must be a whole number from 1 to 1000 (got ${value})`)))
+  )
+)
+
+const entryView = (entry: Ledger.LedgerEntry) => ({
+  id: entry.id,
+  kind: entry.kind,
+  task_id: entry.taskId,
+  amount_micro_usd: entry.amount,
+  held_micro_usd: entry.held,
+  created_at: iso(entry.at)!,
+  note: entry.note
+})
+
+/** The entries as aligned columns under a header. */
+const entriesText = (entries: ReadonlyArray<ReturnType<typeof entryView>>) => {
+  const rows = [
+    ["time", "kind", "amount", "held", "task", "note"],
+    ...entries.map((entry) => [
+      entry.created_at,
+      entry.kind,
+      Credits.formatUsd(entry.amount_micro_usd),
+      Credits.formatUsd(entry.held_micro_usd),
+      entry.task_id ?? "-",
+      entry.note ?? ""
+    ])
+  ]
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)))
+  // Amounts to the right, the rest to the left; the last column unpadded.
+  return rows.map((row) =>
+    row.map((cell, column) =>
+      column === row.length - 1 ? cell : column === 2 || column === 3 ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!)
+    ).join("  ").trimEnd()
+  ).join("\n")
+}
+
+const creditsShow = Command.make("show", { accountId, limit, json }, ({ accountId: id, json: asJson, limit: count }) =>
+  onDatabase(Effect.gen(function*() {
+    yield* findAccount(id)
+    const ledger = yield* Ledger.Ledger
+    const [balance, entries] = yield* Effect.all([ledger.balance(Ids.AccountId.make(id)), ledger.entries(Ids.AccountId.make(id), count)])
+    const view = { ...balanceView(id, balance), entries: entries.map(entryView) }
+    yield* print(asJson, view, [`${id}  ${balanceText(view)}`, view.entries.length === 0 ? "no entries" : entriesText(view.entries)].join("\n"))
+  }))).pipe(Command.withDescription("Show an account's balance, what is reserved for running tasks, what is available, and the latest entries, newest first"))
+
 const command = Command.make("admin").pipe(
-  Command.withDescription("Accounts and keys of a mediagate database (MEDIAGATE_DATABASE_URL)"),
+  Command.withDescription("Accounts, keys and credits of a mediagate database (MEDIAGATE_DATABASE_URL)"),
   Command.withSubcommands([
     Command.make("account").pipe(Command.withDescription("Accounts"), Command.withSubcommands([accountCreate, accountShow, accountList])),
     Command.make("key").pipe(Command.withDescription("API keys"), Command.withSubcommands([keyCreate, keyRevoke])),
-    Command.make("secret").pipe(Command.withDescription("Callback signing secrets"), Command.withSubcommands([secretShow, secretRotate]))
+    Command.make("secret").pipe(Command.withDescription("Callback signing secrets"), Command.withSubcommands([secretShow, secretRotate])),
+    Command.make("credits").pipe(Command.withDescription("Credits (US dollars)"), Command.withSubcommands([creditsAdd, creditsShow]))
   ])
 )
 
@@ -221,11 +341,11 @@ const cli = Command.run(command, { name: "mediagate admin", version: "0.1.0" })
 
 const databaseUrl = process.env["MEDIAGATE_DATABASE_URL"] ?? defaultDatabaseUrl
 
-/** The accounts of the database. */
-const accounts = Layer.unwrapEffect(Effect.suspend(() =>
+/** The accounts and the credits ledger of the database, on one client. */
+const database = Layer.unwrapEffect(Effect.suspend(() =>
   databaseUrl === "memory"
     ? Effect.fail(new AdminError({ message: "MEDIAGATE_DATABASE_URL is memory: there is no database to administer" }))
-    : Effect.succeed(SqlAccounts.layer().pipe(Layer.provide(Database.layerFromUrl(databaseUrl))))
+    : Effect.succeed(Layer.mergeAll(SqlAccounts.layer(), SqlLedger.layer()).pipe(Layer.provide(Database.layerFromUrl(databaseUrl))))
 ))
 
 cli(process.argv).pipe(
