@@ -87,11 +87,19 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
       )
 
     /**
+     * On SQLite a movement takes the database's write lock with its first statement (a write
+     * that changes nothing): a transaction that read first and wrote later would fail at once
+     * (SQLITE_BUSY) whenever another connection, such as the task store's, wrote in between.
+     * Taking the lock first, it waits its turn (busy timeout) and reads the latest sums.
+     */
+    const writeLock = isPg ? Effect.void : sql`UPDATE ${balances} SET balance = balance WHERE 1 = 0`
+
+    /**
      * One movement in one transaction that, once begun, runs to its commit or rollback: an
      * interrupted caller (a sibling failed, a worker stopping) must not leave a transaction
      * open on a pooled connection, holding its task's lock for whoever comes next.
      */
-    const transaction = <A, E, R>(body: Effect.Effect<A, E, R>) => Effect.uninterruptible(sql.withTransaction(body))
+    const transaction = <A, E, R>(body: Effect.Effect<A, E, R>) => Effect.uninterruptible(sql.withTransaction(Effect.zipRight(writeLock, body)))
 
     const end = (kind: "charge" | "release") => ({ at, id, taskId }: { readonly id: string; readonly taskId: string; readonly at: number }) =>
       transaction(Effect.gen(function*() {
@@ -138,19 +146,21 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
         })).pipe(orDie("reserve")),
       charge: end("charge"),
       release: end("release"),
-      balance: (accountId) => sums(accountId).pipe(orDie("balance")),
+      // Reads, too, run to their end once begun (see SqlTaskStore's executor on PostgreSQL).
+      balance: (accountId) => sums(accountId).pipe(Effect.uninterruptible, orDie("balance")),
       entries: (accountId, limit) =>
         sql<Row>`SELECT * FROM ${entries} WHERE account_id = ${accountId} ORDER BY at DESC, id DESC LIMIT ${limit}`.pipe(
           Effect.map((rows) => rows.map(entryOf)),
+          Effect.uninterruptible,
           orDie("entries")
         ),
       forTask: (taskId) =>
-        sql<Row>`SELECT * FROM ${entries} WHERE task_id = ${taskId} ORDER BY at, id`.pipe(Effect.map((rows) => rows.map(entryOf)), orDie("entries")),
-      reservation: (taskId) => ofTask(taskId, ["reserve"]).pipe(orDie("reservation")),
+        sql<Row>`SELECT * FROM ${entries} WHERE task_id = ${taskId} ORDER BY at, id`.pipe(Effect.map((rows) => rows.map(entryOf)), Effect.uninterruptible, orDie("entries")),
+      reservation: (taskId) => ofTask(taskId, ["reserve"]).pipe(Effect.uninterruptible, orDie("reservation")),
       open: ({ after = { at: -1, taskId: "" }, before, limit }) =>
         sql<Row>`SELECT e.* FROM ${openTable} o JOIN ${entries} e ON e.id = o.entry_id
           WHERE o.at < ${before} AND (o.at > ${after.at} OR (o.at = ${after.at} AND o.task_id > ${after.taskId}))
-          ORDER BY o.at, o.task_id LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(entryOf)), orDie("open"))
+          ORDER BY o.at, o.task_id LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(entryOf)), Effect.uninterruptible, orDie("open"))
     }
   })
 
