@@ -27,6 +27,8 @@ export const testServer = (options: {
   readonly allowPrivateUrls?: boolean
   readonly engine?: Engine.Options
   readonly simulatorStats?: Simulator.Stats
+  /** The test account's starting credits in micro-USD (default `testCredits`). */
+  readonly credits?: number
 } = {}) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
@@ -41,7 +43,7 @@ export const testServer = (options: {
               ...(options.simulatorStats === undefined ? {} : { simulatorStats: options.simulatorStats })
             },
             memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
-              { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), webhookSecret: Redacted.make(webhookSecret), credits: testCredits },
+              { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), webhookSecret: Redacted.make(webhookSecret), credits: options.credits ?? testCredits },
               { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey), credits: testCredits }
             ]),
             options.engine
