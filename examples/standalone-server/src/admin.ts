@@ -21,7 +21,7 @@
 import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import type { Accounts as AccountsNs } from "@mediagate/core"
-import { Accounts, ApiKeys, Credits, Ids, Ledger } from "@mediagate/core"
+import { Accounts, Api, ApiKeys, Credits, Ids, Ledger } from "@mediagate/core"
 import { Webhooks } from "@mediagate/scheduler"
 import { Database, SqlAccounts, SqlLedger } from "@mediagate/store-sql"
 import { Clock, Console, Data, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
@@ -286,15 +286,7 @@ const limit = Options.integer("limit").pipe(
   )
 )
 
-const entryView = (entry: Ledger.LedgerEntry) => ({
-  id: entry.id,
-  kind: entry.kind,
-  task_id: entry.taskId,
-  amount_micro_usd: entry.amount,
-  held_micro_usd: entry.held,
-  created_at: iso(entry.at)!,
-  note: entry.note
-})
+const entryView = Api.ledgerEntryWire
 
 /** The entries as aligned columns under a header. */
 const entriesText = (entries: ReadonlyArray<ReturnType<typeof entryView>>) => {

@@ -10,7 +10,8 @@ import { TaskId } from "./Ids.js"
 import { ModelInfo } from "./models/ModelInfo.js"
 import { moderationCategories } from "./Moderation.js"
 import * as OpenApiDocument from "./OpenApiDocument.js"
-import { Task } from "./Task.js"
+import type * as Ledger from "./Ledger.js"
+import { isoTime, Task } from "./Task.js"
 
 const envelopeError = <const Code extends number>(code: Code, description: string) =>
   ({
@@ -317,6 +318,17 @@ export const LedgerEntry = Schema.Struct({
   created_at: Schema.String,
   note: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "LedgerEntry" })
+
+/** A ledger entry in the shape the account endpoint (and the admin CLI's --json) shows. */
+export const ledgerEntryWire = (entry: Ledger.LedgerEntry): typeof LedgerEntry.Type => ({
+  id: entry.id,
+  kind: entry.kind,
+  task_id: entry.taskId,
+  amount_micro_usd: entry.amount,
+  held_micro_usd: entry.held,
+  created_at: isoTime(entry.at),
+  note: entry.note
+})
 
 /** Most entries the account endpoint shows. */
 export const accountEntries = 20

@@ -3,7 +3,7 @@
  */
 import { HttpApiBuilder } from "@effect/platform"
 import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
-import { Accounts, Api, Ids, Ledger, ModelCatalog, ModelInfo, Pricing, Task, TaskService } from "@mediagate/core"
+import { Accounts, Api, Ids, Ledger, ModelCatalog, ModelInfo, Pricing, TaskService } from "@mediagate/core"
 import type { Layer } from "effect"
 import { Effect, Stream } from "effect"
 import { toHttpError } from "./Envelope.js"
@@ -130,15 +130,7 @@ export const accountLayer: Layer.Layer<
           balance_micro_usd: balance,
           reserved_micro_usd: reserved,
           available_micro_usd: balance - reserved,
-          entries: entries.map((entry) => ({
-            id: entry.id,
-            kind: entry.kind,
-            task_id: entry.taskId,
-            amount_micro_usd: entry.amount,
-            held_micro_usd: entry.held,
-            created_at: Task.isoTime(entry.at),
-            note: entry.note
-          }))
+          entries: entries.map(Api.ledgerEntryWire)
         })
       }))
   }))
