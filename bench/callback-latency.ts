@@ -51,7 +51,7 @@ const main = async () => {
     lease: Duration.seconds(15),
     shutdownGrace: Duration.seconds(10)
   }
-  const backends = memoryBackends(config, [{ id: "acct_bench", name: "bench", apiKey: Redacted.make(key) }])
+  const backends = memoryBackends(config, [{ id: "acct_bench", name: "bench", apiKey: Redacted.make(key), credits: 1_000_000_000_000 }])
   const stop = Effect.runFork(Layer.launch(standalone(config, backends)))
   // Wait until the server answers.
   for (;;) {

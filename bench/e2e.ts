@@ -321,6 +321,8 @@ const startServer = async (databaseUrl: string, dir: string, label: string, extr
       MEDIAGATE_ALLOW_PRIVATE_URLS: "true",
       // One key submits thousands of tasks at once: the benchmark measures the pipeline, not the limit.
       MEDIAGATE_RATE_LIMIT: "off",
+      // Enough credit that no task of a run fails INSUFFICIENT_POINTS.
+      MEDIAGATE_STARTING_CREDITS: "1000000",
       ...extraEnv
     },
     stdio: ["ignore", "ignore", "inherit"]

@@ -178,7 +178,9 @@ const main = async () => {
     MEDIAGATE_MEDIA_DIR: join(dir, "media"),
     MEDIAGATE_SIMULATOR_PROFILE: "instant",
     // One key at thousands of requests a second: the benchmark measures the path, not the limit.
-    MEDIAGATE_RATE_LIMIT: "off"
+    MEDIAGATE_RATE_LIMIT: "off",
+    // Enough credit that no task of a run fails INSUFFICIENT_POINTS.
+    MEDIAGATE_STARTING_CREDITS: "1000000"
   }, process.env["BENCH_PROFILE"])
   const bare = await start(["bench/http.ts", "bare", "$PORT", join(dir, "bare.db"), key])
   const platform = await start(["bench/http.ts", "platform", "$PORT", join(dir, "platform.db"), key])

@@ -31,8 +31,9 @@ export const startServer = (port: number, env: Record<string, string>) =>
     const child = spawn(process.execPath, ["--import", "tsx", join(root, "examples/standalone-server/src/main.ts")], {
       cwd: root,
       // These suites drive one key hard (hundreds of tasks at once); test/rate-limit.test.ts
-      // checks the limits, with their defaults.
-      env: { ...process.env, MEDIAGATE_RATE_LIMIT: "off", ...env, MEDIAGATE_PORT: String(port) },
+      // checks the limits, with their defaults, and test/credits.test.ts and admin.test.ts
+      // what too little credit does.
+      env: { ...process.env, MEDIAGATE_RATE_LIMIT: "off", MEDIAGATE_STARTING_CREDITS: "100000", ...env, MEDIAGATE_PORT: String(port) },
       stdio: ["ignore", "pipe", "pipe"]
     })
     let output = ""
