@@ -28,6 +28,7 @@ const brokenStore = (mode: "error" | "defect") =>
     releaseLeases: () => Effect.void,
     list: () => Effect.die("unused"),
     callbacks: () => Effect.die("unused"),
+    redeliverCallbacks: () => Effect.die("unused"),
     claimCallbacks: () => Effect.succeed([]),
     recordCallbackAttempt: () => Effect.die("unused"),
     recordCallbackAttempts: () => Effect.die("unused"),

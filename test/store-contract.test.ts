@@ -316,7 +316,7 @@ for (const backend of backends) {
           const done = withVersion(task, { status: "SUCCESS", dueAt: null, result: { type: "image", urls: ["u"] } })
           const callback = { id: `msg_${randomBytes(6).toString("hex")}`, taskId: task.id, url: task.callBackUrl!, createdAt: 5 }
           yield* store.update(done, task.version, [callback])
-          expect(yield* store.callbacks(task.id)).toEqual([callback])
+          expect(yield* store.callbacks(task.id)).toEqual([{ ...callback, attempts: 0, status: "pending", nextAttemptAt: 5 }])
           expect(Option.getOrThrow(yield* store.get(task.id)).status).toBe("SUCCESS")
         })
       ))
@@ -337,7 +337,7 @@ for (const backend of backends) {
           const stored = Option.getOrThrow(yield* store.get(task.id))
           expect([stored.status, stored.version]).toEqual(["PENDING", 1])
           expect(yield* store.callbacks(task.id)).toEqual([])
-          expect(yield* store.callbacks(other.id)).toEqual([callback])
+          expect(yield* store.callbacks(other.id)).toEqual([{ ...callback, attempts: 0, status: "pending", nextAttemptAt: 1 }])
         })
       ))
 
@@ -350,7 +350,7 @@ for (const backend of backends) {
           yield* store.create(task, [first, second])
           expect(yield* store.claimCallbacks({ now: 50, limit: 10, leaseUntil: 1_000 })).toEqual([])
           const claimed = yield* store.claimCallbacks({ now: 300, limit: 10, leaseUntil: 1_000 })
-          expect(claimed).toEqual([{ ...first, attempts: 0 }, { ...second, attempts: 0 }])
+          expect(claimed).toEqual([{ ...first, attempts: 0, roundStart: 0 }, { ...second, attempts: 0, roundStart: 0 }])
           // Leased: nobody else takes them before the lease ends.
           expect(yield* store.claimCallbacks({ now: 400, limit: 10, leaseUntil: 2_000 })).toEqual([])
           const failed = { callbackId: first.id, attempt: 1, at: 400, status: 500, error: "HTTP 500", durationMs: 12, outcome: { _tag: "Retry" as const, retryAt: 5_400 } }
@@ -359,7 +359,7 @@ for (const backend of backends) {
           yield* store.recordCallbackAttempt(delivered)
           expect(yield* store.claimCallbacks({ now: 5_000, limit: 10, leaseUntil: 6_000 })).toEqual([])
           const again = yield* store.claimCallbacks({ now: 5_400, limit: 10, leaseUntil: 6_000 })
-          expect(again).toEqual([{ ...first, attempts: 1 }])
+          expect(again).toEqual([{ ...first, attempts: 1, roundStart: 0 }])
           const gaveUp = { callbackId: first.id, attempt: 2, at: 5_400, status: null, error: "timed out", durationMs: 15_000, outcome: { _tag: "GaveUp" as const } }
           yield* store.recordCallbackAttempt(gaveUp)
           expect(yield* store.claimCallbacks({ now: 99_999, limit: 10, leaseUntil: 100_000 })).toEqual([])
@@ -385,9 +385,69 @@ for (const backend of backends) {
           yield* store.recordCallbackAttempts(attempts)
           // Leases released: the untouched one is due still; the retried one comes back at its time; the others are done.
           expect((yield* store.claimCallbacks({ now: 400, limit: 10, leaseUntil: 10_000 })).map((c) => c.id)).toEqual([untouched.id])
-          expect(yield* store.claimCallbacks({ now: 5_300, limit: 10, leaseUntil: 6_000 })).toEqual([{ ...retried, attempts: 1 }])
+          expect(yield* store.claimCallbacks({ now: 5_300, limit: 10, leaseUntil: 6_000 })).toEqual([{ ...retried, attempts: 1, roundStart: 0 }])
           for (const attempt of attempts) expect(yield* store.callbackAttempts(attempt.callbackId)).toEqual([attempt])
           expect(yield* store.callbackAttempts(untouched.id)).toEqual([])
+        })
+      ))
+
+    it.effect("a callback's state follows its attempts: pending with its next attempt, then delivered or failed", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const task = record()
+          const row = (id: string, createdAt: number) => ({ id: `${id}_${randomBytes(4).toString("hex")}`, taskId: task.id, url: "https://example.com/hook", createdAt })
+          const [delivered, failed, waiting] = [row("msg_d", 100), row("msg_f", 110), row("msg_w", 120)]
+          yield* store.create(task, [delivered, failed, waiting])
+          const other = record()
+          yield* store.create(other, [{ ...row("msg_other", 90), taskId: other.id }])
+          yield* store.claimCallbacks({ now: 200, limit: 10, leaseUntil: 1_000 })
+          yield* store.recordCallbackAttempts([
+            { callbackId: delivered.id, attempt: 1, at: 300, status: 204, error: null, durationMs: 5, outcome: { _tag: "Delivered" } },
+            { callbackId: failed.id, attempt: 1, at: 301, status: 410, error: "HTTP 410", durationMs: 6, outcome: { _tag: "GaveUp" } },
+            { callbackId: waiting.id, attempt: 1, at: 302, status: 429, error: "HTTP 429", durationMs: 7, outcome: { _tag: "Retry", retryAt: 9_000 } }
+          ])
+          expect(yield* store.callbacks(task.id)).toEqual([
+            { ...delivered, attempts: 1, status: "delivered", nextAttemptAt: null },
+            { ...failed, attempts: 1, status: "failed", nextAttemptAt: null },
+            { ...waiting, attempts: 1, status: "pending", nextAttemptAt: 9_000 }
+          ])
+        })
+      ))
+
+    it.effect("a redeliver starts a new round for every callback of the task: due now, numbering carried on, schedule from the round", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const task = record()
+          const other = record()
+          const row = (id: string, taskId: Ids.TaskId, createdAt: number) => ({ id: `${id}_${randomBytes(4).toString("hex")}`, taskId, url: "https://example.com/hook", createdAt })
+          const [delivered, gaveUp, untouched] = [row("msg_d", task.id, 100), row("msg_g", task.id, 110), row("msg_u", other.id, 10_000)]
+          yield* store.create(task, [delivered, gaveUp])
+          yield* store.create(other, [untouched])
+          expect((yield* store.claimCallbacks({ now: 200, limit: 2, leaseUntil: 1_000 })).map((c) => c.id)).toEqual([delivered.id, gaveUp.id])
+          yield* store.recordCallbackAttempts([
+            { callbackId: delivered.id, attempt: 1, at: 300, status: 200, error: null, durationMs: 5, outcome: { _tag: "Delivered" } },
+            { callbackId: gaveUp.id, attempt: 1, at: 301, status: 500, error: "HTTP 500", durationMs: 6, outcome: { _tag: "Retry", retryAt: 400 } }
+          ])
+          expect((yield* store.claimCallbacks({ now: 400, limit: 10, leaseUntil: 1_000 })).map((c) => c.id)).toEqual([gaveUp.id])
+          yield* store.recordCallbackAttempt({ callbackId: gaveUp.id, attempt: 2, at: 500, status: 410, error: "HTTP 410", durationMs: 6, outcome: { _tag: "GaveUp" } })
+          expect(yield* store.claimCallbacks({ now: 2_000, limit: 10, leaseUntil: 3_000 })).toEqual([])
+
+          expect(yield* store.redeliverCallbacks(task.id, 5_000)).toBe(2)
+          expect(yield* store.redeliverCallbacks(Ids.TaskId.make("0190c8a4-0000-7000-8000-000000000000"), 5_000)).toBe(0)
+          expect(yield* store.callbacks(task.id)).toEqual([
+            { ...delivered, attempts: 1, status: "pending", nextAttemptAt: 5_000 },
+            { ...gaveUp, attempts: 2, status: "pending", nextAttemptAt: 5_000 }
+          ])
+          // Not before `now`; then both, with the attempts of earlier rounds as their round's start.
+          expect(yield* store.claimCallbacks({ now: 4_999, limit: 10, leaseUntil: 6_000 })).toEqual([])
+          const due = yield* store.claimCallbacks({ now: 5_000, limit: 10, leaseUntil: 6_000 })
+          expect(due).toEqual([{ ...delivered, attempts: 1, roundStart: 1 }, { ...gaveUp, attempts: 2, roundStart: 2 }])
+          const again = { callbackId: gaveUp.id, attempt: 3, at: 5_100, status: 204, error: null, durationMs: 4, outcome: { _tag: "Delivered" as const } }
+          yield* store.recordCallbackAttempt(again)
+          expect((yield* store.callbackAttempts(gaveUp.id)).map((a) => a.attempt)).toEqual([1, 2, 3])
+          expect((yield* store.callbacks(task.id)).map((c) => c.status)).toEqual(["pending", "delivered"])
+          // The other task's callback is not part of the round.
+          expect(yield* store.callbacks(other.id)).toEqual([{ ...untouched, attempts: 0, status: "pending", nextAttemptAt: 10_000 }])
         })
       ))
 

@@ -43,8 +43,25 @@ export interface CallbackRow {
 
 /** A callback due for delivery, as a deliverer claims it. */
 export interface DueCallback extends CallbackRow {
-  /** Attempts made so far. */
+  /** Attempts made so far, in every round. */
   readonly attempts: number
+  /**
+   * Attempts made before the current delivery round (0 until a redeliver starts a new one):
+   * the retry schedule counts from here, the attempt numbers do not.
+   */
+  readonly roundStart: number
+}
+
+/** Where a callback's delivery stands: an attempt due (pending), delivered, or given up (failed). */
+export type CallbackStatus = "pending" | "delivered" | "failed"
+
+/** A callback and where its delivery stands, as the callbacks endpoint shows it. */
+export interface CallbackState extends CallbackRow {
+  /** Attempts made so far, in every round. */
+  readonly attempts: number
+  readonly status: CallbackStatus
+  /** When the next attempt is due; null once delivered or given up. */
+  readonly nextAttemptAt: number | null
 }
 
 /** One delivery attempt and what follows from it. */
@@ -109,8 +126,16 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
     owner: AccountId,
     options: { readonly limit: number; readonly cursor?: TaskId | undefined }
   ) => Effect.Effect<TaskPage>
-  /** The callbacks owed for a task, oldest first. */
-  readonly callbacks: (taskId: TaskId) => Effect.Effect<ReadonlyArray<CallbackRow>>
+  /** The callbacks owed for a task, oldest first, each with where its delivery stands. */
+  readonly callbacks: (taskId: TaskId) => Effect.Effect<ReadonlyArray<CallbackState>>
+  /**
+   * Starts a new delivery round for every callback of a task, delivered and given up ones
+   * included: each is due at `now`, the retry schedule starts over (`roundStart` is the
+   * attempts made so far), its id and attempt numbering carry on. An attempt in flight is
+   * not stopped; its outcome, when recorded, stands as the new round's first. Answers how
+   * many callbacks the task has.
+   */
+  readonly redeliverCallbacks: (taskId: TaskId, now: number) => Effect.Effect<number>
   /** Leases up to `limit` callbacks whose next attempt is due, earliest first. */
   readonly claimCallbacks: (options: {
     readonly now: number

@@ -60,6 +60,7 @@ const makeMemoryStore = (tasks: Map<string, Task.TaskRecord>): Context.Tag.Servi
   releaseLeases: () => Effect.die("not used by TaskService"),
   list: () => Effect.die("not used by TaskService"),
   callbacks: () => Effect.succeed([]),
+  redeliverCallbacks: () => Effect.die("not used by these tests"),
   claimCallbacks: () => Effect.succeed([]),
   recordCallbackAttempt: () => Effect.void,
   recordCallbackAttempts: () => Effect.void,

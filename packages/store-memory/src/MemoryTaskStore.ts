@@ -128,7 +128,10 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
     }
   }
   const outbox = new Map<string, TaskStore.CallbackRow>()
-  const delivery = new Map<string, { attempts: number; nextAttemptAt: number; leaseUntil: number | null; done: boolean }>()
+  const delivery = new Map<
+    string,
+    { attempts: number; roundStart: number; nextAttemptAt: number; leaseUntil: number | null; status: TaskStore.CallbackStatus }
+  >()
   const attempts = new Map<string, Array<TaskStore.CallbackAttempt>>()
   /** Callbacks not yet delivered or given up: a claim reads only these, not every callback ever owed. */
   const owed = new Set<string>()
@@ -137,7 +140,7 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
   const record = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
     callbacks.forEach((row) => {
       outbox.set(row.id, row)
-      delivery.set(row.id, { attempts: 0, nextAttemptAt: row.createdAt, leaseUntil: null, done: false })
+      delivery.set(row.id, { attempts: 0, roundStart: 0, nextAttemptAt: row.createdAt, leaseUntil: null, status: "pending" })
       owed.add(row.id)
     })
   const recordAttempt = (attempt: TaskStore.CallbackAttempt) => {
@@ -146,12 +149,20 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
     attempts.set(attempt.callbackId, [...(attempts.get(attempt.callbackId) ?? []), attempt])
     state.attempts = attempt.attempt
     state.leaseUntil = null
-    if (attempt.outcome._tag === "Retry") state.nextAttemptAt = attempt.outcome.retryAt
-    else {
-      state.done = true
+    if (attempt.outcome._tag === "Retry") {
+      state.status = "pending"
+      state.nextAttemptAt = attempt.outcome.retryAt
+      owed.add(attempt.callbackId)
+    } else {
+      state.status = attempt.outcome._tag === "Delivered" ? "delivered" : "failed"
       owed.delete(attempt.callbackId)
     }
   }
+  const stateOf = (row: TaskStore.CallbackRow): TaskStore.CallbackState => {
+    const state = delivery.get(row.id)!
+    return { ...row, attempts: state.attempts, status: state.status, nextAttemptAt: state.status === "pending" ? state.nextAttemptAt : null }
+  }
+  const callbacksOf = (taskId: string) => [...outbox.values()].filter((row) => row.taskId === taskId)
   return {
     create: (task, callbacks = []) =>
       Effect.suspend(() => {
@@ -267,8 +278,17 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         const page = owned.slice(0, limit)
         return { tasks: page, nextCursor: owned.length > limit ? page[page.length - 1]!.id : null }
       }),
-    callbacks: (taskId) =>
-      Effect.sync(() => [...outbox.values()].filter((row) => row.taskId === taskId)),
+    callbacks: (taskId) => Effect.sync(() => callbacksOf(taskId).map(stateOf)),
+    redeliverCallbacks: (taskId, now) =>
+      Effect.sync(() => {
+        const rows = callbacksOf(taskId)
+        for (const row of rows) {
+          const state = delivery.get(row.id)!
+          Object.assign(state, { roundStart: state.attempts, nextAttemptAt: now, status: "pending" })
+          owed.add(row.id)
+        }
+        return rows.length
+      }),
     claimCallbacks: ({ leaseUntil, limit, now }) =>
       Effect.sync(() => {
         // The `limit` earliest due, kept in order as the owed callbacks are scanned once.
@@ -286,7 +306,7 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         return chosen.map(({ id }) => {
           const state = delivery.get(id)!
           state.leaseUntil = leaseUntil
-          return { ...outbox.get(id)!, attempts: state.attempts }
+          return { ...outbox.get(id)!, attempts: state.attempts, roundStart: state.roundStart }
         })
       }),
     recordCallbackAttempt: (attempt) => Effect.sync(() => recordAttempt(attempt)),

@@ -180,6 +180,12 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
         WHERE r.kind = 'reserve' AND NOT EXISTS (
           SELECT 1 FROM ${sql(t.ledgerEntries)} e WHERE e.task_id = r.task_id AND e.kind IN ('charge', 'release')
         )`
+    }),
+    "0013_callback_rounds": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // A redeliver starts a new delivery round: the retry schedule counts the attempts made
+      // since round_start (the attempts before it), the attempt numbers carry on.
+      yield* sql`ALTER TABLE ${sql(t.callbacks)} ADD COLUMN round_start INTEGER NOT NULL DEFAULT 0`
     })
   }
 }

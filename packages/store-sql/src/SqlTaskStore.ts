@@ -190,6 +190,9 @@ export const make = (options: Options = {}): Effect.Effect<
     const listFirst = compile(`SELECT * FROM ${tasks} WHERE owner_id = ? ORDER BY id DESC LIMIT ?`)
     const listAfter = compile(`SELECT * FROM ${tasks} WHERE owner_id = ? AND id < ? ORDER BY id DESC LIMIT ?`)
     const selectCallbacks = compile(`SELECT * FROM "${t.callbacks}" WHERE task_id = ? ORDER BY created_at, id`)
+    const redeliverCallbacks = compile(
+      `UPDATE "${t.callbacks}" SET round_start = attempts, next_attempt_at = ?, delivered_at = NULL, failed_at = NULL WHERE task_id = ? RETURNING id`
+    )
     const anyCallbackDue = compile(
       `SELECT 1 AS found FROM "${t.callbacks}"
        WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?) LIMIT 1`
@@ -328,10 +331,24 @@ export const make = (options: Options = {}): Effect.Effect<
       callbacks: (taskId) =>
         executor.run(selectCallbacks, [taskId]).pipe(
           Effect.map((rows) =>
-            rows.map((row) => ({ id: String(row["id"]), taskId: Ids.TaskId.make(String(row["task_id"])), url: String(row["url"]), createdAt: num(row["created_at"]) }))
+            rows.map((row): TaskStore.CallbackState => {
+              const status = numOrNull(row["delivered_at"]) !== null ? "delivered" : numOrNull(row["failed_at"]) !== null ? "failed" : "pending"
+              return {
+                id: String(row["id"]),
+                taskId: Ids.TaskId.make(String(row["task_id"])),
+                url: String(row["url"]),
+                createdAt: num(row["created_at"]),
+                attempts: num(row["attempts"]),
+                status,
+                nextAttemptAt: status === "pending" ? numOrNull(row["next_attempt_at"]) : null
+              }
+            })
           ),
           orDie("callbacks")
         ),
+
+      redeliverCallbacks: (taskId, now) =>
+        executor.run(redeliverCallbacks, [now, taskId]).pipe(Effect.map((rows) => rows.length), orDie("redeliverCallbacks")),
 
       claimCallbacks: ({ leaseUntil, limit, now }) =>
         Effect.flatMap(isPg ? Effect.succeed([{}]) : executor.run(anyCallbackDue, [now, now]), (due) =>
@@ -344,6 +361,7 @@ export const make = (options: Options = {}): Effect.Effect<
                 url: String(row["url"]),
                 createdAt: num(row["created_at"]),
                 attempts: num(row["attempts"]),
+                roundStart: num(row["round_start"]),
                 due: num(row["next_attempt_at"])
               }))
               .sort((a, b) => a.due - b.due)
