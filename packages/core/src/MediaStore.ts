@@ -1,9 +1,14 @@
 /**
- * Hosting of produced files (the service's own CDN in the spec's words).
+ * Hosting of produced files (the service's own CDN in the spec's words). A file's key is
+ * its content's hash plus its extension, so a key never changes meaning: the same bytes
+ * stored twice are one file at one URL, and clients may cache a URL forever.
+ *
+ * The contract leaves room for stores that are not local files (an S3-compatible bucket):
+ * serving goes through `stat` and `stream`, never through a path on disk.
  */
-import type { Effect, Option } from "effect"
-import { Context } from "effect"
-import type { MediaError } from "./Errors.js"
+import type { Stream } from "effect"
+import { Context, Effect, Option } from "effect"
+import { MediaError } from "./Errors.js"
 
 /** A stored file. */
 export interface MediaObject {
@@ -11,10 +16,83 @@ export interface MediaObject {
   readonly bytes: Uint8Array
 }
 
-/** Keeps files and names their public URL. */
+/** What serving a file needs before its bytes. */
+export interface MediaInfo {
+  readonly contentType: string
+  /** Size in bytes. */
+  readonly size: number
+  /** The content hash the key is named after (hex): a strong validator, the ETag. */
+  readonly hash: string
+}
+
+/** Bytes `start` to `end` of a file, both included, within its size. */
+export interface ByteRange {
+  readonly start: number
+  readonly end: number
+}
+
+/** The extensions a file may be stored under, with the content type each is served as. */
+export const contentTypes: Readonly<Record<string, string>> = {
+  png: "image/png",
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  webp: "image/webp",
+  gif: "image/gif",
+  mp4: "video/mp4",
+  mov: "video/quicktime",
+  mp3: "audio/mpeg",
+  wav: "audio/wav"
+}
+
+/**
+ * A key: the first 32 hex characters (128 bits) of the bytes' SHA-256 and an extension of
+ * `contentTypes`. Anything else is never a file of ours, whatever a store holds.
+ */
+const keyPattern = /^([0-9a-f]{32})\.(png|jpg|jpeg|webp|gif|mp4|mov|mp3|wav)$/
+
+/** The parts of a well-formed key; none for anything else (paths, other names). */
+export const parseKey = (key: string): Option.Option<{ readonly hash: string; readonly contentType: string }> => {
+  const match = keyPattern.exec(key)
+  return match === null ? Option.none() : Option.some({ hash: match[1]!, contentType: contentTypes[match[2]!]! })
+}
+
+const hex = (byte: number) => byte.toString(16).padStart(2, "0")
+
+/** The key of `bytes` stored with `extension`; fails for an extension that is not served. */
+export const keyOf = (bytes: Uint8Array, extension: string): Effect.Effect<string, MediaError> => {
+  const normalized = extension.toLowerCase()
+  if (contentTypes[normalized] === undefined) {
+    return Effect.fail(new MediaError({ message: `files with the extension '${extension}' are not served` }))
+  }
+  return Effect.tryPromise({
+    try: () => globalThis.crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
+    catch: (cause) => new MediaError({ message: "cannot hash the file", cause })
+  }).pipe(Effect.map((digest) => `${Array.from(new Uint8Array(digest, 0, 16), hex).join("")}.${normalized}`))
+}
+
+/**
+ * Keeps files and names their public URL. A store that is not on local disk implements the
+ * same operations; the HTTP route serves `/media/<key>` from `stat` and `stream` alone.
+ */
 export class MediaStore extends Context.Tag("@mediagate/core/MediaStore")<MediaStore, {
-  /** Stores bytes and returns the public URL they are served at. */
+  /**
+   * Stores bytes under `keyOf(bytes, extension)` and returns the public URL they are served
+   * at: the same bytes give the same URL. The type served is the extension's (`contentTypes`);
+   * an extension not listed there fails.
+   */
   readonly put: (object: MediaObject & { readonly extension: string }) => Effect.Effect<string, MediaError>
-  /** The file stored under `key` (the last path segment of its URL). */
+  /** The whole file stored under `key` (the last path segment of its URL), for small files and tests. */
   readonly get: (key: string) => Effect.Effect<Option.Option<MediaObject>, MediaError>
+  /**
+   * Type, size and hash of the file under `key`; none when nothing is stored there (or `key`
+   * is not a key). Fails only when the storage itself cannot answer, which must never look
+   * like a missing file.
+   */
+  readonly stat: (key: string) => Effect.Effect<Option.Option<MediaInfo>, MediaError>
+  /**
+   * The bytes under `key`, all of them or `range` (checked against the size `stat` gave).
+   * Lazy: nothing is read until the stream runs, and the file is read piece by piece. A
+   * file gone since `stat` fails the stream.
+   */
+  readonly stream: (key: string, range?: ByteRange) => Stream.Stream<Uint8Array, MediaError>
 }>() {}

@@ -4,7 +4,7 @@
  */
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Accounts, Api, MediaStore, TaskService } from "@mediagate/core"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Stream } from "effect"
 import { authenticate } from "./Auth.js"
 import { envelope, methodNotAllowed, requestPath } from "./Envelope.js"
 import { allowedMethods, mediaPrefix, openApiPath, webhookPrefix } from "./Paths.js"
@@ -65,24 +65,89 @@ export const submitMethods = HttpApiBuilder.Router.use((router) =>
   })
 )
 
-/** Result files from the MediaStore, public like a CDN: their keys are unguessable. */
+/** The part of a file a request asks for. */
+type Wanted =
+  | { readonly _tag: "Whole" }
+  | { readonly _tag: "Part"; readonly range: MediaStore.ByteRange }
+  | { readonly _tag: "Unsatisfiable" }
+
+const whole: Wanted = { _tag: "Whole" }
+
+/**
+ * What a Range header asks of a file of `size` bytes (RFC 9110 14.2): `bytes=a-b`, `bytes=a-`
+ * or `bytes=-n`. A header that is not one such range is ignored, as the RFC allows; that
+ * includes several ranges at once, answered with the whole file (200) rather than a
+ * multipart body, which players do not need.
+ */
+const wantedPart = (header: string | undefined, size: number): Wanted => {
+  const match = header === undefined ? null : /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(header)
+  if (match === null) return whole
+  const [, first = "", last = ""] = match
+  if (first === "") {
+    if (last === "") return whole
+    const length = Number(last)
+    return length === 0 || size === 0
+      ? { _tag: "Unsatisfiable" }
+      : { _tag: "Part", range: { start: Math.max(0, size - length), end: size - 1 } }
+  }
+  const start = Number(first)
+  if (last !== "" && Number(last) < start) return whole
+  if (start >= size) return { _tag: "Unsatisfiable" }
+  return { _tag: "Part", range: { start, end: last === "" ? size - 1 : Math.min(Number(last), size - 1) } }
+}
+
+/** Whether an If-None-Match header names `etag` (weak comparison, as RFC 9110 13.1.2 asks). */
+const namesEtag = (header: string | undefined, etag: string) =>
+  header !== undefined && header.split(",").some((tag) => tag.trim() === "*" || tag.trim().replace(/^W\//, "") === etag)
+
+/**
+ * Result files from the MediaStore, public like a CDN: their keys are unguessable, and named
+ * by content, so an answer never goes stale and is cached for a year. GET and HEAD (the
+ * router answers HEAD with the GET route, without the body); byte ranges for players.
+ * A failing store is logged with the key and answers 500; the client never sees why.
+ */
 export const media = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const store = yield* MediaStore.MediaStore
     yield* router.get(
       `${mediaPrefix}/:key`,
       Effect.gen(function*() {
-        const { key } = yield* HttpRouter.params
-        const file = key === undefined ? Option.none() : yield* store.get(key).pipe(Effect.orDie)
-        return Option.match(file, {
-          onNone: () => envelope(404, "not found"),
-          onSome: (found) =>
-            HttpServerResponse.uint8Array(found.bytes, {
-              contentType: found.contentType,
-              headers: { "cache-control": "public, max-age=31536000, immutable" }
-            })
+        const { key = "" } = yield* HttpRouter.params
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const found = yield* store.stat(key)
+        if (Option.isNone(found)) return envelope(404, "not found")
+        const { contentType, hash, size } = found.value
+        const etag = `"${hash}"`
+        const headers = { etag, "cache-control": "public, max-age=31536000, immutable", "accept-ranges": "bytes" }
+        if (namesEtag(request.headers["if-none-match"], etag)) return HttpServerResponse.empty({ status: 304, headers })
+        // If-Range names the version a client holds a part of: with a date or another tag, the whole file (RFC 9110 13.1.5).
+        const ifRange = request.headers["if-range"]
+        const wanted = ifRange === undefined || ifRange.trim() === etag ? wantedPart(request.headers["range"], size) : whole
+        if (wanted._tag === "Unsatisfiable") {
+          return envelope(416, "range not satisfiable", undefined, { "content-range": `bytes */${size}`, "accept-ranges": "bytes" })
+        }
+        const range = wanted._tag === "Part" ? wanted.range : undefined
+        const body = store.stream(key, range).pipe(
+          // The headers are sent by then: the client sees a cut answer, the log says why.
+          Stream.tapError((error) => Effect.logWarning("mediagate: a media file failed while being sent", error).pipe(Effect.annotateLogs({ key })))
+        )
+        return HttpServerResponse.stream(body, {
+          status: range === undefined ? 200 : 206,
+          contentType,
+          headers: {
+            ...headers,
+            "content-length": String(range === undefined ? size : range.end - range.start + 1),
+            ...(range === undefined ? {} : { "content-range": `bytes ${range.start}-${range.end}/${size}` })
+          }
         })
-      })
+      }).pipe(
+        Effect.catchTag("MediaError", (error) =>
+          Effect.gen(function*() {
+            const { key = "" } = yield* HttpRouter.params
+            yield* Effect.logWarning("mediagate: the media store failed; answered 500", error).pipe(Effect.annotateLogs({ key }))
+            return envelope(500, "internal server error")
+          }))
+      )
     )
   })
 )

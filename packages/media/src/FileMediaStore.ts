@@ -1,23 +1,14 @@
 /**
  * MediaStore on the local file system: result files survive restarts, served by the HTTP
- * layer under /media/<key>.
+ * layer under /media/<key>, read from disk piece by piece. With a retention, files stored
+ * longer ago than that are deleted by a periodic sweep.
  */
 import { Ids, MediaError, MediaStore } from "@mediagate/core"
 import type { Context } from "effect"
-import { Effect, Layer, Option } from "effect"
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises"
+import { Clock, Duration, Effect, Layer, Option, Stream } from "effect"
+import { createReadStream } from "node:fs"
+import { mkdir, readdir, readFile, rename, stat, unlink, utimes, writeFile } from "node:fs/promises"
 import { join } from "node:path"
-
-/** Content types by extension, for the files we write. */
-export const contentTypes: Readonly<Record<string, string>> = {
-  png: "image/png",
-  jpg: "image/jpeg",
-  webp: "image/webp",
-  mp4: "video/mp4"
-}
-
-/** Keys we hand out: 32 hex characters and a known extension. Anything else is never a file of ours. */
-const keyPattern = /^[0-9a-f]{32}\.([a-z0-9]{2,4})$/
 
 /** Options of the file media store. */
 export interface Options {
@@ -25,52 +16,169 @@ export interface Options {
   readonly directory: string
   /** Public base URL, e.g. `http://127.0.0.1:8080/media`. */
   readonly baseUrl: string
+  /** How long a file is kept after it was last stored; by default forever. */
+  readonly retention?: Duration.DurationInput
+  /** How often the layer sweeps when there is a retention; by default the retention, at most an hour. */
+  readonly sweepInterval?: Duration.DurationInput
 }
 
-/** A MediaStore writing files under `directory`. */
+const errorCode = (cause: unknown): string | undefined =>
+  typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : undefined
+
+const attempt = <A>(run: () => Promise<A>, message: string): Effect.Effect<A, MediaError> =>
+  Effect.tryPromise({ try: run, catch: (cause) => new MediaError({ message, cause }) })
+
+/** A MediaStore writing files under `directory` (without the sweep: see `layerWith` and `sweep`). */
 export const make = (options: Options): Effect.Effect<Context.Tag.Service<MediaStore.MediaStore>, MediaError, Ids.Ids> =>
   Effect.gen(function*() {
     const ids = yield* Ids.Ids
+    const { directory } = options
     const base = options.baseUrl.replace(/\/+$/, "")
-    yield* Effect.tryPromise({
-      try: () => mkdir(options.directory, { recursive: true }),
-      catch: (cause) => new MediaError({ message: `cannot create media folder ${options.directory}`, cause })
-    })
+    yield* attempt(() => mkdir(directory, { recursive: true }), `cannot create media folder ${directory}`)
+
+    /**
+     * A file that is not there: no such file (none), unless the folder itself is gone, which
+     * is a storage failure and must not pass for a 404.
+     */
+    const absent = (key: string, cause: unknown) =>
+      Effect.tryPromise(() => stat(directory)).pipe(
+        Effect.option,
+        Effect.flatMap((folder) =>
+          Option.isSome(folder) && folder.value.isDirectory()
+            ? Effect.succeedNone
+            : Effect.fail(new MediaError({ message: `media folder ${directory} is gone; cannot read ${key}`, cause }))
+        )
+      )
+
+    /** Reads something of the file under a well-formed key; none when there is no such file. */
+    const read = <A>(key: string, run: (path: string) => Promise<A>): Effect.Effect<Option.Option<A>, MediaError> =>
+      Option.isNone(MediaStore.parseKey(key)) ? Effect.succeedNone : Effect.tryPromise({
+        try: () => run(join(directory, key)),
+        catch: (cause) => cause
+      }).pipe(
+        Effect.map(Option.some),
+        Effect.catchAll((cause) =>
+          errorCode(cause) === "ENOENT" ? absent(key, cause) : Effect.fail(new MediaError({ message: `cannot read ${key}`, cause }))
+        )
+      )
+
+    /** Renews the time of a file already stored with these bytes; false when there is none. */
+    const renew = (path: string, size: number, now: Date) =>
+      Effect.tryPromise(async () => {
+        if ((await stat(path)).size !== size) return false
+        await utimes(path, now, now)
+        return true
+      }).pipe(Effect.orElseSucceed(() => false))
+
     return {
       put: ({ bytes, extension }) =>
         Effect.gen(function*() {
-          const key = `${yield* ids.token(16)}.${extension}`
-          const path = join(options.directory, key)
-          // Write then rename: a crash never leaves a half-written file under a served name.
-          yield* Effect.tryPromise({
-            try: async () => {
-              await writeFile(`${path}.partial`, bytes)
-              await rename(`${path}.partial`, path)
-            },
-            catch: (cause) => new MediaError({ message: `cannot write ${key}`, cause })
-          })
+          const key = yield* MediaStore.keyOf(bytes, extension)
+          const path = join(directory, key)
+          // The file's time is when it was last stored, from the Clock: the retention counts
+          // from the latest put, so a URL just handed out is never already expiring.
+          const now = new Date(yield* Clock.currentTimeMillis)
+          if (yield* renew(path, bytes.length, now)) return `${base}/${key}`
+          // Write then rename: a crash never leaves a half-written file under a served name, and
+          // a temporary name per put keeps two puts of the same bytes out of each other's file.
+          const partial = `${path}.${yield* ids.token(8)}.partial`
+          yield* attempt(
+            () =>
+              writeFile(partial, bytes)
+                .then(() => utimes(partial, now, now))
+                .then(() => rename(partial, path))
+                .catch((error: unknown) => unlink(partial).catch(() => undefined).then(() => Promise.reject(error))),
+            `cannot write ${key}`
+          )
           return `${base}/${key}`
         }),
-      get: (key) => {
-        const match = keyPattern.exec(key)
-        if (match === null) return Effect.succeed(Option.none())
-        return Effect.tryPromise({
-          try: () => readFile(join(options.directory, key)),
-          catch: (cause) => cause as NodeJS.ErrnoException
-        }).pipe(
-          Effect.map((bytes) =>
-            Option.some({ bytes: new Uint8Array(bytes), contentType: contentTypes[match[1]!] ?? "application/octet-stream" })
-          ),
-          Effect.catchAll((error) =>
-            error.code === "ENOENT"
-              ? Effect.succeed(Option.none())
-              : Effect.fail(new MediaError({ message: `cannot read ${key}`, cause: error }))
+      get: (key) =>
+        read(key, (path) => readFile(path)).pipe(
+          Effect.map(Option.map((bytes) => ({
+            bytes: new Uint8Array(bytes),
+            contentType: Option.getOrThrow(MediaStore.parseKey(key)).contentType
+          })))
+        ),
+      stat: (key) =>
+        read(key, (path) => stat(path)).pipe(
+          Effect.map(Option.flatMap((found) =>
+            found.isFile()
+              ? Option.map(MediaStore.parseKey(key), ({ contentType, hash }) => ({ contentType, hash, size: found.size }))
+              : Option.none()
+          ))
+        ),
+      stream: (key, range) =>
+        Option.isNone(MediaStore.parseKey(key))
+          ? Stream.fail(new MediaError({ message: `no file ${key}` }))
+          : Stream.suspend(() =>
+            Stream.fromAsyncIterable<Uint8Array, MediaError>(
+              createReadStream(join(directory, key), range === undefined ? {} : { start: range.start, end: range.end }),
+              (cause) => new MediaError({ message: `cannot read ${key}`, cause })
+            )
           )
-        )
-      }
     }
   })
 
-/** The file MediaStore layer. */
-export const layer = (options: Options): Layer.Layer<MediaStore.MediaStore, MediaError, Ids.Ids> =>
-  Layer.effect(MediaStore.MediaStore, make(options))
+/** Names `sweep` may delete: our files and what interrupted writes left. Nothing else in the folder is touched. */
+const sweepable = /^[0-9a-f]{32}\.[a-z0-9]+(\.[0-9a-f]+\.partial)?$/
+
+/**
+ * Deletes the files of `directory` last stored more than `retention` ago (by the Clock) and
+ * returns how many went. A file that cannot be deleted is logged with its name and left.
+ */
+export const sweep = (
+  options: { readonly directory: string; readonly retention: Duration.DurationInput }
+): Effect.Effect<number, MediaError> =>
+  Effect.gen(function*() {
+    const cutoff = (yield* Clock.currentTimeMillis) - Duration.toMillis(options.retention)
+    const names = yield* attempt(() => readdir(options.directory), `cannot list media folder ${options.directory}`)
+    const deleted = yield* Effect.forEach(names.filter((name) => sweepable.test(name)), (name) =>
+      Effect.tryPromise({
+        try: async () => {
+          const path = join(options.directory, name)
+          if ((await stat(path)).mtimeMs >= cutoff) return false
+          await unlink(path)
+          return true
+        },
+        catch: (cause) => cause
+      }).pipe(
+        Effect.catchAll((cause) =>
+          errorCode(cause) === "ENOENT"
+            ? Effect.succeed(false)
+            : Effect.logWarning("mediagate: cannot delete an expired media file", cause).pipe(
+              Effect.annotateLogs({ file: name }),
+              Effect.as(false)
+            )
+        )
+      ))
+    const count = deleted.filter(Boolean).length
+    if (count > 0) yield* Effect.logInfo(`mediagate: deleted ${count} expired media file(s)`)
+    return count
+  })
+
+/**
+ * The file MediaStore. With a `retention`, a sweep runs when the layer starts and then every
+ * `sweepInterval` for as long as the layer's scope is open; a failed sweep is logged and
+ * tried again at the next interval.
+ */
+export const layerWith = (options: Options): Layer.Layer<MediaStore.MediaStore, MediaError, Ids.Ids> =>
+  Layer.scoped(
+    MediaStore.MediaStore,
+    Effect.gen(function*() {
+      const store = yield* make(options)
+      const { retention } = options
+      if (retention !== undefined) {
+        const interval = options.sweepInterval ?? Duration.min(Duration.decode(retention), Duration.hours(1))
+        yield* sweep({ directory: options.directory, retention }).pipe(
+          Effect.catchAll((error) => Effect.logWarning("mediagate: the sweep of expired media files failed", error)),
+          Effect.zipRight(Effect.sleep(interval)),
+          Effect.forever,
+          Effect.forkScoped
+        )
+      }
+      return store
+    })
+  )
+
+/** The file MediaStore layer: `layerWith`, under the name the standalone server uses. */
+export const layer: (options: Options) => Layer.Layer<MediaStore.MediaStore, MediaError, Ids.Ids> = layerWith

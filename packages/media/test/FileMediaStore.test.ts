@@ -1,34 +1,199 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Ids, MediaStore } from "@mediagate/core"
-import { Effect, Option } from "effect"
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { Ids, MediaError, MediaStore } from "@mediagate/core"
+import { Chunk, Effect, Exit, HashMap, Layer, Logger, Option, Stream, TestClock } from "effect"
+import { createHash } from "node:crypto"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { FileMediaStore } from "../src/index.js"
 
-const directory = mkdtempSync(join(tmpdir(), "mediagate-media-"))
-afterAll(() => rmSync(directory, { recursive: true, force: true }))
-const store = FileMediaStore.layer({ directory: join(directory, "nested"), baseUrl: "http://127.0.0.1:8080/media/" })
+const root = mkdtempSync(join(tmpdir(), "mediagate-media-"))
+afterAll(() => rmSync(root, { recursive: true, force: true }))
+let folders = 0
+/** A fresh folder per test, so no test sees another's files. */
+const freshFolder = () => join(root, `store-${++folders}`, "nested")
+const baseUrl = "http://127.0.0.1:8080/media/"
+
+const withStore = <A, E>(
+  f: (media: MediaStore.MediaStore["Type"], directory: string) => Effect.Effect<A, E>,
+  options: Partial<FileMediaStore.Options> = {}
+) => {
+  const directory = freshFolder()
+  return Effect.flatMap(MediaStore.MediaStore, (media) => f(media, directory)).pipe(
+    Effect.provide(FileMediaStore.layerWith({ directory, baseUrl, ...options }).pipe(Layer.provide(Ids.layerTest)))
+  )
+}
+
+const keyOfUrl = (url: string) => url.split("/").pop()!
+const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
+const bytesOf = (length: number, salt = 0) => Uint8Array.from({ length }, (_, i) => (i * 31 + salt) % 251)
+
+const collect = (stream: Stream.Stream<Uint8Array, MediaError>) =>
+  Effect.map(Stream.runCollect(stream), (chunks) => Buffer.concat(Chunk.toReadonlyArray(chunks)))
+
+/** Log lines, with their level, first message part and annotations. */
+const captureLogs = () => {
+  const lines: Array<{ level: string; message: string; annotations: Record<string, unknown> }> = []
+  const logger = Logger.make(({ annotations, logLevel, message }) =>
+    void lines.push({
+      level: logLevel.label,
+      message: String(Array.isArray(message) ? message[0] : message),
+      annotations: Object.fromEntries(HashMap.toEntries(annotations))
+    })
+  )
+  return { lines, layer: Logger.add(logger) }
+}
+
+/** Lets the event loop run (file I/O of a forked fiber) until `done`, at most `turns` times, without waiting on time. */
+const runEventLoop = (turns: number, done: () => boolean = () => false) =>
+  Effect.gen(function*() {
+    for (let turn = 0; turn < turns && !done(); turn++) yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+  })
 
 describe("FileMediaStore", () => {
-  it.effect("put writes a file whose URL key get reads back, with its content type", () =>
-    Effect.gen(function*() {
-      const media = yield* MediaStore.MediaStore
-      const bytes = new Uint8Array([137, 80, 78, 71])
-      const url = yield* media.put({ bytes, contentType: "image/png", extension: "png" })
-      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:8080\/media\/[0-9a-f]{32}\.png$/)
-      const key = url.split("/").pop()!
-      expect(existsSync(join(directory, "nested", key))).toBe(true)
-      expect(Option.getOrThrow(yield* media.get(key))).toEqual({ bytes, contentType: "image/png" })
-      expect(readdirSync(join(directory, "nested")).some((name) => name.endsWith(".partial"))).toBe(false)
-    }).pipe(Effect.provide(store), Effect.provide(Ids.layerTest)))
+  it.effect("the key is the SHA-256 of the bytes: the same bytes give one URL and one file, other bytes another", () =>
+    withStore((media, directory) =>
+      Effect.gen(function*() {
+        const bytes = new Uint8Array([137, 80, 78, 71])
+        const url = yield* media.put({ bytes, contentType: "image/png", extension: "png" })
+        expect(url).toBe(`http://127.0.0.1:8080/media/${sha256(bytes).slice(0, 32)}.png`)
+        expect(yield* media.put({ bytes: Uint8Array.from(bytes), contentType: "image/png", extension: "png" })).toBe(url)
+        const other = yield* media.put({ bytes: new Uint8Array([137, 80, 78, 72]), contentType: "image/png", extension: "png" })
+        expect(other).not.toBe(url)
+        expect(readdirSync(directory).sort()).toEqual([keyOfUrl(url), keyOfUrl(other)].sort())
+        expect(Option.getOrThrow(yield* media.get(keyOfUrl(url)))).toEqual({ bytes, contentType: "image/png" })
+      })
+    ))
+
+  it.effect("the type served is the extension's; an extension that is not served is refused", () =>
+    withStore((media) =>
+      Effect.gen(function*() {
+        const expected = {
+          png: "image/png",
+          jpg: "image/jpeg",
+          JPEG: "image/jpeg",
+          webp: "image/webp",
+          gif: "image/gif",
+          mp4: "video/mp4",
+          mov: "video/quicktime",
+          mp3: "audio/mpeg",
+          wav: "audio/wav"
+        }
+        for (const [extension, contentType] of Object.entries(expected)) {
+          const url = yield* media.put({ bytes: bytesOf(10, extension.length), contentType: "application/octet-stream", extension })
+          expect(url.endsWith(`.${extension.toLowerCase()}`)).toBe(true)
+          expect(Option.getOrThrow(yield* media.stat(keyOfUrl(url)))).toMatchObject({ contentType, size: 10 })
+        }
+        const refused = yield* Effect.flip(media.put({ bytes: bytesOf(10), contentType: "text/html", extension: "html" }))
+        expect(refused).toBeInstanceOf(MediaError)
+      })
+    ))
+
+  it.effect("stat gives size and hash; stream gives all bytes or exactly the range, across read chunks", () =>
+    withStore((media) =>
+      Effect.gen(function*() {
+        const bytes = bytesOf(300_000)
+        const key = keyOfUrl(yield* media.put({ bytes, contentType: "video/mp4", extension: "mp4" }))
+        expect(Option.getOrThrow(yield* media.stat(key))).toEqual({ contentType: "video/mp4", size: 300_000, hash: sha256(bytes).slice(0, 32) })
+        expect((yield* collect(media.stream(key))).equals(bytes)).toBe(true)
+        expect((yield* collect(media.stream(key, { start: 65_000, end: 200_000 }))).equals(bytes.subarray(65_000, 200_001))).toBe(true)
+        expect((yield* collect(media.stream(key, { start: 299_999, end: 299_999 })))).toEqual(Buffer.from([bytes[299_999]!]))
+      })
+    ))
 
   it.effect("keys that are not ours are never read, whatever is on disk", () =>
-    Effect.gen(function*() {
-      writeFileSync(join(directory, "secret.txt"), "secret")
-      const media = yield* MediaStore.MediaStore
-      for (const key of ["../secret.txt", "..%2Fsecret.txt", "secret.txt", `${"a".repeat(32)}.png/../../secret.txt`, "", "0".repeat(32) + ".png"]) {
-        expect(Option.isNone(yield* media.get(key))).toBe(true)
-      }
-    }).pipe(Effect.provide(store), Effect.provide(Ids.layerTest)))
+    withStore((media, directory) =>
+      Effect.gen(function*() {
+        writeFileSync(join(directory, "secret.txt"), "secret")
+        writeFileSync(join(directory, `${"a".repeat(32)}.txt`), "secret")
+        for (const key of ["../secret.txt", "..%2Fsecret.txt", "secret.txt", `${"a".repeat(32)}.png/../../secret.txt`, `${"a".repeat(32)}.txt`, "", "0".repeat(32) + ".png"]) {
+          expect(Option.isNone(yield* media.get(key))).toBe(true)
+          expect(Option.isNone(yield* media.stat(key))).toBe(true)
+        }
+        expect(Exit.isFailure(yield* Effect.exit(Stream.runDrain(media.stream("../secret.txt"))))).toBe(true)
+      })
+    ))
+
+  it.effect("sweep deletes only files last stored longer ago than the retention; storing again renews a file", () =>
+    withStore((media, directory) =>
+      Effect.gen(function*() {
+        const old = yield* media.put({ bytes: bytesOf(100, 1), contentType: "image/png", extension: "png" })
+        const renewed = yield* media.put({ bytes: bytesOf(100, 2), contentType: "image/png", extension: "png" })
+        writeFileSync(join(directory, "notes.txt"), "not ours")
+        utimesSync(join(directory, "notes.txt"), 0, 0)
+        yield* TestClock.adjust("20 hours")
+        const young = yield* media.put({ bytes: bytesOf(100, 3), contentType: "image/png", extension: "png" })
+        expect(yield* media.put({ bytes: bytesOf(100, 2), contentType: "image/png", extension: "png" })).toBe(renewed)
+        yield* TestClock.adjust("5 hours")
+
+        expect(yield* FileMediaStore.sweep({ directory, retention: "1 day" })).toBe(1)
+        expect(Option.isNone(yield* media.stat(keyOfUrl(old)))).toBe(true)
+        expect(Option.isSome(yield* media.stat(keyOfUrl(renewed)))).toBe(true)
+        expect(Option.isSome(yield* media.stat(keyOfUrl(young)))).toBe(true)
+        expect(existsSync(join(directory, "notes.txt"))).toBe(true)
+        expect(yield* FileMediaStore.sweep({ directory, retention: "1 day" })).toBe(0)
+      })
+    ))
+
+  it.effect("a file the sweep cannot delete is logged at warning level with its name, and the sweep goes on", () => {
+    const logs = captureLogs()
+    return withStore((media, directory) =>
+      Effect.gen(function*() {
+        // A folder under a key's name: unlink refuses it (as it would refuse a file it has no permission for).
+        const stuck = `${"b".repeat(32)}.png`
+        mkdirSync(join(directory, stuck))
+        utimesSync(join(directory, stuck), 0, 0)
+        const old = yield* media.put({ bytes: bytesOf(10), contentType: "image/png", extension: "png" })
+        yield* TestClock.adjust("2 days")
+        expect(yield* FileMediaStore.sweep({ directory, retention: "1 day" })).toBe(1)
+        expect(Option.isNone(yield* media.stat(keyOfUrl(old)))).toBe(true)
+        expect(logs.lines).toContainEqual(expect.objectContaining({ level: "WARN", annotations: { file: stuck } }))
+      })
+    ).pipe(Effect.provide(logs.layer))
+  })
+
+  it.effect("with a retention, the layer sweeps by itself every interval of the Clock", () => {
+    const logs = captureLogs()
+    const swept = () => logs.lines.some((line) => line.message.includes("deleted 1 expired"))
+    return withStore(
+      (media, directory) =>
+        Effect.gen(function*() {
+          const old = yield* media.put({ bytes: bytesOf(10, 1), contentType: "image/png", extension: "png" })
+          yield* TestClock.adjust("23 hours")
+          const young = yield* media.put({ bytes: bytesOf(10, 2), contentType: "image/png", extension: "png" })
+          expect(swept()).toBe(false)
+          // Hour by hour, letting each sweep's file I/O finish: the first past 24 hours deletes `old`.
+          for (let hour = 24; hour <= 30 && !swept(); hour++) {
+            yield* TestClock.adjust("1 hour")
+            yield* runEventLoop(200, swept)
+          }
+          expect(swept()).toBe(true)
+          expect(existsSync(join(directory, keyOfUrl(old)))).toBe(false)
+          expect(existsSync(join(directory, keyOfUrl(young)))).toBe(true)
+        }),
+      { retention: "1 day", sweepInterval: "1 hour" }
+    ).pipe(Effect.provide(logs.layer))
+  })
+
+  it.effect("without a retention nothing is ever deleted", () =>
+    withStore((media, directory) =>
+      Effect.gen(function*() {
+        const url = yield* media.put({ bytes: bytesOf(10), contentType: "image/png", extension: "png" })
+        yield* TestClock.adjust("3650 days")
+        yield* runEventLoop(50)
+        expect(existsSync(join(directory, keyOfUrl(url)))).toBe(true)
+      })
+    ))
+
+  it.effect("the folder removed under a running store is a MediaError, not a missing file", () =>
+    withStore((media, directory) =>
+      Effect.gen(function*() {
+        const key = keyOfUrl(yield* media.put({ bytes: bytesOf(10), contentType: "image/png", extension: "png" }))
+        rmSync(directory, { recursive: true, force: true })
+        expect(yield* Effect.flip(media.stat(key))).toBeInstanceOf(MediaError)
+        expect(yield* Effect.flip(media.get(key))).toBeInstanceOf(MediaError)
+        expect(yield* Effect.flip(media.put({ bytes: bytesOf(10), contentType: "image/png", extension: "png" }))).toBeInstanceOf(MediaError)
+        expect(yield* Effect.flip(FileMediaStore.sweep({ directory, retention: "1 day" }))).toBeInstanceOf(MediaError)
+      })
+    ))
 })

@@ -1,9 +1,9 @@
 /**
  * MediaStore in memory: files live as long as the process.
  */
-import { Ids, MediaStore } from "@mediagate/core"
+import { MediaError, MediaStore } from "@mediagate/core"
 import type { Context } from "effect"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Stream } from "effect"
 
 /** Options of the memory media store. */
 export interface Options {
@@ -11,25 +11,40 @@ export interface Options {
   readonly baseUrl: string
 }
 
-/** A MediaStore over a Map; keys are 128-bit random tokens plus the extension. */
+/** A MediaStore over a Map, keyed by content (`MediaStore.keyOf`). */
 export const make = (
   options: Options
-): Effect.Effect<Context.Tag.Service<MediaStore.MediaStore>, never, Ids.Ids> =>
-  Effect.gen(function*() {
-    const ids = yield* Ids.Ids
+): Effect.Effect<Context.Tag.Service<MediaStore.MediaStore>> =>
+  Effect.sync(() => {
     const files = new Map<string, MediaStore.MediaObject>()
     const base = options.baseUrl.replace(/\/+$/, "")
+    const find = (key: string) => Option.flatMap(MediaStore.parseKey(key), () => Option.fromNullable(files.get(key)))
     return {
-      put: ({ bytes, contentType, extension }) =>
-        Effect.map(ids.token(16), (token) => {
-          const key = `${token}.${extension}`
-          files.set(key, { bytes, contentType })
+      put: ({ bytes, extension }) =>
+        Effect.map(MediaStore.keyOf(bytes, extension), (key) => {
+          // A copy: the caller may reuse its buffer, and a key must keep naming these bytes.
+          if (!files.has(key)) files.set(key, { bytes: bytes.slice(), contentType: Option.getOrThrow(MediaStore.parseKey(key)).contentType })
           return `${base}/${key}`
         }),
-      get: (key) => Effect.sync(() => Option.fromNullable(files.get(key)))
+      get: (key) => Effect.sync(() => find(key)),
+      stat: (key) =>
+        Effect.sync(() =>
+          Option.map(find(key), (file) => ({
+            contentType: file.contentType,
+            size: file.bytes.length,
+            hash: Option.getOrThrow(MediaStore.parseKey(key)).hash
+          }))
+        ),
+      stream: (key, range) =>
+        Stream.suspend(() =>
+          Option.match(find(key), {
+            onNone: () => Stream.fail(new MediaError({ message: `no file ${key}` })),
+            onSome: ({ bytes }) => Stream.succeed(range === undefined ? bytes : bytes.subarray(range.start, range.end + 1))
+          })
+        )
     }
   })
 
 /** The memory MediaStore layer. */
-export const layer = (options: Options): Layer.Layer<MediaStore.MediaStore, never, Ids.Ids> =>
+export const layer = (options: Options): Layer.Layer<MediaStore.MediaStore> =>
   Layer.effect(MediaStore.MediaStore, make(options))

@@ -5,7 +5,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Ids, MediaStore, Moderation, Upstream, UpstreamError } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import type { Task } from "@mediagate/core"
-import { Effect, Fiber, Layer, Option, TestClock } from "effect"
+import { Effect, Fiber, Layer, Option, Stream, TestClock } from "effect"
 import { Png, SimulatedModeration, Simulator } from "../src/index.js"
 
 const files = new Map<string, MediaStore.MediaObject>()
@@ -16,7 +16,10 @@ const media = Layer.succeed(MediaStore.MediaStore, {
       files.set(key, object)
       return `https://cdn.test/${key}`
     }),
-  get: (key) => Effect.sync(() => Option.fromNullable(files.get(key)))
+  get: (key) => Effect.sync(() => Option.fromNullable(files.get(key))),
+  // Nothing here serves files over HTTP.
+  stat: () => Effect.succeedNone,
+  stream: () => Stream.empty
 })
 
 const job = (overrides: Partial<Task.UpstreamJob> = {}) =>
