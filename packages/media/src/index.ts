@@ -4,3 +4,11 @@ export * as FileMediaStore from "./FileMediaStore.js"
 export * as NodeOutbound from "./NodeOutbound.js"
 /** Host names to addresses with the operating system's resolver. */
 export * as NodeResolver from "./NodeResolver.js"
+/** Downloads of client media, pinned to checked addresses, with size and time limits. */
+export * as SafeFetch from "./SafeFetch.js"
+/** Kinds, formats and durations of media files, without ffmpeg. */
+export * as MediaProbe from "./MediaProbe.js"
+/** WebP to JPEG with sharp. */
+export * as Transcoder from "./Transcoder.js"
+/** The spec's media rules around an Upstream: WebP to JPEG, motion materials checked, results hosted. */
+export * as MediaUpstream from "./MediaUpstream.js"
