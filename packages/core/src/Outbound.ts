@@ -40,6 +40,8 @@ export interface PostRequest {
 /** The answer to a request: its status. A 3xx is an answer like any other, never followed. */
 export interface OutboundResponse {
   readonly status: number
+  /** Its headers, names in lower case (a Retry-After, for the deliverer); absent where a test double gives none. */
+  readonly headers?: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 }
 
 /** Sends requests to third parties (see the module comment). */

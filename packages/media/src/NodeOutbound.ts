@@ -185,7 +185,7 @@ export const make = (
                   body: typeof request.body === "string" ? Buffer.from(request.body) : request.body
                 },
                 agent,
-                (response) => Effect.as(drain(response), { status: response.statusCode ?? 0 })
+                (response) => Effect.as(drain(response), { status: response.statusCode ?? 0, headers: response.headers })
               )
             // A kept connection the receiver closed as we sent: once more, on a connection of its own.
             return send(agentFor(target)).pipe(

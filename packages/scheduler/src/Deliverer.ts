@@ -1,7 +1,8 @@
 /**
  * The callback deliverer (DESIGN.md section 5): sends each callback the store owes, signed
- * per Standard Webhooks, and retries on a schedule. 2xx is delivered; anything else
- * (3xx included: redirects are not followed) is tried again; every attempt is recorded.
+ * per Standard Webhooks, and retries on a schedule. 2xx is delivered; 410 Gone gives up at
+ * once; anything else (3xx included: redirects are not followed) is tried again, a 429 or
+ * 503 not before its Retry-After; every attempt is recorded.
  * Requests go through Outbound, never a host's HTTP client: the callback host must resolve
  * to public addresses only, and nothing but the webhook's own headers is sent.
  */
@@ -16,6 +17,59 @@ export const userAgent = "mediagate-webhooks/0.1"
 export const defaultSchedule: ReadonlyArray<Duration.DurationInput> = [
   "0 millis", "5 seconds", "5 minutes", "30 minutes", "2 hours", "5 hours", "10 hours", "14 hours", "20 hours", "24 hours"
 ]
+
+/** The longest wait a receiver's Retry-After obtains: a longer one is cut to this. */
+export const maxRetryAfter: Duration.DurationInput = "24 hours"
+
+/**
+ * A `Retry-After` value, delay-seconds or an HTTP date, as milliseconds after `now`; undefined
+ * when it is neither.
+ */
+export const retryAfterMillis = (value: string, now: number): number | undefined => {
+  const trimmed = value.trim()
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
+  const date = /[a-z]/i.test(trimmed) ? Date.parse(trimmed) : Number.NaN
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
+}
+
+/** What a receiver answered: its status and, for a 429 or 503, the wait its Retry-After asked for. */
+export interface Answer {
+  readonly status: number
+  readonly retryAfterMs?: number | undefined
+}
+
+/**
+ * What follows an attempt that got `answer` (null: none) at `at`, `delay` being the
+ * schedule's next delay (jitter applied; undefined once the round's schedule is used up).
+ * 2xx is delivered; 410 Gone gives up at once (the receiver says the address is gone for
+ * good); anything else is retried after `delay`, or given up on after the last. A 429 or 503
+ * with Retry-After waits the longer of the two, the Retry-After cut to `maxRetryAfter`: a
+ * receiver may slow us down but not hurry us, and cannot park a callback for days.
+ */
+export const outcome = (
+  answer: Answer | null,
+  at: number,
+  delay: number | undefined,
+  options: { readonly maxRetryAfter?: Duration.DurationInput } = {}
+): TaskStore.CallbackAttempt["outcome"] => {
+  if (answer !== null && answer.status >= 200 && answer.status < 300) return { _tag: "Delivered" }
+  if (answer?.status === 410 || delay === undefined) return { _tag: "GaveUp" }
+  const asked = answer?.retryAfterMs
+  const cap = Duration.toMillis(options.maxRetryAfter ?? maxRetryAfter)
+  return { _tag: "Retry", retryAt: at + (asked === undefined ? delay : Math.max(delay, Math.min(asked, cap))) }
+}
+
+/** The attempt's error as recorded: null once delivered, else what went wrong and any Retry-After heard. */
+const errorOf = (answer: Answer | null, failure: string | null): string | null =>
+  answer === null
+    ? failure
+    : answer.status >= 200 && answer.status < 300
+    ? null
+    : answer.status === 410
+    ? "HTTP 410 Gone: not retried"
+    : answer.retryAfterMs === undefined
+    ? `HTTP ${answer.status}`
+    : `HTTP ${answer.status}, Retry-After ${Math.round(answer.retryAfterMs / 1000)} s`
 
 /**
  * Callbacks sent at once unless configured. A receiver's answer is mostly waiting, so this
@@ -32,7 +86,10 @@ export interface Options {
   readonly concurrency?: number
   /** Time limit of one attempt. Default 15 s. */
   readonly timeout?: Duration.DurationInput
+  /** Delays before the attempts of a delivery round, the first one's included. Default `defaultSchedule`. */
   readonly schedule?: ReadonlyArray<Duration.DurationInput>
+  /** Longest wait a Retry-After obtains. Default `maxRetryAfter` (24 h). */
+  readonly maxRetryAfter?: Duration.DurationInput
   /** Each retry delay varies by up to this fraction either way, so receivers are not hit in bursts. Default 0.1. */
   readonly jitter?: number
 }
@@ -55,6 +112,7 @@ export const make = (options: Options = {}) =>
     const leaseMillis = Duration.toMillis(timeout) * 2
     const sendWithinMillis = Duration.toMillis(timeout) / 2
     const concurrency = options.concurrency ?? defaultConcurrency
+    const retryAfterOptions = options.maxRetryAfter === undefined ? {} : { maxRetryAfter: options.maxRetryAfter }
 
     const send = (callback: TaskStore.DueCallback, body: string, secrets: ReadonlyArray<Redacted.Redacted<string>>, now: number) => {
       const timestamp = Math.floor(now / 1000)
@@ -70,7 +128,13 @@ export const make = (options: Options = {}) =>
       // A host that resolves to a non-public address fails like an unreachable one: recorded
       // with its reason and retried on the schedule, since DNS can be corrected (docs/decisions).
       return outbound.post({ url: callback.url, headers, body, timeout }).pipe(
-        Effect.map((response) => response.status),
+        Effect.map((response): Answer => {
+          const header = response.headers?.["retry-after"]
+          const retryAfter = typeof header === "string" ? header : header?.[0]
+          return (response.status === 429 || response.status === 503) && retryAfter !== undefined
+            ? { status: response.status, retryAfterMs: retryAfterMillis(retryAfter, now) }
+            : { status: response.status }
+        }),
         Effect.mapError((error) => error.message),
         Effect.either
       )
@@ -102,17 +166,21 @@ export const make = (options: Options = {}) =>
       Effect.gen(function*() {
         const attempt = callback.attempts + 1
         const task = yield* store.get(callback.taskId)
-        const record = (started: number, status: number | null, error: string | null) =>
+        // The schedule counts from the start of the delivery round (a redeliver starts a new one).
+        const scheduled = schedule[attempt - callback.roundStart]
+        const record = (started: number, answer: Answer | null, failure: string | null) =>
           Effect.gen(function*() {
             const at = yield* Clock.currentTimeMillis
-            const delivered = status !== null && status >= 200 && status < 300
-            const delay = schedule[attempt]
-            const outcome: TaskStore.CallbackAttempt["outcome"] = delivered
-              ? { _tag: "Delivered" }
-              : delay === undefined
-              ? { _tag: "GaveUp" }
-              : { _tag: "Retry", retryAt: at + Math.round(delay * (yield* Random.nextRange(1 - jitter, 1 + jitter))) }
-            yield* recordAttempt({ callbackId: callback.id, attempt, at, status, error, durationMs: at - started, outcome })
+            const delay = scheduled === undefined ? undefined : Math.round(scheduled * (yield* Random.nextRange(1 - jitter, 1 + jitter)))
+            yield* recordAttempt({
+              callbackId: callback.id,
+              attempt,
+              at,
+              status: answer?.status ?? null,
+              error: errorOf(answer, failure),
+              durationMs: at - started,
+              outcome: outcome(answer, at, delay, retryAfterOptions)
+            })
           })
         if (Option.isNone(task)) return yield* record(yield* Clock.currentTimeMillis, null, "the task no longer exists")
         // The body is the query answer, as it stands now.
@@ -126,10 +194,8 @@ export const make = (options: Options = {}) =>
         if (started > claimedAt + sendWithinMillis) {
           return yield* Effect.logWarning(`deliverer: callback ${callback.id} not sent: its lease would not cover the attempt`)
         }
-        const outcome = yield* send(callback, body, secret, started)
-        if (outcome._tag === "Left") return yield* record(started, null, outcome.left)
-        const status = outcome.right
-        return yield* record(started, status, status >= 200 && status < 300 ? null : `HTTP ${status}`)
+        const sent = yield* send(callback, body, secret, started)
+        return yield* sent._tag === "Left" ? record(started, null, sent.left) : record(started, sent.right, null)
       }).pipe(
         Effect.catchAllDefect((defect) => Effect.logError(`deliverer: callback ${callback.id} could not be processed`, defect)),
         Effect.withSpan("Deliverer.deliver", { attributes: { callbackId: callback.id }, captureStackTrace: false })

@@ -4,7 +4,7 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Accounts, Ids, Outbound, Task, TaskStore, TaskWrites } from "@mediagate/core"
+import { Accounts, Ids, Outbound, Task, TaskEvents, TaskStore, TaskWrites } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { NodeOutbound, NodeResolver } from "@mediagate/media"
 import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
@@ -25,6 +25,8 @@ type Received = { readonly path: string; readonly headers: Http.IncomingHttpHead
 const received: Array<Received> = []
 /** What the receiver answers, per path: a list of statuses used in turn (the last one repeats). */
 const script = new Map<string, Array<number>>()
+/** Headers the receiver adds to its answers, per path. */
+const answerHeaders = new Map<string, Record<string, string>>()
 let base = ""
 const server = Http.createServer((request, response) => {
   let body = ""
@@ -35,7 +37,7 @@ const server = Http.createServer((request, response) => {
     const statuses = script.get(path) ?? [204]
     const status = statuses.length > 1 ? statuses.shift()! : statuses[0]!
     if (status === 0) return // never answer
-    response.writeHead(status, status === 302 ? { location: `${elsewhereBase}/stolen` } : {})
+    response.writeHead(status, { ...(status === 302 ? { location: `${elsewhereBase}/stolen` } : {}), ...answerHeaders.get(path) })
     response.end()
   })
 })
@@ -231,6 +233,101 @@ describe("Deliverer", () => {
       yield* TestClock.adjust("1 minute")
       expect((yield* attemptsOf(callback.id)).length).toBe(3)
     }).pipe(Effect.provide(deliverer({ schedule: ["0 millis", "1 second", "1 second"], jitter: 0 })), Effect.scoped))
+
+  it.effect("410 Gone stops at once: one attempt, recorded as given up, never retried", () =>
+    Effect.gen(function*() {
+      script.set("/gone", [410, 204])
+      const { callback } = yield* owe("/gone")
+      yield* TestClock.adjust("1 second")
+      const [attempt] = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      expect(attempt).toMatchObject({ attempt: 1, status: 410, error: "HTTP 410 Gone: not retried", outcome: { _tag: "GaveUp" } })
+      // The schedule's next attempt would come after about 5 s.
+      yield* TestClock.adjust("1 minute")
+      expect(yield* attemptsOf(callback.id)).toHaveLength(1)
+      expect(received.filter((r) => r.path === "/gone")).toHaveLength(1)
+    }).pipe(Effect.provide(deliverer()), Effect.scoped))
+
+  it.effect("429 with Retry-After: 120 waits 120 s, not the schedule's 5 s; a 503's HTTP date is honoured too", () =>
+    Effect.gen(function*() {
+      script.set("/busy", [429, 204])
+      answerHeaders.set("/busy", { "retry-after": "120" })
+      const { callback } = yield* owe("/busy")
+      yield* TestClock.adjust("1 second")
+      const [first] = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      expect(first).toMatchObject({ attempt: 1, status: 429, error: "HTTP 429, Retry-After 120 s", outcome: { _tag: "Retry" } })
+      expect((first!.outcome as { retryAt: number }).retryAt - first!.at).toBe(120_000)
+      yield* TestClock.adjust("60 seconds")
+      yield* TestClock.adjust("58 seconds")
+      expect(yield* attemptsOf(callback.id)).toHaveLength(1)
+      expect(received.filter((r) => r.path === "/busy")).toHaveLength(1)
+      yield* TestClock.adjust("2 seconds")
+      const both = yield* until(attemptsOf(callback.id), (a) => a.length === 2)
+      expect(both[1]).toMatchObject({ attempt: 2, status: 204, outcome: { _tag: "Delivered" } })
+      expect(both[1]!.at - first!.at).toBeGreaterThanOrEqual(120_000)
+
+      // An HTTP date 10 minutes from the test clock's now.
+      script.set("/maintenance", [503, 204])
+      answerHeaders.set("/maintenance", { "retry-after": new Date((yield* Clock.currentTimeMillis) + 600_000).toUTCString() })
+      const later = yield* owe("/maintenance")
+      yield* TestClock.adjust("1 second")
+      const [unavailable] = yield* until(attemptsOf(later.callback.id), (a) => a.length === 1)
+      expect(unavailable).toMatchObject({ status: 503, outcome: { _tag: "Retry" } })
+      const wait = (unavailable!.outcome as { retryAt: number }).retryAt - unavailable!.at
+      expect(wait).toBeGreaterThan(598_000)
+      expect(wait).toBeLessThanOrEqual(600_000)
+    }).pipe(Effect.provide(deliverer()), Effect.scoped))
+
+  it.effect("a redeliver starts a new round: same webhook-id, a valid signature, numbering carried on, the schedule from its start", () =>
+    Effect.gen(function*() {
+      script.set("/again", [503])
+      const { callback, task } = yield* owe("/again")
+      for (let i = 0; i < 3; i++) {
+        yield* TestClock.adjust("1 second")
+        yield* until(attemptsOf(callback.id), (a) => a.length >= i + 1)
+      }
+      expect((yield* attemptsOf(callback.id)).map((a) => a.outcome._tag)).toEqual(["Retry", "Retry", "GaveUp"])
+      // The receiver is fixed, but fails once more: the new round retries on its own schedule.
+      script.set("/again", [500, 204])
+      const store = yield* TaskStore.TaskStore
+      expect(yield* store.redeliverCallbacks(task.id, yield* Clock.currentTimeMillis)).toBe(1)
+      yield* Effect.flatMap(TaskEvents.CallbackWakeup, (deliverer) => deliverer.wake)
+      const fourth = yield* until(attemptsOf(callback.id), (a) => a.length === 4)
+      expect(fourth[3]).toMatchObject({ attempt: 4, status: 500, outcome: { _tag: "Retry" } })
+      yield* TestClock.adjust("1 second")
+      const all = yield* until(attemptsOf(callback.id), (a) => a.length === 5)
+      expect(all.map((a) => [a.attempt, a.status, a.outcome._tag])).toEqual([
+        [1, 503, "Retry"], [2, 503, "Retry"], [3, 503, "GaveUp"], [4, 500, "Retry"], [5, 204, "Delivered"]
+      ])
+      expect((yield* store.callbacks(task.id)).map((c) => c.status)).toEqual(["delivered"])
+      const requests = received.filter((r) => r.path === "/again")
+      expect(requests.map((r) => r.headers["webhook-id"])).toEqual(Array(5).fill(callback.id))
+      const last = requests[4]!
+      const timestamp = Number(last.headers["webhook-timestamp"])
+      expect(last.headers["webhook-signature"]).toBe(new Webhook(secret).sign(callback.id, new Date(timestamp * 1000), last.body))
+      expect(JSON.parse(last.body)).toEqual({ code: 0, msg: "ok", data: Task.toWire(task) })
+    }).pipe(Effect.provide(deliverer({ schedule: ["0 millis", "1 second", "1 second"], jitter: 0 })), Effect.scoped))
+
+  it("Retry-After: delay-seconds or an HTTP date; the longer of it and the schedule, at most 24 h; 410 gives up", () => {
+    const now = Date.UTC(2030, 0, 1, 12, 0, 0)
+    expect(Deliverer.retryAfterMillis("120", now)).toBe(120_000)
+    expect(Deliverer.retryAfterMillis(" 0 ", now)).toBe(0)
+    expect(Deliverer.retryAfterMillis(new Date(now + 90_000).toUTCString(), now)).toBe(90_000)
+    expect(Deliverer.retryAfterMillis(new Date(now - 90_000).toUTCString(), now)).toBe(0)
+    expect(Deliverer.retryAfterMillis("soon", now)).toBeUndefined()
+    expect(Deliverer.retryAfterMillis("-5", now)).toBeUndefined()
+    expect(Deliverer.retryAfterMillis("1.5", now)).toBeUndefined()
+    const day = 86_400_000
+    expect(Deliverer.outcome({ status: 429, retryAfterMs: 120_000 }, now, 5_000)).toEqual({ _tag: "Retry", retryAt: now + 120_000 })
+    expect(Deliverer.outcome({ status: 503, retryAfterMs: 1_000 }, now, 300_000)).toEqual({ _tag: "Retry", retryAt: now + 300_000 })
+    expect(Deliverer.outcome({ status: 429, retryAfterMs: 3 * day }, now, 5_000)).toEqual({ _tag: "Retry", retryAt: now + day })
+    expect(Deliverer.outcome({ status: 429, retryAfterMs: 3 * day }, now, 5_000, { maxRetryAfter: "1 hour" })).toEqual({ _tag: "Retry", retryAt: now + 3_600_000 })
+    expect(Deliverer.outcome({ status: 429 }, now, 5_000)).toEqual({ _tag: "Retry", retryAt: now + 5_000 })
+    // The schedule decides how many attempts: a Retry-After on the last one does not add another.
+    expect(Deliverer.outcome({ status: 429, retryAfterMs: 1_000 }, now, undefined)).toEqual({ _tag: "GaveUp" })
+    expect(Deliverer.outcome({ status: 410 }, now, 5_000)).toEqual({ _tag: "GaveUp" })
+    expect(Deliverer.outcome({ status: 204 }, now, undefined)).toEqual({ _tag: "Delivered" })
+    expect(Deliverer.outcome(null, now, 5_000)).toEqual({ _tag: "Retry", retryAt: now + 5_000 })
+  })
 
   it.effect("a receiver that never answers is given up on after 15 s, and retried", () =>
     Effect.gen(function*() {
