@@ -12,6 +12,7 @@ import { moderationCategories } from "./Moderation.js"
 import * as OpenApiDocument from "./OpenApiDocument.js"
 import type * as Ledger from "./Ledger.js"
 import { isoTime, Task } from "./Task.js"
+import type * as TaskStore from "./TaskStore.js"
 
 const envelopeError = <const Code extends number>(code: Code, description: string) =>
   ({
@@ -71,7 +72,7 @@ export class MethodNotAllowed extends Schema.Class<MethodNotAllowed>("MethodNotA
   HttpApiSchema.annotations({ status: 405 })
 ) {}
 
-/** 409: the request conflicts with the task's state (cancelling a finished task). */
+/** 409: the request conflicts with the task's state (cancelling a finished task, redelivering an unfinished one's callback). */
 export class Conflict extends Schema.Class<Conflict>("Conflict")(
   envelopeError(409, "Why the task's state does not allow it."),
   HttpApiSchema.annotations({ status: 409 })
@@ -293,6 +294,72 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
   .prefix("/api/v1")
 {}
 
+/** One attempt to deliver a callback, as the callbacks endpoint shows it. */
+export const CallbackAttempt = Schema.Struct({
+  attempt: Schema.Int.annotations({ description: "1 for the first; a redelivery carries the numbering on." }),
+  at: Schema.String.annotations({ description: "When the attempt ended (ISO 8601 UTC)." }),
+  status_code: Schema.NullOr(Schema.Int).annotations({ description: "The receiver's HTTP status; null when there was no answer." }),
+  latency_ms: Schema.Int.annotations({ description: "From sending the request to its answer or failure." }),
+  error: Schema.NullOr(Schema.String).annotations({
+    description: "Why the attempt did not deliver (`HTTP 500`, `no answer within 15s`, ...); null when it did."
+  })
+}).annotations({ identifier: "CallbackAttempt" })
+
+/** A task's callback and its delivery, as the callbacks endpoint shows it. */
+export const Callback = Schema.Struct({
+  id: Schema.String.annotations({ description: "The callback's webhook-id, the same on every attempt and redelivery." }),
+  url: Schema.String.annotations({ description: "Where it is sent: the task's callBackUrl." }),
+  created_at: Schema.String.annotations({ description: "When the task ended and the callback became owed (ISO 8601 UTC)." }),
+  status: Schema.Literal("pending", "delivered", "failed").annotations({
+    description: "pending: an attempt is due at next_attempt_at; delivered: a 2xx answer; failed: given up (410 Gone or the retry schedule used up)."
+  }),
+  next_attempt_at: Schema.NullOr(Schema.String).annotations({ description: "When the next attempt is due; null unless pending." }),
+  attempts: Schema.Array(CallbackAttempt).annotations({ description: "Every attempt, oldest first." })
+}).annotations({ identifier: "Callback" })
+
+/** A callback and its attempts in the shape the callbacks endpoint shows. */
+export const callbackWire = (
+  callback: TaskStore.CallbackState,
+  attempts: ReadonlyArray<TaskStore.CallbackAttempt>
+): typeof Callback.Type => ({
+  id: callback.id,
+  url: callback.url,
+  created_at: isoTime(callback.createdAt),
+  status: callback.status,
+  next_attempt_at: callback.nextAttemptAt === null ? null : isoTime(callback.nextAttemptAt),
+  attempts: attempts.map((attempt) => ({
+    attempt: attempt.attempt,
+    at: isoTime(attempt.at),
+    status_code: attempt.status,
+    latency_ms: Math.round(attempt.durationMs),
+    error: attempt.error
+  }))
+})
+
+/** 200 answer of the callbacks endpoints. */
+export const CallbacksResponse = okSchema(Schema.Struct({ callbacks: Schema.Array(Callback) })).annotations({ identifier: "CallbacksResponse" })
+
+/** A task's callbacks: their deliveries, and a redelivery on demand (additive: not in the spec). */
+export class CallbacksGroup extends HttpApiGroup.make("callbacks")
+  .add(
+    HttpApiEndpoint.get("callbacks", "/task/:taskId/callbacks")
+      .setPath(Schema.Struct({ taskId: TaskIdPath }))
+      .addSuccess(CallbacksResponse)
+      .addError(NotFound)
+      .annotate(OpenApi.Summary, "A task's callbacks and every delivery attempt (additive: not in the spec)")
+  )
+  .add(
+    HttpApiEndpoint.post("redeliver", "/task/:taskId/callbacks/redeliver")
+      .setPath(Schema.Struct({ taskId: TaskIdPath }))
+      .addSuccess(CallbacksResponse)
+      .addError(NotFound)
+      .addError(Conflict)
+      .annotate(OpenApi.Summary, "Send an ended task's callback again, now, with the same webhook-id (additive: not in the spec)")
+  )
+  .middleware(Authorization)
+  .prefix("/api/v1")
+{}
+
 /** 200 answer of the catalog. */
 export const ModelsResponse = okSchema(Schema.Struct({ models: Schema.Array(ModelInfo) })).annotations({ identifier: "ModelsResponse" })
 
@@ -357,6 +424,7 @@ export class AccountGroup extends HttpApiGroup.make("account")
 /** The whole mediagate API. */
 export class MediagateApi extends HttpApi.make("mediagate")
   .add(TasksGroup)
+  .add(CallbacksGroup)
   .add(CatalogGroup)
   .add(AccountGroup)
   .addError(InternalServerError)

@@ -1,7 +1,8 @@
 /**
- * The use cases: submit a task and query it (spec sections 4.1 and 4.2).
+ * The use cases: submit a task and query it (spec sections 4.1 and 4.2), list and cancel
+ * tasks, and look at or redeliver a task's callbacks.
  */
-import { Clock, Context, Duration, Effect, Either, Option } from "effect"
+import { Clock, Context, Duration, Effect, Either, Option, Schema } from "effect"
 import type { Account } from "./Accounts.js"
 import type { ListQuery, SubmitRequest } from "./Api.js"
 import { ModerationRejected, ModerationUnavailable, shortened, TaskNotCancellable, TaskNotFound, ValidationError } from "./Errors.js"
@@ -15,8 +16,9 @@ import * as Pricing from "./models/Pricing.js"
 import { Prices } from "./models/Pricing.js"
 import type { Task, TaskInput, UpstreamJob } from "./Task.js"
 import * as Transition from "./Transition.js"
-import { isTerminal, TaskRecord, toWire } from "./Task.js"
-import { TaskWakeup } from "./TaskEvents.js"
+import { isTerminal, TaskRecord, TaskStatus, toWire } from "./Task.js"
+import { CallbackWakeup, TaskWakeup } from "./TaskEvents.js"
+import type { CallbackAttempt, CallbackState } from "./TaskStore.js"
 import { TaskStore } from "./TaskStore.js"
 import { type InboundWebhook, Upstream } from "./Upstream.js"
 import * as TaskWrites from "./TaskWrites.js"
@@ -96,6 +98,25 @@ const unsupportedModel = (given: string, ids: ReadonlyArray<string>) => {
   return new ValidationError({ message: `model '${shortened(given)}' is not supported;${hint} GET /api/v1/models lists every model` })
 }
 
+/** A task's callback has nothing to redeliver: the task has not ended, or it has no callBackUrl. */
+export class CallbackNotRedeliverable extends Schema.TaggedError<CallbackNotRedeliverable>()("CallbackNotRedeliverable", {
+  taskId: Schema.String,
+  reason: Schema.Literal("NotEnded", "NoCallBackUrl"),
+  status: TaskStatus
+}) {
+  override get message() {
+    return this.reason === "NotEnded"
+      ? `task is still ${this.status}; its callback is sent when it ends`
+      : "task has no callBackUrl, so there is no callback to redeliver"
+  }
+}
+
+/** A callback and every attempt made to deliver it, oldest first. */
+export interface CallbackDelivery {
+  readonly callback: CallbackState
+  readonly attempts: ReadonlyArray<CallbackAttempt>
+}
+
 /** Submit and query, independent of any transport. */
 export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/TaskService", {
   effect: Effect.gen(function*() {
@@ -104,6 +125,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     const catalog = yield* ModelCatalog
     const moderation = yield* Moderation
     const wakeup = yield* Effect.serviceOption(TaskWakeup)
+    const deliverer = yield* Effect.serviceOption(CallbackWakeup)
     const upstream = yield* Effect.serviceOption(Upstream)
     const ledger = yield* Effect.serviceOption(Ledger)
     const deadlines = yield* Deadlines
@@ -259,7 +281,37 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       return true
     })
 
-    return { submit, query, list, cancel, receiveWebhook } as const
+    /** A task's callbacks, each with its attempts. */
+    const deliveries = (taskId: TaskId): Effect.Effect<ReadonlyArray<CallbackDelivery>> =>
+      Effect.flatMap(store.callbacks(taskId), (callbacks) =>
+        Effect.forEach(callbacks, (callback) => Effect.map(store.callbackAttempts(callback.id), (attempts) => ({ callback, attempts }))))
+
+    /** The callbacks of the caller's task, each with every attempt made to deliver it. */
+    const callbacks = Effect.fn("TaskService.callbacks", spanOptions)(function*(account: Account, taskId: TaskId) {
+      if (Option.isNone(yield* store.getOwned(taskId, account.id))) return yield* new TaskNotFound({ taskId })
+      return yield* deliveries(taskId)
+    })
+
+    /**
+     * Sends the callback of the caller's ended task again, now: a new delivery round under the
+     * same webhook-id, whether the last one delivered it, gave up or is still retrying (as
+     * Stripe resends a delivered event). The deliverer is woken so it goes at once.
+     */
+    const redeliver = Effect.fn("TaskService.redeliver", spanOptions)(function*(account: Account, taskId: TaskId) {
+      const found = yield* store.getOwned(taskId, account.id)
+      if (Option.isNone(found)) return yield* new TaskNotFound({ taskId })
+      const { callBackUrl, status } = found.value
+      if (!isTerminal(status)) return yield* new CallbackNotRedeliverable({ taskId, reason: "NotEnded", status })
+      if (callBackUrl === null) return yield* new CallbackNotRedeliverable({ taskId, reason: "NoCallBackUrl", status })
+      // An ended task with a callBackUrl owes its callback from the write that ended it (TaskWrites).
+      if ((yield* store.redeliverCallbacks(taskId, yield* Clock.currentTimeMillis)) === 0) {
+        return yield* Effect.dieMessage(`task ${taskId} ended with a callBackUrl but owes no callback`)
+      }
+      if (Option.isSome(deliverer)) yield* deliverer.value.wake
+      return yield* deliveries(taskId)
+    })
+
+    return { submit, query, list, cancel, receiveWebhook, callbacks, redeliver } as const
   })
 }) {}
 

@@ -1,8 +1,9 @@
 /**
- * Handlers of the task endpoints.
+ * Handlers of the task endpoints (and the catalog, account and callbacks groups).
  */
 import { HttpApiBuilder } from "@effect/platform"
 import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
+import type { CallbackDelivery, CallbackNotRedeliverable } from "@mediagate/core"
 import { Accounts, Api, Ids, Ledger, ModelCatalog, ModelInfo, Pricing, TaskService } from "@mediagate/core"
 import type { Layer } from "effect"
 import { Effect, Stream } from "effect"
@@ -133,4 +134,30 @@ export const accountLayer: Layer.Layer<
           entries: entries.map(Api.ledgerEntryWire)
         })
       }))
+  }))
+
+/** A redelivery the task's state does not allow: 409 with the reason. */
+const notRedeliverable = (error: CallbackNotRedeliverable) => new Api.Conflict({ code: 409, msg: error.message })
+
+/** The handlers of the "callbacks" group: a task's callbacks with their attempts, and a redelivery. */
+export const callbacksLayer: Layer.Layer<
+  HttpApiGroup.ApiGroup<"mediagate", "callbacks">,
+  never,
+  TaskService | Api.Authorization
+> = HttpApiBuilder.group(Api.MediagateApi, "callbacks", (handlers) =>
+  Effect.gen(function*() {
+    const tasks = yield* TaskService
+    const view = (deliveries: ReadonlyArray<CallbackDelivery>) =>
+      Api.ok({ callbacks: deliveries.map(({ attempts, callback }) => Api.callbackWire(callback, attempts)) })
+    return handlers
+      .handle("callbacks", ({ path }) =>
+        Effect.gen(function*() {
+          const account = yield* Accounts.CurrentAccount
+          return view(yield* tasks.callbacks(account, Ids.TaskId.make(path.taskId)))
+        }).pipe(Effect.mapError(toHttpError)))
+      .handle("redeliver", ({ path }) =>
+        Effect.gen(function*() {
+          const account = yield* Accounts.CurrentAccount
+          return view(yield* tasks.redeliver(account, Ids.TaskId.make(path.taskId)))
+        }).pipe(Effect.catchTag("CallbackNotRedeliverable", (error) => Effect.fail(notRedeliverable(error))), Effect.mapError(toHttpError)))
   }))

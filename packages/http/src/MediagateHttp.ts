@@ -20,7 +20,7 @@ export type Requirements = TaskService | Accounts.Accounts | Ledger.Ledger | Med
 
 /** The API with its handlers, auth and extra routes. */
 export const layer: Layer.Layer<HttpApi.Api, never, Requirements> = HttpApiBuilder.api(Api.MediagateApi).pipe(
-  Layer.provide([Handlers.layer, Handlers.catalogLayer, Handlers.accountLayer]),
+  Layer.provide([Handlers.layer, Handlers.callbacksLayer, Handlers.catalogLayer, Handlers.accountLayer]),
   Layer.provide(Auth.layer),
   Layer.merge(Routes.layer)
 )
