@@ -6,3 +6,5 @@ export * as Engine from "./Engine.js"
 export * as Webhooks from "./Webhooks.js"
 /** The settlement sweep: credits left open by a crash, settled. */
 export * as Settlements from "./Settlements.js"
+/** A receiver's check of a callback (Standard Webhooks), and why it refuses one. */
+export { CallbackVerificationError, verifyCallback } from "./Webhooks.js"
