@@ -12,6 +12,8 @@ export { Heap } from "./Heap.js"
 export * as Ids from "./Ids.js"
 /** Hosting of produced files. */
 export * as MediaStore from "./MediaStore.js"
+/** Kinds, formats and durations of media files. */
+export * as MediaProbe from "./MediaProbe.js"
 /** The model catalog. */
 export * as ModelCatalog from "./models/ModelCatalog.js"
 /** alpha-image-2. */
@@ -51,6 +53,8 @@ export * as ModerationRules from "./ModerationRules.js"
 export * as Task from "./Task.js"
 /** Requests to third parties: address checks, pinning, no redirects. */
 export * as Outbound from "./Outbound.js"
+/** Downloads of client media: address checks, limits, sniffed content types. */
+export * as SafeFetch from "./SafeFetch.js"
 /** Engine nudges. */
 export * as TaskEvents from "./TaskEvents.js"
 /** Submit and query. */
@@ -61,6 +65,8 @@ export * as TaskWrites from "./TaskWrites.js"
 export * as TaskStore from "./TaskStore.js"
 /** The state machine. */
 export * as Transition from "./Transition.js"
+/** Conversions of input media (WebP to JPEG). */
+export * as Transcoder from "./Transcoder.js"
 /** Upstream providers. */
 export * as Upstream from "./Upstream.js"
 /** Which client URLs are acceptable. */
