@@ -42,6 +42,18 @@ class Stale {
   constructor(readonly message: string) {}
 }
 
+/**
+ * The `lookup` of a connection to a checked target: it answers the checked address whatever
+ * name it is asked, so the connection goes where the check looked (SafeFetch uses it too).
+ */
+export const pinnedLookup = (target: Outbound.Target): LookupFunction => (_hostname, options, callback) =>
+  options.all
+    ? (callback as (error: null, addresses: Array<{ address: string; family: number }>) => void)(
+      null,
+      [{ address: target.address, family: target.family }]
+    )
+    : callback(null, target.address, target.family)
+
 /** A request to a checked target; its answer is handed to `onResponse`, which owns the body. */
 const exchange = <A>(
   target: Outbound.Target,
@@ -50,13 +62,6 @@ const exchange = <A>(
   onResponse: (response: Http.IncomingMessage) => Effect.Effect<A, Outbound.OutboundError>
 ): Effect.Effect<A, Outbound.OutboundError | Stale> =>
   Effect.async<Http.IncomingMessage, Outbound.OutboundError | Stale>((resume) => {
-    const pinned: LookupFunction = (_hostname, options, callback) =>
-      options.all
-        ? (callback as (error: null, addresses: Array<{ address: string; family: number }>) => void)(
-          null,
-          [{ address: target.address, family: target.family }]
-        )
-        : callback(null, target.address, target.family)
     const client = target.url.protocol === "https:" ? Https : Http
     const outgoing = client.request({
       method: request.method,
@@ -66,7 +71,7 @@ const exchange = <A>(
       headers: request.body === undefined
         ? request.headers
         : { ...request.headers, "content-length": String(request.body.byteLength) },
-      lookup: pinned,
+      lookup: pinnedLookup(target),
       agent
     })
     // node:http adds a `connection` header of its own; HTTP/1.1 needs none, and keeps the connection open without it.
