@@ -100,7 +100,7 @@ describe("NodeOutbound", () => {
   it.effect("sends only the headers it is given, plus host and content-length", () =>
     Effect.gen(function*() {
       const answer = yield* post(main.url("/headers"), { "content-type": "application/json", "user-agent": "ua/1", "x-one": "1" })
-      expect(answer).toEqual({ status: 204 })
+      expect(answer).toMatchObject({ status: 204 })
       const [request] = hits("/headers")
       expect(new Set(request!.headerNames)).toEqual(new Set(["content-type", "user-agent", "x-one", "host", "content-length"]))
       expect(request!.body).toBe("{}")
@@ -108,7 +108,7 @@ describe("NodeOutbound", () => {
 
   it.effect("answers any status as it is", () =>
     Effect.gen(function*() {
-      expect(yield* post(main.url("/created"))).toEqual({ status: 201 })
+      expect(yield* post(main.url("/created"))).toMatchObject({ status: 201 })
     }).pipe(Effect.provide(outbound({ allowPrivate: true }, scriptedResolver([]).layer))))
 
   it.effect("a name resolving to a public address and a private one is refused, and nothing is sent", () => {
@@ -163,7 +163,7 @@ describe("NodeOutbound", () => {
 
   it.effect("a redirect is an answer: it is never followed", () =>
     Effect.gen(function*() {
-      expect(yield* post(main.url("/moved"))).toEqual({ status: 302 })
+      expect(yield* post(main.url("/moved"))).toMatchObject({ status: 302 })
       expect(hits("/moved").length).toBe(1)
       expect(elsewhere.received).toEqual([])
     }).pipe(Effect.provide(outbound({ allowPrivate: true }, scriptedResolver([]).layer))))
@@ -214,8 +214,8 @@ describe("NodeOutbound", () => {
         Effect.gen(function*() {
           const outbound = yield* Layer.build(outbound_({ allowPrivate: true }, scriptedResolver([]).layer))
           const send = post(main.url("/kept")).pipe(Effect.provide(outbound))
-          expect(yield* send).toEqual({ status: 204 })
-          expect(yield* send).toEqual({ status: 204 })
+          expect(yield* send).toMatchObject({ status: 204 })
+          expect(yield* send).toMatchObject({ status: 204 })
           const [first, second] = hits("/kept")
           expect(second!.remotePort).toBe(first!.remotePort)
           expect(closed).not.toContain(first!.remotePort)
@@ -229,7 +229,7 @@ describe("NodeOutbound", () => {
     // Same name and port; the second answer is another loopback address, where nothing listens.
     const resolver = scriptedResolver(["127.0.0.1"], ["127.0.0.2"])
     return Effect.gen(function*() {
-      expect(yield* post(`http://hooks.example.test:${main.port()}/moved-host`)).toEqual({ status: 204 })
+      expect(yield* post(`http://hooks.example.test:${main.port()}/moved-host`)).toMatchObject({ status: 204 })
       const error = yield* Effect.flip(post(`http://hooks.example.test:${main.port()}/moved-host`))
       expect(error.message).toBe(`request failed: connect ECONNREFUSED 127.0.0.2:${main.port()}`)
       expect(hits("/moved-host").length).toBe(1)
@@ -250,8 +250,8 @@ describe("NodeOutbound", () => {
     return Effect.gen(function*() {
       yield* Effect.acquireRelease(Effect.promise(() => listen(server)), () => Effect.promise(() => close(server)))
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/cut`
-      expect(yield* post(url)).toEqual({ status: 204 })
-      expect(yield* post(url)).toEqual({ status: 204 })
+      expect(yield* post(url)).toMatchObject({ status: 204 })
+      expect(yield* post(url)).toMatchObject({ status: 204 })
       expect(requests.length).toBe(3)
       expect(requests[1]).toBe(requests[0])
       expect(requests[2]).not.toBe(requests[0])
@@ -265,12 +265,12 @@ describe("NodeOutbound", () => {
       const outbound = yield* Layer.build(outbound_({ allowPrivate: true, idleConnections: 1 }, scriptedResolver([]).layer))
       const send = post(main.url("/limited")).pipe(Effect.provide(outbound))
       // Two at once need two connections; when both are idle, only one stays open.
-      expect(yield* Effect.all([send, send], { concurrency: 2 })).toEqual([{ status: 204 }, { status: 204 }])
+      expect((yield* Effect.all([send, send], { concurrency: 2 })).map((answer) => answer.status)).toEqual([204, 204])
       const ports = hits("/limited").map((r) => r.remotePort)
       expect(new Set(ports).size).toBe(2)
       yield* until(() => ports.filter((port) => closed.includes(port)).length === 1)
       // The kept one serves the next request.
-      expect(yield* send).toEqual({ status: 204 })
+      expect(yield* send).toMatchObject({ status: 204 })
       const kept = ports.find((port) => !closed.includes(port))
       expect(hits("/limited")[2]!.remotePort).toBe(kept)
     }).pipe(Effect.scoped))
