@@ -7,7 +7,15 @@ import { NodeHttpServer } from "@effect/platform-node"
 import type { Accounts, Ledger, MediaStore, Outbound, StoreError, TaskStore } from "@mediagate/core"
 import { Ids } from "@mediagate/core"
 import { MediagateHttp, RateLimit, Routes } from "@mediagate/http"
-import { FileMediaStore, NodeOutbound, NodeResolver } from "@mediagate/media"
+import {
+  FileMediaStore,
+  MediaProbe as NodeMediaProbe,
+  MediaUpstream,
+  NodeOutbound,
+  NodeResolver,
+  SafeFetch as NodeSafeFetch,
+  Transcoder as NodeTranscoder
+} from "@mediagate/media"
 import type { Deliverer, Engine } from "@mediagate/scheduler"
 import { Mediagate } from "@mediagate/server"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
@@ -197,17 +205,26 @@ export const services = (
     readonly simulatorStats?: Simulator.Stats
     /** Real providers; without it every model runs on the simulator. */
     readonly routing?: Routing
+    /**
+     * The spec's media rules around the upstream (`MediaUpstream`): input media fetched and
+     * checked, WebP input transcoded, alpha-image-2 and beta-imagine results hosted here.
+     * The standalone server always has them; without this, media URLs pass as given.
+     */
+    readonly mediaRules?: { readonly mediaBaseUrl: string }
   },
   backends: Backends,
   engine: Engine.Options = {},
   deliverer: Deliverer.Options = {}
 ) => {
+  const inner = upstream(config, config.routing).pipe(Layer.provide(backends.media))
   const concrete = Layer.mergeAll(
     backends.store,
     backends.accounts,
     backends.ledger,
     backends.media,
-    upstream(config, config.routing).pipe(Layer.provide(backends.media)),
+    config.mediaRules === undefined
+      ? inner
+      : mediaRules(config.mediaRules, config.allowPrivateUrls).pipe(Layer.provide(inner), Layer.provide(backends.media)),
     moderation(config.moderation),
     outbound(config)
   ).pipe(Layer.provide(Ids.layer))
@@ -217,6 +234,15 @@ export const services = (
     Layer.provideMerge(concrete)
   )
 }
+
+/** Fetching, probing and transcoding for `MediaUpstream`, every request through SafeFetch's address rules. */
+const mediaRules = (options: MediaUpstream.Options, allowPrivate: boolean) =>
+  MediaUpstream.layer(options).pipe(
+    Layer.provide(Layer.mergeAll(NodeMediaProbe.layer, NodeTranscoder.layer()).pipe(
+      Layer.provideMerge(NodeSafeFetch.layer({ allowPrivate })),
+      Layer.provide(NodeResolver.layer)
+    ))
+  )
 
 /** A startup problem that is not a variable's (an unreadable or invalid file): one line. */
 export class StartupError extends Data.TaggedError("StartupError")<{ readonly message: string }> {}
@@ -301,7 +327,7 @@ export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | 
 export const layer = (config: LayerConfig, backends: Backends, http?: NodeServer) =>
   MediagateHttp.serve.pipe(
     Layer.provide(Option.match(config.rateLimit ?? Option.none(), { onNone: () => Layer.empty, onSome: RateLimit.layer })),
-    Layer.provide(services(config, backends, engineOptions(config))),
+    Layer.provide(services({ ...config, mediaRules: { mediaBaseUrl: `${config.publicUrl}${Routes.mediaPrefix}` } }, backends, engineOptions(config))),
     // The OpenAPI document names MEDIAGATE_PUBLIC_URL (or its default) in `servers`.
     Layer.provide(Layer.succeed(Routes.PublicUrl, Option.some(config.publicUrl))),
     Layer.provide(config.webhookPrefix === undefined ? Layer.empty : Layer.succeed(Routes.WebhookPrefix, config.webhookPrefix)),

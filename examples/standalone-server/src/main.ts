@@ -48,6 +48,9 @@ const banner = (config: ServerConfig, credentials: Credentials, routing: Routing
   return [
     "",
     `mediagate listening on ${config.publicUrl} (${upstreamLine(config, routing)}, store: ${store})`,
+    ...(config.allowPrivateUrls
+      ? ["warning: MEDIAGATE_ALLOW_PRIVATE_URLS is on: callbacks and media fetches may reach localhost and private addresses (development and tests only)"]
+      : []),
     key._tag === "Environment"
       ? "API key: the one in MEDIAGATE_API_KEY"
       : key._tag === "Generated"

@@ -260,9 +260,9 @@ describe("price (spec section 8): n × unit price of the resolution, in micro-US
 })
 
 describe("catalog text claims only what the code does", () => {
-  it("WebP input is not said to be transcoded to JPEG: nothing transcodes yet, and the text says so", () => {
+  it("WebP input is said to be transcoded where it is: by MediaUpstream, which the standalone server runs (test/media-rules.test.ts)", () => {
     const text = JSON.stringify(ModelInfo.describe(AlphaImage2.imageToImage))
     expect(text).not.toMatch(/transcoded to JPEG automatically/)
-    expect(text).toMatch(/WebP input is passed on as given: transcoding it to JPEG \(spec\) is not implemented yet/)
+    expect(text).toMatch(/WebP input is transcoded to JPEG \(by MediaUpstream, which the standalone server runs\)/)
   })
 })

@@ -135,15 +135,15 @@ describe("materials whose type the URL does not tell", () => {
 
 describe("catalog text claims only what the code does", () => {
   for (const id of ["motion-2.0", "motion-2.0-fast", "motion-1.5-pro"]) {
-    it(`${id}: the 15 s totals of video and audio are said to be unchecked (durations are not probed yet); unknown materials explained`, () => {
+    it(`${id}: the 15 s totals of video and audio are said to be checked where MediaUpstream runs; unknown materials explained`, () => {
       const limits = ModelInfo.describe(Option.getOrThrow(catalog.find(id))).limits
       expect(limits[0]).toBe(
-        "mediaUrls 1 to 12, at most 9 images (a violation fails the task with INVALID_PARAMETERS); the spec's totals of at most 15 s of video and 15 s of audio are not checked yet: durations are not probed"
+        "mediaUrls 1 to 12, at most 9 images, total video at most 15 s, total audio at most 15 s, in that order (a violation fails the task with INVALID_PARAMETERS); the counts by URL at submit, then every rule again with each file's type and duration from its bytes when the upstream is wrapped with MediaUpstream (the standalone server)"
       )
       expect(limits).toContain(
         id === "motion-1.5-pro"
-          ? "material type from the URL's extension; a URL without a known one is kept as type unknown (typing it from the file is not implemented yet) and counts as one of the 2 images"
-          : "material type from the URL's extension; a URL without a known one is kept as type unknown (typing it from the file is not implemented yet): it counts toward the 12 URLs but not as an image, and the request does not fall back"
+          ? "material type from the URL's extension; a URL without a known one is kept as type unknown (typed from the file's bytes where MediaUpstream runs, as in the standalone server) and counts as one of the 2 images"
+          : "material type from the URL's extension; a URL without a known one is kept as type unknown (typed from the file's bytes where MediaUpstream runs, as in the standalone server): it counts toward the 12 URLs but not as an image, and the request does not fall back"
       )
     })
   }

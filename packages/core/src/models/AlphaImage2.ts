@@ -65,7 +65,7 @@ export const TextToImageInput = Schema.Struct(fields).pipe(Schema.filter(ratioAl
 /** Input of alpha-image-2/image-to-image. */
 export const ImageToImageInput = Schema.Struct({
   ...fields,
-  imageUrls: urlList(1, 1, "Exactly 1 public HTTPS URL. WebP input is passed on as given: transcoding it to JPEG (spec) is not implemented yet.")
+  imageUrls: urlList(1, 1, "Exactly 1 public HTTPS URL. WebP input is transcoded to JPEG (by MediaUpstream, which the standalone server runs).")
 }).pipe(Schema.filter(ratioAllowedAtResolution))
 
 type Decoded = {

@@ -46,7 +46,8 @@ export const materialsOf = (urls: ReadonlyArray<string>): ReadonlyArray<Material
  * at most 2). A broken rule fails the task with INVALID_PARAMETERS, for every count alike.
  * Unknown materials count toward the 12 but not toward the 9 images until they are typed;
  * on motion-1.5-pro every material must be an image, so more than 2 of any type fail.
- * The spec's 15 s totals of video and of audio are not checked: durations are not probed yet.
+ * The spec's 15 s totals of video and of audio need the files: MediaUpstream (media package)
+ * probes them and applies this again with the types it found.
  * Pure, so the step that types unknown materials can apply it again.
  */
 export const rejectionOf = (tier: Tier, field: string, materials: ReadonlyArray<Material>): string | undefined => {
@@ -179,13 +180,13 @@ const spec = (tier: Tier): ModelSpec => ({
   passThrough: true,
   defaults: { ratio: "16:9", resolution: "720p", duration: 5, fallback: tier === "motion-1.5-pro" ? "ignored" : true },
   limits: [
-    "mediaUrls 1 to 12, at most 9 images (a violation fails the task with INVALID_PARAMETERS); the spec's totals of at most 15 s of video and 15 s of audio are not checked yet: durations are not probed",
+    "mediaUrls 1 to 12, at most 9 images, total video at most 15 s, total audio at most 15 s, in that order (a violation fails the task with INVALID_PARAMETERS); the counts by URL at submit, then every rule again with each file's type and duration from its bytes when the upstream is wrapped with MediaUpstream (the standalone server)",
     tier === "motion-1.5-pro"
       ? "duration 5 or 10; at most 2 images and no video or audio (a violation fails the task with INVALID_PARAMETERS)"
       : "duration 4 to 15",
     tier === "motion-1.5-pro"
-      ? "material type from the URL's extension; a URL without a known one is kept as type unknown (typing it from the file is not implemented yet) and counts as one of the 2 images"
-      : "material type from the URL's extension; a URL without a known one is kept as type unknown (typing it from the file is not implemented yet): it counts toward the 12 URLs but not as an image, and the request does not fall back",
+      ? "material type from the URL's extension; a URL without a known one is kept as type unknown (typed from the file's bytes where MediaUpstream runs, as in the standalone server) and counts as one of the 2 images"
+      : "material type from the URL's extension; a URL without a known one is kept as type unknown (typed from the file's bytes where MediaUpstream runs, as in the standalone server): it counts toward the 12 URLs but not as an image, and the request does not fall back",
     "unknown fields pass through to the upstream for text-to-video only, except another name for mediaUrls (images, image_urls, ...), which is refused"
   ],
   priceRule: "per second of video (price table)",
