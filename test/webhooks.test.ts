@@ -1,6 +1,6 @@
 /**
  * Provider webhooks, black box: the standalone server with a routes file sending
- * alpha-image-2 to a loopback fake of fal's queue API (its jobs run until told to finish).
+ * dream-4 to a loopback fake of fal's queue API (its jobs run until told to finish).
  * fal's signed webhook finishes the task at once, long before the first safety-net poll;
  * a webhook with a bad signature is refused and wakes nothing; a model without a route runs
  * on the simulator, as MEDIAGATE_UNROUTED asks. Waits on a real process, so
@@ -25,7 +25,7 @@ beforeAll(async () => {
   fal = await FakeFal.start({ key: "fal-key", steps: Infinity })
   const routes = join(dir, "routes.json")
   writeFileSync(routes, JSON.stringify({
-    routes: [{ model: "alpha-image-2", targets: [{ provider: "fal", model: "fal-ai/flux/dev", input: { prompt: "$prompt", num_images: "$n" } }] }]
+    routes: [{ model: "dream-4", targets: [{ provider: "fal", model: "fal-ai/flux/dev", input: { prompt: "$prompt", num_images: "$n" } }] }]
   }))
   port = await freePort()
   server = await startServer(port, {
@@ -64,7 +64,9 @@ const until = async (taskId: string, check: (t: any) => boolean, limitMs: number
 
 describe("provider webhooks", () => {
   it("fal's signed webhook finishes the task at once; polls wait as a safety net", { timeout: 60_000 }, async () => {
-    const taskId = await submit(port, key, "alpha-image-2/text-to-image", "a webhook lighthouse")
+    // dream-4: its results are returned as the provider gave them (alpha-image-2's would be
+    // copied to our storage, and fal's fake result URL names a host this machine cannot reach).
+    const taskId = await submit(port, key, "dream-4", "a webhook lighthouse")
     const accepted = await until(taskId, (t) => t.attempts[0]?.upstream_id !== null && t.attempts[0]?.upstream_id !== undefined, 10_000)
     const requestId = accepted.attempts[0].upstream_id as string
     const job = fal.jobs.get(requestId)!
