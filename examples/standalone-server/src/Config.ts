@@ -21,6 +21,8 @@ export interface ServerConfig {
    * first sees MEDIAGATE_API_KEY's account; 0 for none. Other accounts start at 0.
    */
   readonly startingCredits: number
+  /** How long result files are kept after they were last stored (with a SQL store); none: forever. */
+  readonly mediaRetention: Option.Option<Duration.Duration>
   readonly allowPrivateUrls: boolean
   readonly upstream: "simulator"
   readonly simulatorProfile: SimulatorProfile
@@ -98,6 +100,7 @@ export const variables = [
   "MEDIAGATE_UPSTREAM",
   "MEDIAGATE_DATABASE_URL",
   "MEDIAGATE_MEDIA_DIR",
+  "MEDIAGATE_MEDIA_RETENTION",
   "MEDIAGATE_LEASE",
   "MEDIAGATE_SHUTDOWN_GRACE",
   "MEDIAGATE_MAX_RUNNING",
@@ -346,6 +349,7 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   ),
   databaseUrl: databaseUrl.pipe(Config.withDefault(defaultDatabaseUrl)),
   mediaDir: nonEmpty("MEDIAGATE_MEDIA_DIR").pipe(Config.withDefault("./data/media")),
+  mediaRetention: Config.option(duration("MEDIAGATE_MEDIA_RETENTION", [Duration.minutes(1), "1m"], [Duration.days(3650), "3650d"])),
   lease: duration("MEDIAGATE_LEASE", [Duration.seconds(1), "1s"], [Duration.hours(1), "60m"]).pipe(Config.withDefault(Duration.seconds(15))),
   shutdownGrace: duration("MEDIAGATE_SHUTDOWN_GRACE", [Duration.zero, "0s"], [Duration.minutes(10), "10m"]).pipe(
     Config.withDefault(Duration.seconds(10))

@@ -63,7 +63,7 @@ export const memoryBackends = (
  * PostgreSQL, several servers may share the database: they wake each other with
  * LISTEN/NOTIFY.
  */
-export const sqlBackends = (config: Pick<ServerConfig, "publicUrl" | "databaseUrl" | "mediaDir">) => {
+export const sqlBackends = (config: Pick<ServerConfig, "publicUrl" | "databaseUrl" | "mediaDir"> & Partial<Pick<ServerConfig, "mediaRetention">>) => {
   const parsed = Database.parseUrl(config.databaseUrl)
   // Two clients: on SQLite the task store keeps its connection to itself; accounts and the
   // ledger share the other (one layer, memoised by reference).
@@ -72,7 +72,11 @@ export const sqlBackends = (config: Pick<ServerConfig, "publicUrl" | "databaseUr
     store: SqlTaskStore.layer.pipe(Layer.provide(Database.layerFromUrl(config.databaseUrl))),
     accounts: SqlAccounts.layer().pipe(Layer.provide(shared)),
     ledger: SqlLedger.layer().pipe(Layer.provide(shared)),
-    media: FileMediaStore.layer({ directory: config.mediaDir, baseUrl: `${config.publicUrl}${Routes.mediaPrefix}` }),
+    media: FileMediaStore.layerWith({
+      directory: config.mediaDir,
+      baseUrl: `${config.publicUrl}${Routes.mediaPrefix}`,
+      ...Option.match(config.mediaRetention ?? Option.none(), { onNone: () => ({}), onSome: (retention) => ({ retention }) })
+    }),
     ...(Either.isRight(parsed) && parsed.right._tag === "Postgres" ? { relay: PgNotify.make({ url: parsed.right.url }) } : {})
   }
 }
@@ -316,6 +320,7 @@ type Tunables =
   | "moderation"
   | "rateLimit"
   | "startingCredits"
+  | "mediaRetention"
 export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | "providers" | "webhooks"> & Partial<Pick<ServerConfig, Tunables>> & {
   readonly routing?: Routing
 }

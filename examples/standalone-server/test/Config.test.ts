@@ -96,6 +96,18 @@ describe("serverConfig", () => {
       expect(yield* problems({ MEDIAGATE_SHUTDOWN_GRACE: "11m" })).toEqual([rule("MEDIAGATE_SHUTDOWN_GRACE", "0s to 10m", "11m")])
     }))
 
+  it.effect("the media retention is unset by default, or a duration from 1m to 3650d", () =>
+    Effect.gen(function*() {
+      const retention = (env: Record<string, string>) =>
+        Effect.map(read(env), (config) => Option.map(Either.getOrThrow(config).mediaRetention, Duration.toMillis))
+      expect(yield* retention({})).toEqual(Option.none())
+      expect(yield* retention({ MEDIAGATE_MEDIA_RETENTION: "30d" })).toEqual(Option.some(30 * 86_400_000))
+      expect(yield* retention({ MEDIAGATE_MEDIA_RETENTION: "90m" })).toEqual(Option.some(90 * 60_000))
+      const rule = (got: string) => `MEDIAGATE_MEDIA_RETENTION must be a duration from 1m to 3650d, such as 500ms, 10s or 2m (got "${got}")`
+      expect(yield* problems({ MEDIAGATE_MEDIA_RETENTION: "30s" })).toEqual([rule("30s")])
+      expect(yield* problems({ MEDIAGATE_MEDIA_RETENTION: "forever" })).toEqual([rule("forever")])
+    }))
+
   it.effect("running limits are whole numbers; deadlines are family=duration pairs of known families", () =>
     Effect.gen(function*() {
       const defaults = Either.getOrThrow(yield* read({}))
