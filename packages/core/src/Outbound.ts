@@ -8,7 +8,7 @@
  * control.
  */
 import { Context, Duration, Effect, Schema } from "effect"
-import { isPublicAddress } from "./UrlPolicy.js"
+import { isNonPublicHostname, isPublicAddress } from "./UrlPolicy.js"
 
 /** Why an outbound request did not get an answer. */
 export class OutboundError extends Schema.TaggedError<OutboundError>()("OutboundError", {
@@ -81,6 +81,10 @@ export const target = (
     if (parsed.username !== "" || parsed.password !== "") return yield* invalid("the URL contains credentials")
     const hostname = parsed.hostname.replace(/^\[(.*)\]$/, "$1")
     const literal = isIp(hostname)
+    // localhost and its subdomains are loopback by definition (RFC 6761), whatever a resolver says.
+    if (!options.allowPrivate && !literal && isNonPublicHostname(parsed.hostname)) {
+      return yield* new OutboundError({ reason: "NotPublic", message: `${hostname} is not a public host` })
+    }
     const addresses = literal ? [hostname] : yield* Effect.flatMap(Resolver, (resolver) => resolver.resolve(hostname))
     if (addresses.length === 0) {
       return yield* new OutboundError({ reason: "Unresolvable", message: `${hostname} has no address` })

@@ -9,6 +9,8 @@ import { Outbound } from "@mediagate/core"
 import { Effect, Either, Fiber, Layer, TestClock } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import { hostname } from "node:os"
+import { refusedAddresses, refusedUrls } from "../../core/test/AddressCorpus.js"
 import { NodeOutbound, NodeResolver } from "../src/index.js"
 
 type Received = {
@@ -196,15 +198,47 @@ describe("NodeOutbound", () => {
       expect(yield* Effect.flip(post("https://user:pw@example.com/x"))).toMatchObject({ reason: "InvalidUrl" })
     }).pipe(Effect.provide(outbound({ allowPrivate: true }, scriptedResolver([]).layer))))
 
-  it.effect("with the system resolver, a name that /etc/hosts maps to loopback is refused", () =>
+  it.effect("with the system resolver, the machine's own name (in /etc/hosts) is refused for the address it resolves to", () =>
     Effect.gen(function*() {
-      const addresses = yield* NodeResolver.resolve("localhost")
+      const name = hostname()
+      const addresses = yield* NodeResolver.resolve(name)
       expect(addresses.length).toBeGreaterThan(0)
-      const error = yield* Effect.flip(post(`http://localhost:${main.port()}/hosts-file`))
+      const error = yield* Effect.flip(post(`http://${name}:${main.port()}/hosts-file`))
       expect(error.reason).toBe("NotPublic")
-      expect(error.message).toMatch(/^localhost resolves to (127\.0\.0\.1|::1), which is not a public address$/)
+      expect(error.message).toMatch(new RegExp(`^${name} resolves to .*, which is not a public address$`))
       expect(hits("/hosts-file")).toEqual([])
     }).pipe(Effect.provide(outbound({}, NodeResolver.layer))))
+
+  it.effect.each(["localhost", "LOCALHOST.", "api.localhost"])("%s is refused by its name, whatever a resolver would answer", (name) => {
+    const resolver = scriptedResolver(["192.0.78.9"])
+    return Effect.gen(function*() {
+      const error = yield* Effect.flip(post(`http://${name}:${main.port()}/named-localhost`))
+      expect(error).toMatchObject({ reason: "NotPublic", message: `${name.toLowerCase()} is not a public host` })
+      expect(resolver.calls).toEqual([])
+      expect(hits("/named-localhost")).toEqual([])
+    }).pipe(Effect.provide(outbound({}, resolver.layer)))
+  })
+
+  describe("the whole address corpus (packages/core/test/AddressCorpus.ts)", () => {
+    it.effect.each(refusedAddresses)("a name resolving to %s is refused, and nothing is sent", (address) => {
+      const resolver = scriptedResolver(["192.0.78.9", address])
+      return Effect.gen(function*() {
+        const error = yield* Effect.flip(post(`http://hooks.example.test:${main.port()}/corpus`))
+        expect(error).toMatchObject({ reason: "NotPublic", message: `hooks.example.test resolves to ${address}, which is not a public address` })
+        expect(resolver.calls).toEqual(["hooks.example.test"])
+        expect(hits("/corpus")).toEqual([])
+      }).pipe(Effect.provide(outbound({}, resolver.layer)))
+    })
+
+    it.effect.each(refusedUrls)("%s is refused before any lookup, whatever the resolver would answer", (url) => {
+      const resolver = scriptedResolver(["192.0.78.9"])
+      return Effect.gen(function*() {
+        const error = yield* Effect.flip(post(url))
+        expect(error.reason).toBe("NotPublic")
+        expect(resolver.calls).toEqual([])
+      }).pipe(Effect.provide(outbound({}, resolver.layer)))
+    })
+  })
 
   it.effect("a connection is kept and reused for the next request to the same host and address, and closed with the layer", () =>
     Effect.gen(function*() {

@@ -10,6 +10,7 @@ import { SafeFetch as Fetch } from "@mediagate/core"
 import { Effect, Fiber, Layer, TestClock } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import { refusedAddresses, refusedUrls } from "../../core/test/AddressCorpus.js"
 import { SafeFetch } from "../src/index.js"
 import { fixture, fixtures, mediaServer, scriptedResolver, until } from "./MediaServer.js"
 
@@ -192,6 +193,40 @@ describe("SafeFetch", () => {
       expect(dialed).toEqual([])
       expect(server.received).not.toContain("/files/image-64x48.png?mixed")
     }).pipe(Effect.provide(layer))
+  })
+
+  describe("the whole address corpus (packages/core/test/AddressCorpus.ts)", () => {
+    it.effect.each(refusedAddresses)("a name resolving to %s is refused, and nothing is dialed", (address) => {
+      const { dialed, layer } = publicHost(scriptedResolver([publicAddress, address]))
+      return Effect.gen(function*() {
+        const url = named("/files/image-64x48.png?corpus")
+        expect(yield* Effect.flip(get(url))).toEqual(
+          new Fetch.SafeFetchError({ url, reason: "NotPublic", message: `${url}: media.example.test resolves to ${address}, which is not a public address` })
+        )
+        expect(dialed).toEqual([])
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.effect.each(refusedAddresses)("a redirect to a name that resolves to %s (DNS rebinding) is refused and not followed", (address) => {
+      const resolver = scriptedResolver([publicAddress], [address])
+      const { dialed, layer } = publicHost(resolver)
+      return Effect.gen(function*() {
+        const url = named(`/to?location=${encodeURIComponent("/files/image-64x48.png?rebound")}`)
+        expect(yield* Effect.flip(get(url))).toMatchObject({ reason: "NotPublic" })
+        expect(resolver.calls).toEqual(["media.example.test", "media.example.test"])
+        expect(dialed).toEqual([publicAddress])
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.effect.each(refusedUrls)("%s is refused before any lookup, whatever the resolver would answer", (url) => {
+      const resolver = scriptedResolver([publicAddress])
+      const { dialed, layer } = publicHost(resolver)
+      return Effect.gen(function*() {
+        expect(yield* Effect.flip(get(url))).toMatchObject({ reason: "NotPublic" })
+        expect(resolver.calls).toEqual([])
+        expect(dialed).toEqual([])
+      }).pipe(Effect.provide(layer))
+    })
   })
 
   it.effect("private addresses are refused unless allowed, like Outbound's", () =>
