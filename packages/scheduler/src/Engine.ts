@@ -15,7 +15,7 @@ import { Attempt, Ids, ModelCatalog, Task, TaskEvents, TaskStore, TaskWrites, Up
 import { DueTimes } from "./DueTimes.js"
 import * as TimeLimits from "./TimeLimits.js"
 import type { Scope } from "effect"
-import { Clock, Deferred, Duration, Effect, Either, Fiber, FiberSet, Layer, Option, Queue, Random, Ref } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Either, Fiber, FiberSet, Layer, Option, Queue, Random, Ref } from "effect"
 
 /** Engine settings. */
 export interface Options {
@@ -383,7 +383,7 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
           : processing
       }).pipe(
         // A store failure is a defect: log it; the lease expires and the task is tried again.
-        Effect.catchAllDefect((defect) => Effect.logError(`engine: step of task ${record.id} failed`, defect).pipe(Effect.as(record))),
+        Effect.catchAllDefect((defect) => Effect.logError(`engine: step of task ${record.id} failed`, Cause.die(defect)).pipe(Effect.as(record))),
         (effect) =>
           settings.stepSpans
             // No stack trace: capturing one costs about as much as the span itself (bench:costs).

@@ -1,0 +1,138 @@
+/**
+ * Result hosting when the upstream's file will not come (spec section 2: alpha-image-2 and
+ * beta-imagine results are hosted by the service). The standalone composition with its
+ * media rules, on a loopback server, routes both models to a relay gateway faked on
+ * loopback (the relay protocol: submit, then query), whose results point at a file server
+ * that fails as each test asks. A copy that fails once is retried and the task succeeds
+ * with our URL; a copy that keeps failing ends the task FAILURE with the reason, never
+ * SUCCESS with the upstream's URL. The engine's retry delays are shortened to milliseconds,
+ * so the test runs on the real clock and waits for the task, it does not sleep.
+ */
+import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { MediagateHttp } from "@mediagate/http"
+import { Relay } from "@mediagate/upstream"
+import { expandRoutes, memoryBackends, routableModels, services } from "@mediagate/example-standalone-server/Server"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { readFileSync } from "node:fs"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { join } from "node:path"
+import { apiKey, testCredits } from "./support.js"
+
+const png = readFileSync(join(import.meta.dirname, "../packages/media/test/fixtures/image-64x48.png"))
+
+/** How often each result file has been asked for, and how many times each answers 500 before the file. */
+const asked = new Map<string, number>()
+const failuresBeforeFile = new Map<string, number>([["/flaky.png", 1], ["/broken.png", Number.POSITIVE_INFINITY]])
+
+/** The file server the gateway's results point at, and the gateway itself (one task per result path). */
+const loopback = Effect.acquireRelease(
+  Effect.async<{ readonly base: string; readonly server: Http.Server }>((resume) => {
+    const server = Http.createServer((request, response) => {
+      const url = request.url ?? "/"
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+      const json = (body: unknown) => response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body))
+      if (request.method === "POST" && url === "/api/v1/task/submit") {
+        let body = ""
+        request.on("data", (chunk) => (body += chunk))
+        request.on("end", () => json({ code: 0, msg: "success", data: { taskId: JSON.parse(body).input.prompt } }))
+        return
+      }
+      const query = /^\/api\/v1\/task\/([^/]+)$/.exec(url)
+      if (query !== null) {
+        return json({ code: 0, msg: "success", data: { taskId: query[1], status: "SUCCESS", result: { type: "image", urls: [`${base}/${decodeURIComponent(query[1]!)}`] } } })
+      }
+      const count = (asked.get(url) ?? 0) + 1
+      asked.set(url, count)
+      if (count <= (failuresBeforeFile.get(url) ?? 0)) return response.writeHead(500).end()
+      response.writeHead(200, { "content-type": "image/png", "content-length": png.length }).end(png)
+    })
+    server.listen(0, "127.0.0.1", () => resume(Effect.succeed({ base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server })))
+  }),
+  ({ server }) => Effect.promise(() => new Promise<void>((done) => server.close(() => done())))
+)
+
+/** The standalone composition with the media rules, both models routed to the gateway at `gateway`. */
+const frontServer = (gateway: string) =>
+  Layer.unwrapEffect(
+    Effect.gen(function*() {
+      const server = yield* HttpServer.HttpServer
+      const publicUrl = `http://127.0.0.1:${server.address._tag === "TcpAddress" ? server.address.port : 0}`
+      const routes = expandRoutes([
+        { model: "alpha-image-2", targets: [{ provider: "relay", model: "alpha-image-2", input: Relay.defaultInput }] },
+        { model: "beta-imagine", targets: [{ provider: "relay", model: "beta-imagine", input: Relay.defaultInput }] }
+      ], routableModels())
+      return MediagateHttp.serve.pipe(Layer.provide(services(
+        {
+          simulatorProfile: "instant",
+          allowPrivateUrls: true,
+          routing: {
+            routes,
+            unrouted: "fail",
+            providers: {
+              fal: Option.none(),
+              replicate: Option.none(),
+              openai: Option.none(),
+              relay: Option.some({ baseUrl: gateway, key: "gateway-key", webhookSecret: Option.none() })
+            }
+          },
+          mediaRules: { mediaBaseUrl: `${publicUrl}/media` }
+        },
+        memoryBackends({ publicUrl }, [{ id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits }]),
+        // Milliseconds instead of seconds between retries; the number of retries is the default.
+        { retry: { baseDelay: 5, maxDelay: 20 } }
+      )))
+    })
+  ).pipe(Layer.provideMerge(NodeHttpServer.layerTest))
+
+const call = (request: HttpClientRequest.HttpClientRequest) =>
+  Effect.flatMap(HttpClient.HttpClient, (client) => client.execute(request.pipe(HttpClientRequest.bearerToken(apiKey))))
+
+/** Submits with the result file's name as the prompt (the gateway's task id) and answers the task once it ended. */
+const run = (model: string, input: Record<string, unknown>, file: string) =>
+  Effect.gen(function*() {
+    const submitted = yield* call(HttpClientRequest.post("/api/v1/task/submit").pipe(HttpClientRequest.bodyUnsafeJson({ model, input: { ...input, prompt: file } })))
+    const taskId = ((yield* submitted.json) as any).data.taskId as string
+    for (;;) {
+      const task = ((yield* Effect.flatMap(call(HttpClientRequest.get(`/api/v1/task/${taskId}`)), (response) => response.json)) as any).data
+      if (["SUCCESS", "FAILURE", "TIMEOUT", "CANCELLED"].includes(task.status)) return task
+      yield* Effect.yieldNow()
+      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+    }
+  })
+
+describe("result hosting", () => {
+  it.live("a copy that fails once is retried: the task succeeds with our URL, which serves the file", () =>
+    Effect.gen(function*() {
+      const { base } = yield* loopback
+      yield* Effect.gen(function*() {
+        const task = yield* run("alpha-image-2/text-to-image", {}, "flaky.png")
+        expect(task.status).toBe("SUCCESS")
+        const [url] = task.result.urls as ReadonlyArray<string>
+        expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/media\/[0-9a-f]{32}\.png$/)
+        expect(url!.startsWith(base)).toBe(false)
+        expect(asked.get("/flaky.png")).toBe(2)
+        const served = yield* Effect.promise(() => fetch(url!))
+        expect(served.status).toBe(200)
+        expect(Buffer.from(yield* Effect.promise(() => served.arrayBuffer())).equals(png)).toBe(true)
+      }).pipe(Effect.provide(frontServer(base)))
+    }).pipe(Effect.scoped), 30_000)
+
+  it.live("a copy that keeps failing ends the task FAILURE with the reason, after the retries, never with the upstream's URL", () =>
+    Effect.gen(function*() {
+      const { base } = yield* loopback
+      yield* Effect.gen(function*() {
+        for (const [model, input] of [["alpha-image-2/text-to-image", {}], ["beta-imagine/text-to-image-pro", {}], ["beta-imagine/text-to-video", { duration: 6 }]] as const) {
+          asked.delete("/broken.png")
+          const task = yield* run(model, input, "broken.png")
+          // No class the client could act on (spec: failure_reason null), and the reason in `error`.
+          expect(task).toMatchObject({ status: "FAILURE", result: null, failure_reason: null })
+          expect(task.error).toBe(`the upstream failed 7 times in a row; the last failure: copying the result failed: ${base}/broken.png: HTTP 500`)
+          expect(asked.get("/broken.png")).toBe(7)
+          expect(JSON.stringify(task)).not.toContain(`${base}/broken.png"`)
+        }
+      }).pipe(Effect.provide(frontServer(base)))
+    }).pipe(Effect.scoped), 30_000)
+})
