@@ -108,14 +108,37 @@ describe("the standalone server's media rules", () => {
     expect(missing["error"]).toMatch(/^input\.imageUrls\[0\]: .*HTTP 404/)
   }, 60_000)
 
-  it("a beta-imagine video result is served from our media route with ranges", async () => {
-    const done = await ended(await submit("beta-imagine/text-to-video", { duration: 6 }))
-    expect(done.status).toBe("SUCCESS")
-    const url = done["result"].urls[0] as string
-    expect(url.startsWith(`http://127.0.0.1:${port}/media/`)).toBe(true)
-    const part = await fetch(url, { headers: { range: "bytes=0-99" } })
-    expect(part.status).toBe(206)
-    expect(part.headers.get("content-type")).toBe("video/mp4")
-    expect((await part.arrayBuffer()).byteLength).toBe(100)
+  it("every result URL of alpha-image-2 and beta-imagine downloads from our media route, whole and by range", async () => {
+    const requests: ReadonlyArray<readonly [string, Record<string, unknown>, string]> = [
+      ["alpha-image-2/text-to-image", { n: 2 }, "image/png"],
+      ["alpha-image-2/image-to-image", { imageUrls: [`${secureBase}/blob/4`] }, "image/png"],
+      ["beta-imagine/text-to-image-lite", { n: 2 }, "image/png"],
+      ["beta-imagine/text-to-image-standard", {}, "image/png"],
+      ["beta-imagine/text-to-image-pro", {}, "image/png"],
+      ["beta-imagine/text-to-video", { duration: 6 }, "video/mp4"],
+      ["beta-imagine/image-to-video", { duration: 6, imageUrls: [`${filesBase}/blob/0`] }, "video/mp4"]
+    ]
+    const tasks = await Promise.all(requests.map(async ([model, input]) => ended(await submit(model, input))))
+    for (const [index, task] of tasks.entries()) {
+      const [model, input, contentType] = requests[index]!
+      expect(task.status, model).toBe("SUCCESS")
+      const urls = task["result"].urls as ReadonlyArray<string>
+      expect(urls.length).toBe((input["n"] as number | undefined) ?? 1)
+      for (const url of urls) {
+        expect(url.startsWith(`http://127.0.0.1:${port}/media/`), url).toBe(true)
+        const whole = await fetch(url)
+        expect(whole.status).toBe(200)
+        expect(whole.headers.get("content-type")).toBe(contentType)
+        expect(whole.headers.get("accept-ranges")).toBe("bytes")
+        const bytes = Buffer.from(await whole.arrayBuffer())
+        expect(Number(whole.headers.get("content-length"))).toBe(bytes.length)
+        const part = await fetch(url, { headers: { range: "bytes=0-99" } })
+        expect(part.status).toBe(206)
+        expect(part.headers.get("content-range")).toBe(`bytes 0-99/${bytes.length}`)
+        expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(0, 100))).toBe(true)
+        const tail = await fetch(url, { headers: { range: "bytes=-10" } })
+        expect(Buffer.from(await tail.arrayBuffer()).equals(bytes.subarray(bytes.length - 10))).toBe(true)
+      }
+    }
   }, 60_000)
 })
