@@ -306,7 +306,7 @@ const startServer = async (databaseUrl: string, dir: string, label: string, extr
   const profile = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, `e2e-${label}`)}`]
   const traceFile = join(dir, "sql-trace.json")
   const trace = process.env["BENCH_SQL_TRACE"] === "1" ? ["--import", fileURLToPath(import.meta.url)] : []
-  const child: ChildProcess = spawn(process.execPath, [...profile, "--import", "tsx", ...trace, "examples/standalone-server/src/main.ts"], {
+  const child: ChildProcess = spawn(process.execPath, [...profile, "--conditions=@mediagate/source", "--import", "tsx", ...trace, "examples/standalone-server/src/main.ts"], {
     cwd: serverRoot,
     env: {
       ...process.env,

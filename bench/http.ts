@@ -141,7 +141,7 @@ const waitUntilUp = async (base: string) => {
 const start = async (args: ReadonlyArray<string>, env: Record<string, string> = {}, profile?: string) => {
   const port = await freePort()
   const flags = profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profile}`]
-  const child: ChildProcess = spawn(process.execPath, [...flags, "--import", "tsx", ...args.map((arg) => arg.replace("$PORT", String(port)))], {
+  const child: ChildProcess = spawn(process.execPath, [...flags, "--conditions=@mediagate/source", "--import", "tsx", ...args.map((arg) => arg.replace("$PORT", String(port)))], {
     env: { ...process.env, ...env, MEDIAGATE_PORT: String(port) },
     stdio: ["ignore", "ignore", "inherit"]
   })

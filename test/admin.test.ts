@@ -29,7 +29,7 @@ afterAll(() => {
 
 /** Runs `npm run admin -- <args>` as the README does (tsx directly, same thing). */
 const admin = (args: ReadonlyArray<string>, databaseUrl = `sqlite:${database}`) => {
-  const result = spawnSync(process.execPath, ["--import", "tsx", join(root, "examples/standalone-server/src/admin.ts"), ...args], {
+  const result = spawnSync(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", join(root, "examples/standalone-server/src/admin.ts"), ...args], {
     cwd: root,
     env: { PATH: process.env["PATH"] ?? "", MEDIAGATE_DATABASE_URL: databaseUrl },
     encoding: "utf8"

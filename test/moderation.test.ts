@@ -76,7 +76,7 @@ describe("moderation in the standalone server", () => {
     writeFileSync(bad, JSON.stringify({ categories: { violense: { words: ["x"] } } }))
     const port2 = await freePort()
     const exit = await new Promise<{ code: number | null; output: string }>((resolve) => {
-      const child = spawn(process.execPath, ["--import", "tsx", "examples/standalone-server/src/main.ts"], {
+      const child = spawn(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", "examples/standalone-server/src/main.ts"], {
         env: { ...process.env, MEDIAGATE_PORT: String(port2), MEDIAGATE_DATABASE_URL: "memory", MEDIAGATE_MODERATION_RULES: bad },
         stdio: ["ignore", "pipe", "pipe"]
       })

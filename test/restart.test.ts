@@ -26,7 +26,7 @@ afterAll(() => {
 const start = (port: number) =>
   new Promise<ChildProcess>((resolve, reject) => {
     // node itself runs the server (tsx as a loader), so SIGKILL hits the server process.
-    const child = spawn(process.execPath, ["--import", "tsx", join(root, "examples/standalone-server/src/main.ts")], {
+    const child = spawn(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", join(root, "examples/standalone-server/src/main.ts")], {
       cwd: root,
       env: {
         ...process.env,

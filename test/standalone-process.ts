@@ -28,7 +28,7 @@ export const killAll = () => {
 /** Starts the server with `env` (MEDIAGATE_* variables) and resolves once it prints that it listens. */
 export const startServer = (port: number, env: Record<string, string>) =>
   new Promise<Server>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(root, "examples/standalone-server/src/main.ts")], {
+    const child = spawn(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", join(root, "examples/standalone-server/src/main.ts")], {
       cwd: root,
       // These suites drive one key hard (hundreds of tasks at once); test/rate-limit.test.ts
       // checks the limits, with their defaults, and test/credits.test.ts and admin.test.ts

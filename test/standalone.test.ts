@@ -23,7 +23,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const run = async (env: Record<string, string>, cwd = dir) => {
   const port = await freePort()
   return new Promise<{ code: number | null; output: string }>((resolve) => {
-    const child = spawn(process.execPath, ["--import", tsx, join(root, "examples/standalone-server/src/main.ts")], {
+    const child = spawn(process.execPath, ["--conditions=@mediagate/source", "--import", tsx, join(root, "examples/standalone-server/src/main.ts")], {
       cwd,
       env: {
         PATH: process.env["PATH"] ?? "",
