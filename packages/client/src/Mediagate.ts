@@ -1,0 +1,73 @@
+/**
+ * The promise facade for callers without Effect: the same client, each call run to a
+ * Promise over the platform's fetch. A failed call rejects with the client's error itself
+ * (`MediagateError` with `status`, `code`, `msg`; `TransportError`; `RunTimeout`).
+ */
+import { FetchHttpClient } from "@effect/platform"
+import type { ModelInfo, Task } from "@mediagate/core"
+import { Duration, Effect, Either } from "effect"
+import type { ClientOptions, SubmitOptions, TaskPage } from "./MediagateClient.js"
+import * as MediagateClient from "./MediagateClient.js"
+import type { InputOf, ModelId } from "./Models.js"
+
+/** Options of `Mediagate#run`. */
+export interface PromiseRunOptions extends SubmitOptions {
+  /** Called with the task on the first answer and on each change of its status. */
+  readonly onProgress?: (task: Task.Task) => void
+  /** Milliseconds (or a Duration such as "10 minutes") to wait for the task's end before rejecting with RunTimeout. */
+  readonly timeout?: Duration.DurationInput
+  /** How long each query asks the server to hold its answer. Default 20 seconds. */
+  readonly wait?: Duration.DurationInput
+  /** Stops waiting (the task goes on at the server). */
+  readonly signal?: AbortSignal
+}
+
+/** The mediagate API with Promises: `new Mediagate({ baseUrl, apiKey })`. */
+export class Mediagate {
+  readonly #client: MediagateClient.Client
+
+  constructor(options: ClientOptions & { readonly fetch?: typeof globalThis.fetch }) {
+    this.#client = MediagateClient.make(options).pipe(
+      Effect.provide(FetchHttpClient.layer),
+      options.fetch === undefined ? (effect) => effect : Effect.provideService(FetchHttpClient.Fetch, options.fetch),
+      Effect.runSync
+    )
+  }
+
+  /** Submits a task and resolves with its id; `input` is type-checked against the model's input. */
+  submit<M extends ModelId>(model: M, input: InputOf<M>, options?: SubmitOptions): Promise<string> {
+    return run(this.#client.submit(model, input, options))
+  }
+
+  /** The task as it is now. */
+  get(taskId: string): Promise<Task.Task> {
+    return run(this.#client.get(taskId))
+  }
+
+  /** Your tasks, newest first. */
+  list(options?: { readonly limit?: number; readonly cursor?: string }): Promise<TaskPage> {
+    return run(this.#client.list(options))
+  }
+
+  /** Cancels a task that has not ended; resolves with it, CANCELLED. */
+  cancel(taskId: string): Promise<Task.Task> {
+    return run(this.#client.cancel(taskId))
+  }
+
+  /** Submits and resolves with the ended task, whatever its status. */
+  run<M extends ModelId>(model: M, input: InputOf<M>, options: PromiseRunOptions = {}): Promise<Task.Task> {
+    const { signal, ...rest } = options
+    return run(this.#client.run(model, input, rest), signal)
+  }
+
+  /** The model catalog. */
+  models(): Promise<ReadonlyArray<ModelInfo.ModelInfo>> {
+    return run(this.#client.models)
+  }
+}
+
+/** Runs a call; a failure rejects with the error itself, not a FiberFailure around it. */
+const run = <A, E>(effect: Effect.Effect<A, E>, signal?: AbortSignal): Promise<A> =>
+  Effect.runPromise(Effect.either(effect), signal === undefined ? undefined : { signal }).then(
+    Either.getOrThrowWith((error) => error)
+  )

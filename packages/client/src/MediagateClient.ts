@@ -1,0 +1,176 @@
+/**
+ * The Effect client: every call goes through `HttpApiClient.make(Api.MediagateApi)`, the
+ * client Effect derives from the one HttpApi contract, with the bearer key on each request
+ * and the contract's errors turned into `MediagateError`.
+ */
+import { HttpApiClient, HttpClient, HttpClientRequest, UrlParams } from "@effect/platform"
+import { Api, type ModelInfo, type Task } from "@mediagate/core"
+import { Config, Context, Effect, Either, FiberRef, Layer, Redacted } from "effect"
+import { globalValue } from "effect/GlobalValue"
+import { type ClientError, MediagateError, refail, type RunTimeout } from "./Errors.js"
+import type { InputOf, ModelId } from "./Models.js"
+import { type RunOptions, waitForEnd } from "./Run.js"
+
+/** Where the server is and the key to call it with. */
+export interface ClientOptions {
+  /** The server's address, e.g. `http://127.0.0.1:8080` (the API is under `/api/v1`). */
+  readonly baseUrl: string | URL
+  /** The bearer key (`Authorization: Bearer <key>`). */
+  readonly apiKey: string | Redacted.Redacted<string>
+}
+
+/** Optional fields of a submit besides the model and its input. */
+export interface SubmitOptions {
+  /** Webhook address: a signed POST is sent there when the task ends (`verifyCallback` checks it). */
+  readonly callBackUrl?: string
+  /** Your user's id, for tracing. */
+  readonly userId?: string
+}
+
+/** One page of `list`, newest task first. */
+export interface TaskPage {
+  readonly tasks: ReadonlyArray<Task.Task>
+  /** Pass as `cursor` for the next page; null on the last one. */
+  readonly next_cursor: string | null
+}
+
+/** The calls of a mediagate client. */
+export interface Client {
+  /** Submits a task and answers its id. `input` is type-checked against the model's input. */
+  readonly submit: <M extends ModelId>(model: M, input: InputOf<M>, options?: SubmitOptions) => Effect.Effect<string, ClientError>
+  /** The task as it is now; with `wait` (whole seconds) the server may hold the answer until the task ends. */
+  readonly get: (taskId: string, options?: { readonly wait?: number }) => Effect.Effect<Task.Task, ClientError>
+  /** Your tasks, newest first: `limit` 1 to 100 (default 20), `cursor` the previous page's `next_cursor`. */
+  readonly list: (options?: { readonly limit?: number; readonly cursor?: string }) => Effect.Effect<TaskPage, ClientError>
+  /** Cancels a task that has not ended; answers it, CANCELLED (409 MediagateError when it has ended). */
+  readonly cancel: (taskId: string) => Effect.Effect<Task.Task, ClientError>
+  /** Submits and waits until the task ends; answers the ended task, whatever its status. */
+  readonly run: <M extends ModelId>(
+    model: M,
+    input: InputOf<M>,
+    options?: RunOptions & SubmitOptions
+  ) => Effect.Effect<Task.Task, ClientError | RunTimeout>
+  /** Waits until a submitted task ends (what `run` does after submitting). */
+  readonly waitFor: (taskId: string, options?: RunOptions) => Effect.Effect<Task.Task, ClientError | RunTimeout>
+  /** The model catalog: every model with the JSON Schema of its input. */
+  readonly models: Effect.Effect<ReadonlyArray<ModelInfo.ModelInfo>, ClientError>
+  /** The client derived from the contract, for the endpoints not wrapped here (account, callbacks). */
+  readonly api: ApiClient
+}
+
+/** The client `HttpApiClient.make` derives from the contract, with the key on every request. */
+const derive = (options: ClientOptions) => {
+  const key = typeof options.apiKey === "string" ? Redacted.make(options.apiKey) : options.apiKey
+  return HttpApiClient.make(Api.MediagateApi, {
+    baseUrl: options.baseUrl,
+    transformClient: (client) =>
+      client.pipe(
+        HttpClient.mapRequestEffect((request) =>
+          Effect.map(FiberRef.get(extraParams), (params) =>
+            request.pipe(HttpClientRequest.appendUrlParams(params), HttpClientRequest.bearerToken(Redacted.value(key)))
+          )
+        )
+      )
+  })
+}
+
+/** Every endpoint of `Api.MediagateApi` as the contract derives it (`api.tasks.submit`, `api.account.account`, ...). */
+export type ApiClient = Effect.Effect.Success<ReturnType<typeof derive>>
+
+/** The mediagate client as a service. */
+export class MediagateClient extends Context.Tag("@mediagate/client/MediagateClient")<MediagateClient, Client>() {}
+
+/**
+ * Query parameters the contract does not declare (it leaves the list's `limit` and
+ * `cursor`, and the query's `wait`, to the handlers), added to the request of the call
+ * that sets them with `Effect.locally`.
+ */
+const extraParams = globalValue(
+  Symbol.for("@mediagate/client/MediagateClient/extraParams"),
+  () => FiberRef.unsafeMake<UrlParams.UrlParams>(UrlParams.empty)
+)
+
+const withParams = (params: UrlParams.Input) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.locally(effect, extraParams, UrlParams.fromInput(params))
+
+/** Makes a client from `HttpApiClient.make(Api.MediagateApi)` on the HttpClient in context. */
+export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpClient.HttpClient> =>
+  Effect.gen(function*() {
+    const api = yield* derive(options)
+
+    const submit = <M extends ModelId>(model: M, input: InputOf<M>, submitOptions: SubmitOptions = {}) =>
+      Effect.gen(function*() {
+        const body = {
+          model,
+          input,
+          ...(submitOptions.callBackUrl === undefined ? {} : { callBackUrl: submitOptions.callBackUrl }),
+          ...(submitOptions.userId === undefined ? {} : { user_id: submitOptions.userId })
+        }
+        // The contract's own decoder, as the server runs it: a body it refuses would fail the
+        // client's encoding before any request; here it fails as the server's 400 would.
+        const payload = yield* Either.mapLeft(
+          Api.decodeSubmitRequest(body),
+          (error) => new MediagateError({ status: 400, code: 400, msg: error.message })
+        )
+        const answer = yield* api.tasks.submit({ payload }).pipe(Effect.catchAll(refail))
+        return answer.data.taskId
+      }).pipe(Effect.withSpan("MediagateClient.submit", { attributes: { model } }))
+
+    const get = (taskId: string, getOptions: { readonly wait?: number } = {}) =>
+      api.tasks.query({ path: { taskId } }).pipe(
+        withParams(getOptions.wait === undefined ? [] : [["wait", String(Math.max(0, Math.ceil(getOptions.wait)))]]),
+        Effect.map((answer) => answer.data),
+        Effect.catchAll(refail),
+        Effect.withSpan("MediagateClient.get", { attributes: { taskId } })
+      )
+
+    const list = (listOptions: { readonly limit?: number; readonly cursor?: string } = {}) =>
+      api.tasks.list().pipe(
+        withParams([
+          ...(listOptions.limit === undefined ? [] : [["limit", String(listOptions.limit)] as const]),
+          ...(listOptions.cursor === undefined ? [] : [["cursor", listOptions.cursor] as const])
+        ]),
+        Effect.map((answer): TaskPage => answer.data),
+        Effect.catchAll(refail),
+        Effect.withSpan("MediagateClient.list")
+      )
+
+    const cancel = (taskId: string) =>
+      api.tasks.cancel({ path: { taskId } }).pipe(
+        Effect.map((answer) => answer.data),
+        Effect.catchAll(refail),
+        Effect.withSpan("MediagateClient.cancel", { attributes: { taskId } })
+      )
+
+    const waitFor = (taskId: string, runOptions: RunOptions = {}) =>
+      waitForEnd(taskId, get, runOptions).pipe(Effect.withSpan("MediagateClient.waitFor", { attributes: { taskId } }))
+
+    const run = <M extends ModelId>(model: M, input: InputOf<M>, runOptions: RunOptions & SubmitOptions = {}) =>
+      Effect.flatMap(submit(model, input, runOptions), (taskId) => waitFor(taskId, runOptions)).pipe(
+        Effect.withSpan("MediagateClient.run", { attributes: { model } })
+      )
+
+    const models = api.catalog.models().pipe(
+      Effect.map((answer) => answer.data.models),
+      Effect.catchAll(refail),
+      Effect.withSpan("MediagateClient.models")
+    )
+
+    return { submit, get, list, cancel, run, waitFor, models, api } satisfies Client
+  })
+
+/** The client as a layer. */
+export const layer = (options: ClientOptions): Layer.Layer<MediagateClient, never, HttpClient.HttpClient> =>
+  Layer.effect(MediagateClient, make(options))
+
+/** The client from MEDIAGATE_URL (default http://127.0.0.1:8080) and MEDIAGATE_API_KEY. */
+export const layerConfig: Layer.Layer<MediagateClient, import("effect/ConfigError").ConfigError, HttpClient.HttpClient> =
+  Layer.unwrapEffect(
+    Effect.map(
+      Config.all({
+        baseUrl: Config.string("MEDIAGATE_URL").pipe(Config.withDefault("http://127.0.0.1:8080")),
+        apiKey: Config.redacted("MEDIAGATE_API_KEY")
+      }),
+      layer
+    )
+  )

@@ -1,0 +1,69 @@
+/**
+ * Waiting for a task to end: long-poll queries (`GET /api/v1/task/{id}?wait=N`), and
+ * polling with exponential backoff while the answers come back early without the end (a
+ * server that does not hold queries answers at once). Every pause is the Clock's.
+ */
+import type { Task } from "@mediagate/core"
+import { Clock, Duration, Effect, Option, Ref, Schedule } from "effect"
+import { type ClientError, RunTimeout } from "./Errors.js"
+
+/** How `run` and `waitFor` wait. */
+export interface RunOptions {
+  /** Called with the task on the first answer and on each change of its status. */
+  readonly onProgress?: (task: Task.Task) => void | Effect.Effect<void>
+  /** Give up (RunTimeout) when the task has not ended this long after waiting began (just after the submit, for `run`). Default: wait for its end. */
+  readonly timeout?: Duration.DurationInput
+  /** How long each query asks the server to hold the answer (whole seconds). Default 20 seconds. */
+  readonly wait?: Duration.DurationInput
+}
+
+/** Statuses a task never leaves. */
+export const terminalStatuses: ReadonlySet<string> = new Set(["SUCCESS", "FAILURE", "TIMEOUT", "CANCELLED"])
+
+/** The default hold asked of each query. */
+export const defaultWait = Duration.seconds(20)
+
+/**
+ * The pauses between queries answered early and unfinished: 0.5 s doubling up to 5 s.
+ * A held answer, or a change of status, starts it again from 0.5 s.
+ */
+export const pollBackoff: Schedule.Schedule<Duration.Duration> = Schedule.exponential("500 millis", 2).pipe(
+  Schedule.modifyDelay((_, delay) => Duration.min(delay, Duration.seconds(5)))
+)
+
+type Get = (taskId: string, options: { readonly wait: number }) => Effect.Effect<Task.Task, ClientError>
+
+/** Queries `taskId` until it ends; answers the ended task. */
+export const waitForEnd = (taskId: string, get: Get, options: RunOptions = {}): Effect.Effect<Task.Task, ClientError | RunTimeout> =>
+  Effect.gen(function*() {
+    const waitSeconds = Math.max(1, Math.ceil(Duration.toSeconds(options.wait ?? defaultWait)))
+    const lastSeen = yield* Ref.make(Option.none<Task.Task>())
+    const loop = Effect.gen(function*() {
+      const backoff = yield* Schedule.driver(pollBackoff)
+      for (;;) {
+        const asked = yield* Clock.currentTimeMillis
+        const task = yield* get(taskId, { wait: waitSeconds })
+        const held = (yield* Clock.currentTimeMillis) - asked
+        const previous = yield* Ref.getAndSet(lastSeen, Option.some(task))
+        const changed = Option.match(previous, { onNone: () => true, onSome: (seen) => seen.status !== task.status })
+        if (changed && options.onProgress !== undefined) {
+          const progress = options.onProgress(task)
+          if (Effect.isEffect(progress)) yield* progress
+        }
+        if (terminalStatuses.has(task.status)) return task
+        // Held for at least half the wait asked: the server long-polls; ask again at once.
+        if (held * 2 >= waitSeconds * 1000) {
+          yield* backoff.reset
+          continue
+        }
+        if (changed) yield* backoff.reset
+        yield* Effect.orDie(backoff.next(undefined))
+      }
+    })
+    if (options.timeout === undefined) return yield* loop
+    return yield* loop.pipe(
+      Effect.timeout(options.timeout),
+      Effect.catchTag("TimeoutException", () =>
+        Effect.flatMap(Ref.get(lastSeen), (seen) => Effect.fail(new RunTimeout({ taskId, task: Option.getOrUndefined(seen) }))))
+    )
+  })

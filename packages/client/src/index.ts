@@ -1,0 +1,16 @@
+/** The Effect client derived from the HttpApi contract: `MediagateClient.make`, `layer`, `layerConfig`. */
+export * as MediagateClient from "./MediagateClient.js"
+export type { Client, ClientOptions, SubmitOptions, TaskPage } from "./MediagateClient.js"
+/** The client's errors. */
+export { type ClientError, MediagateError, RunTimeout, TransportError } from "./Errors.js"
+/** Model ids and their input types. */
+export { type CatalogInput, type InputOf, isModelId, type ModelId, modelIds, type SchemaTypedInputs } from "./Models.js"
+/** How `run` waits. */
+export { pollBackoff, type RunOptions, terminalStatuses } from "./Run.js"
+/** The promise facade. */
+export { Mediagate, type PromiseRunOptions } from "./Mediagate.js"
+/** A receiver's check of a mediagate callback (Standard Webhooks signature), and why it refuses one. */
+export { CallbackVerificationError, verifyCallback } from "@mediagate/scheduler"
+import type { Task as TaskNs } from "@mediagate/core"
+/** A task as the query endpoint answers it. */
+export type Task = TaskNs.Task
