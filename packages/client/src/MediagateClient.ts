@@ -38,7 +38,7 @@ export interface TaskPage {
 export interface Client {
   /** Submits a task and answers its id. `input` is type-checked against the model's input. */
   readonly submit: <M extends ModelId>(model: M, input: InputOf<M>, options?: SubmitOptions) => Effect.Effect<string, ClientError>
-  /** The task as it is now; with `wait` (whole seconds) the server may hold the answer until the task ends. */
+  /** The task as it is now; with `wait` (seconds, at most 60) the server holds the answer until the task ends or the wait is over. */
   readonly get: (taskId: string, options?: { readonly wait?: number }) => Effect.Effect<Task.Task, ClientError>
   /** Your tasks, newest first: `limit` 1 to 100 (default 20), `cursor` the previous page's `next_cursor`. */
   readonly list: (options?: { readonly limit?: number; readonly cursor?: string }) => Effect.Effect<TaskPage, ClientError>
@@ -57,6 +57,22 @@ export interface Client {
   /** The client derived from the contract, for the endpoints not wrapped here (account, callbacks). */
   readonly api: ApiClient
 }
+
+/**
+ * Query parameters the contract does not declare (it leaves the list's `limit` and
+ * `cursor`, and the query's `wait`, to the handlers), added to the request of the call
+ * that sets them with `Effect.locally`.
+ */
+const extraParams = globalValue(
+  Symbol.for("@mediagate/client/MediagateClient/extraParams"),
+  () => FiberRef.unsafeMake<UrlParams.UrlParams>(UrlParams.empty)
+)
+
+const withParams = (params: UrlParams.Input) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.locally(effect, extraParams, UrlParams.fromInput(params))
+
+/** Longest hold a query may ask for (the server's limit). */
+export const maxWaitSeconds = 60
 
 /** The client `HttpApiClient.make` derives from the contract, with the key on every request. */
 const derive = (options: ClientOptions) => {
@@ -79,19 +95,6 @@ export type ApiClient = Effect.Effect.Success<ReturnType<typeof derive>>
 
 /** The mediagate client as a service. */
 export class MediagateClient extends Context.Tag("@mediagate/client/MediagateClient")<MediagateClient, Client>() {}
-
-/**
- * Query parameters the contract does not declare (it leaves the list's `limit` and
- * `cursor`, and the query's `wait`, to the handlers), added to the request of the call
- * that sets them with `Effect.locally`.
- */
-const extraParams = globalValue(
-  Symbol.for("@mediagate/client/MediagateClient/extraParams"),
-  () => FiberRef.unsafeMake<UrlParams.UrlParams>(UrlParams.empty)
-)
-
-const withParams = (params: UrlParams.Input) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.locally(effect, extraParams, UrlParams.fromInput(params))
 
 /** Makes a client from `HttpApiClient.make(Api.MediagateApi)` on the HttpClient in context. */
 export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpClient.HttpClient> =>
@@ -118,7 +121,7 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
 
     const get = (taskId: string, getOptions: { readonly wait?: number } = {}) =>
       api.tasks.query({ path: { taskId } }).pipe(
-        withParams(getOptions.wait === undefined ? [] : [["wait", String(Math.max(0, Math.ceil(getOptions.wait)))]]),
+        withParams(getOptions.wait === undefined || getOptions.wait <= 0 ? [] : [["wait", String(Math.min(maxWaitSeconds, Math.ceil(getOptions.wait)))]]),
         Effect.map((answer) => answer.data),
         Effect.catchAll(refail),
         Effect.withSpan("MediagateClient.get", { attributes: { taskId } })

@@ -13,7 +13,7 @@ export interface RunOptions {
   readonly onProgress?: (task: Task.Task) => void | Effect.Effect<void>
   /** Give up (RunTimeout) when the task has not ended this long after waiting began (just after the submit, for `run`). Default: wait for its end. */
   readonly timeout?: Duration.DurationInput
-  /** How long each query asks the server to hold the answer (whole seconds). Default 20 seconds. */
+  /** How long each query asks the server to hold the answer (whole seconds, 1 to 60). Default 20 seconds. */
   readonly wait?: Duration.DurationInput
 }
 
@@ -36,7 +36,7 @@ type Get = (taskId: string, options: { readonly wait: number }) => Effect.Effect
 /** Queries `taskId` until it ends; answers the ended task. */
 export const waitForEnd = (taskId: string, get: Get, options: RunOptions = {}): Effect.Effect<Task.Task, ClientError | RunTimeout> =>
   Effect.gen(function*() {
-    const waitSeconds = Math.max(1, Math.ceil(Duration.toSeconds(options.wait ?? defaultWait)))
+    const waitSeconds = Math.min(60, Math.max(1, Math.ceil(Duration.toSeconds(options.wait ?? defaultWait))))
     const lastSeen = yield* Ref.make(Option.none<Task.Task>())
     const loop = Effect.gen(function*() {
       const backoff = yield* Schedule.driver(pollBackoff)

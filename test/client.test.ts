@@ -1,0 +1,174 @@
+/**
+ * @mediagate/client against the standalone server as a child process on loopback (memory
+ * database, instant simulator): the Effect client and the promise facade submit, get, list,
+ * cancel and run; errors arrive as MediagateError with the server's status, code and msg.
+ * The `@ts-expect-error` lines are checked by `npm run typecheck`: a wrong input field, a
+ * value outside a model's rules and an unknown model do not compile.
+ */
+import { FetchHttpClient } from "@effect/platform"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import {
+  type Client,
+  Mediagate,
+  MediagateClient,
+  MediagateError,
+  modelIds,
+  RunTimeout,
+  type Task,
+  verifyCallback
+} from "@mediagate/client"
+import { Effect, Either } from "effect"
+import { freePort } from "./ports.js"
+import { killAll, type Server, startServer, stop } from "./standalone-process.js"
+
+const key = "client-test-key-0123456789"
+let server: Server
+let baseUrl: string
+
+beforeAll(async () => {
+  const port = await freePort()
+  baseUrl = `http://127.0.0.1:${port}`
+  server = await startServer(port, {
+    MEDIAGATE_API_KEY: key,
+    MEDIAGATE_DATABASE_URL: "memory",
+    MEDIAGATE_PUBLIC_URL: baseUrl,
+    MEDIAGATE_SIMULATOR_PROFILE: "instant"
+  })
+}, 60_000)
+
+afterAll(async () => {
+  if (server !== undefined) await stop(server, "SIGTERM")
+  killAll()
+})
+
+/** Runs `use` with an Effect client of the server, over fetch. */
+const withClient = <A, E>(use: (client: Client) => Effect.Effect<A, E>, apiKey = key) =>
+  Effect.flatMap(MediagateClient.make({ baseUrl, apiKey }), use).pipe(Effect.provide(FetchHttpClient.layer))
+
+// Compile-time checks, never run: `npm run typecheck` fails if any of these compiles.
+export const typeChecks = (client: Client, facade: Mediagate) => {
+  // @ts-expect-error `size` is not a field of alpha-image-2/text-to-image
+  client.submit("alpha-image-2/text-to-image", { prompt: "a kite", size: "1k" })
+  // @ts-expect-error 7:3 is not one of alpha-image-2's ratios
+  client.submit("alpha-image-2/text-to-image", { prompt: "a kite", ratio: "7:3" })
+  // @ts-expect-error n is an integer, not a string
+  void facade.submit("alpha-image-2/text-to-image", { prompt: "a kite", n: "2" })
+  // @ts-expect-error image-to-image needs imageUrls
+  void facade.run("alpha-image-2/image-to-image", { prompt: "autumn" })
+  // @ts-expect-error not a model of the catalog
+  client.submit("alpha-image-3/text-to-image", { prompt: "a kite" })
+  // @ts-expect-error every model requires a prompt
+  client.submit("dream-4", { n: 2 })
+  // Compiles: the model's own fields, and a catalog model's open input.
+  client.submit("alpha-image-2/text-to-image", { prompt: "a kite", ratio: "16:9", resolution: "2k", n: 2 })
+  client.submit("dream-4", { prompt: "a koi pond", n: 3 })
+}
+
+describe("Effect client", () => {
+  it.live("submit, get, list and cancel; run waits for the end and reports each status change", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const taskId = yield* client.submit("alpha-image-2/text-to-image", { prompt: "a lighthouse", ratio: "16:9" })
+        const task = yield* client.get(taskId)
+        expect(task.taskId).toBe(taskId)
+        expect(task.input).toMatchObject({ model: "alpha-image-2/text-to-image", prompt: "a lighthouse", ratio: "16:9" })
+
+        const page = yield* client.list({ limit: 1 })
+        expect(page.tasks.map((t) => t.taskId)).toEqual([taskId])
+
+        const seen: Array<string> = []
+        const ended = yield* client.run("alpha-image-2/text-to-image", { prompt: "a harbour", n: 2 }, {
+          onProgress: (t) => void seen.push(t.status),
+          timeout: "30 seconds"
+        })
+        expect(ended.status).toBe("SUCCESS")
+        expect(ended.result?.urls).toHaveLength(2)
+        // Called first with the task as first seen, then once per change: never twice in a row alike.
+        expect(seen.at(-1)).toBe("SUCCESS")
+        expect(seen.filter((status, i) => seen[i - 1] === status)).toEqual([])
+
+        // A task that never ends: run gives up with RunTimeout; cancel ends it.
+        const stuck = yield* Effect.flip(client.run("dream-4", { prompt: "a koi pond [sim:timeout]" }, { timeout: "2 seconds", wait: "1 second" }))
+        expect(stuck).toBeInstanceOf(RunTimeout)
+        const stuckId = (stuck as RunTimeout).taskId
+        expect(((stuck as RunTimeout).task as Task | undefined)?.status).toMatch(/PENDING|PROCESSING|SUBMITTED/)
+        const cancelled = yield* client.cancel(stuckId)
+        expect(cancelled).toMatchObject({ taskId: stuckId, status: "CANCELLED", result: null })
+        const again = yield* Effect.flip(client.cancel(stuckId))
+        expect(again).toMatchObject({ _tag: "MediagateError", status: 409, code: 409, msg: "task is already CANCELLED" })
+      })))
+
+  it.live("a failed task ends run with its status and reason, not an error", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const task = yield* client.run("dream-4", { prompt: "a koi pond [sim:fail]" }, { timeout: "30 seconds" })
+        expect(task).toMatchObject({ status: "FAILURE", result: null, error: "simulated upstream failure" })
+      })))
+
+  it.live("errors are MediagateError with the server's status, code and msg", () =>
+    Effect.gen(function*() {
+      const invalid = yield* Effect.flip(withClient((client) => client.submit("alpha-image-2/text-to-image", { prompt: "a kite", n: 11 })))
+      expect(invalid).toBeInstanceOf(MediagateError)
+      expect(invalid).toMatchObject({
+        status: 400,
+        code: 400,
+        msg: "input.n must be an integer between 1 and 10 for alpha-image-2/text-to-image"
+      })
+      expect(invalid.message).toBe("input.n must be an integer between 1 and 10 for alpha-image-2/text-to-image")
+
+      const unknownModel = yield* Effect.flip(withClient((client) => client.submit("alpha-image-2" as "dream-4", { prompt: "a kite" })))
+      expect(unknownModel).toMatchObject({ _tag: "MediagateError", status: 400 })
+      expect((unknownModel as MediagateError).msg).toContain("model 'alpha-image-2' is not supported")
+
+      const missing = yield* Effect.flip(withClient((client) => client.get("0190c8a4-0000-7000-8000-000000000000")))
+      expect(missing).toMatchObject({ _tag: "MediagateError", status: 404, code: 404, msg: "task not found" })
+
+      const wrongKey = yield* Effect.flip(withClient((client) => client.models, "not-the-key"))
+      expect(wrongKey).toMatchObject({ _tag: "MediagateError", status: 401, code: 401, msg: "unauthorized" })
+
+      const badLimit = yield* Effect.flip(withClient((client) => client.list({ limit: 1000 })))
+      expect(badLimit).toMatchObject({ _tag: "MediagateError", status: 400, msg: "limit must be an integer between 1 and 100" })
+    }))
+
+  it.live("the model ids the client types are the server's catalog", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const catalog = yield* client.models
+        expect(catalog.map((model) => model.id)).toEqual(modelIds)
+        expect(catalog).toHaveLength(37)
+      })))
+})
+
+describe("promise facade", () => {
+  it("submit, get, list, cancel and run resolve; failures reject with MediagateError", { timeout: 30_000 }, async () => {
+    const mediagate = new Mediagate({ baseUrl, apiKey: key })
+    const taskId = await mediagate.submit("alpha-image-2/text-to-image", { prompt: "a windmill" })
+    expect((await mediagate.get(taskId)).taskId).toBe(taskId)
+    expect((await mediagate.list({ limit: 5 })).tasks.map((task) => task.taskId)).toContain(taskId)
+
+    const statuses: Array<string> = []
+    const done = await mediagate.run("alpha-image-2/text-to-image", { prompt: "a mill pond", resolution: "2k" }, {
+      onProgress: (task) => statuses.push(task.status),
+      timeout: 30_000
+    })
+    expect(done.status).toBe("SUCCESS")
+    expect(done.result?.type).toBe("image")
+    expect(statuses.at(-1)).toBe("SUCCESS")
+
+    const stuck = await mediagate.submit("dream-4", { prompt: "slow [sim:timeout]" })
+    expect((await mediagate.cancel(stuck)).status).toBe("CANCELLED")
+
+    const refused = await mediagate.submit("alpha-image-2/text-to-image", { prompt: "" }).then(() => undefined, (error: unknown) => error)
+    expect(refused).toBeInstanceOf(MediagateError)
+    expect(refused).toMatchObject({ status: 400, code: 400, msg: "input.prompt must not be empty for alpha-image-2/text-to-image" })
+
+    const unauthorized = await new Mediagate({ baseUrl, apiKey: "wrong" }).get(taskId).then(() => undefined, (error: unknown) => error)
+    expect(unauthorized).toBeInstanceOf(MediagateError)
+    expect(unauthorized).toMatchObject({ status: 401, msg: "unauthorized" })
+  })
+
+  it("verifyCallback is there for receivers: a body signed with another secret is refused", () => {
+    const refused = verifyCallback("whsec_c2VjcmV0", { "webhook-id": "msg_1", "webhook-timestamp": "1", "webhook-signature": "v1,AAAA" }, "{}", { now: 1000 })
+    expect(Either.isLeft(refused)).toBe(true)
+  })
+})
