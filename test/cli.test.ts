@@ -1,0 +1,144 @@
+/**
+ * The `mediagate` command line against the standalone server as a child process on
+ * loopback (memory database, instant simulator), run with node and tsx as its bin does:
+ * `run --out` downloads real PNG files, `--json` prints one parseable task, `models` lists
+ * the catalog, and failures (a bad model, a wrong or missing key) are one line on stderr and
+ * a non-zero exit.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { spawn } from "node:child_process"
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { freePort } from "./ports.js"
+import { killAll, type Server, startServer, stop } from "./standalone-process.js"
+
+const root = new URL("..", import.meta.url).pathname
+const key = "cli-test-key-0123456789"
+let server: Server
+let baseUrl: string
+let dir: string
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "mediagate-cli-"))
+  const port = await freePort()
+  baseUrl = `http://127.0.0.1:${port}`
+  server = await startServer(port, {
+    MEDIAGATE_API_KEY: key,
+    MEDIAGATE_DATABASE_URL: "memory",
+    MEDIAGATE_PUBLIC_URL: baseUrl,
+    MEDIAGATE_SIMULATOR_PROFILE: "instant"
+  })
+}, 60_000)
+
+afterAll(async () => {
+  if (server !== undefined) await stop(server, "SIGTERM")
+  killAll()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** Runs the CLI with `args`; `env` replaces the MEDIAGATE_* variables (URL and key by default). */
+const mediagate = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string> = { MEDIAGATE_URL: baseUrl, MEDIAGATE_API_KEY: key },
+  entry = ["--conditions=@mediagate/source", "--import", "tsx", join(root, "packages/cli/src/main.ts")]
+) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [...entry, ...args], {
+      cwd: root,
+      env: { PATH: process.env["PATH"] ?? "", ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
+  })
+
+const pngSignature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+
+describe("mediagate CLI", () => {
+  it("run --out downloads the result PNGs; status changes go to stderr", { timeout: 60_000 }, async () => {
+    const out = join(dir, "out")
+    const result = await mediagate(["run", "alpha-image-2/text-to-image", "--prompt", "a lighthouse at dawn", "--input", `{"n":2,"ratio":"16:9"}`, "--out", out])
+    expect(result.stderr).toMatch(/ SUCCESS\n/)
+    expect(result.code).toBe(0)
+    const files = readdirSync(out).sort()
+    expect(files).toHaveLength(2)
+    const taskId = files[0]!.replace(/-1\.png$/, "")
+    expect(files).toEqual([`${taskId}-1.png`, `${taskId}-2.png`])
+    for (const file of files) expect(readFileSync(join(out, file)).subarray(0, 8)).toEqual(pngSignature)
+    // stdout: the task line, then the files saved.
+    expect(result.stdout.split("\n")).toEqual([
+      expect.stringMatching(new RegExp(`^${taskId}  SUCCESS  alpha-image-2/text-to-image  `)),
+      join(out, files[0]!),
+      join(out, files[1]!),
+      ""
+    ])
+  })
+
+  it("--json prints the ended task only; --no-wait prints the id; get and cancel", { timeout: 120_000 }, async () => {
+    const result = await mediagate(["run", "dream-4", "--prompt", "a koi pond", "--json"])
+    expect(result.code).toBe(0)
+    const task = JSON.parse(result.stdout)
+    expect(task).toMatchObject({ status: "SUCCESS", input: { model: "dream-4", prompt: "a koi pond" }, result: { type: "image" } })
+
+    const submitted = await mediagate(["run", "dream-4", "--prompt", "never ends [sim:timeout]", "--no-wait"])
+    expect(submitted.code).toBe(0)
+    const taskId = submitted.stdout.trim()
+    expect(taskId).toMatch(/^[0-9a-f-]{36}$/)
+    const shown = await mediagate(["get", taskId, "--json"])
+    expect(JSON.parse(shown.stdout).taskId).toBe(taskId)
+    const cancelled = await mediagate(["cancel", taskId])
+    expect(cancelled).toMatchObject({ code: 0, stdout: expect.stringContaining(`${taskId}  CANCELLED`) })
+    expect(await mediagate(["cancel", taskId])).toMatchObject({ code: 1, stderr: "mediagate: task is already CANCELLED\n" })
+  })
+
+  it("a task that fails exits 1 saying why", { timeout: 60_000 }, async () => {
+    const result = await mediagate(["run", "dream-4", "--prompt", "a koi pond [sim:fail]"])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toMatch(/mediagate: task [0-9a-f-]{36} ended FAILURE: simulated upstream failure\n$/)
+  })
+
+  it("models lists the 37 models of the catalog", { timeout: 60_000 }, async () => {
+    const text = await mediagate(["models"])
+    expect(text.code).toBe(0)
+    const lines = text.stdout.trim().split("\n")
+    expect(lines).toHaveLength(37)
+    expect(lines[0]).toMatch(/^alpha-image-2\/text-to-image +image +text-to-image$/)
+    const json = await mediagate(["models", "--json", "--url", baseUrl, "--key", key], {})
+    expect(JSON.parse(json.stdout).map((model: { id: string }) => model.id)).toHaveLength(37)
+  })
+
+  it("failures are one line and a non-zero exit: a bad model, a wrong key, no key, no server", { timeout: 120_000 }, async () => {
+    const badModel = await mediagate(["run", "alpha-image-2", "--prompt", "a kite"])
+    expect(badModel.code).toBe(1)
+    expect(badModel.stderr).toBe("mediagate: model 'alpha-image-2' is not supported; did you mean alpha-image-2/text-to-image or alpha-image-2/image-to-image? GET /api/v1/models lists every model\n")
+
+    const wrongKey = await mediagate(["models", "--key", "not-the-key"])
+    expect(wrongKey).toMatchObject({ code: 1, stderr: "mediagate: unauthorized (check --key or MEDIAGATE_API_KEY)\n" })
+
+    const noKey = await mediagate(["models"], { MEDIAGATE_URL: baseUrl })
+    expect(noKey).toMatchObject({ code: 1, stderr: "mediagate: no API key: pass --key <key> or set MEDIAGATE_API_KEY\n" })
+
+    const closed = await freePort()
+    const noServer = await mediagate(["get", "x", "--url", `http://127.0.0.1:${closed}`, "--key", key], {})
+    expect(noServer.code).toBe(1)
+    expect(noServer.stderr).toBe(`mediagate: cannot reach http://127.0.0.1:${closed}/api/v1/task/x: connect ECONNREFUSED 127.0.0.1:${closed}\n`)
+
+    const badInput = await mediagate(["run", "dream-4", "--input", "{nope"])
+    expect(badInput.code).toBe(1)
+    expect(badInput.stderr + badInput.stdout).toContain("--input is not valid JSON")
+  })
+
+  it("--help on each command, through the bin as npm links it", { timeout: 60_000 }, async () => {
+    const bin = [join(root, "packages/cli/bin/mediagate.mjs")]
+    const top = await mediagate(["--help"], {}, bin)
+    expect(top.code).toBe(0)
+    for (const command of ["run", "models", "get", "cancel", "list"]) expect(top.stdout).toContain(command)
+    const run = await mediagate(["run", "--help"], {}, bin)
+    expect(run.code).toBe(0)
+    for (const option of ["--prompt", "--input", "--out", "--json", "--no-wait", "--timeout", "--url", "--key"]) expect(run.stdout).toContain(option)
+  })
+})
