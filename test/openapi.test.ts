@@ -5,6 +5,7 @@
  */
 import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
+import { Validator } from "@seriousme/openapi-schema-validator"
 import { Ajv } from "ajv"
 import { Routes } from "@mediagate/http"
 import { Effect, Layer, Option } from "effect"
@@ -119,6 +120,23 @@ describe("the OpenAPI document", () => {
         // Statuses the server never answers are not documented.
         expect(Object.keys(document.paths["/api/v1/task/{taskId}"]!["get"]!.responses).sort()).toEqual(["200", "401", "404", "500"])
         expect(Object.keys(document.paths["/api/v1/task/submit"]!["post"]!.responses).sort()).toEqual(["200", "400", "401", "413", "500", "503"])
+      }))
+  })
+
+  it.layer(testServer())((it) => {
+    it.effect("the public copy at /openapi.json is a valid OpenAPI document (a third-party validator says so)", () =>
+      Effect.gen(function*() {
+        const served = yield* call(HttpClientRequest.get("/openapi.json"), null)
+        expect(served.status).toBe(200)
+        const document = served.body as Record<string, unknown> & { openapi: string; paths: Record<string, unknown> }
+        expect(document.openapi).toMatch(/^3\.1\./)
+        expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(["/api/v1/task/submit", "/api/v1/task/{taskId}"]))
+        const validator = new Validator({ allErrors: true })
+        const result = yield* Effect.promise(() => validator.validate(document))
+        expect({ valid: result.valid, errors: result.errors ?? null }).toEqual({ valid: true, errors: null })
+        // The validator does reject a broken document, so its "valid" above means something.
+        const broken = yield* Effect.promise(() => new Validator().validate({ ...document, paths: { "no-slash": {} } }))
+        expect(broken.valid).toBe(false)
       }))
   })
 

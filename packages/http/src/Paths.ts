@@ -11,6 +11,21 @@ export const apiPrefix = "/api/v1/"
 /** Path of the OpenAPI document. */
 export const openApiPath = "/api/v1/openapi.json"
 
+/** Public copy of the OpenAPI document, outside /api/v1/ so code generators and viewers need no key. */
+export const publicOpenApiPath = "/openapi.json"
+
+/** The human API reference (no key). */
+export const docsPath = "/docs"
+
+/** The landing answer: name, version and links (no key). */
+export const landingPath = "/"
+
+/** Liveness: 200 while the process serves (no key). */
+export const healthPath = "/healthz"
+
+/** Readiness: 200 when the store, its migrations and the engine are ready, 503 otherwise (no key). */
+export const readyPath = "/readyz"
+
 /** Path prefix result files are served under. */
 export const mediaPrefix = "/media"
 
@@ -30,7 +45,10 @@ const known = (path: string, method: string): KnownPath => ({
 })
 
 const knownPaths: ReadonlyArray<KnownPath> = (() => {
-  const paths: Array<KnownPath> = [known(openApiPath, "GET"), known(`${mediaPrefix}/:key`, "GET")]
+  const paths: Array<KnownPath> = [
+    ...[openApiPath, publicOpenApiPath, docsPath, landingPath, healthPath, readyPath].map((path) => known(path, "GET")),
+    known(`${mediaPrefix}/:key`, "GET")
+  ]
   HttpApi.reflect(Api.MediagateApi, {
     onGroup: () => {},
     onEndpoint: ({ endpoint }) => void paths.push(known(endpoint.path, endpoint.method))

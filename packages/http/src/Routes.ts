@@ -1,15 +1,18 @@
 /**
- * Routes beside the API endpoints: the OpenAPI document, the hosted result files, and the
- * 405 for the one wrong method the router would otherwise take for a task id.
+ * Routes beside the API endpoints: the OpenAPI document (and its public copy), the hosted
+ * result files, provider webhooks, the 405 for the one wrong method the router would
+ * otherwise take for a task id, and the public landing answer, docs page and health checks.
  */
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
-import { Accounts, Api, MediaStore, TaskService } from "@mediagate/core"
+import { Accounts, MediaStore, TaskService } from "@mediagate/core"
 import { Context, Effect, Layer, Option, Stream } from "effect"
 import { authenticate } from "./Auth.js"
 import { envelope, methodNotAllowed, requestPath } from "./Envelope.js"
-import { allowedMethods, mediaPrefix, openApiPath, webhookPrefix } from "./Paths.js"
+import * as Docs from "./Docs.js"
+import * as Health from "./Health.js"
+import { allowedMethods, mediaPrefix, openApiPath, publicOpenApiPath, webhookPrefix } from "./Paths.js"
 
-export { mediaPrefix, openApiPath, webhookPrefix } from "./Paths.js"
+export { docsPath, healthPath, landingPath, mediaPrefix, openApiPath, publicOpenApiPath, readyPath, webhookPrefix } from "./Paths.js"
 
 /** The base URL the OpenAPI document names in `servers`; by default the request's own origin. */
 export class PublicUrl extends Context.Reference<PublicUrl>()("@mediagate/http/PublicUrl", {
@@ -29,21 +32,24 @@ const requestOrigin = (request: HttpServerRequest.HttpServerRequest): string => 
 }
 
 /** The OpenAPI document, without `servers`, which the route adds per request. */
-const document = OpenApi.fromApi(Api.MediagateApi)
+const document = OpenApi.fromApi(Docs.documentedApi)
 
-/** The OpenAPI document of the API (under /api/v1/, so it asks for the key like every path there). */
+/** The OpenAPI document with `servers` naming the public URL, else the request's origin. */
+const servedDocument = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const url = Option.getOrElse(yield* PublicUrl, () => requestOrigin(request))
+  return yield* HttpServerResponse.json({ ...document, servers: [{ url }] })
+})
+
+/**
+ * The OpenAPI document of the API: under /api/v1/, where it asks for the key like every path
+ * there, and its public copy at `/openapi.json` for code generators and docs viewers.
+ */
 export const openApi = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const accounts = yield* Accounts.Accounts
-    yield* router.get(
-      openApiPath,
-      Effect.gen(function*() {
-        yield* authenticate
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const url = Option.getOrElse(yield* PublicUrl, () => requestOrigin(request))
-        return yield* HttpServerResponse.json({ ...document, servers: [{ url }] })
-      }).pipe(Effect.provideService(Accounts.Accounts, accounts))
-    )
+    yield* router.get(openApiPath, Effect.zipRight(authenticate, servedDocument).pipe(Effect.provideService(Accounts.Accounts, accounts)))
+    yield* router.get(publicOpenApiPath, servedDocument)
   })
 )
 
@@ -175,10 +181,12 @@ export const webhooks = HttpApiBuilder.Router.use((router) =>
   })
 )
 
-/** The extra routes. */
+/** The extra routes, with the public ones: landing answer, docs page, liveness and readiness. */
 export const layer: Layer.Layer<never, never, Accounts.Accounts | MediaStore.MediaStore | TaskService> = Layer.mergeAll(
   openApi,
   submitMethods,
   media,
-  webhooks
+  webhooks,
+  Docs.layer,
+  Health.routes
 )

@@ -6,6 +6,10 @@ export * as Envelope from "./Envelope.js"
 export * as Handlers from "./Handlers.js"
 /** The composed HTTP app: serve it, or mount it in a node:http server. */
 export * as MediagateHttp from "./MediagateHttp.js"
+/** Landing answer and the offline API reference page. */
+export * as Docs from "./Docs.js"
+/** Liveness and readiness (`/healthz`, `/readyz`) and the swappable readiness checks. */
+export * as Health from "./Health.js"
 /** OpenAPI document and result files. */
 export * as Routes from "./Routes.js"
 /** The paths the server answers and the methods they take. */

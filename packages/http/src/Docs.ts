@@ -1,0 +1,57 @@
+/**
+ * What a person or a tool finds without a key: the landing answer at `/` and the human API
+ * reference at `/docs`. The reference is Scalar's, with its bundle inlined in the page by
+ * `@effect/platform`'s `HttpApiScalar.layer` (not its CDN variant), so it works with no
+ * network beyond this server; Scalar's default web fonts are turned off for the same reason.
+ */
+import { HttpApi, HttpApiBuilder, HttpApiScalar, HttpServerResponse, OpenApi } from "@effect/platform"
+import { Api } from "@mediagate/core"
+import { Context, Effect, Layer } from "effect"
+import { apiPrefix, docsPath, healthPath, landingPath, publicOpenApiPath, readyPath } from "./Paths.js"
+
+/** Version of `@mediagate/http` (test/health.test.ts checks it against the package's manifest). */
+export const version = "0.1.0"
+
+/** The API definition as the OpenAPI document and the docs page describe it: with this version in `info`. */
+export const documentedApi = Api.MediagateApi.annotate(OpenApi.Version, version)
+
+/** The landing answer's body. */
+export const landing = {
+  name: "mediagate",
+  version,
+  links: {
+    docs: docsPath,
+    openapi: publicOpenApiPath,
+    api: apiPrefix,
+    models: `${apiPrefix}models`,
+    health: healthPath,
+    ready: readyPath
+  }
+} as const
+
+/** `GET /`: what this server is and where to go next. */
+export const landingRoute: Layer.Layer<never> = HttpApiBuilder.Router.use((router) =>
+  router.get(landingPath, Effect.succeed(HttpServerResponse.unsafeJson(landing)))
+)
+
+/** The API as `HttpApiScalar` reads it, without the handlers (the page only needs the definition). */
+const definition = Layer.succeed(HttpApi.Api, {
+  api: documentedApi as unknown as Context.Tag.Service<HttpApi.Api>["api"],
+  context: Context.empty()
+})
+
+/**
+ * Scalar's settings: no web fonts (they come from fonts.scalar.com), no developer toolbar
+ * (shown on localhost by default; its Share and SDK menus lead to scalar.com).
+ */
+const scalar: HttpApiScalar.ScalarConfig & { readonly showDeveloperTools: "never" } = {
+  withDefaultFonts: false,
+  defaultOpenAllTags: true,
+  showDeveloperTools: "never"
+}
+
+/** `GET /docs`: the API reference, every asset inlined. */
+export const docsRoute: Layer.Layer<never> = HttpApiScalar.layer({ path: docsPath, scalar }).pipe(Layer.provide(definition))
+
+/** The landing answer and the docs page. */
+export const layer: Layer.Layer<never> = Layer.mergeAll(landingRoute, docsRoute)
