@@ -1,7 +1,8 @@
 /**
- * Waiting for a task to end: long-poll queries (`GET /api/v1/task/{id}?wait=N`), and
- * polling with exponential backoff while the answers come back early without the end (a
- * server that does not hold queries answers at once). Every pause is the Clock's.
+ * Waiting for a task to end: one query answered at once, then long-poll queries
+ * (`GET /api/v1/task/{id}?wait=N`, which the server holds until the task ends or N seconds
+ * pass), and polling with exponential backoff while answers come back early without the
+ * end (a server that does not hold queries answers at once). Every pause is the Clock's.
  */
 import type { Task } from "@mediagate/core"
 import { Clock, Duration, Effect, Option, Ref, Schedule } from "effect"
@@ -9,7 +10,7 @@ import { type ClientError, RunTimeout } from "./Errors.js"
 
 /** How `run` and `waitFor` wait. */
 export interface RunOptions {
-  /** Called with the task on the first answer and on each change of its status. */
+  /** Called with the task on the first answer and on each change of status the client sees (a held query shows only the end). */
   readonly onProgress?: (task: Task.Task) => void | Effect.Effect<void>
   /** Give up (RunTimeout) when the task has not ended this long after waiting began (just after the submit, for `run`). Default: wait for its end. */
   readonly timeout?: Duration.DurationInput
@@ -31,6 +32,7 @@ export const pollBackoff: Schedule.Schedule<Duration.Duration> = Schedule.expone
   Schedule.modifyDelay((_, delay) => Duration.min(delay, Duration.seconds(5)))
 )
 
+/** A query of the task; `wait` 0 asks for no hold. */
 type Get = (taskId: string, options: { readonly wait: number }) => Effect.Effect<Task.Task, ClientError>
 
 /** Queries `taskId` until it ends; answers the ended task. */
@@ -40,9 +42,10 @@ export const waitForEnd = (taskId: string, get: Get, options: RunOptions = {}): 
     const lastSeen = yield* Ref.make(Option.none<Task.Task>())
     const loop = Effect.gen(function*() {
       const backoff = yield* Schedule.driver(pollBackoff)
-      for (;;) {
+      // The first query is answered at once, so the status shows before the first hold.
+      for (let first = true; ; first = false) {
         const asked = yield* Clock.currentTimeMillis
-        const task = yield* get(taskId, { wait: waitSeconds })
+        const task = yield* get(taskId, { wait: first ? 0 : waitSeconds })
         const held = (yield* Clock.currentTimeMillis) - asked
         const previous = yield* Ref.getAndSet(lastSeen, Option.some(task))
         const changed = Option.match(previous, { onNone: () => true, onSome: (seen) => seen.status !== task.status })
@@ -51,6 +54,7 @@ export const waitForEnd = (taskId: string, get: Get, options: RunOptions = {}): 
           if (Effect.isEffect(progress)) yield* progress
         }
         if (terminalStatuses.has(task.status)) return task
+        if (first) continue
         // Held for at least half the wait asked: the server long-polls; ask again at once.
         if (held * 2 >= waitSeconds * 1000) {
           yield* backoff.reset

@@ -1,0 +1,104 @@
+/**
+ * How `run` waits, on the TestClock against a fake server (an HttpClient answering like
+ * mediagate): a server that holds `?wait=N` queries is asked again at once after each
+ * hold; one that answers at once is polled after 0.5 s, 1 s, 2 s, 4 s, then every 5 s,
+ * starting again from 0.5 s when the status changes; the timeout gives up with RunTimeout.
+ */
+import { HttpClient, HttpClientResponse } from "@effect/platform"
+import { describe, expect, it } from "@effect/vitest"
+import { Clock, Effect, Fiber, Layer, TestClock } from "effect"
+import { MediagateClient, RunTimeout } from "../src/index.js"
+
+const taskId = "01900000-0000-7000-8000-000000000000"
+
+/** The task's status at `millis` of virtual time: PENDING, PROCESSING from 2 s, SUCCESS from `endsAt`. */
+const statusAt = (millis: number, endsAt: number) => (millis >= endsAt ? "SUCCESS" : millis >= 2_000 ? "PROCESSING" : "PENDING")
+
+const task = (status: string) => ({
+  taskId,
+  status,
+  input: { model: "dream-4", prompt: "a koi pond" },
+  result: status === "SUCCESS" ? { type: "image", urls: ["https://example.com/a.png"] } : null,
+  failure_reason: null,
+  created_at: "2025-01-01T00:00:00.000Z",
+  updated_at: "2025-01-01T00:00:00.000Z",
+  adjustments: [],
+  error: null,
+  attempts: [],
+  price_micro_usd: 1
+})
+
+interface Seen {
+  readonly at: number
+  readonly wait: string | null
+  readonly authorization: string | undefined
+}
+
+/** A fake mediagate that holds `?wait=N` queries (when `holds`) until the task ends or N seconds pass. */
+const fakeServer = (options: { readonly holds: boolean; readonly endsAt: number }) => {
+  const seen: Array<Seen> = []
+  const client = HttpClient.make((request, url) =>
+    Effect.gen(function*() {
+      const at = yield* Clock.currentTimeMillis
+      const wait = url.searchParams.get("wait")
+      seen.push({ at, wait, authorization: request.headers["authorization"] })
+      if (request.method === "POST") {
+        return HttpClientResponse.fromWeb(request, Response.json({ code: 0, msg: "ok", data: { taskId } }))
+      }
+      if (options.holds && wait !== null) {
+        const until = Math.min(at + Number(wait) * 1000, Math.max(at, options.endsAt))
+        yield* Effect.sleep(until - at)
+      }
+      const now = yield* Clock.currentTimeMillis
+      return HttpClientResponse.fromWeb(request, Response.json({ code: 0, msg: "ok", data: task(statusAt(now, options.endsAt)) }))
+    })
+  )
+  return { seen, layer: Layer.succeed(HttpClient.HttpClient, client) }
+}
+
+const run = (server: ReturnType<typeof fakeServer>, options: { readonly timeout?: string } = {}) =>
+  Effect.gen(function*() {
+    const client = yield* MediagateClient.make({ baseUrl: "http://mediagate.test", apiKey: "the-key" })
+    const statuses: Array<string> = []
+    const fiber = yield* Effect.fork(
+      client.run("dream-4", { prompt: "a koi pond" }, { onProgress: (t) => void statuses.push(t.status), ...options })
+    )
+    yield* TestClock.adjust("2 minutes")
+    return { exit: yield* Fiber.await(fiber), statuses }
+  }).pipe(Effect.provide(server.layer))
+
+describe("run", () => {
+  it.effect("a server that holds queries: asked again at once after each hold, until the end", () =>
+    Effect.gen(function*() {
+      const server = fakeServer({ holds: true, endsAt: 50_000 })
+      const { exit, statuses } = yield* run(server)
+      expect(exit._tag).toBe("Success")
+      // The hold that ends at 20 s answers PROCESSING; the one from 40 s answers at the end.
+      expect(statuses).toEqual(["PENDING", "PROCESSING", "SUCCESS"])
+      // The submit, one query answered at once, then holds of 20 s until the end at 50 s.
+      expect(server.seen.map(({ at, wait }) => [at, wait])).toEqual([[0, null], [0, null], [0, "20"], [20_000, "20"], [40_000, "20"]])
+      expect(new Set(server.seen.map((s) => s.authorization))).toEqual(new Set(["Bearer the-key"]))
+    }))
+
+  it.effect("a server that answers at once: polled with backoff from 0.5 s doubling to 5 s, again from 0.5 s on a change", () =>
+    Effect.gen(function*() {
+      const server = fakeServer({ holds: false, endsAt: 30_000 })
+      const { exit, statuses } = yield* run(server)
+      expect(exit._tag).toBe("Success")
+      expect(statuses).toEqual(["PENDING", "PROCESSING", "SUCCESS"])
+      const queries = server.seen.slice(1).map(({ at }) => at)
+      // 0: at once, then +0.5 +1 (1.5 s) +2 (3.5 s: PROCESSING, a change) +0.5 +1 +2 +4 +5 +5 +5 ... to 30 s.
+      expect(queries).toEqual([0, 0, 500, 1_500, 3_500, 4_000, 5_000, 7_000, 11_000, 16_000, 21_000, 26_000, 31_000])
+    }))
+
+  it.effect("the timeout gives up with RunTimeout carrying the task as last seen", () =>
+    Effect.gen(function*() {
+      const server = fakeServer({ holds: true, endsAt: 90_000 })
+      const { exit } = yield* run(server, { timeout: "30 seconds" })
+      const failure = yield* Effect.flip(exit)
+      expect(failure).toBeInstanceOf(RunTimeout)
+      expect(failure).toMatchObject({ taskId, task: { status: "PROCESSING" } })
+      // Nothing more is asked once it gave up.
+      expect(server.seen.at(-1)!.at).toBeLessThanOrEqual(30_000)
+    }))
+})
