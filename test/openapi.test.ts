@@ -118,8 +118,8 @@ describe("the OpenAPI document", () => {
         conforms(wrongMethod, "components", "schemas", "MethodNotAllowed")
 
         // Statuses the server never answers are not documented.
-        expect(Object.keys(document.paths["/api/v1/task/{taskId}"]!["get"]!.responses).sort()).toEqual(["200", "401", "404", "500"])
-        expect(Object.keys(document.paths["/api/v1/task/submit"]!["post"]!.responses).sort()).toEqual(["200", "400", "401", "413", "500", "503"])
+        expect(Object.keys(document.paths["/api/v1/task/{taskId}"]!["get"]!.responses).sort()).toEqual(["200", "400", "401", "404", "500"])
+        expect(Object.keys(document.paths["/api/v1/task/submit"]!["post"]!.responses).sort()).toEqual(["200", "400", "401", "409", "413", "422", "500", "503"])
       }))
   })
 

@@ -476,6 +476,57 @@ for (const backend of backends) {
           expect((yield* store.list(Ids.AccountId.make("nobody"), { limit: 10 })).nextCursor).toBeNull()
         })
       ))
+
+    it.effect("list filters by status, model and creation time, each alone and together, paging with the cursor", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const alice = Ids.AccountId.make("alice")
+          const base = 1_800_000_000_000
+          const statuses = ["PENDING", "SUCCESS", "FAILURE", "PROCESSING", "SUCCESS", "CANCELLED"] as const
+          const made: Array<Task.TaskRecord> = []
+          for (let i = 0; i < 12; i++) {
+            const status = statuses[i % statuses.length]!
+            const model = i % 3 === 0 ? "dream-4" : "alpha-image-2/text-to-image"
+            const task = record({
+              createdAt: base + i * 1000,
+              status,
+              dueAt: status === "SUCCESS" || status === "FAILURE" || status === "CANCELLED" ? null : base,
+              input: { model, prompt: `filter ${i}` }
+            })
+            made.push(task)
+            yield* store.create(task)
+          }
+          // Another owner's tasks never show.
+          yield* store.create(record({ ownerId: "bob", createdAt: base + 500, status: "SUCCESS", dueAt: null, input: { model: "dream-4", prompt: "b" } }))
+          const all = (filter: TaskStore.ListFilter) =>
+            Effect.gen(function*() {
+              const seen: Array<string> = []
+              let cursor: Ids.TaskId | undefined
+              for (let page = 0; page < 20; page++) {
+                const result = yield* store.list(alice, { limit: 2, cursor, filter })
+                expect(result.tasks.length).toBeLessThanOrEqual(2)
+                seen.push(...result.tasks.map((task) => task.id))
+                if (result.nextCursor === null) break
+                cursor = result.nextCursor
+              }
+              return seen
+            })
+          const expected = (keep: (task: Task.TaskRecord) => boolean) => made.filter(keep).map((task) => task.id).reverse()
+          expect(yield* all({ statuses: ["SUCCESS"] })).toEqual(expected((task) => task.status === "SUCCESS"))
+          expect(yield* all({ statuses: ["SUCCESS", "FAILURE"] })).toEqual(expected((task) => task.status === "SUCCESS" || task.status === "FAILURE"))
+          expect(yield* all({ model: "dream-4" })).toEqual(expected((task) => task.input["model"] === "dream-4"))
+          expect(yield* all({ model: "dream" })).toEqual([])
+          expect(yield* all({ createdAfter: base + 3000 })).toEqual(expected((task) => task.createdAt > base + 3000))
+          expect(yield* all({ createdBefore: base + 3000 })).toEqual(expected((task) => task.createdAt < base + 3000))
+          expect(yield* all({ createdAfter: base + 1000, createdBefore: base + 9000, statuses: ["SUCCESS", "PENDING"], model: "alpha-image-2/text-to-image" }))
+            .toEqual(expected((task) =>
+              task.createdAt > base + 1000 && task.createdAt < base + 9000 && (task.status === "SUCCESS" || task.status === "PENDING") &&
+              task.input["model"] === "alpha-image-2/text-to-image"
+            ))
+          expect(yield* all({ statuses: [] })).toEqual([])
+          expect(yield* all({})).toEqual(expected(() => true))
+        })
+      ))
   }
 
   if (backend.shared === undefined) {

@@ -3,7 +3,7 @@
  * live in @mediagate/http; the typed client and the OpenAPI document come from here too.
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
-import { Either, ParseResult, Schema } from "effect"
+import { Either, Option, ParseResult, Schema } from "effect"
 import { CurrentAccount } from "./Accounts.js"
 import { shortened, ValidationError } from "./Errors.js"
 import { TaskId } from "./Ids.js"
@@ -11,7 +11,8 @@ import { ModelInfo } from "./models/ModelInfo.js"
 import { moderationCategories } from "./Moderation.js"
 import * as OpenApiDocument from "./OpenApiDocument.js"
 import type * as Ledger from "./Ledger.js"
-import { isoTime, Task } from "./Task.js"
+import * as IdempotencyKeys from "./IdempotencyKeys.js"
+import { isoTime, Task, TaskStatus } from "./Task.js"
 import type * as TaskStore from "./TaskStore.js"
 
 const envelopeError = <const Code extends number>(code: Code, description: string) =>
@@ -76,6 +77,12 @@ export class MethodNotAllowed extends Schema.Class<MethodNotAllowed>("MethodNotA
 export class Conflict extends Schema.Class<Conflict>("Conflict")(
   envelopeError(409, "Why the task's state does not allow it."),
   HttpApiSchema.annotations({ status: 409 })
+) {}
+
+/** 422: an Idempotency-Key sent again with a different request body. */
+export class UnprocessableEntity extends Schema.Class<UnprocessableEntity>("UnprocessableEntity")(
+  envelopeError(422, "Why the request cannot be processed as sent (an Idempotency-Key reused with another body)."),
+  HttpApiSchema.annotations({ status: 422 })
 ) {}
 
 /** 503: something the request needs is down (the moderation backend); nothing was created. */
@@ -217,10 +224,62 @@ const Limit = Schema.transform(
   description: "Tasks per page, 1 to 100 (default 20)."
 })
 
+const statusList = TaskStatus.literals.join(", ")
+
+/** `status`: one status or several, separated by commas (`SUCCESS,FAILURE`). */
+const StatusFilter = Schema.transform(
+  Schema.String.pipe(Schema.filter((value) => value.split(",").every((part) => (TaskStatus.literals as ReadonlyArray<string>).includes(part.trim())))),
+  Schema.Array(TaskStatus),
+  { strict: true, decode: (value) => [...new Set(value.split(",").map((part) => part.trim() as TaskStatus))], encode: (statuses) => statuses.join(",") }
+).annotations({
+  message: () => ({ message: `must be one or more of ${statusList}, separated by commas`, override: true }),
+  description: "Only tasks in these statuses: one, or several separated by commas."
+})
+
+/** `model`: the model id as submitted. */
+const ModelFilter = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)).annotations({
+  message: () => ({ message: "must be a model id", override: true }),
+  description: "Only tasks of this model (the model id as submitted)."
+})
+
+const isoTimestamp = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?([Zz]|[+-]\d{2}:?\d{2}))?$/
+
+/** Epoch milliseconds of an ISO 8601 timestamp with a time zone (or a date: its midnight UTC), if it is one. */
+export const parseTimestamp = (value: string): number | undefined => {
+  const match = isoTimestamp.exec(value)
+  if (match === null) return undefined
+  const [, year, month, day, hour = "00", minute = "00", second = "00"] = match
+  // Date.parse rolls 2025-02-30 over to March: the parts must be what was written.
+  const check = new Date(Date.UTC(Number(year), Number(month) - 1, Number(day), Number(hour), Number(minute), Number(second)))
+  if (
+    check.getUTCFullYear() !== Number(year) || check.getUTCMonth() + 1 !== Number(month) || check.getUTCDate() !== Number(day) ||
+    check.getUTCHours() !== Number(hour) || check.getUTCMinutes() !== Number(minute) || check.getUTCSeconds() !== Number(second)
+  ) return undefined
+  const zone = match[7]
+  const normalized = match[4] === undefined ? `${value}T00:00:00Z` : zone !== undefined && /^[+-]\d{4}$/.test(zone) ? `${value.slice(0, -2)}:${value.slice(-2)}` : value
+  const millis = Date.parse(normalized.replace(" ", "T"))
+  return Number.isNaN(millis) ? undefined : millis
+}
+
+/** An ISO 8601 timestamp, into epoch milliseconds. */
+const Timestamp = (description: string) =>
+  Schema.transform(
+    Schema.String.pipe(Schema.filter((value) => parseTimestamp(value) !== undefined, { jsonSchema: { format: "date-time" } })),
+    Schema.Number,
+    { strict: true, decode: (value) => parseTimestamp(value)!, encode: (millis) => new Date(millis).toISOString() }
+  ).annotations({
+    message: () => ({ message: "must be an ISO 8601 timestamp with a time zone, e.g. 2025-01-31T12:00:00Z", override: true }),
+    description
+  })
+
 /** Query parameters of GET /api/v1/tasks. */
 export const ListQuery = Schema.Struct({
   limit: Schema.optionalWith(Limit, { default: () => 20 }),
-  cursor: Schema.optionalWith(Cursor, { as: "Option" })
+  cursor: Schema.optionalWith(Cursor, { as: "Option" }),
+  status: Schema.optional(StatusFilter),
+  model: Schema.optional(ModelFilter),
+  created_after: Schema.optional(Timestamp("Only tasks created after this time (ISO 8601, exclusive).")),
+  created_before: Schema.optional(Timestamp("Only tasks created before this time (ISO 8601, exclusive)."))
 }).annotations({ identifier: "ListQuery" })
 export type ListQuery = typeof ListQuery.Type
 
@@ -231,6 +290,30 @@ export const decodeListQuery = (params: URLSearchParams): Either.Either<ListQuer
   const repeated = [...new Set(params.keys())].find((name) => params.getAll(name).length > 1)
   if (repeated !== undefined) return Either.left(new ValidationError({ message: `${shortened(repeated)} may be given once` }))
   return decodeListParams(Object.fromEntries(params))
+}
+
+/** Longest wait a query may ask for, in seconds. */
+export const maxWaitSeconds = 60
+
+/**
+ * The `wait` parameter of the task query: seconds to hold the answer until the task ends,
+ * 1 to 60; absent when not given. Other parameters are left alone, as the query always did.
+ */
+export const decodeWait = (params: URLSearchParams): Either.Either<Option.Option<number>, ValidationError> => {
+  const given = params.getAll("wait")
+  if (given.length === 0) return Either.right(Option.none())
+  if (given.length > 1) return Either.left(new ValidationError({ message: "wait may be given once" }))
+  const value = given[0]!
+  return /^\d{1,2}$/.test(value) && Number(value) >= 1 && Number(value) <= maxWaitSeconds
+    ? Either.right(Option.some(Number(value)))
+    : Either.left(new ValidationError({ message: `wait must be an integer number of seconds between 1 and ${maxWaitSeconds}` }))
+}
+
+/** The Idempotency-Key header of submit, if given: 400 when it is empty, too long or malformed. */
+export const decodeIdempotencyKey = (header: string | undefined): Either.Either<Option.Option<string>, ValidationError> => {
+  if (header === undefined) return Either.right(Option.none())
+  const parsed = IdempotencyKeys.parseKey(header)
+  return "key" in parsed ? Either.right(Option.some(parsed.key)) : Either.left(new ValidationError({ message: parsed.problem }))
 }
 
 const okSchema = <S extends Schema.Schema.Any>(data: S) =>
@@ -249,6 +332,12 @@ export const TaskResponse = okSchema(Task).annotations({ identifier: "TaskRespon
 export const TaskListResponse = okSchema(Schema.Struct({ tasks: Schema.Array(Task), next_cursor: Schema.NullOr(Schema.String) }))
   .annotations({ identifier: "TaskListResponse" })
 
+/** An OpenAPI operation with `parameter` added to those HttpApi derived (a path's taskId). */
+const withParameters = (parameter: Record<string, unknown>) => (operation: Record<string, unknown>) => ({
+  ...operation,
+  parameters: [...((operation["parameters"] as ReadonlyArray<unknown> | undefined) ?? []), parameter]
+})
+
 /** The task endpoints. */
 export class TasksGroup extends HttpApiGroup.make("tasks")
   .add(
@@ -257,9 +346,19 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
       .addSuccess(SubmitResponse)
       .addError(BadRequest)
       .addError(ModerationRejectedResponse)
+      .addError(Conflict)
       .addError(PayloadTooLarge)
+      .addError(UnprocessableEntity)
       .addError(ServiceUnavailable)
       .annotate(OpenApi.Summary, "Submit a task")
+      .annotate(OpenApi.Transform, withParameters({
+          name: "Idempotency-Key",
+          in: "header",
+          required: false,
+          description:
+            "Additive: 1 to 255 characters, bare or as a quoted string. The same key and body from the same account within 24 hours answer the same task; the same key with another body is 422; while its first request is processed, 409.",
+          schema: { type: "string", minLength: 1, maxLength: IdempotencyKeys.maxKeyLength }
+        }))
   )
   .add(
     // The query parameters (ListQuery) are decoded by the handler, so that a malformed one
@@ -271,7 +370,17 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
       .annotate(OpenApi.Override, {
         parameters: [
           { name: "limit", in: "query", required: false, description: "Tasks per page, 1 to 100 (default 20).", schema: { type: "string", pattern: "^[0-9]+$" } },
-          { name: "cursor", in: "query", required: false, description: "next_cursor of the previous page.", schema: { type: "string", format: "uuid" } }
+          { name: "cursor", in: "query", required: false, description: "next_cursor of the previous page (with the same filters).", schema: { type: "string", format: "uuid" } },
+          {
+            name: "status",
+            in: "query",
+            required: false,
+            description: "Only tasks in these statuses, separated by commas (SUCCESS,FAILURE).",
+            schema: { type: "string", pattern: `^(${TaskStatus.literals.join("|")})(,(${TaskStatus.literals.join("|")}))*$` }
+          },
+          { name: "model", in: "query", required: false, description: "Only tasks of this model (the id as submitted).", schema: { type: "string" } },
+          { name: "created_after", in: "query", required: false, description: "Only tasks created after this time (ISO 8601 with a time zone; exclusive).", schema: { type: "string", format: "date-time" } },
+          { name: "created_before", in: "query", required: false, description: "Only tasks created before this time (ISO 8601 with a time zone; exclusive).", schema: { type: "string", format: "date-time" } }
         ]
       })
   )
@@ -284,11 +393,31 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
       .annotate(OpenApi.Summary, "Cancel a task that has not ended (additive: not in the spec)")
   )
   .add(
+    HttpApiEndpoint.get("events", "/task/:taskId/events")
+      .setPath(Schema.Struct({ taskId: TaskIdPath }))
+      .addSuccess(Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })).annotations({
+        description:
+          "Server-sent events: a `task` event whose data is the task (as `data` of the query answer) at once and after every change of status, then the stream ends after a terminal status; a `: keep-alive` comment every 15 seconds."
+      }))
+      .addError(NotFound)
+      .annotate(OpenApi.Summary, "Follow a task as it changes, as server-sent events (additive: not in the spec)")
+  )
+  .add(
+    // `wait` is decoded by the handler (our 400), so the document lists it by hand.
     HttpApiEndpoint.get("query", "/task/:taskId")
       .setPath(Schema.Struct({ taskId: TaskIdPath }))
       .addSuccess(TaskResponse)
+      .addError(BadRequest)
       .addError(NotFound)
       .annotate(OpenApi.Summary, "Query a task")
+      .annotate(OpenApi.Transform, withParameters({
+          name: "wait",
+          in: "query",
+          required: false,
+          description:
+            "Additive: hold the answer up to this many seconds (1 to 60) until the task ends; the answer comes as soon as it does, or after the wait with the task as it is then.",
+          schema: { type: "string", pattern: "^[0-9]+$" }
+        }))
   )
   .middleware(Authorization)
   .prefix("/api/v1")

@@ -2,11 +2,12 @@
  * The use cases: submit a task and query it (spec sections 4.1 and 4.2), list and cancel
  * tasks, and look at or redeliver a task's callbacks.
  */
-import { Clock, Context, Duration, Effect, Either, Option, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Either, Option, Queue, Schema, Stream } from "effect"
 import type { Account } from "./Accounts.js"
 import type { ListQuery, SubmitRequest } from "./Api.js"
 import { ModerationRejected, ModerationUnavailable, shortened, TaskNotCancellable, TaskNotFound, ValidationError } from "./Errors.js"
 import * as Credits from "./Credits.js"
+import * as IdempotencyKeys from "./IdempotencyKeys.js"
 import { Ids, TaskId } from "./Ids.js"
 import { Ledger } from "./Ledger.js"
 import { ModelCatalog } from "./models/ModelCatalog.js"
@@ -17,6 +18,7 @@ import { Prices } from "./models/Pricing.js"
 import type { Task, TaskInput, UpstreamJob } from "./Task.js"
 import * as Transition from "./Transition.js"
 import { isTerminal, TaskRecord, TaskStatus, toWire } from "./Task.js"
+import * as TaskChanges from "./TaskChanges.js"
 import { CallbackWakeup, TaskWakeup } from "./TaskEvents.js"
 import type { CallbackAttempt, CallbackState } from "./TaskStore.js"
 import { TaskStore } from "./TaskStore.js"
@@ -117,6 +119,18 @@ export interface CallbackDelivery {
   readonly attempts: ReadonlyArray<CallbackAttempt>
 }
 
+/** What a submit may carry beyond its body. */
+export interface SubmitOptions {
+  /** The request's Idempotency-Key and the fingerprint of its body (`IdempotencyKeys.fingerprint`). */
+  readonly idempotency?: { readonly key: string; readonly fingerprint: string } | undefined
+}
+
+/**
+ * How often a waiter reads its task again when no change was published: the safety net for
+ * writes this process does not see (another node on the same database).
+ */
+export const recheckInterval = Duration.seconds(5)
+
 /** Submit and query, independent of any transport. */
 export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/TaskService", {
   effect: Effect.gen(function*() {
@@ -129,7 +143,15 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     const upstream = yield* Effect.serviceOption(Upstream)
     const ledger = yield* Effect.serviceOption(Ledger)
     const deadlines = yield* Deadlines
-    const writes = yield* TaskWrites.make
+    // Waiters subscribe where the writers publish: the composition's TaskChanges, or one of
+    // our own (then only this service's writes are seen at once, the rest at the re-read).
+    const changes = yield* Effect.serviceOption(TaskChanges.TaskChanges).pipe(
+      Effect.flatMap(Option.match({ onSome: Effect.succeed, onNone: () => TaskChanges.make }))
+    )
+    const keys = yield* Effect.serviceOption(IdempotencyKeys.IdempotencyKeys).pipe(
+      Effect.flatMap(Option.match({ onSome: Effect.succeed, onNone: () => IdempotencyKeys.makeMemory }))
+    )
+    const writes = yield* TaskWrites.make.pipe(Effect.provideService(TaskChanges.TaskChanges, changes))
     const prices = yield* Prices
     // An incomplete price table is the host's configuration bug: stop at start, not at a submit.
     yield* Either.match(Pricing.validate(catalog.models, prices), {
@@ -140,8 +162,8 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     /** Spans without stack traces: capturing one costs about as much as the span (bench:costs). */
     const spanOptions = { captureStackTrace: false }
 
-    /** Validates, moderates and stores a new PENDING task; returns its id. */
-    const submit = Effect.fn("TaskService.submit", spanOptions)(function*(account: Account, request: SubmitRequest) {
+    /** Validates, moderates and stores a new PENDING task (with `given` as its id, else a new one); returns its id. */
+    const create = (account: Account, request: SubmitRequest, given?: TaskId) => Effect.gen(function*() {
       const policy = yield* SubmitPolicy
       yield* checkCallBackUrl(request.callBackUrl, policy.allowPrivateUrls)
       const model = yield* Option.match(catalog.find(request.model), {
@@ -157,7 +179,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       }
 
       const now = yield* Clock.currentTimeMillis
-      const taskId = yield* ids.taskId
+      const taskId = given ?? (yield* ids.taskId)
       // The task's model is the submitted top-level one, whatever the input holds.
       const { model: _ignored, ...inputFields } = request.input
       const input: TaskInput = { model: request.model, ...inputFields }
@@ -198,8 +220,78 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
         )
       yield* writes.create(record)
       if (Option.isSome(wakeup) && record.status === "PENDING") yield* wakeup.value.wake
-      return { taskId }
+      return taskId
     })
+
+    /** When expired keys were last deleted: at most once an hour, by a submit that carries one. */
+    let nextPrune = Number.NEGATIVE_INFINITY
+
+    /**
+     * Submit under an Idempotency-Key. The key is reserved for the task this request will
+     * create, then bound to it; a request that created nothing frees it. A reservation whose
+     * request died is taken over once its lease ends, unless its task exists: then the key
+     * is bound to that task, so a crash between the two writes never yields a second task.
+     */
+    const submitOnce = (account: Account, request: SubmitRequest, key: string, fingerprint: string) =>
+      Effect.gen(function*() {
+        const taskId = yield* ids.taskId
+        const now = yield* Clock.currentTimeMillis
+        if (now >= nextPrune) {
+          nextPrune = now + Duration.toMillis("1 hour")
+          yield* keys.prune(now - IdempotencyKeys.keyLifetimeMs + 1).pipe(
+            Effect.catchAllCause((cause) => Effect.logWarning("idempotency: expired keys were not pruned", cause))
+          )
+        }
+        const reservation: IdempotencyKeys.Reservation = {
+          owner: account.id,
+          key,
+          fingerprint,
+          taskId,
+          now,
+          leaseUntil: now + IdempotencyKeys.reservationLeaseMs,
+          // A key has expired once 24 hours have passed since its first use.
+          expiredBefore: now - IdempotencyKeys.keyLifetimeMs + 1
+        }
+        const run = create(account, request, taskId).pipe(
+          // A rule or moderation refused it: nothing was created, so the key may be sent again.
+          // (Interrupted or died: the reservation runs out and the next request looks for the task.)
+          Effect.tapError(() => keys.release(account.id, key, taskId)),
+          Effect.tap(() => keys.complete(account.id, key, taskId)),
+          Effect.map((created) => ({ taskId: created, replayed: false }))
+        )
+        const mismatch = new IdempotencyKeys.IdempotencyKeyMismatch({ key })
+        for (let round = 0; round < 3; round++) {
+          const found = yield* keys.begin(reservation)
+          switch (found._tag) {
+            case "Reserved":
+              return yield* run
+            case "Completed":
+              return found.sameBody ? { taskId: found.taskId, replayed: true } : yield* mismatch
+            case "InProgress":
+              return yield* (found.sameBody ? new IdempotencyKeys.IdempotencyKeyInUse({ key }) : mismatch)
+            case "Stale": {
+              if (Option.isSome(yield* store.getOwned(found.taskId, account.id))) {
+                yield* keys.complete(account.id, key, found.taskId)
+                return found.sameBody ? { taskId: found.taskId, replayed: true } : yield* mismatch
+              }
+              if (yield* keys.takeOver(reservation, found.taskId)) return yield* run
+            }
+          }
+        }
+        // Other requests kept moving the key: one of them is being processed.
+        return yield* new IdempotencyKeys.IdempotencyKeyInUse({ key })
+      })
+
+    /**
+     * Validates, moderates and stores a new PENDING task; returns its id, and whether it is
+     * the task an earlier request with the same Idempotency-Key created (`replayed`).
+     */
+    const submit = Effect.fn("TaskService.submit", spanOptions)(
+      function*(account: Account, request: SubmitRequest, options: SubmitOptions = {}) {
+        if (options.idempotency === undefined) return { taskId: yield* create(account, request), replayed: false }
+        return yield* submitOnce(account, request, options.idempotency.key, options.idempotency.fingerprint)
+      }
+    )
 
     /** The caller's task with this id, as the query endpoint shows it. */
     const query = Effect.fn("TaskService.query", spanOptions)(
@@ -255,9 +347,18 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       )
     }
 
-    /** The caller's tasks, newest first, `limit` at a time, after the cursor's task. */
+    /** The caller's tasks, newest first, `limit` at a time, after the cursor's task, those the filters let through. */
     const list = Effect.fn("TaskService.list", spanOptions)(function*(account: Account, query: ListQuery) {
-      const page = yield* store.list(account.id, { limit: query.limit, cursor: Option.getOrUndefined(query.cursor) })
+      const page = yield* store.list(account.id, {
+        limit: query.limit,
+        cursor: Option.getOrUndefined(query.cursor),
+        filter: {
+          statuses: query.status,
+          model: query.model,
+          createdAfter: query.created_after,
+          createdBefore: query.created_before
+        }
+      })
       return { tasks: page.tasks.map(toWire), next_cursor: page.nextCursor }
     })
 
@@ -311,9 +412,58 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       return yield* deliveries(taskId)
     })
 
-    return { submit, query, list, cancel, receiveWebhook, callbacks, redeliver } as const
+    /** The caller's task, read again, as its waiter last saw it or newer. */
+    const reread = (account: Account, last: TaskRecord) =>
+      Effect.map(store.getOwned(last.id, account.id), (found) => Option.getOrElse(Option.filter(found, (task) => task.version > last.version), () => last))
+
+    /** Whether a waiter shows `next` after `last`: its status or its last update differ. */
+    const shows = (last: TaskRecord, next: TaskRecord) =>
+      next.version > last.version && (next.status !== last.status || next.updatedAt !== last.updatedAt)
+
+    /**
+     * The caller's task as it changes: its state now, then every new status (or update),
+     * ending with a terminal state. Woken by the writes of this process (TaskChanges), and
+     * read again every `recheckInterval` when nothing came, for writes of other nodes.
+     */
+    const watch = Effect.fn("TaskService.watch", spanOptions)(function*(account: Account, taskId: TaskId) {
+      if (Option.isNone(yield* store.getOwned(taskId, account.id))) return yield* new TaskNotFound({ taskId })
+      return Stream.unwrapScoped(Effect.gen(function*() {
+        // Subscribed before the read, so no write falls between them.
+        const queue = yield* changes.subscribe(taskId)
+        const first = yield* store.getOwned(taskId, account.id)
+        if (Option.isNone(first)) return Stream.empty
+        const next = (last: TaskRecord): Effect.Effect<TaskRecord> =>
+          Queue.take(queue).pipe(
+            Effect.timeout(recheckInterval),
+            Effect.catchTag("TimeoutException", () => reread(account, last)),
+            Effect.flatMap((seen) => (shows(last, seen) ? Effect.succeed(seen) : next(seen.version > last.version ? seen : last)))
+          )
+        return Stream.concat(
+          Stream.succeed(first.value),
+          Stream.unfoldEffect(first.value, (last) =>
+            isTerminal(last.status) ? Effect.succeedNone : Effect.map(next(last), (seen) => Option.some([seen, seen] as const)))
+        ).pipe(Stream.map(toWire))
+      }))
+    })
+
+    /**
+     * The caller's task once it has ended, or after `wait` with its state then: answered as
+     * soon as a write ends it, not at the next look.
+     */
+    const wait = Effect.fn("TaskService.wait", spanOptions)(function*(account: Account, taskId: TaskId, wait: Duration.DurationInput) {
+      const changes = yield* watch(account, taskId)
+      const last = yield* changes.pipe(Stream.interruptWhen(Effect.sleep(wait)), Stream.runLast)
+      return Option.isSome(last) && isTerminal(last.value.status) ? last.value : yield* query(account, taskId)
+    })
+
+    return { submit, query, wait, watch, list, cancel, receiveWebhook, callbacks, redeliver } as const
   })
 }) {}
 
 /** Re-exported so handlers can name every failure of submit. */
-export type SubmitError = ValidationError | ModerationRejected | ModerationUnavailable
+export type SubmitError =
+  | ValidationError
+  | ModerationRejected
+  | ModerationUnavailable
+  | IdempotencyKeys.IdempotencyKeyMismatch
+  | IdempotencyKeys.IdempotencyKeyInUse

@@ -5,7 +5,7 @@ import type { Effect, Option } from "effect"
 import { Context } from "effect"
 import type { TaskConflict } from "./Errors.js"
 import type { AccountId, TaskId } from "./Ids.js"
-import type { TaskRecord } from "./Task.js"
+import type { TaskRecord, TaskStatus } from "./Task.js"
 
 /** Options of a claim for due work. */
 export interface ClaimOptions {
@@ -79,6 +79,18 @@ export interface CallbackAttempt {
   readonly outcome: { readonly _tag: "Delivered" } | { readonly _tag: "Retry"; readonly retryAt: number } | { readonly _tag: "GaveUp" }
 }
 
+/** Which of an owner's tasks a list shows: every condition given must hold. */
+export interface ListFilter {
+  /** In one of these statuses. */
+  readonly statuses?: ReadonlyArray<TaskStatus> | undefined
+  /** Of this model, as submitted (`input.model`). */
+  readonly model?: string | undefined
+  /** Created strictly after this time (epoch milliseconds). */
+  readonly createdAfter?: number | undefined
+  /** Created strictly before this time (epoch milliseconds). */
+  readonly createdBefore?: number | undefined
+}
+
 /** A page of an owner's tasks, newest first. */
 export interface TaskPage {
   readonly tasks: ReadonlyArray<TaskRecord>
@@ -121,10 +133,13 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
    * tasks at once; their due times, and so their places in line, stay as they were.
    */
   readonly releaseLeases: (worker: string) => Effect.Effect<void>
-  /** An owner's tasks, newest first, `limit` at a time; stable while new tasks arrive. */
+  /**
+   * An owner's tasks, newest first, `limit` at a time, those the filter lets through; stable
+   * while new tasks arrive. The next page passes the same filter with the cursor.
+   */
   readonly list: (
     owner: AccountId,
-    options: { readonly limit: number; readonly cursor?: TaskId | undefined }
+    options: { readonly limit: number; readonly cursor?: TaskId | undefined; readonly filter?: ListFilter | undefined }
   ) => Effect.Effect<TaskPage>
   /** The callbacks owed for a task, oldest first, each with where its delivery stands. */
   readonly callbacks: (taskId: TaskId) => Effect.Effect<ReadonlyArray<CallbackState>>

@@ -4,7 +4,8 @@
  * exactly one), and the record and its callback are written together, all or nothing. The
  * write that ends a task then settles its credits (`Credits.settle`, when a Ledger is in
  * context); a crash between the two is finished by the settlement sweep. The API (submit,
- * cancel) and the engine write through this module alone.
+ * cancel) and the engine write through this module alone; each write is published to the
+ * task's waiters (`TaskChanges`, when in context).
  */
 import { Effect, Either, Option } from "effect"
 import * as Credits from "./Credits.js"
@@ -15,6 +16,7 @@ import { Ids } from "./Ids.js"
 import type { TaskStatus, UpstreamAttempt, UpstreamJob } from "./Task.js"
 import { isTerminal, TaskRecord } from "./Task.js"
 import type { CallbackRow } from "./TaskStore.js"
+import { TaskChanges } from "./TaskChanges.js"
 import { CallbackWakeup } from "./TaskEvents.js"
 import { TaskStore } from "./TaskStore.js"
 import type { TaskChange } from "./Transition.js"
@@ -59,6 +61,9 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
   const ids = yield* Ids
   const deliverer = yield* Effect.serviceOption(CallbackWakeup)
   const ledger = yield* Effect.serviceOption(Ledger)
+  const changes = yield* Effect.serviceOption(TaskChanges)
+  /** After a write: the task's waiters (`?wait=`, events) see it now. */
+  const changed = (record: TaskRecord) => (Option.isSome(changes) ? changes.value.publish(record) : Effect.void)
   /** After a callback row is written: the deliverer sends it now rather than at its next scan. */
   const owed = (callbacks: ReadonlyArray<CallbackRow>) =>
     callbacks.length > 0 && Option.isSome(deliverer) ? deliverer.value.wake : Effect.void
@@ -93,6 +98,7 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
     Effect.flatMap(next, (record) =>
       callbacksOwed(current.status, record).pipe(
         Effect.tap((callbacks) => store.update(record, current.version, callbacks)),
+        Effect.tap(() => changed(record)),
         Effect.tap(() => settled(current.status, record, now)),
         Effect.flatMap(owed),
         Effect.as(record)

@@ -8,6 +8,8 @@ export * as Api from "./Api.js"
 export * from "./Errors.js"
 /** A binary min-heap. */
 export { Heap } from "./Heap.js"
+/** Idempotency keys of submit: reservation, binding, expiry, fingerprints. */
+export * as IdempotencyKeys from "./IdempotencyKeys.js"
 /** Task ids and random tokens. */
 export * as Ids from "./Ids.js"
 /** Hosting of produced files. */
@@ -55,6 +57,8 @@ export * as Task from "./Task.js"
 export * as Outbound from "./Outbound.js"
 /** Downloads of client media: address checks, limits, sniffed content types. */
 export * as SafeFetch from "./SafeFetch.js"
+/** Changes of tasks as they are written, for waiters (`?wait=`, events). */
+export * as TaskChanges from "./TaskChanges.js"
 /** Engine nudges. */
 export * as TaskEvents from "./TaskEvents.js"
 /** Submit and query. */

@@ -1,12 +1,12 @@
 /**
  * Handlers of the task endpoints (and the catalog, account and callbacks groups).
  */
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
 import type { CallbackDelivery, CallbackNotRedeliverable } from "@mediagate/core"
-import { Accounts, Api, Ids, Ledger, ModelCatalog, ModelInfo, Pricing, TaskService } from "@mediagate/core"
+import { Accounts, Api, IdempotencyKeys, Ids, Ledger, ModelCatalog, ModelInfo, Pricing, TaskService } from "@mediagate/core"
 import type { Layer } from "effect"
-import { Effect, Stream } from "effect"
+import { Duration, Effect, Option, Schedule, Stream } from "effect"
 import { toHttpError } from "./Envelope.js"
 
 /** Largest accepted request body (DESIGN.md section 3). */
@@ -63,6 +63,34 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
     })
   })
 
+/** An Idempotency-Key refused: 422 for another body, 409 while its first request runs. */
+const idempotencyError = <E>(error: E) =>
+  error instanceof IdempotencyKeys.IdempotencyKeyMismatch
+    ? new Api.UnprocessableEntity({ code: 422, msg: error.message })
+    : error instanceof IdempotencyKeys.IdempotencyKeyInUse
+    ? new Api.Conflict({ code: 409, msg: error.message })
+    : error as Exclude<E, IdempotencyKeys.IdempotencyKeyMismatch | IdempotencyKeys.IdempotencyKeyInUse>
+
+/**
+ * The query of a task, with `?wait=N` (1 to 60 s) held until the task ends or N seconds
+ * pass; other query parameters are ignored, as they always were. Shared by HttpApi's
+ * handler and the fast path (`MediagateHttp`).
+ */
+export const queryTask = (tasks: TaskService, account: Accounts.Account, taskId: string, search: URLSearchParams) =>
+  Effect.flatMap(Api.decodeWait(search), (wait) =>
+    Option.match(wait, {
+      onNone: () => tasks.query(account, Ids.TaskId.make(taskId.toLowerCase())),
+      onSome: (seconds) => tasks.wait(account, Ids.TaskId.make(taskId.toLowerCase()), Duration.seconds(seconds))
+    }))
+
+/** How often the events stream sends a comment line, so proxies and clients keep it open. */
+export const keepAliveInterval = Duration.seconds(15)
+
+const encoder = new TextEncoder()
+
+/** The query string of a request URL (path-only or absolute). */
+export const searchParams = (url: string) => new URL(url, "http://localhost").searchParams
+
 /** The handlers of the "tasks" group. Each request is decoded once, here, into the use case's typed input. */
 export const layer: Layer.Layer<
   HttpApiGroup.ApiGroup<"mediagate", "tasks">,
@@ -75,11 +103,14 @@ export const layer: Layer.Layer<
       .handleRaw("submit", ({ request }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
+          const key = yield* Api.decodeIdempotencyKey(request.headers["idempotency-key"])
           const body = yield* readJsonBody(request)
           const submit = yield* Api.decodeSubmitRequest(body)
-          const { taskId } = yield* tasks.submit(account, submit)
-          return Api.ok({ taskId })
-        }).pipe(Effect.mapError(toHttpError)))
+          const idempotency = Option.isNone(key) ? undefined : { key: key.value, fingerprint: yield* IdempotencyKeys.fingerprint(body) }
+          const { replayed, taskId } = yield* tasks.submit(account, submit, { idempotency })
+          // The same answer as the first time; the header says it is a replay (as Stripe's does).
+          return replayed ? HttpServerResponse.unsafeJson(Api.ok({ taskId }), { headers: { "idempotent-replayed": "true" } }) : Api.ok({ taskId })
+        }).pipe(Effect.mapError((error) => toHttpError(idempotencyError(error)))))
       // Raw: the query string is decoded here, so a repeated or odd parameter is our 400, not the framework's.
       .handleRaw("list", ({ request }) =>
         Effect.gen(function*() {
@@ -92,10 +123,23 @@ export const layer: Layer.Layer<
           const account = yield* Accounts.CurrentAccount
           return Api.ok(yield* tasks.cancel(account, Ids.TaskId.make(path.taskId)))
         }).pipe(Effect.mapError(toHttpError)))
-      .handle("query", ({ path }) =>
+      .handleRaw("query", ({ path, request }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          return Api.ok(yield* tasks.query(account, Ids.TaskId.make(path.taskId)))
+          return Api.ok(yield* queryTask(tasks, account, path.taskId, searchParams(request.url)))
+        }).pipe(Effect.mapError(toHttpError)))
+      // Raw: the answer is a stream of server-sent events, not a JSON body.
+      .handleRaw("events", ({ path }) =>
+        Effect.gen(function*() {
+          const account = yield* Accounts.CurrentAccount
+          const changes = yield* tasks.watch(account, Ids.TaskId.make(path.taskId))
+          const events = changes.pipe(Stream.map((task) => `event: task\ndata: ${JSON.stringify(task)}\n\n`))
+          const keepAlive = Stream.fromSchedule(Schedule.spaced(keepAliveInterval)).pipe(Stream.as(": keep-alive\n\n"))
+          const body = Stream.merge(events, keepAlive, { haltStrategy: "left" }).pipe(Stream.map((text) => encoder.encode(text)))
+          return HttpServerResponse.stream(body, {
+            contentType: "text/event-stream",
+            headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+          })
         }).pipe(Effect.mapError(toHttpError)))
   }))
 

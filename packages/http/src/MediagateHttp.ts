@@ -25,8 +25,8 @@ export const layer: Layer.Layer<HttpApi.Api, never, Requirements> = HttpApiBuild
   Layer.merge(Routes.layer)
 )
 
-/** `GET /api/v1/task/{id}`: the path of the query, the request clients repeat most. */
-const queryPath = /^\/api\/v1\/task\/([0-9A-Za-z-]{1,64})$/
+/** `GET /api/v1/task/{id}[?...]`: the path of the query, the request clients repeat most (`?wait=` included). */
+const queryPath = /^\/api\/v1\/task\/([0-9A-Za-z-]{1,64})(\?[^#]*)?$/
 
 /**
  * The query, answered beside HttpApi: the same authentication, use case, envelope and
@@ -34,9 +34,11 @@ const queryPath = /^\/api\/v1\/task\/([0-9A-Za-z-]{1,64})$/
  * more than the query itself (docs/benchmarks.md). `test/query-path.test.ts` checks that it
  * answers exactly as HttpApi does.
  */
-const fastQuery = (tasks: TaskService, accounts: Accounts.Accounts["Type"], taskId: string) =>
+const fastQuery = (tasks: TaskService, accounts: Accounts.Accounts["Type"], taskId: string, search: string) =>
   Auth.authenticate.pipe(
-    Effect.flatMap((account) => tasks.query(account, Ids.TaskId.make(taskId.toLowerCase()))),
+    Effect.flatMap((account) =>
+      search === "" ? tasks.query(account, Ids.TaskId.make(taskId.toLowerCase())) : Handlers.queryTask(tasks, account, taskId, new URLSearchParams(search))
+    ),
     Effect.map((task) => HttpServerResponse.unsafeJson(Api.ok(task))),
     Effect.mapError(Envelope.toHttpError),
     Effect.provideService(Accounts.Accounts, accounts)
@@ -65,7 +67,7 @@ export const httpApp: Effect.Effect<
   const route = (request: HttpServerRequest.HttpServerRequest) => {
     const match = request.method === "GET" ? queryPath.exec(request.url) : null
     // `/api/v1/task/submit` is the submit endpoint's path: GET there is HttpApi's 405.
-    return match === null || match[1] === "submit" ? app : fastQuery(tasks, accounts, match[1]!)
+    return match === null || match[1] === "submit" ? app : fastQuery(tasks, accounts, match[1]!, match[2] ?? "")
   }
   return Envelope.middleware(
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {

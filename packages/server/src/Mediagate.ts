@@ -8,7 +8,7 @@
  */
 import type { HttpRouter, HttpServer } from "@effect/platform"
 import type { Ledger, MediaStore, Moderation, Outbound, TaskStore, Upstream } from "@mediagate/core"
-import { Accounts, Deadlines, Ids, ModelCatalog, SubmitPolicy, TaskEvents, TaskService } from "@mediagate/core"
+import { Accounts, Deadlines, IdempotencyKeys, Ids, ModelCatalog, SubmitPolicy, TaskChanges, TaskEvents, TaskService } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
 import { Deliverer, Engine, Settlements } from "@mediagate/scheduler"
 import type { Scope } from "effect"
@@ -57,6 +57,11 @@ export interface Options {
    * next periodic scan.
    */
   readonly relay?: Effect.Effect<Relay, never, Scope.Scope>
+  /**
+   * Where submit's Idempotency-Keys live (`SqlIdempotencyKeys.layer` on the task store's
+   * database). Default: in memory, so keys answer for 24 hours only while the process lives.
+   */
+  readonly idempotencyKeys?: Layer.Layer<IdempotencyKeys.IdempotencyKeys>
 }
 
 /** `inner`'s wake-up of `tag`, also relayed to the other nodes as `topic` when a relay is given. */
@@ -85,8 +90,20 @@ export const services = (
   // With a relay, both wake-ups also reach the other nodes (one relay, shared by reference).
   const relay = options.relay === undefined ? undefined : Layer.scoped(RelayService, options.relay)
   const deliverer = relayed(TaskEvents.CallbackWakeup, "callbacks", Deliverer.layer(options.deliverer), relay)
-  const engine = relayed(TaskEvents.TaskWakeup, "tasks", Engine.layer(options.engine).pipe(Layer.provide(deliverer)), relay)
-  const tasks = TaskService.Default.pipe(Layer.provide(engine), Layer.provide(deliverer))
+  // One TaskChanges: the engine's writes wake the requests that wait on their tasks.
+  const changes = TaskChanges.layer
+  const engine = relayed(
+    TaskEvents.TaskWakeup,
+    "tasks",
+    Engine.layer(options.engine).pipe(Layer.provide(deliverer), Layer.provide(changes)),
+    relay
+  )
+  const tasks = TaskService.Default.pipe(
+    Layer.provide(engine),
+    Layer.provide(deliverer),
+    Layer.provide(changes),
+    Layer.provide(options.idempotencyKeys ?? IdempotencyKeys.layerMemory)
+  )
   const deadlines = new Map(Object.entries(options.deadlines ?? {}).map(([family, after]) => [family, Duration.decode(after)]))
   return Layer.mergeAll(
     tasks.pipe(Layer.provide(Layer.succeed(Deadlines, deadlines))),

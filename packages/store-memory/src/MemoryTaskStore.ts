@@ -269,11 +269,17 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
           }
         }
       }),
-    list: (ownerId, { cursor, limit }) =>
+    list: (ownerId, { cursor, filter = {}, limit }) =>
       Effect.sync(() => {
+        const { createdAfter, createdBefore, model, statuses } = filter
+        const shown = (task: Task.TaskRecord) =>
+          (statuses === undefined || statuses.includes(task.status)) &&
+          (model === undefined || task.input["model"] === model) &&
+          (createdAfter === undefined || task.createdAt > createdAfter) &&
+          (createdBefore === undefined || task.createdAt < createdBefore)
         // Ids are UUIDv7, so id order is creation order.
         const owned = [...tasks.values()]
-          .filter((task) => task.ownerId === ownerId && (cursor === undefined || task.id < cursor))
+          .filter((task) => task.ownerId === ownerId && (cursor === undefined || task.id < cursor) && shown(task))
           .sort((a, b) => (a.id < b.id ? 1 : -1))
         const page = owned.slice(0, limit)
         return { tasks: page, nextCursor: owned.length > limit ? page[page.length - 1]!.id : null }

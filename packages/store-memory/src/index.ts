@@ -6,3 +6,5 @@ export * as MemoryMediaStore from "./MemoryMediaStore.js"
 export * as MemoryTaskStore from "./MemoryTaskStore.js"
 /** The credits ledger in memory. */
 export * as MemoryLedger from "./MemoryLedger.js"
+/** Submit's Idempotency-Keys in memory. */
+export * as MemoryIdempotencyKeys from "./MemoryIdempotencyKeys.js"

@@ -17,8 +17,12 @@ export const tables = (prefix: string) => ({
   ledgerBalances: `${prefix}ledger_balances`,
   ledgerOpen: `${prefix}ledger_open`,
   callbackAttempts: `${prefix}callback_attempts`,
+  idempotencyKeys: `${prefix}idempotency_keys`,
   migrations: `${prefix}migrations`
 })
+
+/** A task's model as submitted (`input.model`), as the list filter and its index read it. */
+export const modelExpression = (isPg: boolean) => (isPg ? "((input::jsonb) ->> 'model')" : "json_extract(input, '$.model')")
 
 /** The migrations, listed in the order they run. Add a new entry `NNNN_name` at the end to change the schema. */
 export const migrations = (prefix: string): Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> => {
@@ -186,6 +190,30 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
       // A redeliver starts a new delivery round: the retry schedule counts the attempts made
       // since round_start (the attempts before it), the attempt numbers carry on.
       yield* sql`ALTER TABLE ${sql(t.callbacks)} ADD COLUMN round_start INTEGER NOT NULL DEFAULT 0`
+    }),
+    "0014_idempotency_keys": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // Submit's Idempotency-Keys per account: the body's fingerprint and the task the key is
+      // reserved for (completed = 0, under a lease) or bound to (completed = 1).
+      yield* sql`CREATE TABLE ${sql(t.idempotencyKeys)} (
+        owner_id TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        completed INTEGER NOT NULL,
+        created_at BIGINT NOT NULL,
+        lease_until BIGINT NOT NULL,
+        PRIMARY KEY (owner_id, idempotency_key)
+      )`
+      // Expired keys are deleted by age.
+      yield* sql`CREATE INDEX ${sql(`${t.idempotencyKeys}_created`)} ON ${sql(t.idempotencyKeys)} (created_at)`
+    }),
+    "0015_list_filters": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // The task list's filters: an owner's tasks by status, and by model as submitted, newest first.
+      yield* sql`CREATE INDEX ${sql(`${t.tasks}_owner_status`)} ON ${sql(t.tasks)} (owner_id, status, id)`
+      const model = sql.literal(modelExpression(sql.onDialectOrElse({ pg: () => true, orElse: () => false })))
+      yield* sql`CREATE INDEX ${sql(`${t.tasks}_owner_model`)} ON ${sql(t.tasks)} (owner_id, ${model}, id)`
     })
   }
 }

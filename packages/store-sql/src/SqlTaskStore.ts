@@ -9,7 +9,7 @@ import type { Task } from "@mediagate/core"
 import type { Context, Scope } from "effect"
 import { Effect, Exit, Layer, Option } from "effect"
 import { orDie as orDieAs } from "./internal/orDie.js"
-import { migrate, tables } from "./Schema.js"
+import { migrate, modelExpression, tables } from "./Schema.js"
 import * as TaskRow from "./TaskRow.js"
 
 /** Settings of the SQL store. */
@@ -124,6 +124,7 @@ export const make = (options: Options = {}): Effect.Effect<
       return isPg ? text.replace(/\?/g, () => `$${++n}`) : text
     }
     const tasks = `"${t.tasks}"`
+    const modelOf = modelExpression(isPg)
     const columns = TaskRow.columns
     const insertTask = compile(`INSERT INTO ${tasks} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`)
     const updateColumns = columns.filter((column) => column !== "id")
@@ -189,6 +190,31 @@ export const make = (options: Options = {}): Effect.Effect<
     )
     const listFirst = compile(`SELECT * FROM ${tasks} WHERE owner_id = ? ORDER BY id DESC LIMIT ?`)
     const listAfter = compile(`SELECT * FROM ${tasks} WHERE owner_id = ? AND id < ? ORDER BY id DESC LIMIT ?`)
+    /** A filtered list, compiled once per shape (which conditions, how many statuses). */
+    const listStatements = new Map<string, string>()
+    const listFiltered = (cursor: boolean, filter: TaskStore.ListFilter) => {
+      const shape = [
+        cursor ? "c" : "",
+        filter.statuses === undefined ? "" : `s${filter.statuses.length}`,
+        filter.model === undefined ? "" : "m",
+        filter.createdAfter === undefined ? "" : "a",
+        filter.createdBefore === undefined ? "" : "b"
+      ].join("")
+      let statement = listStatements.get(shape)
+      if (statement === undefined) {
+        const conditions = [
+          "owner_id = ?",
+          ...(cursor ? ["id < ?"] : []),
+          ...(filter.statuses === undefined ? [] : [`status IN (${filter.statuses.map(() => "?").join(", ")})`]),
+          // The same expression as the index of migration 0015.
+          ...(filter.model === undefined ? [] : [`${modelOf} = ?`]),
+          ...(filter.createdAfter === undefined ? [] : ["created_at > ?"]),
+          ...(filter.createdBefore === undefined ? [] : ["created_at < ?"])
+        ]
+        listStatements.set(shape, statement = compile(`SELECT * FROM ${tasks} WHERE ${conditions.join(" AND ")} ORDER BY id DESC LIMIT ?`))
+      }
+      return statement
+    }
     const selectCallbacks = compile(`SELECT * FROM "${t.callbacks}" WHERE task_id = ? ORDER BY created_at, id`)
     const redeliverCallbacks = compile(
       `UPDATE "${t.callbacks}" SET round_start = attempts, next_attempt_at = ?, delivered_at = NULL, failed_at = NULL WHERE task_id = ? RETURNING id`
@@ -317,8 +343,22 @@ export const make = (options: Options = {}): Effect.Effect<
 
       releaseLeases: (worker) => executor.run(releaseLeases, [worker]).pipe(Effect.asVoid, orDie("releaseLeases")),
 
-      list: (ownerId, { cursor, limit }) =>
-        executor.run(cursor === undefined ? listFirst : listAfter, cursor === undefined ? [ownerId, limit + 1] : [ownerId, cursor, limit + 1]).pipe(
+      list: (ownerId, { cursor, filter = {}, limit }) => {
+        const filtered = filter.statuses !== undefined || filter.model !== undefined || filter.createdAfter !== undefined ||
+          filter.createdBefore !== undefined
+        const statement = !filtered ? (cursor === undefined ? listFirst : listAfter) : listFiltered(cursor !== undefined, filter)
+        const params = [
+          ownerId,
+          ...(cursor === undefined ? [] : [cursor]),
+          ...(filter.statuses ?? []),
+          ...(filter.model === undefined ? [] : [filter.model]),
+          ...(filter.createdAfter === undefined ? [] : [filter.createdAfter]),
+          ...(filter.createdBefore === undefined ? [] : [filter.createdBefore]),
+          limit + 1
+        ]
+        // An empty status list lets nothing through (IN () is not SQL).
+        if (filter.statuses?.length === 0) return Effect.succeed({ tasks: [], nextCursor: null })
+        return executor.run(statement, params).pipe(
           Effect.flatMap((rows) =>
             Effect.map(records(rows.slice(0, limit)), (page) => ({
               tasks: page,
@@ -326,7 +366,8 @@ export const make = (options: Options = {}): Effect.Effect<
             }))
           ),
           orDie("list")
-        ),
+        )
+      },
 
       callbacks: (taskId) =>
         executor.run(selectCallbacks, [taskId]).pipe(

@@ -12,3 +12,5 @@ export * as SqlTaskStore from "./SqlTaskStore.js"
 export * as TaskRow from "./TaskRow.js"
 /** The credits ledger on SQL. */
 export * as SqlLedger from "./SqlLedger.js"
+/** Submit's Idempotency-Keys on SQL. */
+export * as SqlIdempotencyKeys from "./SqlIdempotencyKeys.js"
