@@ -6,7 +6,7 @@
  */
 import { HttpClient, HttpClientResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Fiber, Layer, TestClock } from "effect"
+import { Clock, type Duration, Effect, Fiber, Layer, TestClock } from "effect"
 import { MediagateClient, RunTimeout } from "../src/index.js"
 
 const taskId = "01900000-0000-7000-8000-000000000000"
@@ -56,7 +56,7 @@ const fakeServer = (options: { readonly holds: boolean; readonly endsAt: number 
   return { seen, layer: Layer.succeed(HttpClient.HttpClient, client) }
 }
 
-const run = (server: ReturnType<typeof fakeServer>, options: { readonly timeout?: string } = {}) =>
+const run = (server: ReturnType<typeof fakeServer>, options: { readonly timeout?: Duration.DurationInput } = {}) =>
   Effect.gen(function*() {
     const client = yield* MediagateClient.make({ baseUrl: "http://mediagate.test", apiKey: "the-key" })
     const statuses: Array<string> = []
