@@ -4,7 +4,8 @@
  * everything else: submit and query, the engine woken by every submit, the callback
  * deliverer, credits reserved, charged and released with the settlement sweep behind them,
  * the model catalog and the HTTP API. The standalone server and the embedding example are both
- * built on it; the package depends on core, http and scheduler, never on a backend.
+ * built on it. This module depends on core, http and scheduler only; the ready-made
+ * backends and the library's concrete choices are in `Backends` and `Deployment`.
  */
 import type { HttpRouter, HttpServer } from "@effect/platform"
 import type { Ledger, MediaStore, Moderation, Outbound, TaskStore, Upstream } from "@mediagate/core"
