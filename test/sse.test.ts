@@ -1,0 +1,131 @@
+/**
+ * GET /api/v1/task/{taskId}/events (additive): server-sent events over HTTP with the TestClock.
+ * The task at once and at every change of status, the stream closing after the terminal one;
+ * a keep-alive comment every 15 s; 404 for unknown and foreign tasks, 401 without a key.
+ */
+import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
+import { MediagateHttp } from "@mediagate/http"
+import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
+import { Effect, Fiber, Layer, Option, Redacted, Ref, Stream, TestClock } from "effect"
+import { apiKey, otherApiKey, testServer } from "./support.js"
+
+const call = (request: HttpClientRequest.HttpClientRequest, key: string = apiKey) =>
+  Effect.gen(function*() {
+    const response = yield* (yield* HttpClient.HttpClient).execute(request.pipe(HttpClientRequest.bearerToken(key)))
+    return { status: response.status, body: (yield* response.json) as any }
+  })
+
+const submit = (model = "dream-4") =>
+  call(HttpClientRequest.post("/api/v1/task/submit").pipe(
+    HttpClientRequest.bodyText(JSON.stringify({ model, input: { prompt: "follow me" } }), "application/json")
+  )).pipe(Effect.map((answer) => answer.body.data.taskId as string))
+
+const settle = Effect.gen(function*() {
+  for (let i = 0; i < 30; i++) yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+})
+
+/**
+ * Opens the events of a task and reads them in the background into `received` (the raw text);
+ * the fiber ends when the server closes the stream.
+ */
+const follow = (taskId: string) =>
+  Effect.gen(function*() {
+    const response = yield* (yield* HttpClient.HttpClient).execute(
+      HttpClientRequest.get(`/api/v1/task/${taskId}/events`).pipe(HttpClientRequest.bearerToken(apiKey))
+    )
+    const received = yield* Ref.make("")
+    const reading = yield* response.stream.pipe(
+      Stream.decodeText(),
+      Stream.runForEach((text) => Ref.update(received, (all) => all + text)),
+      Effect.fork
+    )
+    return { response, received, reading }
+  })
+
+/** The tasks of the `task` events in `text`. */
+const tasksOf = (text: string) =>
+  text.split("\n\n").filter((block) => block.startsWith("event: task\n")).map((block) => JSON.parse(block.slice("event: task\ndata: ".length)))
+
+const idle = MediagateHttp.serve.pipe(
+  Layer.provide(
+    Layer.mergeAll(
+      TaskService.Default.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, Moderation.layerAllowAll])),
+      MemoryAccounts.layer([
+        { id: "acct_a", name: "a", apiKey: Redacted.make(apiKey) },
+        { id: "acct_b", name: "b", apiKey: Redacted.make(otherApiKey) }
+      ]),
+      MemoryLedger.layer,
+      MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" }),
+      ModelCatalog.layer
+    ).pipe(Layer.provide(Ids.layerTest))
+  ),
+  Layer.provideMerge(NodeHttpServer.layerTest)
+)
+
+describe("GET /api/v1/task/{taskId}/events", () => {
+  it.effect("sends the task at once and at each status, as the query's data, and closes after the terminal one", () =>
+    Effect.gen(function*() {
+      const taskId = yield* submit("dream-4")
+      const { received, reading, response } = yield* follow(taskId)
+      expect(response.status).toBe(200)
+      expect(response.headers["content-type"]).toMatch(/^text\/event-stream/)
+      expect(response.headers["cache-control"]).toBe("no-cache")
+      let steps = 0
+      while (Option.isNone(yield* Fiber.poll(reading)) && steps++ < 600) {
+        yield* TestClock.adjust("100 millis")
+        yield* settle
+      }
+      expect(Option.isSome(yield* Fiber.poll(reading))).toBe(true)
+      const tasks = tasksOf(yield* Ref.get(received))
+      const statuses = tasks.map((task) => task.status)
+      expect(statuses[statuses.length - 1]).toBe("SUCCESS")
+      // Every event is a change, in the order of the lifecycle.
+      const order = ["PENDING", "SUBMITTED", "PROCESSING", "SUCCESS"]
+      expect(statuses.length).toBeGreaterThanOrEqual(2)
+      statuses.slice(1).forEach((status, i) => expect(order.indexOf(status)).toBeGreaterThan(order.indexOf(statuses[i]!)))
+      // The last event is exactly what the query answers.
+      const queried = yield* call(HttpClientRequest.get(`/api/v1/task/${taskId}`))
+      expect(tasks[tasks.length - 1]).toEqual(queried.body.data)
+    }).pipe(Effect.provide(testServer({ profile: "demo" }))))
+
+  it.effect("keeps the stream alive with a comment every 15 s, and sends the cancellation at once", () =>
+    Effect.gen(function*() {
+      const taskId = yield* submit()
+      const { received, reading } = yield* follow(taskId)
+      yield* settle
+      expect(tasksOf(yield* Ref.get(received)).map((task) => task.status)).toEqual(["PENDING"])
+      yield* TestClock.adjust("14 seconds")
+      yield* settle
+      expect(yield* Ref.get(received)).not.toContain(": keep-alive")
+      yield* TestClock.adjust("1 second")
+      yield* settle
+      expect((yield* Ref.get(received)).split(": keep-alive\n\n")).toHaveLength(2)
+      yield* TestClock.adjust("15 seconds")
+      yield* settle
+      expect((yield* Ref.get(received)).split(": keep-alive\n\n")).toHaveLength(3)
+      expect(Option.isNone(yield* Fiber.poll(reading))).toBe(true)
+      yield* call(HttpClientRequest.post(`/api/v1/task/${taskId}/cancel`))
+      yield* Fiber.join(reading)
+      expect(tasksOf(yield* Ref.get(received)).map((task) => task.status)).toEqual(["PENDING", "CANCELLED"])
+    }).pipe(Effect.provide(idle)))
+
+  it.effect("an ended task's stream is its one event; unknown and foreign tasks are 404, without a key 401", () =>
+    Effect.gen(function*() {
+      const taskId = yield* submit()
+      yield* call(HttpClientRequest.post(`/api/v1/task/${taskId}/cancel`))
+      const { received, reading } = yield* follow(taskId)
+      yield* Fiber.join(reading)
+      expect(tasksOf(yield* Ref.get(received)).map((task) => task.status)).toEqual(["CANCELLED"])
+      expect(yield* call(HttpClientRequest.get(`/api/v1/task/${taskId}/events`), otherApiKey)).toEqual({ status: 404, body: { code: 404, msg: "task not found" } })
+      expect(yield* call(HttpClientRequest.get("/api/v1/task/0190c8a4-0000-7000-8000-000000000000/events"))).toEqual({
+        status: 404,
+        body: { code: 404, msg: "task not found" }
+      })
+      expect(yield* call(HttpClientRequest.get(`/api/v1/task/${taskId}/events`), "nope")).toEqual({ status: 401, body: { code: 401, msg: "unauthorized" } })
+      const wrong = yield* call(HttpClientRequest.post(`/api/v1/task/${taskId}/events`))
+      expect(wrong.status).toBe(405)
+    }).pipe(Effect.provide(idle)))
+})
