@@ -62,5 +62,52 @@ describe("GET /api/v1/tasks", () => {
         const noKey = yield* (yield* HttpClient.HttpClient).execute(HttpClientRequest.get("/api/v1/tasks"))
         expect(noKey.status).toBe(401)
       }))
+
+    it.effect("filters by status, model and creation time, with the cursor; bad filters are 400 naming the parameter", () =>
+      Effect.gen(function*() {
+        const before = yield* call(HttpClientRequest.get("/api/v1/tasks?limit=100"))
+        const dream = yield* submit("filter dream")
+        const alpha = (yield* call(HttpClientRequest.post("/api/v1/task/submit").pipe(
+          HttpClientRequest.bodyText(JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "filter alpha" } }), "application/json")
+        ))).body.data.taskId as string
+        const cancelled = yield* submit("filter cancelled")
+        yield* call(HttpClientRequest.post(`/api/v1/task/${cancelled}/cancel`))
+        const ids = (answer: { body: any }) => answer.body.data.tasks.map((task: { taskId: string }) => task.taskId)
+        const list = (query: string) => call(HttpClientRequest.get(`/api/v1/tasks?${query}`))
+
+        expect(ids(yield* list("status=CANCELLED"))).toEqual([cancelled])
+        expect(ids(yield* list("status=CANCELLED,FAILURE"))).toEqual([cancelled])
+        expect(ids(yield* list("model=alpha-image-2/text-to-image"))).toEqual([alpha])
+        expect(ids(yield* list("model=alpha-image-2%2Ftext-to-image&status=CANCELLED"))).toEqual([])
+        const first = (yield* call(HttpClientRequest.get(`/api/v1/task/${dream}`))).body.data.created_at as string
+        const at = (shift: number) => encodeURIComponent(new Date(Date.parse(first) + shift).toISOString())
+        expect(ids(yield* list(`created_after=${at(-1)}&limit=100`))).toEqual(expect.arrayContaining([dream, alpha, cancelled]))
+        expect(ids(yield* list(`created_after=${at(0)}&limit=100`))).not.toContain(dream)
+        expect(ids(yield* list(`created_before=${at(0)}&limit=100`))).not.toContain(dream)
+        expect(ids(yield* list(`created_before=${at(1)}&limit=100`))).toEqual(expect.arrayContaining([dream, ...ids(before)]))
+        // Paged with the same filter.
+        const page = yield* list("model=dream-4&limit=1")
+        expect(page.body.data.tasks).toHaveLength(1)
+        expect(ids(yield* list(`model=dream-4&limit=100&cursor=${page.body.data.next_cursor}`))).not.toContain(ids(page)[0])
+        expect(ids(yield* list("status=SUCCESS")).length + ids(yield* list("status=PENDING,SUBMITTED,PROCESSING,FAILURE,TIMEOUT,CANCELLED")).length)
+          .toBe(ids(yield* list("limit=100")).length)
+
+        for (const [query, msg] of [
+          ["status=DONE", "status must be one or more of PENDING, PROCESSING, SUBMITTED, SUCCESS, FAILURE, TIMEOUT, CANCELLED, separated by commas"],
+          ["status=", "status must be one or more of PENDING, PROCESSING, SUBMITTED, SUCCESS, FAILURE, TIMEOUT, CANCELLED, separated by commas"],
+          ["status=success", "status must be one or more of PENDING, PROCESSING, SUBMITTED, SUCCESS, FAILURE, TIMEOUT, CANCELLED, separated by commas"],
+          ["status=SUCCESS&status=FAILURE", "status may be given once"],
+          ["model=", "model must be a model id"],
+          ["created_after=yesterday", "created_after must be an ISO 8601 timestamp with a time zone, e.g. 2025-01-31T12:00:00Z"],
+          ["created_after=2025-02-30T00:00:00Z", "created_after must be an ISO 8601 timestamp with a time zone, e.g. 2025-01-31T12:00:00Z"],
+          ["created_before=2025-01-31T12:00:00", "created_before must be an ISO 8601 timestamp with a time zone, e.g. 2025-01-31T12:00:00Z"]
+        ]) {
+          const answer = yield* list(query)
+          expect([query, answer.status, answer.body]).toEqual([query, 400, { code: 400, msg }])
+        }
+        for (const ok of ["created_after=2025-01-31", "created_after=2025-01-31T12:00:00.123%2B02:00", "created_before=2999-12-31T23:59:59Z"]) {
+          expect((yield* list(ok)).status).toBe(200)
+        }
+      }))
   })
 })
