@@ -95,6 +95,9 @@ describe("the docs page", () => {
           page.waitForLoadState("networkidle", { timeout: 20_000 }).then(() => true, () => false)
         )
 
+        // Scalar's developer toolbar (Share, Generate SDKs: links to scalar.com) is hidden.
+        expect(yield* Effect.promise(() => page.getByText("Developer Tools").count())).toBe(0)
+
         mkdirSync(dirname(screenshot), { recursive: true })
         yield* Effect.promise(() => page.screenshot({ path: screenshot }))
         expect(statSync(screenshot).size).toBeGreaterThan(10_000)

@@ -44,10 +44,10 @@ const definition = Layer.succeed(HttpApi.Api, {
  * Scalar's settings: no web fonts (they come from fonts.scalar.com), no developer toolbar
  * (shown on localhost by default; its Share and SDK menus lead to scalar.com).
  */
-const scalar: HttpApiScalar.ScalarConfig & { readonly showDeveloperTools: "never" } = {
+const scalar: HttpApiScalar.ScalarConfig & { readonly showToolbar: "never" } = {
   withDefaultFonts: false,
   defaultOpenAllTags: true,
-  showDeveloperTools: "never"
+  showToolbar: "never"
 }
 
 /** `GET /docs`: the API reference, every asset inlined. */
