@@ -101,7 +101,7 @@ describe("GET /api/v1/tasks", () => {
           ["created_after=yesterday", "created_after must be an ISO 8601 timestamp with a time zone, e.g. 2025-01-31T12:00:00Z"],
           ["created_after=2025-02-30T00:00:00Z", "created_after must be an ISO 8601 timestamp with a time zone, e.g. 2025-01-31T12:00:00Z"],
           ["created_before=2025-01-31T12:00:00", "created_before must be an ISO 8601 timestamp with a time zone, e.g. 2025-01-31T12:00:00Z"]
-        ]) {
+        ] as const) {
           const answer = yield* list(query)
           expect([query, answer.status, answer.body]).toEqual([query, 400, { code: 400, msg }])
         }
