@@ -3,7 +3,7 @@
  * terminal a spinner with the time waited. stdout stays for the result.
  */
 import type { Task } from "@mediagate/client"
-import { Clock, Effect, Fiber, Ref } from "effect"
+import { Clock, Effect, Ref } from "effect"
 
 const frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
 
@@ -37,7 +37,8 @@ export const make = (interactive: boolean = process.stderr.isTTY === true) =>
     /** Runs `effect` with the spinner turning (on a terminal only), and clears it after. */
     const around = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
       interactive
-        ? Effect.acquireUseRelease(Effect.forkDaemon(spin), () => effect, (fiber) => Effect.zipRight(Fiber.interrupt(fiber), clear))
+        // Forked in the scope, not in an acquire: a fiber forked while uninterruptible could not be stopped.
+        ? Effect.scoped(Effect.zipRight(Effect.forkScoped(spin), effect)).pipe(Effect.ensuring(clear))
         : effect
 
     return { onProgress, around }
