@@ -5,7 +5,7 @@
  */
 import { HttpApiClient, HttpClient, HttpClientRequest, UrlParams } from "@effect/platform"
 import { Api, type ModelInfo, type Task } from "@mediagate/core"
-import { Config, Context, Effect, Either, FiberRef, Layer, Redacted } from "effect"
+import { Config, type ConfigError, Context, Effect, Either, FiberRef, Layer, Redacted } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import { type ClientError, MediagateError, refail, type RunTimeout } from "./Errors.js"
 import type { InputOf, ModelId } from "./Models.js"
@@ -167,7 +167,7 @@ export const layer = (options: ClientOptions): Layer.Layer<MediagateClient, neve
   Layer.effect(MediagateClient, make(options))
 
 /** The client from MEDIAGATE_URL (default http://127.0.0.1:8080) and MEDIAGATE_API_KEY. */
-export const layerConfig: Layer.Layer<MediagateClient, import("effect/ConfigError").ConfigError, HttpClient.HttpClient> =
+export const layerConfig: Layer.Layer<MediagateClient, ConfigError.ConfigError, HttpClient.HttpClient> =
   Layer.unwrapEffect(
     Effect.map(
       Config.all({
