@@ -3,7 +3,7 @@
  * SQL database (SQLite or PostgreSQL) with files on disk. The standalone server and an
  * embedding host choose one of these and hand it to `Deployment.services`.
  */
-import type { Accounts, Ids, Ledger, MediaError, MediaStore, StoreError, TaskStore } from "@mediagate/core"
+import type { Accounts, IdempotencyKeys, Ids, Ledger, MediaError, MediaStore, StoreError, TaskStore } from "@mediagate/core"
 import { Routes } from "@mediagate/http"
 import { FileMediaStore } from "@mediagate/media"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
@@ -18,6 +18,8 @@ export interface Backends {
   readonly accounts: Layer.Layer<Accounts.Accounts, StoreError>
   readonly ledger: Layer.Layer<Ledger.Ledger, StoreError>
   readonly media: Layer.Layer<MediaStore.MediaStore, MediaError, Ids.Ids>
+  /** Idempotency keys of submits; without it they live in memory (lost with the process). */
+  readonly idempotencyKeys?: Layer.Layer<IdempotencyKeys.IdempotencyKeys, StoreError>
   /** Wake-ups to and from the other nodes on the same database (PostgreSQL only). */
   readonly relay?: Mediagate.Options["relay"]
 }
@@ -72,6 +74,7 @@ export const sqlBackends = (config: SqlConfig): SqlBackends => {
     store: Layer.unwrapEffect(Effect.map(sql, (m) => m.store)),
     accounts: Layer.unwrapEffect(Effect.map(sql, (m) => m.accounts)),
     ledger: Layer.unwrapEffect(Effect.map(sql, (m) => m.ledger)),
+    idempotencyKeys: Layer.unwrapEffect(Effect.map(sql, (m) => m.idempotencyKeys)),
     media: FileMediaStore.layerWith({
       directory: config.mediaDir,
       baseUrl: `${config.publicUrl}${Routes.mediaPrefix}`,
@@ -95,13 +98,14 @@ const loadSql = (databaseUrl: string) => {
 }
 
 const sqlLayers = (m: typeof StoreSql, databaseUrl: string) => {
-  // Two clients: on SQLite the task store keeps its connection to itself; accounts and the
-  // ledger share the other (one layer, memoised by reference).
+  // Two clients: on SQLite the task store keeps its connection to itself; accounts, the
+  // ledger and the idempotency keys share the other (one layer, memoised by reference).
   const shared = m.Database.layerFromUrl(databaseUrl)
   return {
     store: m.SqlTaskStore.layer.pipe(Layer.provide(m.Database.layerFromUrl(databaseUrl))),
     accounts: m.SqlAccounts.layer().pipe(Layer.provide(shared)),
     ledger: m.SqlLedger.layer().pipe(Layer.provide(shared)),
+    idempotencyKeys: m.SqlIdempotencyKeys.layer.pipe(Layer.provide(shared)),
     PgNotify: m.PgNotify
   }
 }

@@ -173,8 +173,9 @@ export const services = (
     outbound(config)
   ).pipe(Layer.provide(Ids.layer))
   const relay = backends.relay === undefined ? {} : { relay: backends.relay }
+  const keys = backends.idempotencyKeys === undefined ? {} : { idempotencyKeys: backends.idempotencyKeys }
   const deadlines = config.deadlines === undefined ? {} : { deadlines: config.deadlines }
-  return Mediagate.services({ engine, deliverer, allowPrivateUrls: config.allowPrivateUrls, ...relay, ...deadlines }).pipe(
+  return Mediagate.services({ engine, deliverer, allowPrivateUrls: config.allowPrivateUrls, ...relay, ...keys, ...deadlines }).pipe(
     Layer.provideMerge(concrete)
   )
 }

@@ -8,7 +8,7 @@
  * backends and the library's concrete choices are in `Backends` and `Deployment`.
  */
 import type { HttpRouter, HttpServer } from "@effect/platform"
-import type { Ledger, MediaStore, Moderation, Outbound, TaskStore, Upstream } from "@mediagate/core"
+import type { Ledger, MediaStore, Moderation, Outbound, StoreError, TaskStore, Upstream } from "@mediagate/core"
 import { Accounts, Deadlines, IdempotencyKeys, Ids, ModelCatalog, SubmitPolicy, TaskChanges, TaskEvents, TaskService } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
 import { Deliverer, Engine, Settlements } from "@mediagate/scheduler"
@@ -62,7 +62,7 @@ export interface Options {
    * Where submit's Idempotency-Keys live (`SqlIdempotencyKeys.layer` on the task store's
    * database). Default: in memory, so keys answer for 24 hours only while the process lives.
    */
-  readonly idempotencyKeys?: Layer.Layer<IdempotencyKeys.IdempotencyKeys>
+  readonly idempotencyKeys?: Layer.Layer<IdempotencyKeys.IdempotencyKeys, StoreError>
 }
 
 /** `inner`'s wake-up of `tag`, also relayed to the other nodes as `topic` when a relay is given. */
@@ -84,7 +84,7 @@ const relayed = <I extends TaskEvents.TaskWakeup | TaskEvents.CallbackWakeup, S 
 /** The services of a deployment, without the HTTP server, with the engine and the deliverer running. */
 export const services = (
   options: Options = {}
-): Layer.Layer<TaskService | ModelCatalog.ModelCatalog | SubmitPolicy | Ids.Ids | Accounts.Accounts, never, Backends> => {
+): Layer.Layer<TaskService | ModelCatalog.ModelCatalog | SubmitPolicy | Ids.Ids | Accounts.Accounts, StoreError, Backends> => {
   // One deliverer and one engine (layers are memoised by reference): the deliverer's
   // wake-up reaches the write path of both the engine and the use cases, so an owed callback
   // is sent at once; the engine's wake-up reaches submit, so an accepted task starts at once.
@@ -122,7 +122,7 @@ export const services = (
 /** The whole API served on the HttpServer in context. */
 export const layer = (
   options: Options = {}
-): Layer.Layer<never, never, Backends | HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices> =>
+): Layer.Layer<never, StoreError, Backends | HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices> =>
   MediagateHttp.serve.pipe(Layer.provide(services(options)))
 
 /**
