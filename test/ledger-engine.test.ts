@@ -12,7 +12,7 @@
 import { SqlClient } from "@effect/sql"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import type { Accounts } from "@mediagate/core"
-import { Ids, Ledger, ModelCatalog, Moderation, Pricing, TaskService, TaskStore } from "@mediagate/core"
+import { Ids, Ledger, ModelCatalog, Moderation, Pricing, TaskService, TaskStore, Upstream } from "@mediagate/core"
 import { Engine, Settlements } from "@mediagate/scheduler"
 import { MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlLedger, SqlTaskStore } from "@mediagate/store-sql"
@@ -117,7 +117,7 @@ const dyingStore = (inner: TaskStore.TaskStore["Type"]): TaskStore.TaskStore["Ty
   create: (task, callbacks) => (task.job.prompt.includes("[die]") ? Effect.dieMessage("crash before the task was stored") : inner.create(task, callbacks))
 })
 
-/** Store and ledger calls under way, counted by `counting`. */
+/** Store, ledger and upstream calls under way, counted by `counting`. */
 const inflight = { count: 0 }
 
 /** The service with each of its calls counted in `inflight` while it runs. */
@@ -160,6 +160,15 @@ const advance = (steps: number, step: Duration.DurationInput = "1 second") =>
     }
   })
 
+/**
+ * Short leases, so the dying engine's tasks are taken up soon; no time limit on upstream
+ * calls that a step of virtual time could reach: on a loaded machine a 10-second step may
+ * land while the runtime still has a poll queued (the memory store answers at once, so
+ * its calls never look in flight), and timeouts in a row are the likeliest way a task that
+ * should have timed out ended FAILURE, seen twice on memory under load.
+ */
+const engineOptions: Engine.Options = { leaseDuration: "5 seconds", heartbeatWindow: "5 seconds", maxRunning: 100, upstreamCallTimeout: "1 hour" }
+
 for (const [name, stores, tasksCount] of backends) {
   const startingCredits = startingCreditsFor(tasksCount)
   describe(`credits through the engine on ${name}`, () => {
@@ -178,14 +187,19 @@ for (const [name, stores, tasksCount] of backends) {
           Layer.succeed(TaskStore.TaskStore, counting(dyingStore(store)))
         )
         const media = MemoryMediaStore.layer({ baseUrl: "https://cdn.test/media/" })
-        const common = Layer.mergeAll(Ids.layerTest, ModelCatalog.layer, Moderation.layerAllowAll, Simulator.layer({ profile: "demo" }).pipe(Layer.provide(media), Layer.provide(Ids.layerTest)))
+        const simulator = Layer.effect(Upstream.Upstream, Effect.map(Upstream.Upstream, counting)).pipe(
+          Layer.provide(Simulator.layer({ profile: "demo" })),
+          Layer.provide(media),
+          Layer.provide(Ids.layerTest)
+        )
+        const common = Layer.mergeAll(Ids.layerTest, ModelCatalog.layer, Moderation.layerAllowAll, simulator)
         const service = yield* Layer.build(TaskService.Default.pipe(Layer.provide(Layer.mergeAll(flaky, common))))
         const engine = (scope: Scope.Scope, options: Engine.Options) =>
           Layer.buildWithScope(Engine.layer(options).pipe(Layer.provide(Layer.mergeAll(flaky, common))), scope)
 
         // A first engine that dies (its leases are not given back) a few seconds in.
         const firstScope = yield* Scope.make()
-        yield* engine(firstScope, { releaseOnStop: false, leaseDuration: "5 seconds", heartbeatWindow: "5 seconds", maxRunning: 100 })
+        yield* engine(firstScope, { releaseOnStop: false, ...engineOptions })
 
         const submitted = yield* Effect.forEach(tasks, (task) =>
           Effect.gen(function*() {
@@ -201,7 +215,7 @@ for (const [name, stores, tasksCount] of backends) {
 
         yield* advance(2)
         yield* Scope.close(firstScope, Exit.void)
-        yield* engine(yield* Effect.scope, { leaseDuration: "5 seconds", heartbeatWindow: "5 seconds", maxRunning: 100 })
+        yield* engine(yield* Effect.scope, engineOptions)
         for (const task of submitted) {
           if (task.outcome === "cancel" && task.taskId !== null) {
             yield* Effect.exit(Effect.flatMap(TaskService, (s) => s.cancel(owner, Ids.TaskId.make(task.taskId!))).pipe(Effect.provide(service)))
@@ -213,12 +227,12 @@ for (const [name, stores, tasksCount] of backends) {
         // stores are quiet, until every task but those that never finish has ended (well
         // within the model's 15-minute deadline), then in larger steps past the deadline for those.
         const stored = submitted.filter((task) => task.taskId !== null)
-        const statuses = new Map<string, { status: string; reason: string | null }>()
+        const statuses = new Map<string, { status: string; reason: string | null; error: string | null }>()
         const look = Effect.forEach(stored, (task) =>
           statuses.has(task.taskId!) ? Effect.void : Effect.map(store.get(Ids.TaskId.make(task.taskId!)), (found) => {
             const record = Option.getOrThrow(found)
             if (["SUCCESS", "FAILURE", "TIMEOUT", "CANCELLED"].includes(record.status)) {
-              statuses.set(task.taskId!, { status: record.status, reason: record.failureReason })
+              statuses.set(task.taskId!, { status: record.status, reason: record.failureReason, error: record.errorMessage })
             }
           }), { discard: true })
         const finishing = stored.filter((task) => task.outcome !== "time out")
@@ -257,7 +271,7 @@ for (const [name, stores, tasksCount] of backends) {
         let successes = 0
         let refused = 0
         for (const task of stored) {
-          const { reason, status } = statuses.get(task.taskId!)!
+          const { error, reason, status } = statuses.get(task.taskId!)!
           const movements = (byTask.get(task.taskId!) ?? []).map((entry) => [entry.kind, entry.amount, entry.held])
           if (reason === "INSUFFICIENT_POINTS") {
             refused++
@@ -266,7 +280,8 @@ for (const [name, stores, tasksCount] of backends) {
           }
           if (status === "SUCCESS") successes++
           expect(movements).toEqual([["reserve", 0, price], status === "SUCCESS" ? ["charge", -price, -price] : ["release", 0, -price]])
-          expect(status).toBe(
+          // (The task's error in the message: a wrong end says why it ended so.)
+          expect(status, `${task.prompt}: ${error}`).toBe(
             task.outcome === "succeed" ? "SUCCESS" : task.outcome === "fail" ? "FAILURE" : task.outcome === "time out" ? "TIMEOUT" : status
           )
         }
