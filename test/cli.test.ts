@@ -93,6 +93,8 @@ describe("mediagate CLI", () => {
     const cancelled = await mediagate(["cancel", taskId])
     expect(cancelled).toMatchObject({ code: 0, stdout: expect.stringContaining(`${taskId}  CANCELLED`) })
     expect(await mediagate(["cancel", taskId])).toMatchObject({ code: 1, stderr: "mediagate: task is already CANCELLED\n" })
+    const cancelledOnly = await mediagate(["list", "--status", "CANCELLED", "--model", "dream-4", "--json"])
+    expect(JSON.parse(cancelledOnly.stdout).tasks.map((t: { taskId: string; status: string }) => [t.taskId, t.status])).toEqual([[taskId, "CANCELLED"]])
   })
 
   it("a task that fails exits 1 saying why", { timeout: 60_000 }, async () => {

@@ -77,12 +77,12 @@ describe("Effect client", () => {
         expect(page.tasks.map((t) => t.taskId)).toEqual([taskId])
 
         const seen: Array<string> = []
-        const ended = yield* client.run("alpha-image-2/text-to-image", { prompt: "a harbour", n: 2 }, {
+        const ran = yield* client.run("alpha-image-2/text-to-image", { prompt: "a harbour", n: 2 }, {
           onProgress: (t) => void seen.push(t.status),
           timeout: "30 seconds"
         })
-        expect(ended.status).toBe("SUCCESS")
-        expect(ended.result?.urls).toHaveLength(2)
+        expect(ran.status).toBe("SUCCESS")
+        expect(ran.result?.urls).toHaveLength(2)
         // Called first with the task as first seen, then once per change: never twice in a row alike.
         expect(seen.at(-1)).toBe("SUCCESS")
         expect(seen.filter((status, i) => seen[i - 1] === status)).toEqual([])
@@ -96,6 +96,25 @@ describe("Effect client", () => {
         expect(cancelled).toMatchObject({ taskId: stuckId, status: "CANCELLED", result: null })
         const again = yield* Effect.flip(client.cancel(stuckId))
         expect(again).toMatchObject({ _tag: "MediagateError", status: 409, code: 409, msg: "task is already CANCELLED" })
+
+        // The list's filters: only the cancelled dream-4 task, then only alpha-image-2's.
+        const cancelledOnly = yield* client.list({ status: "CANCELLED", model: "dream-4" })
+        expect(cancelledOnly.tasks.map((t) => t.taskId)).toContain(stuckId)
+        expect(new Set(cancelledOnly.tasks.map((t) => t.status))).toEqual(new Set(["CANCELLED"]))
+        const ended = yield* client.list({ status: ["SUCCESS", "FAILURE"], model: "alpha-image-2/text-to-image", createdAfter: new Date(0) })
+        expect(ended.tasks.map((t) => t.taskId)).toContain(ran.taskId)
+        expect(ended.tasks.map((t) => t.taskId)).not.toContain(stuckId)
+      })))
+
+  it.live("an Idempotency-Key sent again with the same input answers the same task; with another input, 422", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const idempotencyKey = `client-test-${Date.now()}`
+        const first = yield* client.submit("alpha-image-2/text-to-image", { prompt: "once" }, { idempotencyKey })
+        const second = yield* client.submit("alpha-image-2/text-to-image", { prompt: "once" }, { idempotencyKey })
+        expect(second).toBe(first)
+        const other = yield* Effect.flip(client.submit("alpha-image-2/text-to-image", { prompt: "twice" }, { idempotencyKey }))
+        expect(other).toMatchObject({ _tag: "MediagateError", status: 422, code: 422 })
       })))
 
   it.live("a failed task ends run with its status and reason, not an error", () =>

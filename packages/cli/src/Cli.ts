@@ -1,11 +1,11 @@
 /**
  * `mediagate`: the API on the command line, on the Effect client of @mediagate/client.
  *
- *   mediagate run <model> --prompt <text> [--input <json>] [--out <dir>] [--json] [--no-wait] [--timeout <10m>]
+ *   mediagate run <model> --prompt <text> [--input <json>] [--out <dir>] [--json] [--no-wait] [--timeout <10m>] [--idempotency-key <key>]
  *   mediagate models [--json]
  *   mediagate get <task-id> [--json]
  *   mediagate cancel <task-id> [--json]
- *   mediagate list [--limit <20>] [--json]
+ *   mediagate list [--limit <20>] [--status <S1,S2>] [--model <id>] [--json]
  *
  * Each takes `--url` (else MEDIAGATE_URL, else http://127.0.0.1:8080) and `--key` (else
  * MEDIAGATE_API_KEY). A failure prints one line to stderr and exits 1; so does a task that
@@ -126,6 +126,10 @@ const run = Command.make(
     input: inputJson,
     out: Options.directory("out").pipe(Options.withDescription("Download the result files into this directory"), Options.optional),
     noWait: Options.boolean("no-wait").pipe(Options.withDescription("Submit and print the task id without waiting")),
+    idempotencyKey: Options.text("idempotency-key").pipe(
+      Options.withDescription("Submit with this Idempotency-Key: sent again within 24 hours with the same input, it answers the same task"),
+      Options.optional
+    ),
     timeout,
     json,
     url,
@@ -141,13 +145,15 @@ const run = Command.make(
         // The model is only known at run time; the server checks the model and its input.
         const model = options.model as ModelId
         const typed = input as InputOf<ModelId>
+        const submitOptions = Option.match(options.idempotencyKey, { onNone: () => ({}), onSome: (idempotencyKey) => ({ idempotencyKey }) })
         if (options.noWait) {
-          const submitted = yield* client.submit(model, typed)
+          const submitted = yield* client.submit(model, typed, submitOptions)
           return yield* options.json ? Effect.flatMap(client.get(submitted), (task) => print(true, task, () => "")) : Console.log(submitted)
         }
         const progress = yield* Progress.make()
         const task = yield* progress.around(
           client.run(model, typed, {
+            ...submitOptions,
             onProgress: progress.onProgress,
             ...Option.match(options.timeout, { onNone: () => ({}), onSome: (limit) => ({ timeout: limit }) })
           })
@@ -184,13 +190,22 @@ const list = Command.make(
   "list",
   {
     limit: Options.integer("limit").pipe(Options.withDescription("Tasks to show, 1 to 100"), Options.withDefault(20)),
+    status: Options.text("status").pipe(Options.withDescription("Only tasks in these statuses, separated by commas: SUCCESS,FAILURE"), Options.optional),
+    model: Options.text("model").pipe(Options.withDescription("Only tasks of this model"), Options.optional),
     json,
     url,
     key
   },
   (options) =>
     withClient(options, (client) =>
-      Effect.flatMap(client.list({ limit: options.limit }), (page) =>
+      Effect.flatMap(
+        client.list({
+          limit: options.limit,
+          // The server checks the statuses and says which it takes.
+          ...Option.match(options.status, { onNone: () => ({}), onSome: (status) => ({ status: status.split(",") as Array<Task["status"]> }) }),
+          ...Option.match(options.model, { onNone: () => ({}), onSome: (model) => ({ model }) })
+        }),
+        (page) =>
         print(options.json, page, () =>
           page.tasks.length === 0 ? "no tasks" : page.tasks.map((task) => taskText(task).split("\n")[0]).join("\n"))))
 ).pipe(Command.withDescription("List your tasks, newest first"))

@@ -6,7 +6,7 @@
 import { FetchHttpClient } from "@effect/platform"
 import type { ModelInfo, Task } from "@mediagate/core"
 import { Duration, Effect, Either } from "effect"
-import type { ClientOptions, SubmitOptions, TaskPage } from "./MediagateClient.js"
+import type { ClientOptions, ListOptions, SubmitOptions, TaskPage } from "./MediagateClient.js"
 import * as MediagateClient from "./MediagateClient.js"
 import type { InputOf, ModelId } from "./Models.js"
 
@@ -44,8 +44,8 @@ export class Mediagate {
     return run(this.#client.get(taskId))
   }
 
-  /** Your tasks, newest first. */
-  list(options?: { readonly limit?: number; readonly cursor?: string }): Promise<TaskPage> {
+  /** Your tasks, newest first, optionally only some statuses, a model, a time range. */
+  list(options?: ListOptions): Promise<TaskPage> {
     return run(this.#client.list(options))
   }
 

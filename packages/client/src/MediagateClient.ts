@@ -25,6 +25,27 @@ export interface SubmitOptions {
   readonly callBackUrl?: string
   /** Your user's id, for tracing. */
   readonly userId?: string
+  /**
+   * Idempotency-Key: the same key and input from the same account within 24 hours answer
+   * the same task, so a submit can be sent again safely after a lost answer.
+   */
+  readonly idempotencyKey?: string
+}
+
+/** Which tasks `list` answers, and from where. */
+export interface ListOptions {
+  /** Tasks per page, 1 to 100 (default 20). */
+  readonly limit?: number
+  /** The previous page's `next_cursor` (with the same filters). */
+  readonly cursor?: string
+  /** Only tasks in this status, or in any of these. */
+  readonly status?: Task.TaskStatus | ReadonlyArray<Task.TaskStatus>
+  /** Only tasks of this model. */
+  readonly model?: string
+  /** Only tasks created after this time (exclusive): a Date or ISO 8601 with a time zone. */
+  readonly createdAfter?: Date | string
+  /** Only tasks created before this time (exclusive). */
+  readonly createdBefore?: Date | string
 }
 
 /** One page of `list`, newest task first. */
@@ -40,8 +61,8 @@ export interface Client {
   readonly submit: <M extends ModelId>(model: M, input: InputOf<M>, options?: SubmitOptions) => Effect.Effect<string, ClientError>
   /** The task as it is now; with `wait` (seconds, at most 60) the server holds the answer until the task ends or the wait is over. */
   readonly get: (taskId: string, options?: { readonly wait?: number }) => Effect.Effect<Task.Task, ClientError>
-  /** Your tasks, newest first: `limit` 1 to 100 (default 20), `cursor` the previous page's `next_cursor`. */
-  readonly list: (options?: { readonly limit?: number; readonly cursor?: string }) => Effect.Effect<TaskPage, ClientError>
+  /** Your tasks, newest first, a page at a time, optionally only some statuses, a model, a time range. */
+  readonly list: (options?: ListOptions) => Effect.Effect<TaskPage, ClientError>
   /** Cancels a task that has not ended; answers it, CANCELLED (409 MediagateError when it has ended). */
   readonly cancel: (taskId: string) => Effect.Effect<Task.Task, ClientError>
   /** Submits and waits until the task ends; answers the ended task, whatever its status. */
@@ -59,17 +80,19 @@ export interface Client {
 }
 
 /**
- * Query parameters the contract does not declare (it leaves the list's `limit` and
- * `cursor`, and the query's `wait`, to the handlers), added to the request of the call
- * that sets them with `Effect.locally`.
+ * Request parts the contract leaves to the handlers (the list's filters and cursor, the
+ * query's `wait`, submit's Idempotency-Key header), added to the request of the call that
+ * sets them with `Effect.locally`.
  */
-const extraParams = globalValue(
-  Symbol.for("@mediagate/client/MediagateClient/extraParams"),
-  () => FiberRef.unsafeMake<UrlParams.UrlParams>(UrlParams.empty)
+const extraRequest = globalValue(
+  Symbol.for("@mediagate/client/MediagateClient/extraRequest"),
+  () => FiberRef.unsafeMake<(request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest>((request) => request)
 )
 
-const withParams = (params: UrlParams.Input) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.locally(effect, extraParams, UrlParams.fromInput(params))
+const withRequest = (f: (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.locally(effect, extraRequest, f)
+
+const withParams = (params: UrlParams.Input) => withRequest(HttpClientRequest.appendUrlParams(params))
 
 /** Longest hold a query may ask for (the server's limit). */
 export const maxWaitSeconds = 60
@@ -82,9 +105,7 @@ const derive = (options: ClientOptions) => {
     transformClient: (client) =>
       client.pipe(
         HttpClient.mapRequestEffect((request) =>
-          Effect.map(FiberRef.get(extraParams), (params) =>
-            request.pipe(HttpClientRequest.appendUrlParams(params), HttpClientRequest.bearerToken(Redacted.value(key)))
-          )
+          Effect.map(FiberRef.get(extraRequest), (extra) => HttpClientRequest.bearerToken(extra(request), Redacted.value(key)))
         )
       )
   })
@@ -115,7 +136,11 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
           Api.decodeSubmitRequest(body),
           (error) => new MediagateError({ status: 400, code: 400, msg: error.message })
         )
-        const answer = yield* api.tasks.submit({ payload }).pipe(Effect.catchAll(refail))
+        const idempotencyKey = submitOptions.idempotencyKey
+        const answer = yield* api.tasks.submit({ payload }).pipe(
+          idempotencyKey === undefined ? (effect) => effect : withRequest(HttpClientRequest.setHeader("idempotency-key", idempotencyKey)),
+          Effect.catchAll(refail)
+        )
         return answer.data.taskId
       }).pipe(Effect.withSpan("MediagateClient.submit", { attributes: { model } }))
 
@@ -127,12 +152,9 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
         Effect.withSpan("MediagateClient.get", { attributes: { taskId } })
       )
 
-    const list = (listOptions: { readonly limit?: number; readonly cursor?: string } = {}) =>
+    const list = (listOptions: ListOptions = {}) =>
       api.tasks.list().pipe(
-        withParams([
-          ...(listOptions.limit === undefined ? [] : [["limit", String(listOptions.limit)] as const]),
-          ...(listOptions.cursor === undefined ? [] : [["cursor", listOptions.cursor] as const])
-        ]),
+        withParams(listParams(listOptions)),
         Effect.map((answer): TaskPage => answer.data),
         Effect.catchAll(refail),
         Effect.withSpan("MediagateClient.list")
@@ -161,6 +183,19 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
 
     return { submit, get, list, cancel, run, waitFor, models, api } satisfies Client
   })
+
+/** The list's query parameters, as the server reads them. */
+const listParams = (options: ListOptions): UrlParams.Input => {
+  const time = (value: Date | string) => (typeof value === "string" ? value : value.toISOString())
+  return [
+    ...(options.limit === undefined ? [] : [["limit", String(options.limit)] as const]),
+    ...(options.cursor === undefined ? [] : [["cursor", options.cursor] as const]),
+    ...(options.status === undefined ? [] : [["status", typeof options.status === "string" ? options.status : options.status.join(",")] as const]),
+    ...(options.model === undefined ? [] : [["model", options.model] as const]),
+    ...(options.createdAfter === undefined ? [] : [["created_after", time(options.createdAfter)] as const]),
+    ...(options.createdBefore === undefined ? [] : [["created_before", time(options.createdBefore)] as const])
+  ]
+}
 
 /** The client as a layer. */
 export const layer = (options: ClientOptions): Layer.Layer<MediagateClient, never, HttpClient.HttpClient> =>
