@@ -46,13 +46,16 @@ describe("public paths", () => {
         expect(answer.headers["cache-control"]).toBe("no-store")
       }))
 
-    it.effect("/readyz answers 200 with the store check when the store answers", () =>
+    it.effect("/readyz answers 200 with the store and the engine checks when both are well (the standard composition's engine)", () =>
       Effect.gen(function*() {
         const answer = yield* get("/readyz")
         expect([answer.status, answer.body]).toEqual([200, {
           code: 0,
           msg: "ok",
-          data: { status: "ready", checks: [{ name: "store", ok: true, message: "reachable; schema migrated" }] }
+          data: {
+            status: "ready",
+            checks: [{ name: "store", ok: true, message: "reachable; schema migrated" }, { name: "engine", ok: true, message: "running" }]
+          }
         }])
       }))
 
@@ -92,7 +95,7 @@ describe("public paths", () => {
         }
       }])
       expect((yield* get("/healthz")).status).toBe(200)
-    }).pipe(Effect.provide(testServer().pipe(Layer.provide(Layer.succeed(Health.EngineStatus, { running: Effect.succeed(false) }))))))
+    }).pipe(Effect.provide(testServer({ engineStatus: { running: Effect.succeed(false) } }))))
 
   it.effect("a host's own Readiness replaces the default checks", () =>
     Effect.gen(function*() {

@@ -4,9 +4,10 @@
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Engine } from "@mediagate/scheduler"
-import { MediagateHttp } from "@mediagate/http"
+import { Health, MediagateHttp } from "@mediagate/http"
 import type { Simulator } from "@mediagate/upstream"
 import { memoryBackends, services } from "@mediagate/example-standalone-server/Server"
+import type { Context } from "effect"
 import { Effect, Layer, Redacted } from "effect"
 
 /** The key of the test account. */
@@ -29,12 +30,16 @@ export const testServer = (options: {
   readonly simulatorStats?: Simulator.Stats
   /** The test account's starting credits in micro-USD (default `testCredits`). */
   readonly credits?: number
+  /** What readiness hears from the engine, instead of the composition's own engine. */
+  readonly engineStatus?: Context.Tag.Service<Health.EngineStatus>
 } = {}) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
       const port = server.address._tag === "TcpAddress" ? server.address.port : 0
+      const engineStatus = options.engineStatus
       return MediagateHttp.serve.pipe(
+        (served) => engineStatus === undefined ? served : Layer.provide(served, Layer.succeed(Health.EngineStatus, engineStatus)),
         Layer.provide(
           services(
             {

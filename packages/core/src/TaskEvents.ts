@@ -7,6 +7,8 @@ import { Context, Effect, Layer } from "effect"
 /** A nudge to the engine. Optional: without it the engine finds the work at its next poll. */
 export class TaskWakeup extends Context.Tag("@mediagate/core/TaskWakeup")<TaskWakeup, {
   readonly wake: Effect.Effect<void>
+  /** When the wake-up is an engine's: whether its loop is running (not stopping, not dead), for readiness. */
+  readonly running?: Effect.Effect<boolean>
 }>() {}
 
 /** A nudge to the callback deliverer. Optional: without it the deliverer finds the callback at its next scan. */

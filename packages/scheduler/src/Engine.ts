@@ -451,7 +451,7 @@ export const make = (options: Options = {}) =>
         const wait = Math.max(0, Math.min(scan, dueTimes.next - now))
         yield* Effect.race(Effect.sleep(Duration.millis(wait)), wakeups.take)
       })
-    yield* claimAndRun.pipe(
+    const loop = yield* claimAndRun.pipe(
       Effect.flatMap(idle),
       Effect.forever,
       Effect.forkScoped,
@@ -480,7 +480,9 @@ export const make = (options: Options = {}) =>
       })
     )
 
-    return { wake: wakeups.offer().pipe(Effect.asVoid) }
+    /** Running: the loop has not ended and the engine is not stopping. */
+    const running = Effect.zipWith(Fiber.poll(loop), Ref.get(stopping), (ended, stop) => Option.isNone(ended) && !stop)
+    return { wake: wakeups.offer().pipe(Effect.asVoid), running }
   })
 
 /** The engine running in the background for the layer's lifetime; provides the wakeup nudge. */

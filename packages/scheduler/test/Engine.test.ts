@@ -883,3 +883,18 @@ describe("Engine: deadlines, cancels and stopping", () => {
       expect(yield* Ref.get(order)).toHaveLength(11)
     }).pipe(Effect.scoped))
 })
+
+describe("Engine: running, for readiness", () => {
+  it.effect("says it runs while its loop runs, and not once it stops", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        Engine.layer().pipe(Layer.provide([MemoryTaskStore.layer, scripted(() => Effect.never), Ids.layerTest, ModelCatalog.layer])),
+        scope
+      )
+      const running = Context.get(context, TaskEvents.TaskWakeup).running!
+      expect(yield* running).toBe(true)
+      yield* Scope.close(scope, Exit.void)
+      expect(yield* running).toBe(false)
+    }))
+})

@@ -10,7 +10,7 @@
 import type { HttpRouter, HttpServer } from "@effect/platform"
 import type { Ledger, MediaStore, Moderation, Outbound, StoreError, TaskStore, Upstream } from "@mediagate/core"
 import { Accounts, Deadlines, IdempotencyKeys, Ids, ModelCatalog, SubmitPolicy, TaskChanges, TaskEvents, TaskService } from "@mediagate/core"
-import { MediagateHttp } from "@mediagate/http"
+import { Health, MediagateHttp } from "@mediagate/http"
 import { Deliverer, Engine, Settlements } from "@mediagate/scheduler"
 import type { Scope } from "effect"
 import { Context, Duration, Effect, Layer } from "effect"
@@ -84,7 +84,7 @@ const relayed = <I extends TaskEvents.TaskWakeup | TaskEvents.CallbackWakeup, S 
 /** The services of a deployment, without the HTTP server, with the engine and the deliverer running. */
 export const services = (
   options: Options = {}
-): Layer.Layer<TaskService | ModelCatalog.ModelCatalog | SubmitPolicy | Ids.Ids | Accounts.Accounts, StoreError, Backends> => {
+): Layer.Layer<TaskService | ModelCatalog.ModelCatalog | SubmitPolicy | Ids.Ids | Accounts.Accounts | Health.EngineStatus, StoreError, Backends> => {
   // One deliverer and one engine (layers are memoised by reference): the deliverer's
   // wake-up reaches the write path of both the engine and the use cases, so an owed callback
   // is sent at once; the engine's wake-up reaches submit, so an accepted task starts at once.
@@ -106,8 +106,14 @@ export const services = (
     Layer.provide(options.idempotencyKeys ?? IdempotencyKeys.layerMemory)
   )
   const deadlines = new Map(Object.entries(options.deadlines ?? {}).map(([family, after]) => [family, Duration.decode(after)]))
+  // Readiness (`/readyz`) asks the same engine whether its loop runs.
+  const engineStatus = Layer.effect(
+    Health.EngineStatus,
+    Effect.map(TaskEvents.TaskWakeup, (wakeup) => ({ running: wakeup.running ?? Effect.succeed(true) }))
+  ).pipe(Layer.provide(engine))
   return Layer.mergeAll(
     tasks.pipe(Layer.provide(Layer.succeed(Deadlines, deadlines))),
+    engineStatus,
     Settlements.layer(options.settlements),
     Layer.succeed(SubmitPolicy, { ...SubmitPolicy.defaultValue(), allowPrivateUrls: options.allowPrivateUrls ?? false })
   ).pipe(
