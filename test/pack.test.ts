@@ -10,7 +10,7 @@
  * scripts are skipped: nothing the memory backends use needs one (sharp ships prebuilt).
  */
 import { execFile } from "node:child_process"
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
@@ -160,5 +160,15 @@ describe("the packages as a user installs them", () => {
     const taskId = /^submitted (\S+)$/m.exec(output)?.[1]
     expect(taskId, output).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/)
     expect(output).toContain(`callback verified: ${taskId} SUCCESS`)
+
+    // The installed command line runs its built JavaScript with plain node (no tsx here).
+    const cli = await new Promise<{ code: number | null; output: string }>((done) => {
+      execFile(process.execPath, [join(app, "node_modules/@mediagate/cli/bin/mediagate.mjs"), "--help"], { cwd: app, timeout: 60_000, env: { PATH: process.env["PATH"] ?? "" } }, (error, stdout, stderr) =>
+        done({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, output: stdout + stderr })
+      )
+    })
+    expect(cli.code, cli.output).toBe(0)
+    expect(cli.output).toContain("mediagate 0.1.0")
+    expect(existsSync(join(app, "node_modules/tsx"))).toBe(false)
   })
 })
