@@ -57,7 +57,19 @@ export interface ServerConfig {
   readonly webhooks: boolean
   /** The path prefix provider webhooks arrive under. */
   readonly webhookPrefix: string
+  /** How log lines are written: Effect's logfmt lines, or one JSON object a line. */
+  readonly logFormat: LogFormat
+  /** The least severe level logged; `none` logs nothing. */
+  readonly logLevel: LogLevelName
+  /** Whether `GET /metrics` serves the Prometheus text format (otherwise it is the envelope's 404). */
+  readonly metrics: boolean
 }
+
+/** MEDIAGATE_LOG_FORMAT's values. */
+export type LogFormat = "logfmt" | "json"
+
+/** MEDIAGATE_LOG_LEVEL's values. */
+export type LogLevelName = "debug" | "info" | "warning" | "error" | "none"
 
 /** The moderator (MEDIAGATE_MODERATION and the variables after it). */
 export interface ModerationConfig {
@@ -118,6 +130,9 @@ export const variables = [
   "MEDIAGATE_ROUTES",
   "MEDIAGATE_UNROUTED",
   "MEDIAGATE_WEBHOOK_PREFIX",
+  "MEDIAGATE_LOG_FORMAT",
+  "MEDIAGATE_LOG_LEVEL",
+  "MEDIAGATE_METRICS",
   "FAL_KEY",
   "MEDIAGATE_FAL_URL",
   "MEDIAGATE_FAL_JWKS_URL",
@@ -359,7 +374,10 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   maxRunningPerProvider: providerLimits.pipe(Config.withDefault({ "*": 100 })),
   deadlines: deadlines.pipe(Config.withDefault({})),
   rateLimit,
-  moderation
+  moderation,
+  logFormat: oneOf("MEDIAGATE_LOG_FORMAT", ["logfmt", "json"]).pipe(Config.withDefault("logfmt" as const)),
+  logLevel: oneOf("MEDIAGATE_LOG_LEVEL", ["debug", "info", "warning", "error", "none"]).pipe(Config.withDefault("info" as const)),
+  metrics: boolean("MEDIAGATE_METRICS").pipe(Config.withDefault(false))
 }).pipe(
   Config.map((config) => ({
     ...config,

@@ -105,7 +105,8 @@ type Tunables =
   | "rateLimit"
   | "startingCredits"
   | "mediaRetention"
-export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | "providers" | "webhooks"> & Partial<Pick<ServerConfig, Tunables>> & {
+  | "metrics"
+export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | "providers" | "webhooks" | "logFormat" | "logLevel"> & Partial<Pick<ServerConfig, Tunables>> & {
   readonly routing?: Routing
 }
 

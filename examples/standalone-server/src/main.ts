@@ -14,6 +14,7 @@ import { mkdirSync } from "node:fs"
 import { createServer } from "node:http"
 import type { ServerConfig } from "./Config.js"
 import { configErrorLines, defaultDatabaseUrl, serverConfig } from "./Config.js"
+import * as Logging from "./Logging.js"
 import type { Routing } from "./Server.js"
 import { layer, loadRoutes, memoryBackends, sqlBackends } from "./Server.js"
 
@@ -184,7 +185,10 @@ const program = Effect.gen(function*() {
       providers: config.providers,
       ...(config.webhooks ? { webhookBaseUrl: `${config.publicUrl}${config.webhookPrefix}` } : {})
     }
-  return yield* (config.databaseUrl === "memory" ? runInMemory(config, routing) : runOnSql(config, routing))
+  // Everything from here logs in the configured format and level (MEDIAGATE_LOG_FORMAT, MEDIAGATE_LOG_LEVEL).
+  return yield* (config.databaseUrl === "memory" ? runInMemory(config, routing) : runOnSql(config, routing)).pipe(
+    Effect.provide(Logging.layer(config))
+  )
 }).pipe(Effect.provide(Ids.layer))
 
 /** One line per startup problem: each bad variable, or the failure's message, its cause's, or its tag. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Either, Option } from "effect"
 import { configErrorLines, serverConfig } from "../src/Config.js"
+import * as Logging from "../src/Logging.js"
 
 const read = (env: Record<string, string>) =>
   Effect.either(Effect.withConfigProvider(serverConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))))
@@ -201,5 +202,41 @@ describe("serverConfig", () => {
       const [line] = yield* problems({ MEDIAGATE_SIMULATOR_PROFILE: "x".repeat(500) })
       expect(line!.length).toBeLessThan(200)
       expect(line).toContain("…")
+    }))
+
+  it.effect("logs: logfmt at info by default; MEDIAGATE_LOG_FORMAT and MEDIAGATE_LOG_LEVEL are checked", () =>
+    Effect.gen(function*() {
+      expect(Either.getOrThrow(yield* read({}))).toMatchObject({ logFormat: "logfmt", logLevel: "info", metrics: false })
+      expect(Either.getOrThrow(yield* read({ MEDIAGATE_LOG_FORMAT: "json", MEDIAGATE_LOG_LEVEL: "warning", MEDIAGATE_METRICS: "true" })))
+        .toMatchObject({ logFormat: "json", logLevel: "warning", metrics: true })
+      expect(yield* problems({ MEDIAGATE_LOG_FORMAT: "xml" })).toEqual([
+        `MEDIAGATE_LOG_FORMAT must be one of logfmt, json (got "xml")`
+      ])
+      expect(yield* problems({ MEDIAGATE_LOG_LEVEL: "verbose" })).toEqual([
+        `MEDIAGATE_LOG_LEVEL must be one of debug, info, warning, error, none (got "verbose")`
+      ])
+      expect(yield* problems({ MEDIAGATE_METRICS: "sometimes" })).toEqual([
+        `MEDIAGATE_METRICS must be true or false (got "sometimes")`
+      ])
+    }))
+
+  it.effect("the logging layer writes JSON lines at the configured level and above", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const original = console.log
+      console.log = (line: unknown) => void lines.push(String(line))
+      const logAll = Effect.all([
+        Effect.logDebug("debug line"),
+        Effect.logInfo("info line"),
+        Effect.logWarning("warning line").pipe(Effect.annotateLogs("taskId", "t-1"))
+      ])
+      yield* logAll.pipe(Effect.provide(Logging.layer({ logFormat: "json", logLevel: "info" })), Effect.ensuring(Effect.sync(() => (console.log = original))))
+      const parsed = lines.map((line) => JSON.parse(line) as { message: unknown; logLevel: string; annotations: Record<string, unknown> })
+      expect(parsed.map((line) => [line.logLevel, line.message])).toEqual([["INFO", "info line"], ["WARN", "warning line"]])
+      expect(parsed[1]!.annotations).toEqual({ taskId: "t-1" })
+      lines.length = 0
+      console.log = (line: unknown) => void lines.push(String(line))
+      yield* logAll.pipe(Effect.provide(Logging.layer({ logFormat: "logfmt", logLevel: "none" })), Effect.ensuring(Effect.sync(() => (console.log = original))))
+      expect(lines).toEqual([])
     }))
 })
