@@ -7,6 +7,7 @@
  * cancel) and the engine write through this module alone; each write is published to the
  * task's waiters (`TaskChanges`, when in context).
  */
+import * as Metrics from "./Metrics.js"
 import { Effect, Either, Option } from "effect"
 import * as Credits from "./Credits.js"
 import type { IllegalTransition, TaskConflict } from "./Errors.js"
@@ -100,6 +101,7 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
         Effect.tap((callbacks) => store.update(record, current.version, callbacks)),
         Effect.tap(() => changed(record)),
         Effect.tap(() => settled(current.status, record, now)),
+        Effect.tap(() => (!isTerminal(current.status) && isTerminal(record.status) ? Metrics.taskEnded(record) : Effect.void)),
         Effect.flatMap(owed),
         Effect.as(record)
       ))
@@ -108,6 +110,7 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
     create: (record) =>
       callbacksOwed(null, record).pipe(
         Effect.tap((callbacks) => store.create(record, callbacks)),
+        Effect.tap(() => Metrics.taskSubmitted(record)),
         Effect.flatMap(owed)
       ),
     apply: (current, change, now, options = {}) => {

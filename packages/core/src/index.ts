@@ -43,6 +43,8 @@ export * as Fields from "./models/Fields.js"
 export type { DraftJob, ModelExample, ModelSpec, Normalized } from "./models/ModelSpec.js"
 /** Pre-submission moderation. */
 export * as Moderation from "./Moderation.js"
+/** The gateway's metrics (Effect `Metric`): submits, ended tasks, upstream calls, callbacks, PENDING. */
+export * as Metrics from "./Metrics.js"
 /** Credits: the ledger of an account's movements. */
 export * as Ledger from "./Ledger.js"
 /** What credits do over a task's life: reserve, charge or release, dollars. */

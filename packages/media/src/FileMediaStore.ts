@@ -28,6 +28,13 @@ const errorCode = (cause: unknown): string | undefined =>
 const attempt = <A>(run: () => Promise<A>, message: string): Effect.Effect<A, MediaError> =>
   Effect.tryPromise({ try: run, catch: (cause) => new MediaError({ message, cause }) })
 
+/**
+ * A storage failure (not a missing file) is logged here as a warning with the file's key, so
+ * an operator sees a vanished or unwritable media folder whatever the caller does with it.
+ */
+const warn = (key: string) => (error: MediaError) =>
+  Effect.logWarning(`mediagate: media storage failed: ${error.message}`, error.cause).pipe(Effect.annotateLogs("mediaKey", key))
+
 /** A MediaStore writing files under `directory` (without the sweep: see `layerWith` and `sweep`). */
 export const make = (options: Options): Effect.Effect<Context.Tag.Service<MediaStore.MediaStore>, MediaError, Ids.Ids> =>
   Effect.gen(function*() {
@@ -59,7 +66,8 @@ export const make = (options: Options): Effect.Effect<Context.Tag.Service<MediaS
         Effect.map(Option.some),
         Effect.catchAll((cause) =>
           errorCode(cause) === "ENOENT" ? absent(key, cause) : Effect.fail(new MediaError({ message: `cannot read ${key}`, cause }))
-        )
+        ),
+        Effect.tapError(warn(key))
       )
 
     /** Renews the time of a file already stored with these bytes; false when there is none. */
@@ -89,7 +97,7 @@ export const make = (options: Options): Effect.Effect<Context.Tag.Service<MediaS
                 .then(() => rename(partial, path))
                 .catch((error: unknown) => unlink(partial).catch(() => undefined).then(() => Promise.reject(error))),
             `cannot write ${key}`
-          )
+          ).pipe(Effect.tapError(warn(key)))
           return `${base}/${key}`
         }),
       get: (key) =>

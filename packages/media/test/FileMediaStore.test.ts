@@ -185,8 +185,9 @@ describe("FileMediaStore", () => {
       })
     ))
 
-  it.effect("the folder removed under a running store is a MediaError, not a missing file", () =>
-    withStore((media, directory) =>
+  it.effect("the folder removed under a running store is a MediaError, not a missing file, and each is logged at warning level", () => {
+    const logs = captureLogs()
+    return withStore((media, directory) =>
       Effect.gen(function*() {
         const key = keyOfUrl(yield* media.put({ bytes: bytesOf(10), contentType: "image/png", extension: "png" }))
         rmSync(directory, { recursive: true, force: true })
@@ -194,6 +195,9 @@ describe("FileMediaStore", () => {
         expect(yield* Effect.flip(media.get(key))).toBeInstanceOf(MediaError)
         expect(yield* Effect.flip(media.put({ bytes: bytesOf(10), contentType: "image/png", extension: "png" }))).toBeInstanceOf(MediaError)
         expect(yield* Effect.flip(FileMediaStore.sweep({ directory, retention: "1 day" }))).toBeInstanceOf(MediaError)
+        const warnings = logs.lines.filter((line) => line.level === "WARN" && line.annotations["mediaKey"] === key)
+        expect(warnings).toHaveLength(3)
       })
-    ))
+    ).pipe(Effect.provide(logs.layer))
+  })
 })

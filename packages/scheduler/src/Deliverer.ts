@@ -6,7 +6,7 @@
  * Requests go through Outbound, never a host's HTTP client: the callback host must resolve
  * to public addresses only, and nothing but the webhook's own headers is sent.
  */
-import { Accounts, Api, Outbound, Task, TaskEvents, TaskStore } from "@mediagate/core"
+import { Accounts, Api, Metrics, Outbound, Task, TaskEvents, TaskStore } from "@mediagate/core"
 import { Clock, Deferred, Duration, Effect, FiberSet, Layer, Option, Queue, Random, Redacted, Ref } from "effect"
 import * as Webhooks from "./Webhooks.js"
 
@@ -172,14 +172,30 @@ export const make = (options: Options = {}) =>
           Effect.gen(function*() {
             const at = yield* Clock.currentTimeMillis
             const delay = scheduled === undefined ? undefined : Math.round(scheduled * (yield* Random.nextRange(1 - jitter, 1 + jitter)))
+            const error = errorOf(answer, failure)
+            const next = outcome(answer, at, delay, retryAfterOptions)
+            yield* Metrics.callbackAttempt(next._tag)
+            if (error !== null) {
+              // The URL is not logged: it may carry the receiver's token.
+              yield* Effect.logWarning(`deliverer: callback attempt ${attempt} of task ${callback.taskId} failed: ${error}`).pipe(
+                Effect.annotateLogs({
+                  taskId: callback.taskId,
+                  callbackId: callback.id,
+                  attempt,
+                  ...(answer === null ? {} : { status: answer.status }),
+                  error,
+                  outcome: next._tag === "Retry" ? "retry" : "gave_up"
+                })
+              )
+            }
             yield* recordAttempt({
               callbackId: callback.id,
               attempt,
               at,
               status: answer?.status ?? null,
-              error: errorOf(answer, failure),
+              error,
               durationMs: at - started,
-              outcome: outcome(answer, at, delay, retryAfterOptions)
+              outcome: next
             })
           })
         if (Option.isNone(task)) return yield* record(yield* Clock.currentTimeMillis, null, "the task no longer exists")

@@ -11,7 +11,7 @@
  * `maxRunningPerProvider`).
  */
 import type { IllegalTransition, TaskConflict } from "@mediagate/core"
-import { Attempt, Ids, ModelCatalog, Task, TaskEvents, TaskStore, TaskWrites, Upstream, UpstreamError } from "@mediagate/core"
+import { Attempt, Ids, Metrics, ModelCatalog, Task, TaskEvents, TaskStore, TaskWrites, Upstream, UpstreamError } from "@mediagate/core"
 import { DueTimes } from "./DueTimes.js"
 import * as TimeLimits from "./TimeLimits.js"
 import type { Scope } from "effect"
@@ -199,6 +199,10 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
     /** After a failed call that started at `startedAt`: retry with backoff, fall back, or fail (`Attempt.decide`). */
     const fail = (record: Task.TaskRecord, error: UpstreamError, now: number, startedAt: number) =>
       Effect.gen(function*() {
+        // The step's annotations (taskId, model) come with it.
+        yield* Effect.logWarning(`engine: upstream call of task ${record.id} failed: ${error.message}`).pipe(
+          Effect.annotateLogs({ reason: error.reason ?? "none", retryable: error.retryable })
+        )
         const jitter = yield* Random.next
         const decision = Attempt.decide({
           record,
@@ -310,6 +314,11 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
       Effect.gen(function*() {
         const [record, outcome, startedAt] = yield* guarded(claimed, limit, call)
         const now = yield* Clock.currentTimeMillis
+        if (outcome._tag !== "Lost") {
+          const provider = upstream.provider?.(record.job) ?? undefined
+          const ended = outcome._tag === "RanOut" ? "timeout" : Either.isLeft(outcome.answer) ? "error" : "ok"
+          yield* Metrics.upstreamCalled(provider, ended, now - startedAt)
+        }
         switch (outcome._tag) {
           case "Lost":
             return Option.getOrElse(yield* store.get(record.id), () => record)
@@ -384,6 +393,8 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
       }).pipe(
         // A store failure is a defect: log it; the lease expires and the task is tried again.
         Effect.catchAllDefect((defect) => Effect.logError(`engine: step of task ${record.id} failed`, Cause.die(defect)).pipe(Effect.as(record))),
+        // Every line a step logs names its task and model (what the client asked for).
+        Effect.annotateLogs({ taskId: record.id, model: String(record.input["model"] ?? record.job.model) }),
         (effect) =>
           settings.stepSpans
             // No stack trace: capturing one costs about as much as the span itself (bench:costs).

@@ -10,7 +10,7 @@ import { NodeOutbound, NodeResolver } from "@mediagate/media"
 import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
 import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
-import { Clock, Context, Effect, Layer, Redacted, TestClock } from "effect"
+import { Clock, Context, Effect, Layer, Logger, Redacted, TestClock } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -186,6 +186,34 @@ describe("Deliverer", () => {
       const ids = received.filter((r) => r.path === "/flaky").map((r) => r.headers["webhook-id"])
       expect(ids).toEqual([callback.id, callback.id])
     }).pipe(Effect.provide(deliverer()), Effect.scoped))
+
+  it.effect("each failed attempt is logged as a warning naming the task, the callback, the attempt and the status", () => {
+    const logs: Array<{ level: string; message: unknown; annotations: Record<string, unknown> }> = []
+    const capture = Logger.replace(
+      Logger.defaultLogger,
+      Logger.make(({ annotations, logLevel, message }) =>
+        void logs.push({ level: logLevel.label, message: Array.isArray(message) ? message[0] : message, annotations: Object.fromEntries(annotations) }))
+    )
+    return Effect.gen(function*() {
+      script.set("/logged", [500, 204])
+      const { callback, task } = yield* owe("/logged")
+      yield* TestClock.adjust("1 second")
+      yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      const warnings = logs.filter((line) => line.level === "WARN" && line.annotations["callbackId"] === callback.id)
+      expect(warnings).toEqual([{
+        level: "WARN",
+        message: `deliverer: callback attempt 1 of task ${task.id} failed: HTTP 500`,
+        annotations: { taskId: task.id, callbackId: callback.id, attempt: 1, status: 500, error: "HTTP 500", outcome: "retry" }
+      }])
+      // The secret and the URL are not in any line.
+      expect(JSON.stringify(logs)).not.toContain(secret)
+      expect(JSON.stringify(logs)).not.toContain("/logged")
+      yield* TestClock.adjust("10 seconds")
+      yield* until(attemptsOf(callback.id), (a) => a.length === 2)
+      // The delivered attempt is no warning.
+      expect(logs.filter((line) => line.level === "WARN" && line.annotations["callbackId"] === callback.id)).toHaveLength(1)
+    }).pipe(Effect.provide(deliverer()), Effect.scoped, Effect.provide(capture))
+  })
 
   it.effect("a redirect is not followed, whatever HTTP client the host provides: it counts as a failed attempt", () =>
     Effect.gen(function*() {

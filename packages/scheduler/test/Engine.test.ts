@@ -5,7 +5,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Ids, ModelCatalog, Task, TaskEvents, TaskStore, TaskWrites, Upstream, UpstreamError } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { MemoryTaskStore } from "@mediagate/store-memory"
-import { Clock, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Ref, Scope, TestClock, Tracer } from "effect"
+import { Cause, Clock, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Logger, Option, Ref, Scope, TestClock, Tracer } from "effect"
 import { Engine } from "../src/index.js"
 
 const job = (overrides: Partial<Task.UpstreamJob> = {}) => Testing.job({ ratio: null, width: null, height: null, ...overrides })
@@ -897,4 +897,64 @@ describe("Engine: running, for readiness", () => {
       yield* Scope.close(scope, Exit.void)
       expect(yield* running).toBe(false)
     }))
+})
+
+describe("Engine: failures in the logs", () => {
+  type Line = { level: string; message: unknown; annotations: Record<string, unknown>; cause: string }
+  /** A logger replacing the default one, keeping every line. */
+  const capturing = (lines: Array<Line>) =>
+    Logger.replace(
+      Logger.defaultLogger,
+      Logger.make(({ annotations, cause, logLevel, message }) =>
+        void lines.push({
+          level: logLevel.label,
+          message: Array.isArray(message) ? message[0] : message,
+          annotations: Object.fromEntries(annotations),
+          cause: Cause.isEmpty(cause) ? "" : Cause.pretty(cause)
+        }))
+    )
+
+  it.effect("a failed upstream call is a warning annotated with the task id and the model", () => {
+    const lines: Array<Line> = []
+    return run(
+      scripted(() => Effect.fail(new UpstreamError({ message: "no credits", reason: "INSUFFICIENT_POINTS", retryable: false }))),
+      Effect.gen(function*() {
+        const store = yield* TaskStore.TaskStore
+        yield* store.create(record("t-logged", 0))
+        yield* advance(2)
+        expect((yield* statusOf("t-logged")).status).toBe("FAILURE")
+        expect(lines.filter((line) => line.level === "WARN")).toEqual([{
+          level: "WARN",
+          message: "engine: upstream call of task t-logged failed: no credits",
+          annotations: { taskId: "t-logged", model: "alpha-image-2/text-to-image", reason: "INSUFFICIENT_POINTS", retryable: false },
+          cause: ""
+        }])
+      })
+    ).pipe(Effect.provide(capturing(lines)))
+  })
+
+  it.effect("a step that fails on the store is an error with its cause, annotated with the task id and the model", () => {
+    const lines: Array<Line> = []
+    // The store cannot write: every update dies, as a lost database connection does.
+    const broken = Layer.effect(
+      TaskStore.TaskStore,
+      Effect.map(TaskStore.TaskStore, (store) => ({ ...store, update: () => Effect.die(new Error("database is gone")) }))
+    ).pipe(Layer.provide(MemoryTaskStore.layer))
+    return Effect.gen(function*() {
+      const store = yield* TaskStore.TaskStore
+      yield* store.create(record("t-broken", 0))
+      yield* advance(1)
+      const errors = lines.filter((line) => line.level === "ERROR" && line.annotations["taskId"] === "t-broken")
+      expect(errors.length).toBeGreaterThanOrEqual(1)
+      expect(errors[0]).toMatchObject({
+        message: "engine: step of task t-broken failed",
+        annotations: { taskId: "t-broken", model: "alpha-image-2/text-to-image" }
+      })
+      expect(errors[0]!.cause).toContain("database is gone")
+    }).pipe(
+      Effect.provide(Engine.layer().pipe(Layer.provideMerge(broken), Layer.provide([scripted(() => Effect.never), Ids.layerTest, ModelCatalog.layer]))),
+      Effect.scoped,
+      Effect.provide(capturing(lines))
+    )
+  })
 })
