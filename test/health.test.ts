@@ -39,6 +39,12 @@ describe("public paths", () => {
         expect(Docs.version).toBe(manifest.version)
       }))
 
+    it.effect("/metrics is the envelope's 404 while metrics are off (the default)", () =>
+      Effect.gen(function*() {
+        const answer = yield* get("/metrics")
+        expect([answer.status, answer.body]).toEqual([404, { code: 404, msg: "not found" }])
+      }))
+
     it.effect("/healthz answers 200 while serving, without a key", () =>
       Effect.gen(function*() {
         const answer = yield* get("/healthz")

@@ -4,7 +4,7 @@
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Engine } from "@mediagate/scheduler"
-import { Health, MediagateHttp } from "@mediagate/http"
+import { Health, MediagateHttp, Prometheus } from "@mediagate/http"
 import type { Simulator } from "@mediagate/upstream"
 import { memoryBackends, services } from "@mediagate/example-standalone-server/Server"
 import type { Context } from "effect"
@@ -32,6 +32,8 @@ export const testServer = (options: {
   readonly credits?: number
   /** What readiness hears from the engine, instead of the composition's own engine. */
   readonly engineStatus?: Context.Tag.Service<Health.EngineStatus>
+  /** Serve `GET /metrics` (MEDIAGATE_METRICS). */
+  readonly metrics?: boolean
 } = {}) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
@@ -40,6 +42,7 @@ export const testServer = (options: {
       const engineStatus = options.engineStatus
       return MediagateHttp.serve.pipe(
         (served) => engineStatus === undefined ? served : Layer.provide(served, Layer.succeed(Health.EngineStatus, engineStatus)),
+        (served) => options.metrics === true ? Layer.provide(served, Layer.succeed(Prometheus.Enabled, true)) : served,
         Layer.provide(
           services(
             {

@@ -7,7 +7,7 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { ModelCatalog } from "@mediagate/core"
-import { MediagateHttp, RateLimit, Routes } from "@mediagate/http"
+import { MediagateHttp, Prometheus, RateLimit, Routes } from "@mediagate/http"
 import { Backends as ServerBackends, Deployment } from "@mediagate/server"
 import type { Router } from "@mediagate/upstream"
 import { RoutesFile } from "@mediagate/upstream"
@@ -121,5 +121,6 @@ export const layer = (config: LayerConfig, backends: Backends, http?: NodeServer
     // The OpenAPI document names MEDIAGATE_PUBLIC_URL (or its default) in `servers`.
     Layer.provide(Layer.succeed(Routes.PublicUrl, Option.some(config.publicUrl))),
     Layer.provide(config.webhookPrefix === undefined ? Layer.empty : Layer.succeed(Routes.WebhookPrefix, config.webhookPrefix)),
+    Layer.provide(config.metrics === true ? Layer.succeed(Prometheus.Enabled, true) : Layer.empty),
     Layer.provide(server(config, http))
   )

@@ -133,6 +133,8 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
    * tasks at once; their due times, and so their places in line, stay as they were.
    */
   readonly releaseLeases: (worker: string) => Effect.Effect<void>
+  /** How many tasks wait PENDING, every owner's (for the queue-depth metric). Optional for stores that cannot count cheaply. */
+  readonly countPending?: Effect.Effect<number>
   /**
    * An owner's tasks, newest first, `limit` at a time, those the filter lets through; stable
    * while new tasks arrive. The next page passes the same filter with the cursor.

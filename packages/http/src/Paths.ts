@@ -26,6 +26,9 @@ export const healthPath = "/healthz"
 /** Readiness: 200 when the store, its migrations and the engine are ready, 503 otherwise (no key). */
 export const readyPath = "/readyz"
 
+/** Prometheus metrics, when the host turns them on (`Prometheus.Enabled`; no key). */
+export const metricsPath = "/metrics"
+
 /** Path prefix result files are served under. */
 export const mediaPrefix = "/media"
 

@@ -10,6 +10,7 @@ import { authenticate } from "./Auth.js"
 import { envelope, methodNotAllowed, requestPath } from "./Envelope.js"
 import * as Docs from "./Docs.js"
 import * as Health from "./Health.js"
+import * as Prometheus from "./Prometheus.js"
 import { allowedMethods, mediaPrefix, openApiPath, publicOpenApiPath, webhookPrefix } from "./Paths.js"
 
 export { docsPath, healthPath, landingPath, mediaPrefix, openApiPath, publicOpenApiPath, readyPath, webhookPrefix } from "./Paths.js"
@@ -181,12 +182,13 @@ export const webhooks = HttpApiBuilder.Router.use((router) =>
   })
 )
 
-/** The extra routes, with the public ones: landing answer, docs page, liveness and readiness. */
+/** The extra routes, with the public ones: landing answer, docs page, liveness and readiness, and metrics when enabled. */
 export const layer: Layer.Layer<never, never, Accounts.Accounts | MediaStore.MediaStore | TaskService> = Layer.mergeAll(
   openApi,
   submitMethods,
   media,
   webhooks,
   Docs.layer,
-  Health.routes
+  Health.routes,
+  Prometheus.routes
 )

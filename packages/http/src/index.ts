@@ -16,3 +16,5 @@ export * as Routes from "./Routes.js"
 export * as Paths from "./Paths.js"
 /** Per-key rate limits: 429 with Retry-After and the IETF RateLimit fields. */
 export * as RateLimit from "./RateLimit.js"
+/** `GET /metrics` in the Prometheus text format, when enabled. */
+export * as Prometheus from "./Prometheus.js"

@@ -261,6 +261,11 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         for (const entry of skipped) line(tasks.get(entry.id)!.ownerId).push(entry)
         return claimed
       }),
+    countPending: Effect.sync(() => {
+      let count = 0
+      for (const task of tasks.values()) if (task.status === "PENDING") count++
+      return count
+    }),
     releaseLeases: (worker) =>
       Effect.sync(() => {
         for (const task of [...tasks.values()]) {

@@ -188,6 +188,7 @@ export const make = (options: Options = {}): Effect.Effect<
     const releaseLeases = compile(
       `UPDATE ${tasks} SET lease_owner = NULL, lease_until = NULL, version = version + 1 WHERE lease_owner = ? AND due_at IS NOT NULL`
     )
+    const countPending = compile(`SELECT COUNT(*) AS n FROM ${tasks} WHERE status = 'PENDING'`)
     const listFirst = compile(`SELECT * FROM ${tasks} WHERE owner_id = ? ORDER BY id DESC LIMIT ?`)
     const listAfter = compile(`SELECT * FROM ${tasks} WHERE owner_id = ? AND id < ? ORDER BY id DESC LIMIT ?`)
     /** A filtered list, compiled once per shape (which conditions, how many statuses). */
@@ -342,6 +343,10 @@ export const make = (options: Options = {}): Effect.Effect<
         )).pipe(orDie("claimDue")),
 
       releaseLeases: (worker) => executor.run(releaseLeases, [worker]).pipe(Effect.asVoid, orDie("releaseLeases")),
+      countPending: executor.run(countPending, []).pipe(
+        Effect.map((rows) => Number((rows[0] as { readonly n?: unknown } | undefined)?.n ?? 0)),
+        orDie("countPending")
+      ),
 
       list: (ownerId, { cursor, filter = {}, limit }) => {
         const filtered = filter.statuses !== undefined || filter.model !== undefined || filter.createdAfter !== undefined ||
