@@ -135,6 +135,18 @@ for (const backend of backends) {
         })
       ))
 
+    it.effect("countPending counts the PENDING tasks of every owner, and only those", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          expect(yield* store.countPending!).toBe(0)
+          for (const status of ["PENDING", "PENDING", "SUBMITTED", "PROCESSING", "SUCCESS", "FAILURE"] as const) {
+            yield* store.create(record({ status, ...(Task.isTerminal(status) ? { dueAt: null } : {}) }))
+          }
+          yield* store.create(record({ status: "PENDING", ownerId: Ids.AccountId.make("bob") }))
+          expect(yield* store.countPending!).toBe(3)
+        })
+      ))
+
     it.effect("updating a missing task is a conflict", () =>
       withStore((store) =>
         Effect.gen(function*() {
