@@ -108,6 +108,8 @@ type Tunables =
   | "metrics"
 export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | "providers" | "webhooks" | "logFormat" | "logLevel"> & Partial<Pick<ServerConfig, Tunables>> & {
   readonly routing?: Routing
+  /** Whether each engine step runs in a span (`Engine.Options.stepSpans`): on when traces are exported. */
+  readonly stepSpans?: boolean
 }
 
 /**
@@ -117,7 +119,10 @@ export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | 
 export const layer = (config: LayerConfig, backends: Backends, http?: NodeServer) =>
   MediagateHttp.serve.pipe(
     Layer.provide(Option.match(config.rateLimit ?? Option.none(), { onNone: () => Layer.empty, onSome: RateLimit.layer })),
-    Layer.provide(services({ ...config, mediaRules: { mediaBaseUrl: `${config.publicUrl}${Routes.mediaPrefix}` } }, backends, engineOptions(config))),
+    Layer.provide(services({ ...config, mediaRules: { mediaBaseUrl: `${config.publicUrl}${Routes.mediaPrefix}` } }, backends, {
+      ...engineOptions(config),
+      ...(config.stepSpans === true ? { stepSpans: true } : {})
+    })),
     // The OpenAPI document names MEDIAGATE_PUBLIC_URL (or its default) in `servers`.
     Layer.provide(Layer.succeed(Routes.PublicUrl, Option.some(config.publicUrl))),
     Layer.provide(config.webhookPrefix === undefined ? Layer.empty : Layer.succeed(Routes.WebhookPrefix, config.webhookPrefix)),

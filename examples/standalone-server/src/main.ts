@@ -15,6 +15,7 @@ import { createServer } from "node:http"
 import type { ServerConfig } from "./Config.js"
 import { configErrorLines, defaultDatabaseUrl, serverConfig } from "./Config.js"
 import * as Logging from "./Logging.js"
+import * as Telemetry from "./Telemetry.js"
 import type { Routing } from "./Server.js"
 import { layer, loadRoutes, memoryBackends, sqlBackends } from "./Server.js"
 
@@ -71,6 +72,9 @@ const banner = (config: ServerConfig, credentials: Credentials, routing: Routing
   ].join("\n")
 }
 
+/** The configuration with what is exported over OTLP. */
+type Configured = ServerConfig & { readonly telemetry: Telemetry.TelemetryConfig }
+
 /** The process's HTTP server, closed first when the process is told to stop. */
 const http = createServer()
 
@@ -99,12 +103,12 @@ process.on("SIGTERM", stopOnSignal)
 process.on("SIGINT", stopOnSignal)
 
 /** Serves until interrupted (a stop signal), then says so once everything is closed. */
-const serve = <E, R>(server: Layer.Layer<never, E, R>, config: ServerConfig, credentials: Credentials, routing: Routing | undefined) =>
+const serve = <E, R>(server: Layer.Layer<never, E, R>, config: Configured, credentials: Credentials, routing: Routing | undefined) =>
   server.pipe(
     Layer.tap(() => Console.log(banner(config, credentials, routing))),
-    // No tracer is configured here, and spans made for nobody cost a tenth of the CPU under
-    // load (docs/benchmarks.md); an embedding host keeps its own tracing.
-    Layer.provide(Layer.setTracerEnabled(false)),
+    // OTLP export when the OTEL_* variables ask for it (Telemetry.ts); otherwise no tracer,
+    // since spans made for nobody cost a tenth of the CPU under load (docs/benchmarks.md).
+    Layer.provide(Telemetry.layer(config.telemetry)),
     Layer.launch,
     Effect.onInterrupt(() => Console.log("mediagate: stopped"))
   )
@@ -116,7 +120,7 @@ const newSecret = Effect.map(token(24), Webhooks.secretFromHex)
 const newAccountId = Effect.map(token(12), (value) => Ids.AccountId.make(`acct_${value}`))
 
 /** Memory store: the key from the environment, or a new one for this run; a new secret every run. */
-const runInMemory = (config: ServerConfig, routing: Routing | undefined) =>
+const runInMemory = (config: Configured, routing: Routing | undefined) =>
   Effect.gen(function*() {
     const key = Option.isSome(config.apiKey) ? config.apiKey.value : yield* newKey
     const secret = yield* newSecret
@@ -127,14 +131,14 @@ const runInMemory = (config: ServerConfig, routing: Routing | undefined) =>
       key: Option.isSome(config.apiKey) ? { _tag: "Environment" } : { _tag: "Generated", value: key },
       newSecret: Option.some(secret)
     }
-    return yield* serve(layer({ ...config, ...(routing === undefined ? {} : { routing }) }, backends, http), config, credentials, routing)
+    return yield* serve(layer({ ...config, stepSpans: config.telemetry.traces, ...(routing === undefined ? {} : { routing }) }, backends, http), config, credentials, routing)
   })
 
 /**
  * SQL store: MEDIAGATE_API_KEY names an account (created if new); without it the first
  * start creates an account and prints its key once.
  */
-const runOnSql = (config: ServerConfig, routing: Routing | undefined) =>
+const runOnSql = (config: Configured, routing: Routing | undefined) =>
   Effect.scoped(
     Effect.gen(function*() {
       // The default folder is ours to create; any other path must exist (a typo should not make folders).
@@ -170,12 +174,12 @@ const runOnSql = (config: ServerConfig, routing: Routing | undefined) =>
         credentials = { key: { _tag: "Generated", value: generated }, newSecret: yield* ensure(generated) }
       }
       const reuse = { ...backends, store: Layer.succeedContext(built), accounts: Layer.succeedContext(built), ledger: Layer.succeedContext(built) } as const
-      return yield* serve(layer({ ...config, ...(routing === undefined ? {} : { routing }) }, reuse, http), config, credentials, routing)
+      return yield* serve(layer({ ...config, stepSpans: config.telemetry.traces, ...(routing === undefined ? {} : { routing }) }, reuse, http), config, credentials, routing)
     })
   )
 
 const program = Effect.gen(function*() {
-  const config = yield* serverConfig
+  const config: Configured = { ...yield* serverConfig, telemetry: yield* Telemetry.telemetryConfig }
   shutdownGrace = config.shutdownGrace
   const routing: Routing | undefined = Option.isNone(config.routes)
     ? undefined

@@ -83,7 +83,8 @@ export interface Options {
    */
   readonly releaseOnStop?: boolean
   /**
-   * Whether each step runs in a span (`Engine.step`, with the task id and status), for a
+   * Whether each step runs in a span (`Engine.step`, with the attributes `mediagate.task_id`,
+   * `mediagate.model` (what the client asked for) and `mediagate.status` (before the step)), for a
    * tracer the host installs. Default false: without a tracer that reads them, spans are a
    * fifth of an in-memory step's cost (bench:costs).
    */
@@ -398,7 +399,14 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
         (effect) =>
           settings.stepSpans
             // No stack trace: capturing one costs about as much as the span itself (bench:costs).
-            ? Effect.withSpan(effect, "Engine.step", { attributes: { taskId: record.id, status: record.status }, captureStackTrace: false })
+            ? Effect.withSpan(effect, "Engine.step", {
+              attributes: {
+                "mediagate.task_id": record.id,
+                "mediagate.model": String(record.input["model"] ?? record.job.model),
+                "mediagate.status": record.status
+              },
+              captureStackTrace: false
+            })
             : effect
       )
   })
