@@ -2,7 +2,7 @@
  * Traces over OTLP (docs/operations.md, "Traces"): the standalone server runs as a child
  * process with OTEL_EXPORTER_OTLP_ENDPOINT naming a real OTLP/HTTP (JSON) receiver on
  * loopback; a submitted task's request and its engine steps arrive there as spans, and no
- * attribute carries the API key. The suite waits on a real process: it polls what the
+ * attribute carries the API key; Effect's metrics arrive at the same receiver. The suite waits on a real process: it polls what the
  * receiver collected until a deadline; nothing in it measures time.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
@@ -67,7 +67,8 @@ beforeAll(async () => {
     MEDIAGATE_DATABASE_URL: "memory",
     MEDIAGATE_SIMULATOR_PROFILE: "instant",
     OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiverPort}`,
-    OTEL_BSP_SCHEDULE_DELAY: "100"
+    OTEL_BSP_SCHEDULE_DELAY: "100",
+    OTEL_METRIC_EXPORT_INTERVAL: "200"
   })
 }, 60_000)
 
@@ -115,4 +116,12 @@ describe("traces over OTLP/HTTP", () => {
     }
     for (const body of bodies) expect(body).not.toContain(key)
   }, 60_000)
+
+  it("Effect's metrics go to /v1/metrics with the same endpoint", async () => {
+    const exported = await eventually(() =>
+      bodies.find((body) => body.includes("\"mediagate_tasks_submitted_total\"") && body.includes("resourceMetrics"))
+    )
+    expect(exported, `requests: ${paths.join(", ")}`).toBeDefined()
+    expect(paths.some((path) => path.startsWith("POST /v1/metrics application/json"))).toBe(true)
+  }, 30_000)
 })
