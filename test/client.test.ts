@@ -3,7 +3,8 @@
  * database, instant simulator): the Effect client and the promise facade submit, get, list,
  * cancel and run; errors arrive as MediagateError with the server's status, code and msg.
  * The `@ts-expect-error` lines are checked by `npm run typecheck`: a wrong input field, a
- * value outside a model's rules and an unknown model do not compile.
+ * value of the wrong type or outside a model's literals, a missing required field and an
+ * unknown model do not compile, for models of every family.
  */
 import { FetchHttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
@@ -59,9 +60,40 @@ export const typeChecks = (client: Client, facade: Mediagate) => {
   client.submit("alpha-image-3/text-to-image", { prompt: "a kite" })
   // @ts-expect-error every model requires a prompt
   client.submit("dream-4", { n: 2 })
-  // Compiles: the model's own fields, and a catalog model's open input.
+  // @ts-expect-error 7 is not one of beta-imagine's video durations (6, 10, 12, 16, 20)
+  client.submit("beta-imagine/text-to-video", { prompt: "waves", duration: 7 })
+  // @ts-expect-error text-to-video takes no imageUrls
+  client.submit("beta-imagine/text-to-video", { prompt: "waves", imageUrls: ["https://example.com/a.png"] })
+  // @ts-expect-error image-to-video needs imageUrls
+  client.submit("beta-imagine/image-to-video", { prompt: "bring it to life" })
+  // @ts-expect-error text-to-image-lite takes no ratio
+  client.submit("beta-imagine/text-to-image-lite", { prompt: "dunes", ratio: "16:9" })
+  // @ts-expect-error mediaUrls is an array of URLs, not one URL
+  client.submit("motion-2.0", { prompt: "a heron", mediaUrls: "https://example.com/a.png" })
+  // @ts-expect-error `mediaUrl` is not a field of motion-2.0
+  void facade.submit("motion-2.0-fast", { prompt: "a heron", mediaUrl: ["https://example.com/a.png"] })
+  // @ts-expect-error n is a number, not a string
+  client.submit("dream-4", { prompt: "a koi pond", n: "3" })
+  // @ts-expect-error dream models take imageUrls, not canvas's images
+  client.submit("dream-4.5", { prompt: "a koi pond", images: ["https://example.com/a.png"] })
+  // @ts-expect-error clip3's resolution is 1080p or 4k (720p is the default, not a value)
+  client.submit("clip3_fast", { prompt: "a paper boat", resolution: "720p" })
+  // @ts-expect-error compact-image takes 16:9 or 9:16 only
+  client.submit("compact-image", { prompt: "a poster", ratio: "1:1" })
+  // @ts-expect-error canvas-video durations are 5, 10 or 15
+  void facade.run("canvas-video-3.0", { prompt: "a city", duration: 8 })
+  // Compiles: each model's own fields.
   client.submit("alpha-image-2/text-to-image", { prompt: "a kite", ratio: "16:9", resolution: "2k", n: 2 })
   client.submit("dream-4", { prompt: "a koi pond", n: 3 })
+  client.submit("beta-imagine/text-to-video", { prompt: "waves at night", duration: 10, ratio: "16:9", mode: "normal" })
+  client.submit("beta-imagine/image-to-video", { prompt: "bring it to life", imageUrls: ["https://example.com/a.png"] })
+  client.submit("beta-imagine/text-to-image-pro", { prompt: "a red fox", ratio: "16:9", resolution: "1080p", n: 3 })
+  client.submit("motion-2.0", { prompt: "a heron", mediaUrls: ["https://example.com/a.png", "https://example.com/b.mp4"], fallback: false })
+  void facade.run("motion-1.5-pro", { prompt: "a heron", imageUrls: ["https://example.com/a.png"], duration: 10 })
+  client.submit("clip3", { prompt: "a paper boat", resolution: "4k", duration: 6, mode: "i2v", imageUrls: ["https://example.com/a.jpg"] })
+  client.submit("compact-image-pro", { prompt: "a poster", ratio: "1:1", resolution: "4k" })
+  client.submit("canvas-4.6", { prompt: "a teapot", images: ["https://example.com/a.png"], resolution: "1k" })
+  void facade.submit("canvas-video-3.5-pro", { prompt: "a city", imageUrls: ["https://example.com/1.png"], duration: 15 })
 }
 
 describe("Effect client", () => {

@@ -1,42 +1,43 @@
 /**
- * Model ids and the input each takes, as far as the catalog in @mediagate/core types them.
+ * Model ids and the input each takes, derived from the catalog in @mediagate/core.
  *
- * Core describes every model as a `ModelSpec` whose `inputSchema` is `Schema.Schema.Any`
- * and whose `id` is `string`: the catalog is typed for the server, which validates at run
- * time, not for callers. Only alpha-image-2 exports its input Schemas, so only those two
- * models get an input type derived from their Schema; every other model takes the
- * catalog's encoded input (`prompt` required, the rest checked by the server, whose 400
- * names the field and the rule). The ids come from core's exported id lists wherever core
- * exports one.
+ * Every model module of core exports its specs typed `ModelSpec<Id, S>`: the literal id
+ * clients put in `model` and the type of the input Schema the server validates with. The
+ * union of those spec types gives `ModelId`, and a model's input type is its Schema's
+ * encoded (wire) type, so every field name, literal, value type and required field is
+ * checked at compile time for all 37 models. What a Schema cannot say (filters such as
+ * ranges and URL counts, rules across fields, pass-through fields of the models that take
+ * them) is checked by the server, whose 400 names the field and the rule.
  */
-import type { AlphaImage2, Api, Clip3, Motion } from "@mediagate/core"
+import type { AlphaImage2, Clip3, Motion } from "@mediagate/core"
 import { BetaImagine, CanvasVideo, ImageModels } from "@mediagate/core"
 import type { Schema } from "effect"
 
-/** The inputs core types with a Schema: model id to the Schema's encoded (wire) type. */
-export interface SchemaTypedInputs {
-  readonly "alpha-image-2/text-to-image": Schema.Schema.Encoded<typeof AlphaImage2.TextToImageInput>
-  readonly "alpha-image-2/image-to-image": Schema.Schema.Encoded<typeof AlphaImage2.ImageToImageInput>
-}
-
-/** The catalog's encoded input: the submit body's `input` with the prompt every model requires. */
-export type CatalogInput = Api.SubmitRequest["input"] & { readonly prompt: string }
+/** The spec type of every model of core's catalog (`ModelCatalog.allModels`). */
+export type CatalogSpec =
+  | typeof AlphaImage2.textToImage
+  | typeof AlphaImage2.imageToImage
+  | typeof BetaImagine.textToImageLite
+  | typeof BetaImagine.textToImageStandard
+  | typeof BetaImagine.textToImagePro
+  | typeof BetaImagine.textToVideo
+  | typeof BetaImagine.imageToVideo
+  | typeof Clip3.clip3
+  | typeof Clip3.clip3Fast
+  | typeof Clip3.clip3Lite
+  | typeof Motion.motion20
+  | typeof Motion.motion20Fast
+  | typeof Motion.motion15Pro
+  | typeof CanvasVideo.models[number]
+  | typeof ImageModels.compactModels[number]
+  | typeof ImageModels.canvasModels[number]
+  | typeof ImageModels.dreamModels[number]
 
 /** Every model id of core's catalog (GET /api/v1/models lists the same 37). */
-export type ModelId =
-  | keyof SchemaTypedInputs
-  | `beta-imagine/text-to-image-${BetaImagine.ImageTier}`
-  | "beta-imagine/text-to-video"
-  | "beta-imagine/image-to-video"
-  | Clip3.Tier
-  | Motion.Tier
-  | typeof CanvasVideo.ids[number]
-  | typeof ImageModels.compactIds[number]
-  | typeof ImageModels.canvasIds[number]
-  | typeof ImageModels.dreamIds[number]
+export type ModelId = CatalogSpec["id"]
 
-/** The input `model` takes: its Schema's encoded type when core has one, else the catalog's. */
-export type InputOf<M extends string> = M extends keyof SchemaTypedInputs ? SchemaTypedInputs[M] : CatalogInput
+/** The input `model` takes: the encoded type of its input Schema. */
+export type InputOf<M extends string> = Schema.Schema.Encoded<Extract<CatalogSpec, { readonly id: M }>["inputSchema"]>
 
 const tiers = Object.keys(BetaImagine.imageTiers) as ReadonlyArray<BetaImagine.ImageTier>
 
@@ -57,4 +58,3 @@ export const modelIds: ReadonlyArray<ModelId> = [
 
 /** Whether `id` is a model of core's catalog. */
 export const isModelId = (id: string): id is ModelId => (modelIds as ReadonlyArray<string>).includes(id)
-

@@ -4,7 +4,7 @@ export type { Client, ClientOptions, ListOptions, SubmitOptions, TaskPage } from
 /** The client's errors. */
 export { type ClientError, MediagateError, RunTimeout, TransportError } from "./Errors.js"
 /** Model ids and their input types. */
-export { type CatalogInput, type InputOf, isModelId, type ModelId, modelIds, type SchemaTypedInputs } from "./Models.js"
+export { type CatalogSpec, type InputOf, isModelId, type ModelId, modelIds } from "./Models.js"
 /** How `run` waits. */
 export { pollBackoff, type RunOptions, terminalStatuses } from "./Run.js"
 /** The promise facade. */

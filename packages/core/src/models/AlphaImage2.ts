@@ -94,12 +94,12 @@ const toJob = (mode: string, input: Decoded): DraftJob => {
   })
 }
 
-const spec = <A extends Decoded>(
-  mode: "text-to-image" | "image-to-image",
-  schema: Schema.Schema<A, any>,
+const spec = <Mode extends "text-to-image" | "image-to-image", S extends Schema.Schema.Any>(
+  mode: Mode,
+  schema: S,
   examples: ModelSpec["examples"]
-): ModelSpec => {
-  const id = `alpha-image-2/${mode}`
+): ModelSpec<`alpha-image-2/${Mode}`, S> => {
+  const id = `alpha-image-2/${mode}` as const
   return {
     id,
     family: "alpha-image-2",
@@ -112,18 +112,18 @@ const spec = <A extends Decoded>(
     limits: ["n 1 to 10", "at 4k, ratio one of 16:9, 9:16, 2:1, 1:2, 21:9, 9:21", ...(mode === "image-to-image" ? ["imageUrls exactly 1 https URL"] : [])],
     priceRule: "0.02 USD per image at 1k, 0.04 at 2k, 0.06 at 4k, times n",
     deadline: Duration.minutes(10),
-    normalize: (input) => Either.map(decodeInput(id, schema, input), (decoded) => ({ job: toJob(mode, decoded) })),
+    normalize: (input) => Either.map(decodeInput(id, schema as unknown as Schema.Schema<Decoded, any>, input), (decoded) => ({ job: toJob(mode, decoded) })),
     price: (job) => unitPriceMicroUsd[(job.resolution ?? "1k") as Resolution] * job.n,
     examples
   }
 }
 
 /** alpha-image-2/text-to-image. */
-export const textToImage: ModelSpec = spec("text-to-image", TextToImageInput, [
+export const textToImage = spec("text-to-image", TextToImageInput, [
   { input: { prompt: "a lighthouse at dawn", ratio: "16:9", n: 2 }, type: "image", count: 2 }
 ])
 
 /** alpha-image-2/image-to-image. */
-export const imageToImage: ModelSpec = spec("image-to-image", ImageToImageInput, [
+export const imageToImage = spec("image-to-image", ImageToImageInput, [
   { input: { prompt: "make it autumn", imageUrls: ["https://example.com/in.jpg"], resolution: "2k", ratio: "3:4" }, type: "image", count: 1 }
 ])

@@ -33,24 +33,32 @@ export const inferOrientation = (prompt: string): "1:1" | "16:9" | "9:16" =>
     ? "9:16"
     : "1:1"
 
-const textToImage = (tier: ImageTier): ModelSpec => {
-  const id = `beta-imagine/text-to-image-${tier}`
+/** Input of text-to-image-lite, whose n goes up to `maxN`. */
+const liteImageSchema = (maxN: number) =>
+  Schema.Struct({ prompt: Prompt, n: Schema.optional(intBetween(1, maxN, "Number of images. Default 1.")) })
+
+/** Input of text-to-image-standard and -pro, whose n goes up to `maxN`. */
+const imageSchema = (maxN: number) =>
+  Schema.Struct({
+    prompt: Prompt,
+    n: Schema.optional(intBetween(1, maxN, "Number of images. Default 1.")),
+    ratio: Schema.optional(oneOf(imageRatios, "Default 1:1.")),
+    resolution: Schema.optional(oneOf(imageResolutions, "Default 720p. Ignored when ratio is 1:1."))
+  })
+
+/** The input Schema of a text-to-image tier. */
+type ImageSchema<Tier extends ImageTier> = ReturnType<Tier extends "lite" ? typeof liteImageSchema : typeof imageSchema>
+
+const textToImage = <Tier extends ImageTier>(tier: Tier) => {
+  const id = `beta-imagine/text-to-image-${tier}` as const
   const { maxN, unitMicroUsd } = imageTiers[tier]
-  const n = Schema.optional(intBetween(1, maxN, "Number of images. Default 1."))
-  const schema = tier === "lite"
-    ? Schema.Struct({ prompt: Prompt, n })
-    : Schema.Struct({
-      prompt: Prompt,
-      n,
-      ratio: Schema.optional(oneOf(imageRatios, "Default 1:1.")),
-      resolution: Schema.optional(oneOf(imageResolutions, "Default 720p. Ignored when ratio is 1:1."))
-    })
-  return {
+  const schema = tier === "lite" ? liteImageSchema(maxN) : imageSchema(maxN)
+  const spec: ModelSpec<typeof id, ImageSchema<Tier>> = {
     id,
     family: "beta-imagine",
     output: "image",
     modes: ["text-to-image"],
-    inputSchema: schema,
+    inputSchema: schema as ImageSchema<Tier>,
     mediaUrls: mediaUrlsOf(schema),
     passThrough: false,
     defaults: tier === "lite" ? { n: 1, ratio: "inferred from the prompt" } : { n: 1, ratio: "1:1", resolution: "720p" },
@@ -87,6 +95,7 @@ const textToImage = (tier: ImageTier): ModelSpec => {
       { input: tier === "lite" ? { prompt: "a wide landscape of dunes", n: 2 } : { prompt: "a red fox", ratio: "16:9", resolution: "1080p", n: 3 }, type: "image", count: tier === "lite" ? 2 : 3 }
     ]
   }
+  return spec
 }
 
 /** beta-imagine/text-to-image-lite, -standard and -pro. */
@@ -105,18 +114,29 @@ const videoFields = {
   mode: Schema.optional(oneOf(["fun", "normal", "spicy", "custom"], "Default custom."))
 }
 
-const video = (mode: "text-to-video" | "image-to-video"): ModelSpec => {
-  const id = `beta-imagine/${mode}`
-  const schema = mode === "text-to-video"
-    ? Schema.Struct(videoFields)
-    : Schema.Struct({ ...videoFields, imageUrls: urlList(1, 5, "1 to 5 publicly reachable reference image URLs.", { http: true }) })
+/** Input of text-to-video. */
+const textToVideoSchema = Schema.Struct(videoFields)
+
+/** Input of image-to-video. */
+const imageToVideoSchema = Schema.Struct({
+  ...videoFields,
+  imageUrls: urlList(1, 5, "1 to 5 publicly reachable reference image URLs.", { http: true })
+})
+
+/** The input Schema of a video mode. */
+type VideoSchema<Mode extends "text-to-video" | "image-to-video"> = Mode extends "text-to-video" ? typeof textToVideoSchema
+  : typeof imageToVideoSchema
+
+const video = <Mode extends "text-to-video" | "image-to-video">(mode: Mode) => {
+  const id = `beta-imagine/${mode}` as const
+  const schema = mode === "text-to-video" ? textToVideoSchema : imageToVideoSchema
   type Decoded = { prompt: string; duration?: number; ratio?: string; resolution?: string; mode?: string; imageUrls?: ReadonlyArray<string> }
-  return {
+  const spec: ModelSpec<typeof id, VideoSchema<Mode>> = {
     id,
     family: "beta-imagine",
     output: "video",
     modes: [mode],
-    inputSchema: schema,
+    inputSchema: schema as VideoSchema<Mode>,
     mediaUrls: mediaUrlsOf(schema),
     passThrough: false,
     defaults: { duration: 6, ratio: "9:16", resolution: "720p", mode: "custom" },
@@ -155,6 +175,7 @@ const video = (mode: "text-to-video" | "image-to-video"): ModelSpec => {
       }
     ]
   }
+  return spec
 }
 
 /** beta-imagine/text-to-video and image-to-video. */

@@ -3,7 +3,7 @@
  * and text-to-video (spec 4.3).
  */
 import { Duration, Either, Schema } from "effect"
-import { draft, extras } from "./Draft.js"
+import { draft, extras, specsOf } from "./Draft.js"
 import { decodeInput, intOneOf, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
 import type { ModelSpec } from "./ModelSpec.js"
 import { lookup } from "./Pricing.js"
@@ -29,7 +29,7 @@ const schema = Schema.Struct({
 const known = ["prompt", "imageUrls", "ratio", "resolution", "duration"]
 const modes = ["text-to-video", "first-frame", "first-last-frame", "multi-image-reference"] as const
 
-const spec = (id: typeof ids[number]): ModelSpec => ({
+const spec = <Id extends typeof ids[number]>(id: Id): ModelSpec<Id, typeof schema> => ({
   id,
   family: id.startsWith("motion") ? "motion" : "canvas-video",
   output: "video",
@@ -73,5 +73,5 @@ const spec = (id: typeof ids[number]): ModelSpec => ({
   ]
 })
 
-/** One spec per model of the section. */
-export const models: ReadonlyArray<ModelSpec> = ids.map(spec)
+/** One spec per model of the section, each typed with its own id. */
+export const models = specsOf(ids, spec)

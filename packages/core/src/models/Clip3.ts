@@ -86,7 +86,7 @@ const normalize = (tier: Tier) => (input: unknown): Either.Either<Normalized, Va
     }
   })
 
-const spec = (tier: Tier): ModelSpec => ({
+const spec = <T extends Tier>(tier: T): ModelSpec<T, typeof schema> => ({
   id: tier,
   family: "clip3",
   output: "video",

@@ -2,7 +2,8 @@
  * Helpers shared by the model modules.
  */
 import type { Adjustment } from "../Task.js"
-import type { DraftJob } from "./ModelSpec.js"
+import type { Schema } from "effect"
+import type { DraftJob, ModelSpec } from "./ModelSpec.js"
 
 /** A draft job with the fields most models leave at their neutral value. */
 export const draft = (
@@ -37,3 +38,15 @@ export const extras = (
   known: ReadonlyArray<string>
 ): Record<string, unknown> =>
   Object.fromEntries(Object.entries(decoded).filter(([key]) => !known.includes(key)))
+
+/** A spec per id of `Id`, each typed with its own id (distributes over a union of ids). */
+export type SpecPerId<Id extends string, S extends Schema.Schema.Any> = Id extends string ? ModelSpec<Id, S> : never
+
+/**
+ * The specs of an id list, in its order, each typed with its own id and Schema. `make`
+ * returns a spec whose id is the id it is given, so each element's type is that id's spec.
+ */
+export const specsOf = <const Id extends string, S extends Schema.Schema.Any>(
+  ids: ReadonlyArray<Id>,
+  make: (id: Id) => ModelSpec<Id, S>
+): ReadonlyArray<SpecPerId<Id, S>> => ids.map(make) as unknown as ReadonlyArray<SpecPerId<Id, S>>

@@ -3,7 +3,7 @@
  * image-to-image when the image field is present.
  */
 import { Duration, Either, Schema } from "effect"
-import { adjusted, draft, extras } from "./Draft.js"
+import { adjusted, draft, extras, specsOf } from "./Draft.js"
 import { decodeInput, intBetween, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
 import type { DraftJob, ModelSpec } from "./ModelSpec.js"
 import { lookup } from "./Pricing.js"
@@ -20,21 +20,37 @@ const mode = (hasImages: boolean) => (hasImages ? "image-to-image" : "text-to-im
 /** The compact-image models. */
 export const compactIds = ["compact-image", "compact-image-2", "compact-image-pro"] as const
 
-const compact = (id: typeof compactIds[number]): ModelSpec => {
+const compactImageUrls = Schema.optional(urlList(1, 10, "Up to 10 public HTTPS image URLs; selects image-to-image."))
+
+/** Input of compact-image: two ratios, resolution ignored (always 1k). */
+const compactFixedSchema = Schema.Struct({
+  prompt: Prompt,
+  ratio: Schema.optional(oneOf(["16:9", "9:16"], "Default 16:9.")),
+  resolution: Schema.optional(oneOf(resolutions, "Ignored: always 1k.")),
+  imageUrls: compactImageUrls
+})
+
+/** Input of compact-image-2 and compact-image-pro. */
+const compactSchema = Schema.Struct({
+  prompt: Prompt,
+  ratio: Schema.optional(oneOf(["16:9", "9:16", "1:1", "4:3", "3:4"], "Default 16:9.")),
+  resolution: Schema.optional(oneOf(resolutions, "Default 1k.")),
+  imageUrls: compactImageUrls
+})
+
+/** The input Schema of a compact-image model. */
+type CompactSchema<Id extends typeof compactIds[number]> = Id extends "compact-image" ? typeof compactFixedSchema : typeof compactSchema
+
+const compact = <Id extends typeof compactIds[number]>(id: Id): ModelSpec<Id, CompactSchema<Id>> => {
   const fixed = id === "compact-image"
-  const ratios = fixed ? (["16:9", "9:16"] as const) : (["16:9", "9:16", "1:1", "4:3", "3:4"] as const)
-  const schema = Schema.Struct({
-    prompt: Prompt,
-    ratio: Schema.optional(oneOf(ratios, "Default 16:9.")),
-    resolution: Schema.optional(oneOf(resolutions, fixed ? "Ignored: always 1k." : "Default 1k.")),
-    imageUrls: Schema.optional(urlList(1, 10, "Up to 10 public HTTPS image URLs; selects image-to-image."))
-  })
+  // compact-image's Schema accepts a subset of the others' input, so it decodes as theirs.
+  const schema = (fixed ? compactFixedSchema : compactSchema) as typeof compactSchema
   return {
     id,
     family: "compact-image",
     output: "image",
     modes: ["text-to-image", "image-to-image"],
-    inputSchema: schema,
+    inputSchema: schema as CompactSchema<Id>,
     mediaUrls: mediaUrlsOf(schema),
     passThrough: false,
     defaults: { ratio: "16:9", resolution: "1k" },
@@ -83,13 +99,16 @@ export const canvasImageCount = 4
 
 const canvasRatios = ["1:1", "3:2", "2:3", "4:3", "3:4", "5:4", "4:5", "16:9", "9:16", "2:1", "1:2", "21:9", "9:21"] as const
 
-const canvas = (id: typeof canvasIds[number]): ModelSpec => {
-  const schema = Schema.Struct({
-    prompt: Prompt,
-    ratio: Schema.optional(oneOf(canvasRatios, "Default 1:1.")),
-    resolution: Schema.optional(oneOf(resolutions, "Default 2k.")),
-    images: Schema.optional(urlList(1, 10, "Reference image URLs; selects image-to-image.", { http: true }))
-  })
+/** Input of every canvas model. */
+const canvasSchema = Schema.Struct({
+  prompt: Prompt,
+  ratio: Schema.optional(oneOf(canvasRatios, "Default 1:1.")),
+  resolution: Schema.optional(oneOf(resolutions, "Default 2k.")),
+  images: Schema.optional(urlList(1, 10, "Reference image URLs; selects image-to-image.", { http: true }))
+})
+
+const canvas = <Id extends typeof canvasIds[number]>(id: Id): ModelSpec<Id, typeof canvasSchema> => {
+  const schema = canvasSchema
   return {
     id,
     family: "canvas",
@@ -137,15 +156,19 @@ const canvas = (id: typeof canvasIds[number]): ModelSpec => {
 /** The dream models. */
 export const dreamIds = ["dream-5-lite", "dream-4.5", "dream-4"] as const
 
-const dream = (id: typeof dreamIds[number]): ModelSpec => {
-  const maxN = id === "dream-5-lite" ? 4 : 15
-  const schema = Schema.Struct({
+/** Input of a dream model whose n goes up to `maxN`. */
+const dreamSchema = (maxN: number) =>
+  Schema.Struct({
     prompt: Prompt,
     ratio: Schema.optional(oneOf(["1:1", "4:3", "3:4", "16:9", "9:16", "3:2", "2:3", "21:9"], "Default 1:1.")),
     resolution: Schema.optional(oneOf(resolutions, "Default 2k.")),
     n: Schema.optional(intBetween(1, maxN, "Number of images. Default 1.")),
     imageUrls: Schema.optional(urlList(1, 10, "1 to 10 reference URLs; selects image-to-image.", { http: true }))
   })
+
+const dream = <Id extends typeof dreamIds[number]>(id: Id): ModelSpec<Id, ReturnType<typeof dreamSchema>> => {
+  const maxN = id === "dream-5-lite" ? 4 : 15
+  const schema = dreamSchema(maxN)
   return {
     id,
     family: "dream",
@@ -187,7 +210,7 @@ const dream = (id: typeof dreamIds[number]): ModelSpec => {
   }
 }
 
-/** compact-image, canvas and dream specs. */
-export const compactModels: ReadonlyArray<ModelSpec> = compactIds.map(compact)
-export const canvasModels: ReadonlyArray<ModelSpec> = canvasIds.map(canvas)
-export const dreamModels: ReadonlyArray<ModelSpec> = dreamIds.map(dream)
+/** compact-image, canvas and dream specs, each typed with its own id and input Schema. */
+export const compactModels = [compact("compact-image"), compact("compact-image-2"), compact("compact-image-pro")] as const
+export const canvasModels = specsOf(canvasIds, canvas)
+export const dreamModels = specsOf(dreamIds, dream)

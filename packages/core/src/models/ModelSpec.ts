@@ -28,15 +28,19 @@ export interface ModelExample {
   readonly count: number
 }
 
-/** One model id as clients spell it in `model`. */
-export interface ModelSpec {
-  readonly id: string
+/**
+ * One model id as clients spell it in `model`. The parameters keep a model module's literal
+ * id and its input Schema's type (so @mediagate/client derives each model's input type);
+ * their defaults make a plain `ModelSpec` the catalog's uniform view of any model.
+ */
+export interface ModelSpec<Id extends string = string, S extends Schema.Schema.Any = Schema.Schema.Any> {
+  readonly id: Id
   readonly family: string
   readonly output: "image" | "video"
   /** The modes the model runs in; the input selects one. */
   readonly modes: ReadonlyArray<string>
   /** The Effect Schema of `input`; the catalog endpoint renders it as JSON Schema. */
-  readonly inputSchema: Schema.Schema.Any
+  readonly inputSchema: S
   /** Every URL of an accepted input that is fetched, from the fields its schema marks `MediaUrls`. */
   readonly mediaUrls: (input: Readonly<Record<string, unknown>>) => ReadonlyArray<MediaUrl>
   /** Whether fields the schema does not name pass through to the upstream (spec leaves them open). */

@@ -168,7 +168,7 @@ const normalize = (tier: Tier) => {
     })
 }
 
-const spec = (tier: Tier): ModelSpec => ({
+const spec = <T extends Tier>(tier: T): ModelSpec<T, ReturnType<typeof schemaOf>> => ({
   id: tier,
   family: "motion",
   output: "video",
