@@ -4,13 +4,9 @@
  * a keep-alive comment every 15 s; 404 for unknown and foreign tasks, 401 without a key.
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
-import { MediagateHttp } from "@mediagate/http"
-import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
-import { Effect, Fiber, Layer, Option, Redacted, Ref, Stream, TestClock } from "effect"
-import { apiKey, otherApiKey, testServer } from "./support.js"
+import { Effect, Fiber, Option, Ref, Stream, TestClock } from "effect"
+import { apiKey, idleServer, otherApiKey, testServer } from "./support.js"
 
 const call = (request: HttpClientRequest.HttpClientRequest, key: string = apiKey) =>
   Effect.gen(function*() {
@@ -48,22 +44,6 @@ const follow = (taskId: string) =>
 /** The tasks of the `task` events in `text`. */
 const tasksOf = (text: string) =>
   text.split("\n\n").filter((block) => block.startsWith("event: task\n")).map((block) => JSON.parse(block.slice("event: task\ndata: ".length)))
-
-const idle = MediagateHttp.serve.pipe(
-  Layer.provide(
-    Layer.mergeAll(
-      TaskService.Default.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, Moderation.layerAllowAll])),
-      MemoryAccounts.layer([
-        { id: "acct_a", name: "a", apiKey: Redacted.make(apiKey) },
-        { id: "acct_b", name: "b", apiKey: Redacted.make(otherApiKey) }
-      ]),
-      MemoryLedger.layer,
-      MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" }),
-      ModelCatalog.layer
-    ).pipe(Layer.provide(Ids.layerTest))
-  ),
-  Layer.provideMerge(NodeHttpServer.layerTest)
-)
 
 describe("GET /api/v1/task/{taskId}/events", () => {
   it.effect("sends the task at once and at each status, as the query's data, and closes after the terminal one", () =>
@@ -110,7 +90,7 @@ describe("GET /api/v1/task/{taskId}/events", () => {
       yield* call(HttpClientRequest.post(`/api/v1/task/${taskId}/cancel`))
       yield* Fiber.join(reading)
       expect(tasksOf(yield* Ref.get(received)).map((task) => task.status)).toEqual(["PENDING", "CANCELLED"])
-    }).pipe(Effect.provide(idle)))
+    }).pipe(Effect.provide(idleServer)))
 
   it.effect("an ended task's stream is its one event; unknown and foreign tasks are 404, without a key 401", () =>
     Effect.gen(function*() {
@@ -127,5 +107,5 @@ describe("GET /api/v1/task/{taskId}/events", () => {
       expect(yield* call(HttpClientRequest.get(`/api/v1/task/${taskId}/events`), "nope")).toEqual({ status: 401, body: { code: 401, msg: "unauthorized" } })
       const wrong = yield* call(HttpClientRequest.post(`/api/v1/task/${taskId}/events`))
       expect(wrong.status).toBe(405)
-    }).pipe(Effect.provide(idle)))
+    }).pipe(Effect.provide(idleServer)))
 })

@@ -3,7 +3,9 @@
  */
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
+import { Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
 import type { Engine } from "@mediagate/scheduler"
+import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Health, MediagateHttp, Prometheus } from "@mediagate/http"
 import type { Simulator } from "@mediagate/upstream"
 import { memoryBackends, services } from "@mediagate/example-standalone-server/Server"
@@ -60,3 +62,20 @@ export const testServer = (options: {
       )
     })
   ).pipe(Layer.provideMerge(NodeHttpServer.layerTest))
+
+/** The API without an engine, on a loopback test server: a task stays PENDING until a request changes it. */
+export const idleServer = MediagateHttp.serve.pipe(
+  Layer.provide(
+    Layer.mergeAll(
+      TaskService.Default.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, Moderation.layerAllowAll])),
+      MemoryAccounts.layer([
+        { id: "acct_a", name: "a", apiKey: Redacted.make(apiKey) },
+        { id: "acct_b", name: "b", apiKey: Redacted.make(otherApiKey) }
+      ]),
+      MemoryLedger.layer,
+      MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" }),
+      ModelCatalog.layer
+    ).pipe(Layer.provide(Ids.layerTest))
+  ),
+  Layer.provideMerge(NodeHttpServer.layerTest)
+)

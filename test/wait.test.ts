@@ -4,13 +4,9 @@
  * or after N seconds with the task as it is then; N outside 1..60 is 400 in the envelope.
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
-import { MediagateHttp } from "@mediagate/http"
-import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
-import { Clock, Effect, Fiber, Layer, Option, Redacted, TestClock } from "effect"
-import { apiKey, otherApiKey, testServer } from "./support.js"
+import { Clock, Effect, Fiber, Option, TestClock } from "effect"
+import { apiKey, idleServer, otherApiKey, testServer } from "./support.js"
 
 const call = (request: HttpClientRequest.HttpClientRequest, key: string = apiKey) =>
   Effect.gen(function*() {
@@ -28,23 +24,6 @@ const settle = Effect.gen(function*() {
   for (let i = 0; i < 30; i++) yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
 })
 
-/** The API without an engine: a task stays PENDING until a request changes it. */
-const idle = MediagateHttp.serve.pipe(
-  Layer.provide(
-    Layer.mergeAll(
-      TaskService.Default.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, Moderation.layerAllowAll])),
-      MemoryAccounts.layer([
-        { id: "acct_a", name: "a", apiKey: Redacted.make(apiKey) },
-        { id: "acct_b", name: "b", apiKey: Redacted.make(otherApiKey) }
-      ]),
-      MemoryLedger.layer,
-      MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" }),
-      ModelCatalog.layer
-    ).pipe(Layer.provide(Ids.layerTest))
-  ),
-  Layer.provideMerge(NodeHttpServer.layerTest)
-)
-
 describe("GET /api/v1/task/{taskId}?wait=N", () => {
   it.effect("answers when a write ends the task, with no virtual time passed", () =>
     Effect.gen(function*() {
@@ -57,7 +36,7 @@ describe("GET /api/v1/task/{taskId}?wait=N", () => {
       expect(answer.status).toBe(200)
       expect(answer.body).toMatchObject({ code: 0, msg: "ok", data: { taskId, status: "CANCELLED" } })
       expect(yield* Clock.currentTimeMillis).toBe(0)
-    }).pipe(Effect.provide(idle)))
+    }).pipe(Effect.provide(idleServer)))
 
   it.effect("after N seconds answers 200 with the task as it is, not a moment before", () =>
     Effect.gen(function*() {
@@ -72,7 +51,7 @@ describe("GET /api/v1/task/{taskId}?wait=N", () => {
         const answer = yield* Fiber.join(waiting)
         expect([answer.status, answer.body.code, answer.body.data.taskId, answer.body.data.status]).toEqual([200, 0, taskId, "PENDING"])
       }
-    }).pipe(Effect.provide(idle)))
+    }).pipe(Effect.provide(idleServer)))
 
   it.effect("a task that has ended answers at once; unknown and foreign tasks are 404, without a key 401", () =>
     Effect.gen(function*() {
@@ -85,7 +64,7 @@ describe("GET /api/v1/task/{taskId}?wait=N", () => {
         body: { code: 404, msg: "task not found" }
       })
       expect((yield* call(HttpClientRequest.get(`/api/v1/task/${taskId}?wait=5`), "nope")).status).toBe(401)
-    }).pipe(Effect.provide(idle)))
+    }).pipe(Effect.provide(idleServer)))
 
   it.effect("wait outside 1..60 seconds is 400 in the envelope, on both paths to the query", () =>
     Effect.gen(function*() {
@@ -105,7 +84,7 @@ describe("GET /api/v1/task/{taskId}?wait=N", () => {
           expect([path, yield* call(HttpClientRequest.get(path))]).toEqual([path, { status: 400, body: { code: 400, msg: expected } }])
         }
       }
-    }).pipe(Effect.provide(idle)))
+    }).pipe(Effect.provide(idleServer)))
 
   it.effect("with the engine: the answer follows the write that ends the task, not the next re-read", () =>
     Effect.gen(function*() {

@@ -4,6 +4,7 @@
  * allows and what it got, so an operator can fix it without reading code.
  */
 import { Credits, ModelCatalog } from "@mediagate/core"
+import type { Deployment } from "@mediagate/server"
 import { Database } from "@mediagate/store-sql"
 import { Config, ConfigError, Duration, Either, Option } from "effect"
 
@@ -71,31 +72,11 @@ export type LogFormat = "logfmt" | "json"
 /** MEDIAGATE_LOG_LEVEL's values. */
 export type LogLevelName = "debug" | "info" | "warning" | "error" | "none"
 
-/** The moderator (MEDIAGATE_MODERATION and the variables after it). */
-export interface ModerationConfig {
-  readonly moderator:
-    /** Local word and pattern rules: the built-in list, with the operator's rules file if given. */
-    | { readonly _tag: "local"; readonly rulesFile: Option.Option<string> }
-    /** An OpenAI-compatible moderation API. */
-    | { readonly _tag: "openai"; readonly baseUrl: Option.Option<string>; readonly key: string; readonly model: Option.Option<string> }
-    /** No moderation (only the simulator's marker). */
-    | { readonly _tag: "none" }
-  /** When the backend cannot answer: let the prompt through (true) or refuse the submit with 503 (false, the default). */
-  readonly failOpen: boolean
-}
+/** The moderator (MEDIAGATE_MODERATION and the variables after it): the deployment's own type. */
+export type ModerationConfig = Deployment.ModerationConfig
 
 /** Provider credentials and addresses, from the environment (never from the routes file). */
-export interface ProviderConfig {
-  readonly fal: Option.Option<{ readonly key: string; readonly baseUrl: Option.Option<string>; readonly jwksUrl: Option.Option<string> }>
-  readonly replicate: Option.Option<{
-    readonly token: string
-    readonly baseUrl: Option.Option<string>
-    readonly wait: Option.Option<number>
-    readonly webhookSecret: Option.Option<string>
-  }>
-  readonly openai: Option.Option<{ readonly key: string; readonly baseUrl: Option.Option<string> }>
-  readonly relay: Option.Option<{ readonly baseUrl: string; readonly key: string; readonly webhookSecret: Option.Option<string> }>
-}
+export type ProviderConfig = Deployment.ProviderConfig
 
 /** The database used when MEDIAGATE_DATABASE_URL is not set. */
 export const defaultDatabaseUrl = "sqlite:./data/mediagate.db"
