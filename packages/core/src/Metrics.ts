@@ -41,28 +41,44 @@ export const pending = Metric.gauge("mediagate_tasks_pending", {
 /** The model a task was asked for (the catalog id), as a metric label. */
 const modelOf = (record: TaskRecord) => String(record.input["model"] ?? "unknown")
 
+/**
+ * `metric` tagged with the labels `key` stands for, made once per key: these are updated on
+ * every write and upstream call, and a tagged metric is a new key to hash at each update.
+ */
+const taggedOnce = <M>(make: (key: string) => M) => {
+  const made = new Map<string, M>()
+  return (key: string): M => {
+    let metric = made.get(key)
+    if (metric === undefined) made.set(key, metric = make(key))
+    return metric
+  }
+}
+
+const submittedBy = taggedOnce((model) => Metric.tagged(submitted, "model", model))
+const endedBy = taggedOnce((key) => {
+  const [status, reason] = key.split("\u0000")
+  return Metric.tagged(Metric.tagged(ended, "status", status!), "failure_reason", reason!)
+})
+const upstreamCallBy = taggedOnce((key) => {
+  const [provider, outcome] = key.split("\u0000")
+  return Metric.tagged(Metric.tagged(upstreamCall, "provider", provider!), "outcome", outcome!)
+})
+const callbackAttemptsBy = taggedOnce((outcome) => Metric.tagged(callbackAttempts, "outcome", outcome))
+
 /** Counts a created task. */
-export const taskSubmitted = (record: TaskRecord): Effect.Effect<void> =>
-  Metric.increment(Metric.tagged(submitted, "model", modelOf(record)))
+export const taskSubmitted = (record: TaskRecord): Effect.Effect<void> => Metric.increment(submittedBy(modelOf(record)))
 
 /** Counts a task that just ended. */
 export const taskEnded = (record: TaskRecord): Effect.Effect<void> =>
-  Metric.increment(
-    Metric.tagged(Metric.tagged(ended, "status", record.status), "failure_reason", record.failureReason ?? "none")
-  )
+  Metric.increment(endedBy(`${record.status}\u0000${record.failureReason ?? "none"}`))
 
 /** Records an upstream call of `millis` on `provider` that answered (`ok`), failed (`error`) or ran out (`timeout`). */
 export const upstreamCalled = (provider: string | undefined, outcome: "ok" | "error" | "timeout", millis: number): Effect.Effect<void> =>
-  Metric.update(
-    Metric.tagged(Metric.tagged(upstreamCall, "provider", provider ?? "simulator"), "outcome", outcome),
-    millis / 1000
-  )
+  Metric.update(upstreamCallBy(`${provider ?? "simulator"}\u0000${outcome}`), millis / 1000)
 
 /** Counts a callback attempt by its outcome. */
 export const callbackAttempt = (outcome: "Delivered" | "Retry" | "GaveUp"): Effect.Effect<void> =>
-  Metric.increment(
-    Metric.tagged(callbackAttempts, "outcome", outcome === "Delivered" ? "delivered" : outcome === "Retry" ? "retry" : "gave_up")
-  )
+  Metric.increment(callbackAttemptsBy(outcome === "Delivered" ? "delivered" : outcome === "Retry" ? "retry" : "gave_up"))
 
 /** Sets the PENDING gauge. */
 export const setPending = (count: number): Effect.Effect<void> => Metric.set(pending, count)
