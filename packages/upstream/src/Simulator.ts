@@ -139,7 +139,8 @@ export const pixelSize = (job: Task.UpstreamJob): readonly [number, number] => {
 }
 
 /** Upstream ids carry their completion time, so polling needs no memory and survives restarts. */
-const upstreamIdOf = (readyAt: number, token: string) => Ids.UpstreamId.make(`sim_${readyAt}_${token}`)
+/** Whole milliseconds: a clock may answer a fraction (the TestClock stops at every sleep's end, such as a third of a heartbeat window), and the id must parse back. */
+const upstreamIdOf = (readyAt: number, token: string) => Ids.UpstreamId.make(`sim_${Math.ceil(readyAt)}_${token}`)
 const readyAtOf = (upstreamId: string): number | undefined => {
   const match = /^sim_(\d+)_[0-9a-f]+$/.exec(upstreamId)
   return match === null ? undefined : Number(match[1])

@@ -85,6 +85,20 @@ describe("Simulator", () => {
         yield* Fiber.interrupt(fiber)
       })))
 
+  it.effect("an async job accepted at a fractional millisecond is polled like any other (its id holds whole milliseconds)", () =>
+    withUpstream("demo", (upstream) =>
+      Effect.gen(function*() {
+        // The TestClock stops at each sleep's end, such as a third of a 5 s heartbeat window.
+        yield* TestClock.setTime(6051 + 2 / 3)
+        const accepted = yield* upstream.submit(job({ sync: false, n: 1 }), { taskId: Ids.TaskId.make("t-frac"), idempotencyKey: "t-frac.1", request: {} })
+        expect(accepted._tag).toBe("Accepted")
+        const upstreamId = accepted._tag === "Accepted" ? accepted.upstreamId : Ids.UpstreamId.make("")
+        expect(upstreamId).toMatch(/^sim_\d+_[0-9a-f]+$/)
+        expect((yield* upstream.poll(upstreamId, job({ sync: false, n: 1 })))._tag).toBe("Running")
+        yield* TestClock.adjust("5 seconds")
+        expect((yield* upstream.poll(upstreamId, job({ sync: false, n: 1 })))._tag).toBe("Completed")
+      })))
+
   it.effect("an async job is accepted, Running until its time, then Completed; its id needs no memory", () =>
     withUpstream("demo", (upstream) =>
       Effect.gen(function*() {
