@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import { lookup } from "node:dns/promises"
 import { hostname } from "node:os"
 import { UrlPolicy } from "@mediagate/core"
 import { refusedUrls } from "../packages/core/test/AddressCorpus.js"
@@ -28,10 +29,13 @@ const receiver = Http.createServer((request, response) => {
 
 let port = 0
 let receiverPort = 0
+/** What the machine's own name resolves to: a refusal must never name these (they map the network behind us). */
+let addresses: ReadonlyArray<string> = []
 
 beforeAll(async () => {
   await new Promise<void>((done) => receiver.listen(0, "127.0.0.1", done))
   receiverPort = (receiver.address() as AddressInfo).port
+  addresses = (await lookup(hostname(), { all: true })).map((answer) => answer.address)
   port = await freePort()
   await startServer(port, {
     MEDIAGATE_API_KEY: key,
@@ -89,10 +93,12 @@ describe("the address corpus against the standalone server", () => {
     const tasks = await awaitTerminal(port, key, [accepted.body.data.taskId, motion.body.data.taskId], 30_000)
     const image = tasks.get(accepted.body.data.taskId)!
     expect(image).toMatchObject({ status: "FAILURE", failure_reason: "INVALID_PARAMETERS", result: null })
-    expect(image["error"]).toMatch(new RegExp(`^input\\.imageUrls\\[0\\]: ${secure.replace(/[.]/g, "\\.")}: ${name} resolves to .*, which is not a public address$`))
+    expect(image["error"]).toBe(`input.imageUrls[0]: ${secure}: ${name} does not resolve to a public address`)
+    for (const address of addresses) expect(image["error"]).not.toContain(address)
     const video = tasks.get(motion.body.data.taskId)!
     expect(video).toMatchObject({ status: "FAILURE", failure_reason: "INVALID_PARAMETERS", result: null })
-    expect(video["error"]).toMatch(new RegExp(`^input\\.mediaUrls\\[0\\]: .*${name} resolves to .*, which is not a public address$`))
+    expect(video["error"]).toMatch(new RegExp(`^input\\.mediaUrls\\[0\\]: .*${name} does not resolve to a public address$`))
+    for (const address of addresses) expect(video["error"]).not.toContain(address)
     expect(reached).toEqual([])
   }, 60_000)
 
@@ -109,7 +115,8 @@ describe("the address corpus against the standalone server", () => {
       if (attempts.length === 0) await new Promise((done) => setTimeout(done, 50))
     }
     expect(attempts[0]).toMatchObject({ attempt: 1, status_code: null })
-    expect(attempts[0].error).toMatch(new RegExp(`${name} resolves to .*, which is not a public address`))
+    expect(attempts[0].error).toBe(`${name} does not resolve to a public address`)
+    for (const address of addresses) expect(attempts[0].error).not.toContain(address)
     expect(reached).toEqual([])
   }, 60_000)
 })

@@ -89,16 +89,13 @@ export const target = (
     if (addresses.length === 0) {
       return yield* new OutboundError({ reason: "Unresolvable", message: `${hostname} has no address` })
     }
-    if (!options.allowPrivate) {
-      const refused = addresses.find((address) => !isPublicAddress(address))
-      if (refused !== undefined) {
-        return yield* new OutboundError({
-          reason: "NotPublic",
-          message: literal
-            ? `${hostname} is not a public address`
-            : `${hostname} resolves to ${refused}, which is not a public address`
-        })
-      }
+    // The refusal of a name never names its addresses: they would map the internal network
+    // for whoever submits names to try. A literal address is named, since the client wrote it.
+    if (!options.allowPrivate && !addresses.every(isPublicAddress)) {
+      return yield* new OutboundError({
+        reason: "NotPublic",
+        message: literal ? `${hostname} is not a public address` : `${hostname} does not resolve to a public address`
+      })
     }
     const address = addresses[0]!
     return { url: parsed, hostname, address, family: address.includes(":") ? 6 : 4 }
