@@ -1,0 +1,135 @@
+/**
+ * Credits on PostgreSQL while the database drops the store's connections: the standalone
+ * composition (engine, simulator, SQL task store and ledger, settlement sweep at its
+ * defaults) runs a few dozen tasks while a separate connection keeps terminating every
+ * other backend of the database (`pg_terminate_backend`). A settlement write that dies with
+ * its connection must not wait for the settlement sweep (every 5 minutes, for reservations
+ * older than 10): within seconds of the kills stopping, every ended task is charged
+ * (SUCCESS) or released (any other end), nothing is held, and the balance is the sum of the
+ * entries. Database I/O is real, so real time passes here: every wait polls with a bound.
+ */
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import type { Accounts } from "@mediagate/core"
+import { Ids, Ledger, Task, TaskService, TaskStore } from "@mediagate/core"
+import { sqlBackends, services } from "@mediagate/example-standalone-server/Server"
+import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
+import { Context, Effect, Fiber, HashSet, Layer, Logger, Option } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import pg from "pg"
+
+const dir = mkdtempSync(join(tmpdir(), "mediagate-ledger-pg-kill-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+if (pgUrl === undefined) console.warn("ledger-pg-kill: MEDIAGATE_TEST_PG_URL is not set; the test is skipped")
+
+const owner: Accounts.Account = { id: Ids.AccountId.make("acct_killed"), name: "killed" }
+const credits = 1_000_000_000
+const tasksCount = 48
+/** An asynchronous model (the engine submits, then polls), so each task makes several writes while the kills run. */
+const model = "dream-4"
+/** How long the connections are killed for at most, and how long the ledger then has to be settled. */
+const killingFor = 12_000
+const settleWithin = 8_000
+
+/** Every backend of the database but the killer's own, terminated; how many. */
+const killAll = (killer: pg.Client) =>
+  Effect.promise(() =>
+    killer.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+  ).pipe(Effect.map((result) => result.rowCount ?? 0))
+
+/** Log lines kept to count (the kills make the stores log every failed statement); nothing printed. */
+const lines: Array<string> = []
+const quietLogger = Logger.replace(
+  Logger.defaultLogger,
+  Logger.make(({ message }) => {
+    lines.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
+  })
+)
+
+describe.skipIf(pgUrl === undefined)("ledger on PostgreSQL while its connections are killed", () => {
+  it.live(`${tasksCount} tasks: every ended task is settled within seconds, nothing stays held`, () =>
+    Effect.gen(function*() {
+      const url = yield* freshPgDatabase(pgUrl!, "ledger_kill")
+      const composition = services(
+        { simulatorProfile: "demo", allowPrivateUrls: true },
+        sqlBackends({ publicUrl: "http://127.0.0.1:1", databaseUrl: url, mediaDir: join(dir, "media") }),
+        // A short lease, so that a task whose write died with its connection is taken up again soon.
+        { leaseDuration: "2 seconds", heartbeatWindow: "2 seconds" }
+      )
+      const context = yield* Layer.build(composition)
+      const ledger = Context.get(context, Ledger.Ledger)
+      const store = Context.get(context, TaskStore.TaskStore)
+      const tasks = Context.get(context, TaskService)
+      yield* ledger.credit({ id: "start", accountId: owner.id, amount: credits, at: 0, note: null })
+
+      const ids = yield* Effect.forEach(
+        Array.from({ length: tasksCount }, (_, i) => `task ${i}${i % 6 === 5 ? " [sim:fail]" : ""}`),
+        (prompt) => Effect.map(tasks.submit(owner, { model, input: { prompt, n: 1 } }), (submitted) => submitted.taskId),
+        { concurrency: 8 }
+      )
+
+      const killer = new pg.Client({ connectionString: url })
+      yield* Effect.promise(() => killer.connect())
+      yield* Effect.addFinalizer(() => Effect.promise(() => killer.end()))
+
+      /** The stored tasks, those that could be read (a read may die with its connection). */
+      const statuses = Effect.forEach(ids, (id) => Effect.option(Effect.catchAllDefect(Effect.map(store.get(id), Option.map((task) => task.status)), Effect.fail)))
+      const ended = Effect.map(statuses, (all) => all.filter((status) => Option.isSome(status) && Option.isSome(status.value) && Task.isTerminal(status.value.value)).length)
+
+      // Kill every connection of the store every 25 ms while the tasks run (bounded).
+      let kills = 0
+      const started = Date.now()
+      const killing = yield* Effect.fork(
+        Effect.gen(function*() {
+          for (;;) {
+            kills += yield* killAll(killer)
+            yield* Effect.sleep("25 millis")
+          }
+        })
+      )
+      while (Date.now() - started < killingFor && (yield* ended) < ids.length) yield* Effect.sleep("100 millis")
+      yield* Fiber.interrupt(killing)
+      const killedFor = Date.now() - started
+
+      // Once the kills stop: every task ends, and every ended task has its settlement.
+      const stopped = Date.now()
+      const unsettled = Effect.gen(function*() {
+        const open = yield* ledger.open({ before: Number.MAX_SAFE_INTEGER, limit: 1_000 })
+        const done = yield* ended
+        return { open: open.length, running: ids.length - done }
+      }).pipe(Effect.catchAllDefect(() => Effect.succeed({ open: -1, running: -1 })))
+      let state = yield* unsettled
+      while ((state.open !== 0 || state.running !== 0) && Date.now() - stopped < settleWithin) {
+        yield* Effect.sleep("100 millis")
+        state = yield* unsettled
+      }
+      const settledAfter = Date.now() - stopped
+      const failedSettlements = lines.filter((line) => line.includes("credits:") && line.includes("not settled")).length
+      console.log(
+        `ledger-pg-kill: ${kills} connections killed over ${killedFor} ms; ${failedSettlements} settlement writes failed; ` +
+          `${state.running} tasks still running and ${state.open} reservations open ${settledAfter} ms after the kills stopped`
+      )
+      expect(state).toEqual({ open: 0, running: 0 })
+
+      // Each task: its reservation, then a charge on SUCCESS or a release otherwise, once.
+      let successes = 0
+      for (const id of ids) {
+        const task = Option.getOrThrow(yield* store.get(id))
+        const movements = (yield* ledger.forTask(id)).map((entry) => entry.kind)
+        if (task.status === "SUCCESS") successes++
+        expect({ id, status: task.status, movements }).toEqual({
+          id,
+          status: task.status,
+          movements: ["reserve", task.status === "SUCCESS" ? "charge" : "release"]
+        })
+      }
+      expect(successes).toBeGreaterThan(0)
+      const entries = yield* ledger.entries(owner.id, 10_000)
+      const { balance, reserved } = yield* ledger.balance(owner.id)
+      expect(balance).toBe(entries.reduce((sum, entry) => sum + entry.amount, 0))
+      expect(reserved).toBe(0)
+      expect(entries.reduce((sum, entry) => sum + entry.held, 0)).toBe(0)
+      expect(HashSet.size(HashSet.fromIterable(entries.map((entry) => entry.id)))).toBe(entries.length)
+    }).pipe(Effect.scoped, Effect.provide(quietLogger)), { timeout: 60_000 })
+})
