@@ -9,9 +9,17 @@
  *   `detail`, a content-policy refusal among them);
  * - cancel `PUT {base}/{app}/requests/{id}/cancel`.
  *
- * `{app}` is the model id's first two segments (`fal-ai/flux` of `fal-ai/flux/dev`), as fal
- * addresses requests. Every submit carries the attempt's key as `Idempotency-Key`; whether
- * fal honours it is fal's.
+ * `{app}` is derived from the model id as the official client does (`parseEndpointId` in
+ * `@fal-ai/client`): the first two segments (`fal-ai/flux` of `fal-ai/flux/dev`), but three
+ * for the `workflows/` and `comfy/` namespaces (`workflows/acme/poster-pipeline`), and a
+ * legacy `<owner number>-<app>` id becomes `<owner number>/<app>`. Every submit carries the
+ * attempt's key as `Idempotency-Key`; whether fal honours it is fal's.
+ *
+ * Image results carry `has_nsfw_concepts`, one flag per image (fal's safety checker, which
+ * blacks out what it flags): flagged images are dropped, and a result whose every image is
+ * flagged fails the attempt with CONTENT_MODERATION (docs/decisions.md, Providers and
+ * routing). Result URLs that are `data:` URIs (a route's input with `sync_mode`) are refused:
+ * a client never gets a data: URI as a result URL.
  *
  * Webhooks: with a webhook URL the submit adds `?fal_webhook=<url>`. fal signs each webhook
  * with ED25519 over `<request id>\n<user id>\n<timestamp>\n<hex SHA-256 of the body>`
@@ -20,7 +28,7 @@
  * from now is refused.
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { Ids, type Upstream } from "@mediagate/core"
+import { Ids, type Upstream, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
 import { createHash, createPublicKey, type KeyObject, verify } from "node:crypto"
 import * as ProviderHttp from "./ProviderHttp.js"
@@ -59,18 +67,39 @@ export const jwksKeys = (jwks: unknown): ReadonlyArray<KeyObject> => {
 export const signedContent = (requestId: string, userId: string, timestamp: string, body: Uint8Array) =>
   Buffer.from([requestId, userId, timestamp, createHash("sha256").update(body).digest("hex")].join("\n"), "utf8")
 
-/** The app of a model id, by which fal addresses its requests. */
-export const appOf = (model: string) => model.split("/").slice(0, 2).join("/")
+/** Namespaces whose apps have three segments (`ENDPOINT_NAMESPACES` of the official client). */
+const namespaces: ReadonlyArray<string> = ["workflows", "comfy"]
 
-/** The files of a fal result: `images[].url`, `image.url` or `video.url`. */
-export const filesOf = (body: unknown): ReadonlyArray<string> => {
+/** A model id as fal's URLs name it: a legacy `<owner number>-<app>` id becomes `<owner number>/<app>`. */
+export const endpointOf = (model: string) => {
+  if (model.includes("/")) return model
+  const legacy = /^([0-9]+)-([a-zA-Z0-9-]+)$/.exec(model)
+  return legacy === null ? model : `${legacy[1]}/${legacy[2]}`
+}
+
+/** The app of a model id, by which fal addresses its requests (`parseEndpointId` of the official client). */
+export const appOf = (model: string) => {
+  const parts = endpointOf(model).split("/")
+  return parts.slice(0, namespaces.includes(parts[0]!) ? 3 : 2).join("/")
+}
+
+/** The files of a fal result: `images[].url`, `image.url` or `video.url`; `flagged[i]` when image i was flagged NSFW. */
+export const filesOf = (body: unknown): { readonly urls: ReadonlyArray<string>; readonly flagged: number } => {
   const images = ProviderHttp.field(body, "images")
-  if (Array.isArray(images)) return images.flatMap((image) => Option.toArray(ProviderHttp.stringField(image, "url")))
+  if (Array.isArray(images)) {
+    const nsfw = ProviderHttp.field(body, "has_nsfw_concepts")
+    const flags: ReadonlyArray<unknown> = Array.isArray(nsfw) ? nsfw : []
+    const kept = images.filter((_, i) => flags[i] !== true)
+    return {
+      urls: kept.flatMap((image) => Option.toArray(ProviderHttp.stringField(image, "url"))),
+      flagged: images.length - kept.length
+    }
+  }
   for (const name of ["video", "image"]) {
     const url = ProviderHttp.stringField(ProviderHttp.field(body, name), "url")
-    if (Option.isSome(url)) return [url.value]
+    if (Option.isSome(url)) return { urls: [url.value], flagged: 0 }
   }
-  return []
+  return { urls: [], flagged: 0 }
 }
 
 export const make = (options: Options): Provider => {
@@ -82,9 +111,20 @@ export const make = (options: Options): Provider => {
   const fetchResult = (id: string, job: ProviderJob) =>
     Effect.gen(function*() {
       const answer = yield* ProviderHttp.send(name, { method: "GET", url: requestUrl(job, id), headers })
-      const files = filesOf(answer.body)
-      if (files.length === 0) return yield* Effect.fail(ProviderHttp.malformed(name, "images or a video", answer.body))
-      return ProviderHttp.result(job.job, files)
+      const { flagged, urls } = filesOf(answer.body)
+      if (urls.length === 0 && flagged > 0) {
+        return yield* Effect.fail(
+          new UpstreamError({ message: `${name}: the safety checker flagged every image (has_nsfw_concepts)`, reason: "CONTENT_MODERATION", retryable: false })
+        )
+      }
+      if (urls.length === 0) return yield* Effect.fail(ProviderHttp.malformed(name, "images or a video", answer.body))
+      if (urls.some((url) => url.startsWith("data:"))) {
+        return yield* Effect.fail(
+          new UpstreamError({ message: `${name} answered data: URIs, not file URLs (does the route's input set sync_mode?)`, reason: null, retryable: false })
+        )
+      }
+      if (flagged > 0) yield* Effect.logWarning(`${name}: ${flagged} flagged image(s) of request ${id} dropped (has_nsfw_concepts)`)
+      return ProviderHttp.result(job.job, urls)
     })
 
   const jwksUrl = options.jwksUrl ?? "https://rest.alpha.fal.ai/.well-known/jwks.json"
@@ -110,7 +150,7 @@ export const make = (options: Options): Provider => {
         const webhook = context.webhookUrl === undefined ? "" : `?fal_webhook=${encodeURIComponent(context.webhookUrl)}`
         const answer = yield* ProviderHttp.send(name, {
           method: "POST",
-          url: `${base}/${job.model}${webhook}`,
+          url: `${base}/${endpointOf(job.model)}${webhook}`,
           headers: { ...headers, "idempotency-key": context.idempotencyKey },
           body: input
         })

@@ -1,7 +1,8 @@
 /**
  * The fal adapter against a loopback fake of fal's queue API: images, several images, a
- * video, every error class, 429 with Retry-After, a connection that hangs, cancel, and a
- * resubmit with the same idempotency key.
+ * video, a namespaced (workflows/) endpoint, NSFW-flagged images, every error class, 429
+ * with Retry-After, a connection that hangs, cancel, and a resubmit with the same
+ * idempotency key.
  */
 import type { HttpClient } from "@effect/platform"
 import { FetchHttpClient } from "@effect/platform"
@@ -19,12 +20,12 @@ let fake: Awaited<ReturnType<typeof FakeFal.start>>
 beforeAll(async () => {
   fake = await FakeFal.start({
     key: "fal-key",
-    result: (job) =>
-      job.model.includes("video")
-        ? { status: 200, body: { video: { url: "https://fal.media/files/clip.mp4" } } }
-        : job.input["prompt"] === "refused"
+    result: (job, id) =>
+      job.input["prompt"] === "refused"
         ? { status: 422, body: { detail: [{ loc: ["body", "prompt"], msg: "The content could not be processed because it violates the content policy", type: "content_policy_violation" }] } }
-        : { status: 200, body: { images: Array.from({ length: Number(job.input["num_images"] ?? 1) }, (_, i) => ({ url: `https://fal.media/files/${i}.png` })) } }
+        : job.input["prompt"] === "inline"
+        ? { status: 200, body: { images: [{ url: "data:image/png;base64,iVBORw0KGgo=" }], has_nsfw_concepts: [false] } }
+        : FakeFal.defaultResult(job, id, job.model.includes("video") ? "video" : "image")
   })
 })
 afterAll(() => fake.close())
@@ -41,7 +42,9 @@ const generate = (job: Task.UpstreamJob, model: string, input: Record<string, un
 describe("fal queue adapter", () => {
   it("runs an image job: submit with the key, status until COMPLETED, then the result", async () => {
     const result = await run(generate(Testing.job({ sync: false }), "fal-ai/flux/dev", { prompt: "a cat" }, "k-image"))
-    expect(result).toEqual({ type: "image", urls: ["https://fal.media/files/0.png"] })
+    expect(result.type).toBe("image")
+    expect(result.urls).toHaveLength(1)
+    expect(result.urls[0]).toMatch(/^https:\/\/fal\.media\/files\/req-\d+-0\.png$/)
     const submit = fake.requests.find((r) => r.method === "POST" && r.headers["idempotency-key"] === "k-image")!
     expect(submit.path).toBe("/fal-ai/flux/dev")
     expect(submit.headers.authorization).toBe("Key fal-key")
@@ -53,8 +56,53 @@ describe("fal queue adapter", () => {
   it("several images, and a video", async () => {
     const images = await run(generate(Testing.job({ sync: false, n: 3 }), "fal-ai/flux/dev", { prompt: "x", num_images: 3 }, "k-three"))
     expect(images.urls).toHaveLength(3)
-    const video = await run(generate(Testing.job({ sync: false, output: "video" }), "fal-ai/kling-video/v2/text-to-video", { prompt: "x" }, "k-video"))
-    expect(video).toEqual({ type: "video", urls: ["https://fal.media/files/clip.mp4"] })
+    const video = await run(generate(Testing.job({ sync: false, output: "video" }), "fal-ai/kling-video/v2/master/text-to-video", { prompt: "x" }, "k-video"))
+    expect(video.type).toBe("video")
+    expect(video.urls[0]).toMatch(/^https:\/\/fal\.media\/files\/req-\d+\.mp4$/)
+  })
+
+  it("a workflows/ endpoint is polled, fetched and cancelled under its three-segment app, as fal's client addresses it", async () => {
+    const provider = fal()
+    const result = await run(generate(Testing.job({ sync: false, n: 2 }), "workflows/acme/poster-pipeline", { prompt: "a poster", num_images: 2 }, "k-workflow"))
+    expect(result.urls).toHaveLength(2)
+    const id = [...fake.jobs.entries()].find(([, job]) => job.model === "workflows/acme/poster-pipeline")![0]
+    const paths = fake.requests.filter((r) => r.path.includes(`/requests/${id}`)).map((r) => r.path)
+    expect(paths).toContain(`/workflows/acme/poster-pipeline/requests/${id}/status`)
+    expect(paths).toContain(`/workflows/acme/poster-pipeline/requests/${id}`)
+    expect(paths.every((path) => path.startsWith("/workflows/acme/poster-pipeline/requests/"))).toBe(true)
+    const submitted = await run(provider.submit({ job: Testing.job({ sync: false }), model: "workflows/acme/poster-pipeline" }, { prompt: "x" }, context("k-workflow-cancel")))
+    if (submitted._tag !== "Accepted") throw new Error("expected a request")
+    await run(provider.cancel!(submitted.upstreamId, { job: Testing.job(), model: "workflows/acme/poster-pipeline" }))
+    expect(fake.jobs.get(submitted.upstreamId)!.cancelled).toBe(true)
+  })
+
+  it("the app of an endpoint id follows the client's parseEndpointId", () => {
+    expect(Fal.appOf("fal-ai/flux/dev")).toBe("fal-ai/flux")
+    expect(Fal.appOf("fal-ai/flux")).toBe("fal-ai/flux")
+    expect(Fal.appOf("workflows/acme/poster-pipeline")).toBe("workflows/acme/poster-pipeline")
+    expect(Fal.appOf("comfy/acme/upscale/v2")).toBe("comfy/acme/upscale")
+    expect(Fal.appOf("12345-my-app")).toBe("12345/my-app")
+  })
+
+  it("NSFW: every image flagged is CONTENT_MODERATION; flagged images among others are dropped", async () => {
+    const error = await fail(generate(Testing.job({ sync: false, n: 2 }), "fal-ai/flux/dev", { prompt: "nsfw", num_images: 2 }, "k-nsfw-all"))
+    expect(error).toMatchObject({ reason: "CONTENT_MODERATION", retryable: false })
+    expect(error.message).toContain("has_nsfw_concepts")
+    const some = await run(generate(Testing.job({ sync: false, n: 3 }), "fal-ai/flux/dev", { prompt: "first-nsfw", num_images: 3 }, "k-nsfw-first"))
+    expect(some.urls).toHaveLength(2)
+    expect(some.urls.every((url) => !/-0\.png$/.test(url))).toBe(true)
+  })
+
+  it("a data: URI in a result is never returned as a result URL", async () => {
+    const error = await fail(generate(Testing.job({ sync: false }), "fal-ai/flux/dev", { prompt: "inline", sync_mode: true }, "k-inline"))
+    expect(error).toMatchObject({ reason: null, retryable: false })
+    expect(error.message).toContain("data: URIs")
+  })
+
+  it("an input the endpoint does not take is INVALID_PARAMETERS, named by fal", async () => {
+    const error = await fail(fal().submit({ job: Testing.job(), model: "fal-ai/flux/dev" }, { prompt: "x", num_images: "two" }, context("k-invalid")))
+    expect(error).toMatchObject({ reason: "INVALID_PARAMETERS", retryable: false })
+    expect(error.message).toContain("valid integer")
   })
 
   it("a content-policy refusal of the job is CONTENT_MODERATION", async () => {
@@ -86,7 +134,7 @@ describe("fal queue adapter", () => {
 
   it("a connection refused is transient; a hanging call is ended by its time limit", async () => {
     const closed = Fal.make({ key: "fal-key", baseUrl: "http://127.0.0.1:9" })
-    expect(await fail(closed.submit({ job: Testing.job(), model: "m/x" }, {}, context("k-refused-conn")))).toMatchObject({ retryable: true })
+    expect(await fail(closed.submit({ job: Testing.job(), model: "fal-ai/flux/dev" }, {}, context("k-refused-conn")))).toMatchObject({ retryable: true })
     fake.failNext("hang")
     const outcome = await run(
       fal().submit({ job: Testing.job(), model: "fal-ai/flux/dev" }, { prompt: "x" }, context("k-hang")).pipe(Effect.timeoutOption(Duration.millis(300)))
@@ -116,7 +164,7 @@ describe("fal queue adapter", () => {
 
   it("a 2xx without a request_id is a permanent failure naming what was missing", async () => {
     fake.failNext({ status: 200, body: { queued: true } })
-    const error = await fail(fal().submit({ job: Testing.job(), model: "fal-ai/flux/dev" }, {}, context("k-odd")))
+    const error = await fail(fal().submit({ job: Testing.job(), model: "fal-ai/flux/dev" }, { prompt: "x" }, context("k-odd")))
     expect(error).toMatchObject({ retryable: false, reason: null })
     expect(error.message).toContain("without a request_id")
   })

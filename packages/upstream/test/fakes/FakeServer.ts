@@ -15,6 +15,7 @@ export interface Recorded {
 
 export interface Reply {
   readonly status: number
+  /** JSON, a text, or bytes sent as they are. */
   readonly body?: unknown
   readonly headers?: Record<string, string>
 }
@@ -67,7 +68,8 @@ export const start = async (route: Route): Promise<FakeServer> => {
 }
 
 const send = (response: Http.ServerResponse, reply: Reply) => {
-  const text = reply.body === undefined ? "" : typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body)
+  // Bytes (a result file) go as they are; anything else as JSON.
+  const text = reply.body === undefined ? "" : reply.body instanceof Uint8Array ? reply.body : typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body)
   response.writeHead(reply.status, { "content-type": "application/json", ...reply.headers })
   response.end(text)
 }
