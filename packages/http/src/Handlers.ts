@@ -8,6 +8,7 @@ import { Accounts, Api, IdempotencyKeys, Ids, Ledger, ModelCatalog, ModelInfo, P
 import type { Layer } from "effect"
 import { Duration, Effect, Option, Schedule, Stream } from "effect"
 import { toHttpError } from "./Envelope.js"
+import * as JsonDepth from "./JsonDepth.js"
 
 /** Largest accepted request body (DESIGN.md section 3). */
 export const maxBodyBytes = 1024 * 1024
@@ -56,6 +57,10 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
     if (declared > maxBodyBytes) return yield* Effect.fail(tooLarge())
     const text = yield* readText(request)
     if (text.trim() === "") return yield* Effect.fail(badRequest("request body is required"))
+    // Refused before parsing: the walks after JSON.parse recurse once per level.
+    if (JsonDepth.exceeds(text)) {
+      return yield* Effect.fail(badRequest(`request body is nested too deeply (at most ${JsonDepth.maxDepth} levels)`))
+    }
     return yield* Effect.try({
       // A leading byte order mark is tolerated, as RFC 8259 allows.
       try: () => JSON.parse(text.replace(/^\uFEFF/, "")) as unknown,

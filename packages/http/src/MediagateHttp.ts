@@ -6,11 +6,14 @@ import { HttpApiBuilder, HttpRouter, HttpServer, HttpServerRequest, HttpServerRe
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Ledger, MediaStore, ModelCatalog } from "@mediagate/core"
 import { Accounts, Api, Ids, TaskService } from "@mediagate/core"
+import type { Scope } from "effect"
 import { Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
 import type * as Http from "node:http"
 import * as Auth from "./Auth.js"
+import * as AuthFailures from "./AuthFailures.js"
 import * as Envelope from "./Envelope.js"
 import * as Handlers from "./Handlers.js"
+import * as HeldRequests from "./HeldRequests.js"
 import { isApiPath } from "./Paths.js"
 import * as RateLimit from "./RateLimit.js"
 import * as Routes from "./Routes.js"
@@ -51,34 +54,77 @@ export const apiApp: Effect.Effect<
   HttpApi.Api | HttpApiBuilder.Router | HttpApiBuilder.Middleware
 > = Effect.map(HttpApiBuilder.httpApp, Envelope.middleware)
 
+/** Retry-After of a request refused for a held-request cap: a held request may last a minute, a retry every few seconds is enough. */
+const heldRetryAfterSeconds = 5
+
 /**
  * The HttpApp of the API, for hosts that route requests to it themselves: HttpApi, with the
- * query on a path of its own.
+ * query on a path of its own. Before a request under /api/v1/ with a key reaches them, in
+ * this order: the limit on failed authentications from its address (`AuthFailures`), the
+ * key's rate limit when there is one (`RateLimit`), and for a request held open (events,
+ * `?wait=`) the caps on those (`HeldRequests`). Each refusal is 429 in the envelope with
+ * Retry-After. Keys are only ever kept as fixed-size digests.
  */
 export const httpApp: Effect.Effect<
-  HttpApp.Default<never, Accounts.Accounts | HttpRouter.HttpRouter.DefaultServices>,
+  HttpApp.Default<never, Accounts.Accounts | HttpRouter.HttpRouter.DefaultServices | Scope.Scope>,
   never,
   HttpApi.Api | HttpApiBuilder.Router | HttpApiBuilder.Middleware | TaskService | Accounts.Accounts
 > = Effect.gen(function*() {
   const app = yield* HttpApiBuilder.httpApp
   const tasks = yield* TaskService
   const accounts = yield* Accounts.Accounts
+  // Optional by nature, as before: a host that wants no rate limit provides none.
   const limit = yield* Effect.serviceOption(RateLimit.RateLimit)
+  const failures = Option.map(yield* AuthFailures.Settings, AuthFailures.make)
+  const heldLimits = yield* HeldRequests.Settings
+  const held = HeldRequests.make(heldLimits)
   const route = (request: HttpServerRequest.HttpServerRequest) => {
     const match = request.method === "GET" ? queryPath.exec(request.url) : null
     // `/api/v1/task/submit` is the submit endpoint's path: GET there is HttpApi's 405.
     return match === null || match[1] === "submit" ? app : fastQuery(tasks, accounts, match[1]!, match[2] ?? "")
   }
+  const tooMany = (msg: string, seconds: number, headers: Record<string, string> = {}) =>
+    Effect.succeed(Envelope.envelope(429, msg, undefined, { "retry-after": String(seconds), ...headers }))
+  /** Routes the request, and tells the failure limit how its authentication went. */
+  const routeRecorded = (request: HttpServerRequest.HttpServerRequest, address: Option.Option<string>, digest: string) =>
+    Option.isNone(failures) || Option.isNone(address)
+      ? route(request)
+      : Effect.tap(route(request), (response) =>
+        // 401 is the one answer to a key that names no account; a server error says nothing about the key.
+        response.status < 500 ? failures.value.record(address.value, digest, response.status !== 401) : Effect.void)
   return Envelope.middleware(
-    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-      if (Option.isNone(limit) || !isApiPath(Envelope.requestPath(request))) return route(request)
-      const key = Auth.bearerKey(request.headers["authorization"])
-      if (Option.isNone(key)) return route(request)
-      return Effect.flatMap(limit.value.take(Redacted.value(key.value)), (decision) =>
-        decision._tag === "Allowed"
-          ? route(request)
-          : Effect.succeed(Envelope.envelope(429, "too many requests for this key; slow down", undefined, RateLimit.limitedHeaders(limit.value, decision.retryAfterMs))))
-    })
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      Effect.gen(function*() {
+        if (!isApiPath(Envelope.requestPath(request))) return yield* route(request)
+        const key = Auth.bearerKey(request.headers["authorization"])
+        // Without a key the answer is 401 at once: nothing to limit, count or hold.
+        if (Option.isNone(key)) return yield* route(request)
+        const digest = RateLimit.keyDigest(Redacted.value(key.value))
+        const address = request.remoteAddress
+        if (Option.isSome(failures) && Option.isSome(address)) {
+          const allowed = yield* failures.value.check(address.value, digest)
+          if (allowed._tag === "Limited") {
+            return yield* tooMany("too many failed authentications from this address; try again later", RateLimit.retryAfterSeconds(allowed.retryAfterMs))
+          }
+        }
+        if (Option.isSome(limit)) {
+          const decision = yield* limit.value.take(digest)
+          if (decision._tag === "Limited") {
+            const headers = RateLimit.limitedHeaders(limit.value, decision.retryAfterMs)
+            return yield* tooMany("too many requests for this key; slow down", RateLimit.retryAfterSeconds(decision.retryAfterMs), headers)
+          }
+        }
+        if (HeldRequests.isHeld(request.method, request.url)) {
+          const refused = yield* HeldRequests.hold(held, digest)
+          if (refused === "key") {
+            return yield* tooMany(`too many requests held open for this key (at most ${heldLimits.perKey}); close one first`, heldRetryAfterSeconds)
+          }
+          if (refused === "total") {
+            return yield* tooMany(`too many requests held open on this server (at most ${heldLimits.total}); try again later`, heldRetryAfterSeconds)
+          }
+        }
+        return yield* routeRecorded(request, address, digest)
+      }))
   )
 })
 

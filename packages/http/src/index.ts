@@ -18,3 +18,11 @@ export * as Paths from "./Paths.js"
 export * as RateLimit from "./RateLimit.js"
 /** `GET /metrics` in the Prometheus text format, when enabled. */
 export * as Prometheus from "./Prometheus.js"
+/** Failed authentications per client address: 429 past the limit, keys known to be good still pass. */
+export * as AuthFailures from "./AuthFailures.js"
+/** Caps on requests held open (events streams, `?wait=`), per key and in total. */
+export * as HeldRequests from "./HeldRequests.js"
+/** The depth limit on JSON request bodies. */
+export * as JsonDepth from "./JsonDepth.js"
+/** Token buckets in bounded memory. */
+export * as TokenBuckets from "./TokenBuckets.js"
