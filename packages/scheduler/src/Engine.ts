@@ -14,6 +14,7 @@ import type { IllegalTransition, TaskConflict } from "@mediagate/core"
 import { Attempt, Ids, Metrics, ModelCatalog, Task, TaskEvents, TaskStore, TaskWrites, Upstream, UpstreamError } from "@mediagate/core"
 import { DueTimes } from "./DueTimes.js"
 import * as TimeLimits from "./TimeLimits.js"
+import * as Loops from "./Loops.js"
 import type { Scope } from "effect"
 import { Cause, Clock, Deferred, Duration, Effect, Either, Fiber, FiberSet, Layer, Option, Queue, Random, Ref } from "effect"
 
@@ -435,8 +436,8 @@ export const make = (options: Options = {}) =>
       perProvider: (provider: string) => perProvider[provider] ?? perProvider["*"] ?? Number.POSITIVE_INFINITY
     }
 
-    /** Claims and starts due work; answers the time the claim looked at, none when it did not claim (no free slot). */
-    const claimAndRun: Effect.Effect<number | undefined> = Effect.gen(function*() {
+    /** Claims and starts due work; answers the time the claim looked at and what it took, none when it did not claim (no free slot). */
+    const claimAndRun: Effect.Effect<{ readonly at: number; readonly claimed: number } | undefined> = Effect.gen(function*() {
       if (yield* Ref.get(stopping)) return undefined
       const free = settings.concurrency - (yield* Ref.get(inflight))
       if (free <= 0) return undefined
@@ -453,7 +454,7 @@ export const make = (options: Options = {}) =>
       }
       // A full batch: more may be due at once.
       if (claimed.length === free) yield* wakeups.offer()
-      return now
+      return { at: now, claimed: claimed.length }
     }).pipe(Effect.catchAllDefect((defect) => Effect.logError("engine: claiming due work failed", defect).pipe(Effect.as(undefined))))
 
     // Sleep until the earliest due time this engine knows of, a wake-up (a submit, a step
@@ -467,11 +468,14 @@ export const make = (options: Options = {}) =>
         // Due times the claim looked past were claimed by it; one reached since (while the
         // claim ran) is not, and the loop goes again at once.
         dueTimes.dropUntil(claimedAt)
-        const wait = Math.max(0, Math.min(scan, dueTimes.next - now))
-        yield* Effect.race(Effect.sleep(Duration.millis(wait)), wakeups.take)
+        // Never before the due time (Loops.sleepUntil): a look a fraction of a millisecond
+        // early finds nothing, and under the TestClock it went round at that instant forever.
+        yield* Effect.race(Loops.sleepUntil(Math.min(now + scan, dueTimes.next), now), wakeups.take)
       })
+    const spinGuard = yield* Loops.makeSpinGuard("engine")
     const loop = yield* claimAndRun.pipe(
-      Effect.flatMap(idle),
+      Effect.tap((claim) => spinGuard.round(claim !== undefined && claim.claimed > 0)),
+      Effect.flatMap((claim) => idle(claim?.at)),
       Effect.forever,
       Effect.forkScoped,
       Effect.interruptible

@@ -11,7 +11,8 @@
  */
 import { Heap } from "@mediagate/core"
 import type { Scope } from "effect"
-import { Clock, Duration, Effect, Exit, Fiber, Option, Queue } from "effect"
+import { Clock, Effect, Exit, Fiber, Option, Queue } from "effect"
+import * as Loops from "./Loops.js"
 
 interface Entry {
   readonly at: number
@@ -58,7 +59,9 @@ export const make: Effect.Effect<TimeLimits, never, Scope.Scope> = Effect.gen(fu
         continue
       }
       armedAt = next.at
-      yield* Effect.race(Effect.sleep(Duration.millis(next.at - now)), rearm.take)
+      // Never before the limit (Loops.sleepUntil): woken a fraction of a millisecond early,
+      // the watchdog would find nothing to do and go round at that instant forever.
+      yield* Effect.race(Loops.sleepUntil(next.at, now), rearm.take)
     }
   })
   yield* Effect.forkScoped(watchdog)

@@ -1,0 +1,63 @@
+/**
+ * How the scheduler's background loops wait, and how they stay fair to the event loop.
+ *
+ * Effect runs a fiber's work in microtasks and, since 3.20, counts how deep that drain has
+ * gone per fiber: only a drain that stays busy 2,048 rounds in a row hands over to a timer.
+ * A loop that forks each round (a `race` of a sleep and a wake-up forks two fibers) starts
+ * a new drain at every hop, so if it never suspends on a real timer or I/O it runs in
+ * microtasks forever: no timer, socket or test timeout in the process runs again, and the
+ * process sits at full CPU. That is how `npm test` hung (issue 20): under the TestClock a
+ * wait of a fraction of a nanosecond became a zero Duration (Effect keeps fractions of a
+ * millisecond as whole nanoseconds), a zero sleep completes at once, the claim at that
+ * instant found nothing due yet, and the engine went round again. Two rules keep every loop
+ * here off that path:
+ *
+ * - A wait until a time is whole milliseconds, rounded up: it never ends before the time
+ *   it waits for, so the look after it finds what was due.
+ * - A loop that goes round many times at one instant without doing anything gives the event
+ *   loop a turn and says so: a bug of that kind then costs a log line, not a hung process.
+ */
+import { Clock, Duration, Effect, Scheduler } from "effect"
+
+/** Sleeps until `at` (epoch milliseconds, by the Clock that read `now`), never waking before it. */
+export const sleepUntil = (at: number, now: number): Effect.Effect<void> =>
+  Effect.sleep(Duration.millis(Math.max(0, Math.ceil(at - now))))
+
+/** Rounds in a row without progress at one instant before a loop gives the event loop a turn. */
+const stalledRounds = 1_000
+
+/**
+ * One turn of the event loop (timers, I/O) before the fiber goes on: the fiber's next step is
+ * scheduled on a timer instead of a microtask.
+ */
+export const eventLoopTurn: Effect.Effect<void> = Effect.yieldNow().pipe(Effect.withScheduler(Scheduler.timer(0)))
+
+/**
+ * A guard for a loop named `name`: call `round(progressed)` once per round. After
+ * `stalledRounds` rounds in a row at one instant of the Clock with no progress, it takes an
+ * event-loop turn and logs a warning (once per stall).
+ */
+export const makeSpinGuard = (name: string) =>
+  Effect.sync(() => {
+    let rounds = 0
+    let at = Number.NaN
+    let warned = false
+    const round = (progressed: boolean): Effect.Effect<void> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        if (progressed || now !== at) {
+          at = now
+          rounds = 0
+          warned = false
+          return Effect.void
+        }
+        if (++rounds < stalledRounds) return Effect.void
+        rounds = 0
+        const turn = eventLoopTurn
+        if (warned) return turn
+        warned = true
+        return Effect.logWarning(`${name}: went round ${stalledRounds} times at one instant without progress; giving the event loop a turn`).pipe(
+          Effect.zipRight(turn)
+        )
+      })
+    return { round }
+  })
