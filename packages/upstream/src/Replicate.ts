@@ -5,8 +5,12 @@
  *   id with a version (`owner/name:version`), `POST {base}/v1/predictions` with
  *   `{version, input}`; `Authorization: Bearer <token>`; with `wait`, `Prefer: wait=N` asks
  *   Replicate to hold the answer up to N seconds, so a short job comes back finished;
- * - a prediction is `starting`, `processing`, `succeeded`, `failed` or `canceled`; `output` is
- *   a URL or a list of URLs; `error` says why it failed;
+ * - a prediction is `starting`, `processing`, `succeeded`, `failed`, `canceled` or `aborted`
+ *   (the official client's `Status`; `aborted` ends it like `canceled`); `output` is a URL or a
+ *   list of URLs; `error` says why it failed;
+ * - under `Prefer: wait` an output may be a base64 `data:` URI (the official client's `run()`
+ *   takes `https:` or `data:`): it is decoded, at most `maxDataBytes`, and stored in the
+ *   MediaStore, so the task returns our URL, never a data: URI (docs/decisions.md);
  * - status `GET {base}/v1/predictions/{id}`; cancel `POST {base}/v1/predictions/{id}/cancel`.
  *
  * A failed prediction whose error names NSFW or the safety checker is CONTENT_MODERATION;
@@ -18,7 +22,7 @@
  * scheme with the account's webhook secret (`webhookSecret`, or fetched once from
  * `GET /v1/webhooks/default/secret`).
  */
-import { Ids, type Task, type Upstream, UpstreamError } from "@mediagate/core"
+import { Ids, MediaStore, type Task, type Upstream, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
 import * as StandardWebhooks from "./StandardWebhooks.js"
 import * as ProviderHttp from "./ProviderHttp.js"
@@ -35,6 +39,13 @@ export interface Options {
   readonly name?: string
   /** The account's webhook signing secret (`whsec_...`); fetched from Replicate when not given. */
   readonly webhookSecret?: string
+  /**
+   * Where `data:` outputs are stored (`makeWithStore` takes the deployment's). Without it a
+   * `data:` output fails the attempt: it is never returned as a result URL.
+   */
+  readonly media?: MediaStore.MediaStore["Type"]
+  /** The largest `data:` output decoded, in bytes. Default 32 MiB. */
+  readonly maxDataBytes?: number
 }
 
 /** The files of a prediction's output: a URL, or a list of them. */
@@ -43,10 +54,57 @@ export const filesOf = (output: unknown): ReadonlyArray<string> =>
 
 const unsafe = /nsfw|safety|content policy|sensitive/i
 
+/** A `data:` URI's media type and bytes; none when it is not one, or larger than `limit` bytes (`tooLarge`). */
+export const decodeDataUri = (
+  uri: string,
+  limit: number
+): Option.Option<{ readonly contentType: string; readonly bytes: Uint8Array } | "tooLarge"> => {
+  const match = /^data:([^,;]*)((?:;[^,;]*)*),(.*)$/s.exec(uri)
+  if (match === null) return Option.none()
+  const base64 = match[2]!.split(";").includes("base64")
+  const data = match[3]!
+  // Checked before decoding, so a huge answer is never held twice.
+  if ((base64 ? Math.floor(data.length * 3 / 4) : data.length) > limit + 3) return Option.some("tooLarge")
+  let bytes: Uint8Array
+  try {
+    bytes = base64 ? new Uint8Array(Buffer.from(data, "base64")) : new Uint8Array(Buffer.from(decodeURIComponent(data), "utf8"))
+  } catch {
+    return Option.none()
+  }
+  if (bytes.length > limit) return Option.some("tooLarge")
+  return Option.some({ contentType: (match[1]! || "text/plain").toLowerCase(), bytes })
+}
+
+/** The extension the MediaStore serves a content type under. */
+const extensionOf = (contentType: string) =>
+  Object.entries(MediaStore.contentTypes).find(([, type]) => type === contentType)?.[0]
+
+/** The adapter, storing `data:` outputs in the deployment's MediaStore. */
+export const makeWithStore = (options: Omit<Options, "media">): Effect.Effect<Provider, never, MediaStore.MediaStore> =>
+  Effect.map(MediaStore.MediaStore, (media) => make({ ...options, media }))
+
+/** The adapter; give it `media` (or use `makeWithStore`) to accept `data:` outputs. */
 export const make = (options: Options): Provider => {
   const name = options.name ?? "replicate"
   const base = (options.baseUrl ?? "https://api.replicate.com").replace(/\/+$/, "")
   const headers = { authorization: `Bearer ${options.token}` }
+  const maxDataBytes = options.maxDataBytes ?? 32 * 1024 * 1024
+  const permanent = (message: string) => new UpstreamError({ message: `${name}: ${message}`, reason: null, retryable: false })
+
+  /** An output's URL: itself, or for a `data:` URI the URL of its bytes stored in the MediaStore. */
+  const hosted = (url: string): Effect.Effect<string, UpstreamError> => {
+    if (!url.startsWith("data:")) return Effect.succeed(url)
+    const decoded = decodeDataUri(url, maxDataBytes)
+    if (Option.isNone(decoded)) return Effect.fail(permanent("an output is a data: URI that cannot be decoded"))
+    if (decoded.value === "tooLarge") return Effect.fail(permanent(`a data: output is larger than ${maxDataBytes} bytes`))
+    const { bytes, contentType } = decoded.value
+    const extension = extensionOf(contentType)
+    if (extension === undefined) return Effect.fail(permanent(`a data: output of type ${contentType.slice(0, 64)} cannot be served`))
+    if (options.media === undefined) return Effect.fail(permanent("a data: output cannot be hosted: this adapter was made without a MediaStore"))
+    return options.media.put({ bytes, contentType, extension }).pipe(
+      Effect.mapError((error) => new UpstreamError({ message: `storing ${name}'s output failed: ${error.message}`, reason: null, retryable: true }))
+    )
+  }
 
   /** What a prediction says about its job. */
   const outcome = (job: Task.UpstreamJob, prediction: unknown): Effect.Effect<Upstream.PollOutcome, UpstreamError> => {
@@ -57,7 +115,7 @@ export const make = (options: Options): Provider => {
         const files = filesOf(ProviderHttp.field(prediction, "output"))
         return files.length === 0
           ? Effect.fail(ProviderHttp.malformed(name, "output URLs", prediction))
-          : Effect.succeed({ _tag: "Completed", result: ProviderHttp.result(job, files) })
+          : Effect.forEach(files, hosted).pipe(Effect.map((urls) => ({ _tag: "Completed", result: ProviderHttp.result(job, urls) })))
       }
       case "failed": {
         const error = ProviderHttp.describeBody(ProviderHttp.field(prediction, "error")) || "the prediction failed"
@@ -66,7 +124,8 @@ export const make = (options: Options): Provider => {
         )
       }
       case "canceled":
-        return Effect.fail(new UpstreamError({ message: `${name}: the prediction was canceled`, reason: null, retryable: false }))
+      case "aborted":
+        return Effect.fail(permanent(`the prediction was ${status.value}`))
       default:
         return Effect.succeed({ _tag: "Running" })
     }

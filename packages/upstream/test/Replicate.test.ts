@@ -1,32 +1,42 @@
 /**
  * The Replicate adapter against a loopback fake of its predictions API: output URLs (one,
- * several, a video), `Prefer: wait`, versions, failed and canceled predictions, error
- * classes, 429 with Retry-After, cancel, and an idempotent resubmit.
+ * several, a video), `Prefer: wait` (with `data:` outputs stored in the MediaStore), versions,
+ * failed, canceled and aborted predictions, error classes, 429 with Retry-After, cancel, and
+ * an idempotent resubmit.
  */
 import type { HttpClient } from "@effect/platform"
 import { FetchHttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { Task, UpstreamError } from "@mediagate/core"
-import { Ids } from "@mediagate/core"
+import { Ids, MediaStore } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
-import { Replicate } from "@mediagate/upstream"
-import { Effect } from "effect"
+import { MemoryMediaStore } from "@mediagate/store-memory"
+import { Png, Replicate } from "@mediagate/upstream"
+import { Effect, Option } from "effect"
 import * as FakeReplicate from "./fakes/FakeReplicate.js"
 import * as Drive from "./fakes/Drive.js"
 import * as FakeServer from "./fakes/FakeServer.js"
 
+const end = (p: FakeReplicate.Prediction): FakeReplicate.End =>
+  p.input["prompt"] === "nsfw" ? { error: "NSFW content detected. Try running it again, or try a different prompt." }
+  : p.input["prompt"] === "broken" ? { error: "CUDA out of memory" }
+  : p.input["prompt"] === "aborted" ? { aborted: true }
+  : p.input["prompt"] === "huge" ? { output: [`data:image/png;base64,${Buffer.alloc(64 * 1024).toString("base64")}`] }
+  : p.model === "minimax/video-01" ? { output: "https://replicate.delivery/clip.mp4" }
+  : { output: Array.from({ length: Number(p.input["num_outputs"] ?? 1) }, (_, i) => `https://replicate.delivery/out-${i}.webp`) }
+
 let fake: Awaited<ReturnType<typeof FakeReplicate.start>>
+/** A Replicate that answers `Prefer: wait` with data: URIs. */
+let inline: Awaited<ReturnType<typeof FakeReplicate.start>>
 beforeAll(async () => {
-  fake = await FakeReplicate.start({
+  fake = await FakeReplicate.start({ token: "r8_token", end })
+  inline = await FakeReplicate.start({
     token: "r8_token",
-    end: (p) =>
-      p.input["prompt"] === "nsfw" ? { error: "NSFW content detected. Try running it again, or try a different prompt." }
-      : p.input["prompt"] === "broken" ? { error: "CUDA out of memory" }
-      : p.model.includes("video") ? { output: "https://replicate.delivery/clip.mp4" }
-      : { output: Array.from({ length: Number(p.input["num_outputs"] ?? 1) }, (_, i) => `https://replicate.delivery/out-${i}.webp`) }
+    dataUris: true,
+    end: (p) => p.input["prompt"] === "huge" ? end(p) : { output: ["https://replicate.delivery/out-0.png", "https://replicate.delivery/out-1.webp"] }
   })
 })
-afterAll(() => fake.close())
+afterAll(() => Promise.all([fake.close(), inline.close()]))
 
 const replicate = (options: Partial<Replicate.Options> = {}) => Replicate.make({ token: "r8_token", baseUrl: fake.url, ...options })
 const context = (key: string) => ({ taskId: Ids.TaskId.make("t1"), idempotencyKey: key, request: {} })
@@ -48,7 +58,7 @@ describe("Replicate adapter", () => {
 
   it("several outputs, a single-URL video output, and a versioned model", async () => {
     expect((await run(generate(Testing.job({ sync: false, n: 4 }), "o/m", { prompt: "x", num_outputs: 4 }, "k-four"))).urls).toHaveLength(4)
-    expect(await run(generate(Testing.job({ sync: false, output: "video" }), "o/some-video", { prompt: "x" }, "k-video")))
+    expect(await run(generate(Testing.job({ sync: false, output: "video" }), "minimax/video-01", { prompt: "x" }, "k-video")))
       .toEqual({ type: "video", urls: ["https://replicate.delivery/clip.mp4"] })
     await run(generate(Testing.job({ sync: false }), "o/m:5c7d5dc6dd8bf75c1acaa8565735e7986bc5b66206b55cca93cb72c9bf15ccaa", { prompt: "x" }, "k-version"))
     const versioned = fake.requests.find((r) => r.headers["idempotency-key"] === "k-version")!
@@ -60,6 +70,42 @@ describe("Replicate adapter", () => {
     const outcome = await run(replicate({ wait: 30 }).submit({ job: Testing.job(), model: "o/m" }, { prompt: "x" }, context("k-wait")))
     expect(outcome).toEqual({ _tag: "Completed", result: { type: "image", urls: ["https://replicate.delivery/out-0.webp"] } })
     expect(fake.requests.find((r) => r.headers["idempotency-key"] === "k-wait")!.headers.prefer).toBe("wait=30")
+  })
+
+  it("with wait, data: outputs are decoded and stored in the MediaStore; the task gets our URLs, never a data: URI", async () => {
+    const cdn = "https://cdn.example/media/"
+    const program = Effect.gen(function*() {
+      const provider = yield* Replicate.makeWithStore({ token: "r8_token", baseUrl: inline.url, wait: 60 })
+      const outcome = yield* provider.submit({ job: Testing.job({ n: 2 }), model: "o/m" }, { prompt: "x", num_outputs: 2 }, context("k-data"))
+      if (outcome._tag !== "Completed") throw new Error("expected a finished prediction")
+      expect(outcome.result.urls).toHaveLength(2)
+      expect(outcome.result.urls.every((url) => url.startsWith(cdn))).toBe(true)
+      const [png, webp] = yield* Effect.forEach(outcome.result.urls, (url) => Effect.flatMap(MediaStore.MediaStore, (media) => media.get(url.slice(cdn.length))))
+      expect(Option.getOrThrow(png!).contentType).toBe("image/png")
+      expect(Png.readPngSize(Option.getOrThrow(png!).bytes)).toEqual({ width: 64, height: 64 })
+      expect(Option.getOrThrow(webp!).contentType).toBe("image/webp")
+      // Past the size limit the attempt fails, permanently, naming the limit.
+      const small = Replicate.make({ token: "r8_token", baseUrl: inline.url, wait: 60, media: yield* MediaStore.MediaStore, maxDataBytes: 1024 })
+      const huge = yield* Effect.flip(small.submit({ job: Testing.job(), model: "o/m" }, { prompt: "huge" }, context("k-huge")))
+      expect(huge).toMatchObject({ retryable: false, reason: null, message: expect.stringContaining("larger than 1024 bytes") })
+    })
+    await Effect.runPromise(program.pipe(Effect.provide(MemoryMediaStore.layer({ baseUrl: cdn })), Effect.provide(FetchHttpClient.layer)))
+    expect(inline.requests.find((r) => r.headers["idempotency-key"] === "k-data")!.headers.prefer).toBe("wait=60")
+  })
+
+  it("without a MediaStore, a data: output fails the attempt instead of reaching the client", async () => {
+    const error = await fail(Replicate.make({ token: "r8_token", baseUrl: inline.url, wait: 60 }).submit({ job: Testing.job() , model: "o/m" }, { prompt: "x" }, context("k-data-nostore")))
+    expect(error).toMatchObject({ retryable: false, reason: null, message: expect.stringContaining("without a MediaStore") })
+  })
+
+  it("an aborted prediction ends the attempt, like a canceled one", async () => {
+    const error = await fail(generate(Testing.job({ sync: false }), "o/m", { prompt: "aborted" }, "k-aborted"))
+    expect(error).toMatchObject({ retryable: false, reason: null, message: expect.stringContaining("aborted") })
+  })
+
+  it("an input the model does not take is INVALID_PARAMETERS with Replicate's words", async () => {
+    const error = await fail(replicate().submit({ job: Testing.job(), model: "o/m" }, { prompt: "x", num_outputs: 9 }, context("k-invalid")))
+    expect(error).toMatchObject({ reason: "INVALID_PARAMETERS", retryable: false, message: expect.stringContaining("num_outputs") })
   })
 
   it("a failed prediction: NSFW is CONTENT_MODERATION, anything else permanent with no class", async () => {
