@@ -70,7 +70,9 @@ export const start = async (route: Route): Promise<FakeServer> => {
 const send = (response: Http.ServerResponse, reply: Reply) => {
   // Bytes (a result file) go as they are; anything else as JSON.
   const text = reply.body === undefined ? "" : reply.body instanceof Uint8Array ? reply.body : typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body)
-  response.writeHead(reply.status, { "content-type": "application/json", ...reply.headers })
+  // A text body is labelled text (a proxy's error page), not JSON a client would fail to parse.
+  const contentType = typeof reply.body === "string" ? "text/plain; charset=utf-8" : "application/json"
+  response.writeHead(reply.status, { "content-type": contentType, ...reply.headers })
   response.end(text)
 }
 
