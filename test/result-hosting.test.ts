@@ -3,10 +3,13 @@
  * beta-imagine results are hosted by the service). The standalone composition with its
  * media rules, on a loopback server, routes both models to a relay gateway faked on
  * loopback (the relay protocol: submit, then query), whose results point at a file server
- * that fails as each test asks. A copy that fails once is retried and the task succeeds
- * with our URL; a copy that keeps failing ends the task FAILURE with the reason, never
- * SUCCESS with the upstream's URL. The engine's retry delays are shortened to milliseconds,
- * so the test runs on the real clock and waits for the task, it does not sleep.
+ * that fails as each test asks. The job runs once: a copy that fails once is tried again
+ * (the copy, never the job) and the task succeeds with our URL; a copy that keeps failing
+ * ends the task FAILURE at its deadline with the reason and the upstream's job id, never
+ * SUCCESS with the upstream's URL; a file we do not serve fails it at once. The engine's
+ * retry delays are shortened to milliseconds and the deadline to a second, so the test runs
+ * on the real clock and waits for the task, it does not sleep. (test/result-copy.test.ts
+ * counts the same on the TestClock.)
  */
 import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -25,6 +28,8 @@ const png = readFileSync(join(import.meta.dirname, "../packages/media/test/fixtu
 
 /** How often each result file has been asked for, and how many times each answers 500 before the file. */
 const asked = new Map<string, number>()
+/** Jobs submitted to the gateway, by name (the prompt). */
+const submits = new Map<string, number>()
 const failuresBeforeFile = new Map<string, number>([["/flaky.png", 1], ["/broken.png", Number.POSITIVE_INFINITY]])
 
 /** The file server the gateway's results point at, and the gateway itself (one task per result path). */
@@ -37,7 +42,11 @@ const loopback = Effect.acquireRelease(
       if (request.method === "POST" && url === "/api/v1/task/submit") {
         let body = ""
         request.on("data", (chunk) => (body += chunk))
-        request.on("end", () => json({ code: 0, msg: "success", data: { taskId: JSON.parse(body).input.prompt } }))
+        request.on("end", () => {
+          const name = JSON.parse(body).input.prompt as string
+          submits.set(name, (submits.get(name) ?? 0) + 1)
+          json({ code: 0, msg: "success", data: { taskId: name } })
+        })
         return
       }
       const query = /^\/api\/v1\/task\/([^/]+)$/.exec(url)
@@ -47,6 +56,7 @@ const loopback = Effect.acquireRelease(
       const count = (asked.get(url) ?? 0) + 1
       asked.set(url, count)
       if (count <= (failuresBeforeFile.get(url) ?? 0)) return response.writeHead(500).end()
+      if (url === "/notes.txt") return response.writeHead(200, { "content-type": "text/plain" }).end("not a picture")
       response.writeHead(200, { "content-type": "image/png", "content-length": png.length }).end(png)
     })
     server.listen(0, "127.0.0.1", () => resume(Effect.succeed({ base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server })))
@@ -55,7 +65,7 @@ const loopback = Effect.acquireRelease(
 )
 
 /** The standalone composition with the media rules, both models routed to the gateway at `gateway`. */
-const frontServer = (gateway: string) =>
+const frontServer = (gateway: string, deadlines: Readonly<Record<string, string>> = {}) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
@@ -78,7 +88,8 @@ const frontServer = (gateway: string) =>
               relay: Option.some({ baseUrl: gateway, key: "gateway-key", webhookSecret: Option.none() })
             }
           },
-          mediaRules: { mediaBaseUrl: `${publicUrl}/media` }
+          mediaRules: { mediaBaseUrl: `${publicUrl}/media` },
+          deadlines
         },
         memoryBackends({ publicUrl }, [{ id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits }]),
         // Milliseconds instead of seconds between retries; the number of retries is the default.
@@ -114,25 +125,45 @@ describe("result hosting", () => {
         expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/media\/[0-9a-f]{32}\.png$/)
         expect(url!.startsWith(base)).toBe(false)
         expect(asked.get("/flaky.png")).toBe(2)
+        expect(submits.get("flaky.png")).toBe(1)
+        expect(task.attempts).toMatchObject([{ attempt: 1, upstream_id: "flaky.png", outcome: "succeeded" }])
         const served = yield* Effect.promise(() => fetch(url!))
         expect(served.status).toBe(200)
         expect(Buffer.from(yield* Effect.promise(() => served.arrayBuffer())).equals(png)).toBe(true)
       }).pipe(Effect.provide(frontServer(base)))
     }).pipe(Effect.scoped), 30_000)
 
-  it.live("a copy that keeps failing ends the task FAILURE with the reason, after the retries, never with the upstream's URL", () =>
+  it.live("a copy that keeps failing ends the task FAILURE at its deadline with the reason and the job's id, never with the upstream's URL; the job ran once", () =>
     Effect.gen(function*() {
       const { base } = yield* loopback
       yield* Effect.gen(function*() {
         for (const [model, input] of [["alpha-image-2/text-to-image", {}], ["beta-imagine/text-to-image-pro", {}], ["beta-imagine/text-to-video", { duration: 6 }]] as const) {
           asked.delete("/broken.png")
+          submits.delete("broken.png")
           const task = yield* run(model, input, "broken.png")
           // No class the client could act on (spec: failure_reason null), and the reason in `error`.
           expect(task).toMatchObject({ status: "FAILURE", result: null, failure_reason: null })
-          expect(task.error).toBe(`the upstream failed 7 times in a row; the last failure: copying the result failed: ${base}/broken.png: HTTP 500`)
-          expect(asked.get("/broken.png")).toBe(7)
+          expect(task.error).toMatch(
+            new RegExp(`^the result of upstream job broken\\.png could not be copied before the deadline \\(\\d+ tries\\); the last failure: copying the result failed: ${base.replace(/\./g, "\\.")}/broken\\.png: HTTP 500$`)
+          )
+          expect(submits.get("broken.png")).toBe(1)
+          expect(asked.get("/broken.png")).toBeGreaterThan(2)
+          // Ended at its deadline (on the real clock, give or take a step; the TestClock suite is exact).
+          expect(Date.parse(task.updated_at) - Date.parse(task.created_at)).toBeLessThan(2_000)
           expect(JSON.stringify(task)).not.toContain(`${base}/broken.png"`)
         }
+      }).pipe(Effect.provide(frontServer(base, { "alpha-image-2": "1 second", "beta-imagine": "1 second" })))
+    }).pipe(Effect.scoped), 30_000)
+
+  it.live("a result that is not a file we serve ends the task FAILURE at once, naming the job; the job ran once", () =>
+    Effect.gen(function*() {
+      const { base } = yield* loopback
+      yield* Effect.gen(function*() {
+        const task = yield* run("alpha-image-2/text-to-image", {}, "notes.txt")
+        expect(task).toMatchObject({ status: "FAILURE", result: null, failure_reason: null })
+        expect(task.error).toBe(`the result of upstream job notes.txt cannot be copied: the result ${base}/notes.txt is not an image or video we serve (application/octet-stream)`)
+        expect(asked.get("/notes.txt")).toBe(1)
+        expect(submits.get("notes.txt")).toBe(1)
       }).pipe(Effect.provide(frontServer(base)))
     }).pipe(Effect.scoped), 30_000)
 })

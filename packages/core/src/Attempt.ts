@@ -5,7 +5,7 @@
  * or fail the task with the failure's class.
  */
 import { UpstreamError } from "./Errors.js"
-import type { TaskRecord, UpstreamAttempt, UpstreamJob } from "./Task.js"
+import type { TaskRecord, TaskResult, UpstreamAttempt, UpstreamJob } from "./Task.js"
 
 /** How transient failures are retried within one attempt. */
 export interface RetryPolicy {
@@ -26,6 +26,24 @@ export const open = (record: TaskRecord): UpstreamAttempt | undefined => {
   return last !== undefined && last.outcome === "running" ? last : undefined
 }
 
+/**
+ * The running attempt if its job was given to the upstream already: accepted (it has an
+ * upstream id) or finished (it holds the upstream's result references). Submitting it again
+ * would run a second, billable job; the engine checks this before every submit.
+ */
+export const submitted = (record: TaskRecord): UpstreamAttempt | undefined => {
+  const running = open(record)
+  return running !== undefined && (running.upstreamId !== null || running.upstreamResult !== undefined) ? running : undefined
+}
+
+/** The running attempt if its job succeeded at the upstream and its results wait to be copied. */
+export const awaitingCopy = (record: TaskRecord): (UpstreamAttempt & { readonly upstreamResult: TaskResult }) | undefined => {
+  const running = open(record)
+  return running !== undefined && running.upstreamResult !== undefined
+    ? running as UpstreamAttempt & { readonly upstreamResult: TaskResult }
+    : undefined
+}
+
 /** The number of the attempt the next upstream call belongs to: the running one, or the next. */
 export const currentNumber = (record: TaskRecord): number => {
   const last = record.attempts[record.attempts.length - 1]
@@ -42,7 +60,7 @@ export const idempotencyKey = (record: TaskRecord): string => `${record.id}.${cu
 export const touch = (
   record: TaskRecord,
   startedAt: number,
-  patch: Partial<Pick<UpstreamAttempt, "upstreamId" | "error" | "transientFailures">> = {},
+  patch: Partial<Pick<UpstreamAttempt, "upstreamId" | "error" | "transientFailures" | "upstreamResult" | "copyFailures">> = {},
   /** The provider target of a new attempt (`Upstream.describe`). */
   provider?: string
 ): ReadonlyArray<UpstreamAttempt> => {

@@ -33,6 +33,23 @@ export const callbackAttempts = Metric.counter("mediagate_callback_attempts_tota
   incremental: true
 })
 
+/**
+ * Submits of an upstream attempt that had been submitted before, by outcome: `retried` (sent
+ * again under the same idempotency key after a call that failed or was lost, before the
+ * upstream accepted a job) and `refused` (the attempt's job was accepted or finished already:
+ * not sent, logged as an error; a bug, since one attempt runs at most one job).
+ */
+export const upstreamResubmits = Metric.counter("mediagate_upstream_resubmits_total", {
+  description: "Upstream submits of an attempt submitted before, by outcome (retried, refused)",
+  incremental: true
+})
+
+/** Copies of a finished job's result files into the MediaStore, by outcome: `ok`, `retry` (failed, tried again), `failed` (the task failed). */
+export const resultCopies = Metric.counter("mediagate_result_copies_total", {
+  description: "Copies of finished upstream results into the media store, by outcome (ok, retry, failed)",
+  incremental: true
+})
+
 /** Tasks waiting PENDING in the store (every node's), sampled by whoever can count them. */
 export const pending = Metric.gauge("mediagate_tasks_pending", {
   description: "Tasks waiting PENDING in the task store"
@@ -64,6 +81,8 @@ const upstreamCallBy = taggedOnce((key) => {
   return Metric.tagged(Metric.tagged(upstreamCall, "provider", provider!), "outcome", outcome!)
 })
 const callbackAttemptsBy = taggedOnce((outcome) => Metric.tagged(callbackAttempts, "outcome", outcome))
+const upstreamResubmitsBy = taggedOnce((outcome) => Metric.tagged(upstreamResubmits, "outcome", outcome))
+const resultCopiesBy = taggedOnce((outcome) => Metric.tagged(resultCopies, "outcome", outcome))
 
 /** Counts a created task. */
 export const taskSubmitted = (record: TaskRecord): Effect.Effect<void> => Metric.increment(submittedBy(modelOf(record)))
@@ -79,6 +98,15 @@ export const upstreamCalled = (provider: string | undefined, outcome: "ok" | "er
 /** Counts a callback attempt by its outcome. */
 export const callbackAttempt = (outcome: "Delivered" | "Retry" | "GaveUp"): Effect.Effect<void> =>
   Metric.increment(callbackAttemptsBy(outcome === "Delivered" ? "delivered" : outcome === "Retry" ? "retry" : "gave_up"))
+
+/** Counts a submit of an attempt submitted before: sent again (`retried`) or held back (`refused`). */
+export const upstreamResubmit = (outcome: "retried" | "refused"): Effect.Effect<void> => Metric.increment(upstreamResubmitsBy(outcome))
+
+/** The counter of `upstreamResubmit` for one outcome, for whoever reads it (tests). */
+export const upstreamResubmitsOf = (outcome: "retried" | "refused") => upstreamResubmitsBy(outcome)
+
+/** Counts a copy of a finished job's results by its outcome. */
+export const resultCopy = (outcome: "ok" | "retry" | "failed"): Effect.Effect<void> => Metric.increment(resultCopiesBy(outcome))
 
 /** Sets the PENDING gauge. */
 export const setPending = (count: number): Effect.Effect<void> => Metric.set(pending, count)

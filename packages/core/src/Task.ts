@@ -84,7 +84,17 @@ export const UpstreamAttempt = Schema.Struct({
   /** Transient call failures within this attempt so far. */
   transientFailures: Schema.Int,
   /** The provider target that ran it (`fal:fal-ai/flux/dev`), where the upstream names its targets. */
-  provider: Schema.optional(Schema.String)
+  provider: Schema.optional(Schema.String),
+  /**
+   * What the upstream's finished job gave (its result references: the files at the
+   * upstream), kept once the upstream said the job succeeded, for a model whose results the
+   * service hosts (`Upstream.hostsResults`). From then on the engine only copies them into
+   * the MediaStore (`Upstream.hostResult`), as a step of its own; this attempt is never
+   * submitted again. Absent for other models and in rows written before it existed.
+   */
+  upstreamResult: Schema.optional(TaskResult),
+  /** Failed tries to copy `upstreamResult` so far (the last one's message is `error`). */
+  copyFailures: Schema.optional(Schema.Int)
 }).annotations({ identifier: "UpstreamAttempt" })
 export type UpstreamAttempt = typeof UpstreamAttempt.Type
 

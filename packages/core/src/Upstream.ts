@@ -2,7 +2,7 @@
  * The provider that actually runs a job. The simulator is the embedded default.
  */
 import type { Effect } from "effect"
-import { Context } from "effect"
+import { Context, Schema } from "effect"
 import type { UpstreamError } from "./Errors.js"
 import type { TaskId, UpstreamId } from "./Ids.js"
 import type { TaskInput, TaskResult, UpstreamJob } from "./Task.js"
@@ -16,6 +16,17 @@ export type SubmitOutcome =
 export type PollOutcome =
   | { readonly _tag: "Running" }
   | { readonly _tag: "Completed"; readonly result: TaskResult }
+
+/**
+ * Copying a finished job's result files into the MediaStore failed. `retryable` for what may
+ * pass (the file did not download, the store was down): the engine tries the copy again
+ * with backoff until the task's deadline, never the job. Otherwise (not a file we serve, an
+ * address we may not fetch) the task fails at once.
+ */
+export class ResultCopyError extends Schema.TaggedError<ResultCopyError>()("ResultCopyError", {
+  message: Schema.String,
+  retryable: Schema.Boolean
+}) {}
 
 /** What the engine tells the upstream with a submit. */
 export interface SubmitContext {
@@ -80,4 +91,17 @@ export class Upstream extends Context.Tag("@mediagate/core/Upstream")<Upstream, 
    * it only as a safety net, rarely. Optional.
    */
   readonly notifies?: (job: UpstreamJob) => boolean
+  /**
+   * Whether the service hosts the results of `job` itself (copies its files into the
+   * MediaStore before the task succeeds). When true, a job the upstream reports done is not
+   * done for the task: the engine records the upstream's result on the running attempt and
+   * then runs `hostResult` as a step of its own, with its own retries, never submitting the
+   * job again. Optional: without it (or without `hostResult`) results are returned as given.
+   */
+  readonly hostsResults?: (job: UpstreamJob) => boolean
+  /**
+   * Copies `result`'s files into the MediaStore and answers the result with our URLs.
+   * Provided with `hostsResults` by the wrapper that owns the MediaStore (`MediaUpstream`).
+   */
+  readonly hostResult?: (job: UpstreamJob, result: TaskResult) => Effect.Effect<TaskResult, ResultCopyError>
 }>() {}

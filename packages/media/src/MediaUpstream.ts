@@ -8,10 +8,12 @@
  *   total video at most 15 s, total audio at most 15 s; motion-1.5-pro: images only, at most
  *   2); the first rule broken, or a file that cannot be fetched or read, fails the task with
  *   INVALID_PARAMETERS and a message naming it.
- * - Results of alpha-image-2 and beta-imagine are copied into the MediaStore and returned
- *   from it ("hosted by the service's own CDN"); other models' URLs are returned as given. A
- *   copy that fails is a transient failure, retried by the engine's policy; when its retries
- *   run out the task fails with the reason, never silently with the upstream's URL.
+ * - Results of alpha-image-2 and beta-imagine are hosted by the service ("by the service's
+ *   own CDN"): the wrapper says so (`hostsResults`) and copies them (`hostResult`), and the
+ *   engine runs that copy as a step of its own once the upstream's job succeeded, retrying a
+ *   failed copy with backoff until the task's deadline without ever submitting the job again.
+ *   Submit and poll answer the upstream's result as given. Other models' URLs are returned
+ *   as given.
  *
  * Everything is fetched through SafeFetch, so every address rule applies at connection time.
  */
@@ -32,6 +34,9 @@ export interface Options {
 
 /** Models whose results the service hosts itself (spec section 2). */
 const hostsResults = (job: UpstreamJob) => job.model === "alpha-image-2" || job.model.startsWith("beta-imagine")
+
+/** Fetch failures no later try cures: the result's URL itself is not one we may fetch, or the file is too large. */
+const permanentFetchFailures: ReadonlySet<SafeFetch.SafeFetchError["reason"]> = new Set(["InvalidUrl", "NotPublic", "Redirect", "TooLarge"])
 
 /** A rule of the request broken: the task fails with INVALID_PARAMETERS, not retried. */
 const invalid = (message: string) => new UpstreamError({ message, reason: "INVALID_PARAMETERS", retryable: false })
@@ -111,38 +116,32 @@ export const make = (inner: Upstream.Upstream["Type"], options: Options) =>
       url.startsWith(`${base}/`)
         ? Effect.succeed(url)
         : fetch.get(url).pipe(
+          Effect.catchTag("SafeFetchError", (error) =>
+            Effect.fail(
+              new Upstream.ResultCopyError({
+                message: `copying the result failed: ${error.message}`,
+                // A URL we may never fetch stays so; a download that failed may pass later.
+                retryable: !permanentFetchFailures.has(error.reason)
+              })
+            )),
           Effect.flatMap((fetched) => {
             const extension = extensionOf(fetched.contentType)
             return extension === undefined
-              ? Effect.fail(new UpstreamError({ message: `the result ${url} is not an image or video we serve (${fetched.contentType})`, reason: null, retryable: false }))
+              ? Effect.fail(new Upstream.ResultCopyError({ message: `the result ${url} is not an image or video we serve (${fetched.contentType})`, retryable: false }))
               : media.put({ bytes: fetched.bytes, contentType: fetched.contentType, extension }).pipe(
-                Effect.mapError((error) => new UpstreamError({ message: `storing the result ${url} failed: ${error.message}`, reason: null, retryable: true }))
+                Effect.mapError((error) => new Upstream.ResultCopyError({ message: `storing the result ${url} failed: ${error.message}`, retryable: true }))
               )
-          }),
-          Effect.catchTag("SafeFetchError", (error) =>
-            Effect.fail(new UpstreamError({ message: `copying the result failed: ${error.message}`, reason: null, retryable: true })))
+          })
         )
 
-    const hosted = (job: UpstreamJob, result: TaskResult): Effect.Effect<TaskResult, UpstreamError> =>
-      hostsResults(job)
-        ? Effect.map(Effect.forEach(result.urls, copy, { concurrency: 4 }), (urls) => ({ ...result, urls }))
-        : Effect.succeed(result)
+    const hostResult = (_job: UpstreamJob, result: TaskResult): Effect.Effect<TaskResult, Upstream.ResultCopyError> =>
+      Effect.map(Effect.forEach(result.urls, copy, { concurrency: 4 }), (urls) => ({ ...result, urls }))
 
     const service: Upstream.Upstream["Type"] = {
       ...inner,
-      submit: (job, context) =>
-        prepare(job).pipe(
-          Effect.flatMap((prepared) => inner.submit(prepared, context)),
-          Effect.flatMap((outcome): Effect.Effect<Upstream.SubmitOutcome, UpstreamError> =>
-            outcome._tag === "Completed" ? Effect.map(hosted(job, outcome.result), (result) => ({ ...outcome, result })) : Effect.succeed(outcome)
-          )
-        ),
-      poll: (upstreamId, job) =>
-        inner.poll(upstreamId, job).pipe(
-          Effect.flatMap((outcome): Effect.Effect<Upstream.PollOutcome, UpstreamError> =>
-            outcome._tag === "Completed" ? Effect.map(hosted(job, outcome.result), (result) => ({ ...outcome, result })) : Effect.succeed(outcome)
-          )
-        )
+      submit: (job, context) => Effect.flatMap(prepare(job), (prepared) => inner.submit(prepared, context)),
+      hostsResults,
+      hostResult
     }
     return service
   })

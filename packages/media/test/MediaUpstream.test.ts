@@ -1,8 +1,8 @@
 /**
  * The media rules around an Upstream, against real files on a loopback server: WebP input of
  * alpha-image-2 image-to-image becomes our hosted JPEG; motion materials are typed from their
- * bytes and checked in the spec's order; results of alpha-image-2 and beta-imagine are copied
- * to our MediaStore, others returned as given.
+ * bytes and checked in the spec's order; results of alpha-image-2 and beta-imagine are hosted:
+ * `hostResult` copies them to our MediaStore (the engine calls it), others returned as given.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Task } from "@mediagate/core"
@@ -61,7 +61,7 @@ const run = (job: Task.UpstreamJob, result: Task.TaskResult = { type: "image", u
 const motion = (model: string, urls: ReadonlyArray<string>) =>
   Testing.job({ model, mode: "undetermined", output: "video", sync: false, duration: 5, params: { materials: urls.map((url) => ({ url, type: "unknown" })) } })
 
-const failure = (outcome: Either.Either<unknown, { readonly message: string; readonly reason: unknown; readonly retryable: boolean }>) =>
+const failure = (outcome: Either.Either<unknown, { readonly message: string; readonly reason?: unknown; readonly retryable: boolean }>) =>
   Either.match(outcome, { onLeft: (error) => ({ message: error.message, reason: error.reason, retryable: error.retryable }), onRight: () => undefined })
 
 describe("MediaUpstream", () => {
@@ -115,22 +115,30 @@ describe("MediaUpstream", () => {
       expect(job.imageUrls).toEqual([image])
     }).pipe(Effect.provide(services)))
 
-  it.scoped("results of alpha-image-2 and beta-imagine are copied to our MediaStore; other models' are returned as given", () =>
+  it.scoped("results of alpha-image-2 and beta-imagine are hosted (hostResult copies them to our MediaStore); submit answers the upstream's result as given", () =>
     Effect.gen(function*() {
       const { base } = yield* files
+      const wrapped = yield* MediaUpstream.make(recording(yield* Ref.make<ReadonlyArray<Task.UpstreamJob>>([]), { type: "image", urls: [] }), { mediaBaseUrl: mediaBase })
+      const hostResult = wrapped.hostResult!
       const external = { type: "image" as const, urls: [`${base}/image-64x48.png`, `${mediaBase}/${"a".repeat(32)}.png`] }
+      // Submit no longer copies: the engine copies as a step of its own, after the job is recorded as done.
       const alpha = yield* run(Testing.job(), external)
-      const urls = Either.getOrThrow(alpha.outcome)._tag === "Completed" ? (Either.getOrThrow(alpha.outcome) as { result: Task.TaskResult }).result.urls : []
+      expect((Either.getOrThrow(alpha.outcome) as { result: Task.TaskResult }).result).toEqual(external)
+      expect(wrapped.hostsResults!(Testing.job())).toBe(true)
+      expect(wrapped.hostsResults!(Testing.job({ model: "beta-imagine", mode: "text-to-image-pro" }))).toBe(true)
+      expect(wrapped.hostsResults!(Testing.job({ model: "dream-4" }))).toBe(false)
+      const urls = (yield* hostResult(Testing.job(), external)).urls
       expect(urls[0]).toMatch(new RegExp(`^${mediaBase}/[0-9a-f]{32}\\.png$`))
       // Already ours: not fetched again.
       expect(urls[1]).toBe(external.urls[1])
-      const beta = yield* run(Testing.job({ model: "beta-imagine", mode: "text-to-image-pro" }), { type: "image", urls: [`${base}/image-64x48.jpg`] })
-      expect((Either.getOrThrow(beta.outcome) as { result: Task.TaskResult }).result.urls[0]).toMatch(/\.jpg$/)
-      const dream = yield* run(Testing.job({ model: "dream-4" }), { type: "image", urls: [`${base}/image-64x48.png`] })
-      expect((Either.getOrThrow(dream.outcome) as { result: Task.TaskResult }).result.urls).toEqual([`${base}/image-64x48.png`])
-      // A copy that fails is transient: the engine retries it, and fails the task with this reason when retries run out.
-      const gone = yield* run(Testing.job(), { type: "image", urls: [`${base}/gone.png`] })
-      expect(failure(gone.outcome)).toMatchObject({ reason: null, retryable: true })
-      expect(failure(gone.outcome)!.message).toMatch(/^copying the result failed: .*404/)
+      const beta = yield* hostResult(Testing.job({ model: "beta-imagine", mode: "text-to-image-pro" }), { type: "image", urls: [`${base}/image-64x48.jpg`] })
+      expect(beta.urls[0]).toMatch(/\.jpg$/)
+      // A download that fails is worth another try; a file we do not serve is not.
+      const gone = yield* Effect.either(hostResult(Testing.job(), { type: "image", urls: [`${base}/gone.png`] }))
+      expect(failure(gone)).toMatchObject({ retryable: true })
+      expect(failure(gone)!.message).toMatch(/^copying the result failed: .*404/)
+      const text = yield* Effect.either(hostResult(Testing.job(), { type: "image", urls: [`${base}/notes.txt`] }))
+      expect(failure(text)).toMatchObject({ retryable: false })
+      expect(failure(text)!.message).toMatch(/is not an image or video we serve/)
     }).pipe(Effect.provide(services)))
 })

@@ -66,6 +66,12 @@ export interface Options {
    */
   readonly syncCallTimeout?: Duration.DurationInput
   /**
+   * Longest wait for one copy of a finished job's result files into the MediaStore (for a
+   * model whose results the service hosts); a copy that runs out is tried again like a
+   * failed one. The heartbeat keeps the task while it runs. Default 2 min.
+   */
+  readonly resultCopyTimeout?: Duration.DurationInput
+  /**
    * While an upstream call runs, the worker keeps the task's lease this far ahead, renewing
    * it every third of the window; if the worker dies, another takes the task up once the
    * window has passed. Default 15 s.
@@ -104,6 +110,7 @@ const resolve = (options: Options) => ({
   firstPollDelay: Duration.toMillis(options.firstPollDelay ?? "20 millis"),
   upstreamCallTimeout: Duration.toMillis(options.upstreamCallTimeout ?? "10 seconds"),
   syncCallTimeout: Duration.toMillis(options.syncCallTimeout ?? "2 minutes"),
+  resultCopyTimeout: Duration.toMillis(options.resultCopyTimeout ?? "2 minutes"),
   heartbeatWindow: Duration.toMillis(options.heartbeatWindow ?? "15 seconds"),
   shutdownGrace: Duration.decode(options.shutdownGrace ?? 0),
   releaseOnStop: options.releaseOnStop ?? true,
@@ -113,15 +120,19 @@ const resolve = (options: Options) => ({
 /** A call runs without a heartbeat only if it ends this long before the claim's lease does. */
 const leaseMargin = 1_000
 
-/** How an upstream call under `guarded` ended. */
-type Guarded<A> =
-  | { readonly _tag: "Answered"; readonly answer: Either.Either<A, UpstreamError> }
+/** How an upstream call (or a result copy) under `guarded` ended. */
+type Guarded<A, E> =
+  | { readonly _tag: "Answered"; readonly answer: Either.Either<A, E> }
   | { readonly _tag: "RanOut" }
   /** The task changed under the worker (a client cancelled it): the call was abandoned. */
   | { readonly _tag: "Lost" }
 
-/** True for a claimed task whose step is a synchronous upstream's call (it runs beside the steps). */
-export const isSyncCall = (record: Task.TaskRecord): boolean => record.job.sync && record.upstreamId === null
+/**
+ * True for a claimed task whose step is a synchronous upstream's call (it runs beside the
+ * steps); not for one whose job finished and whose results wait to be copied (a step).
+ */
+export const isSyncCall = (record: Task.TaskRecord): boolean =>
+  record.job.sync && record.upstreamId === null && Attempt.awaitingCopy(record) === undefined
 
 /** Runs one step of one claimed task as `worker`. Exported for tests of single steps. */
 export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effect<
@@ -176,6 +187,20 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
 
     const complete = (record: Task.TaskRecord, result: Task.TaskResult, now: number, startedAt: number) =>
       write(record, writes.apply(record, { to: "SUCCESS", result }, now, { attempts: touch(record, startedAt) }))
+
+    /**
+     * The upstream's job succeeded with `result`. Where the service hosts the model's results
+     * they are not the task's yet: they are recorded on the running attempt, the task stays
+     * (or becomes) PROCESSING, due at once, and the next step copies them (`copyResult`).
+     * Recorded first, so that nothing after this (a failed copy, a crash) runs the job again.
+     */
+    const finished = (record: Task.TaskRecord, result: Task.TaskResult, now: number, startedAt: number) => {
+      if (upstream.hostResult === undefined || upstream.hostsResults?.(record.job) !== true) return complete(record, result, now, startedAt)
+      const attempts = touch(record, startedAt, { upstreamResult: result, copyFailures: 0 })
+      return record.status === "PROCESSING"
+        ? write(record, writes.reschedule(record, now, { attempts }))
+        : write(record, writes.apply(record, { to: "PROCESSING", dueAt: now }, now, { attempts }))
+    }
 
     /** Asks the upstream to stop the task's job, best effort: a failure is logged, never the task's. */
     const cancelUpstream = (record: Task.TaskRecord) =>
@@ -279,18 +304,18 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
      * of an async upstream under the default settings) needs no heartbeat: a client's cancel
      * meanwhile is found when the step writes (a conflict), as it would be at the next beat.
      */
-    const guarded = <A>(claimed: Task.TaskRecord, limit: number, call: Effect.Effect<A, UpstreamError>) =>
+    const guarded = <A, E>(claimed: Task.TaskRecord, limit: number, call: Effect.Effect<A, E>) =>
       Effect.gen(function*() {
         const started = yield* Clock.currentTimeMillis
         const budget = Math.max(0, Math.min(claimed.deadlineAt - started, limit))
         const timed = timeLimits.run(Effect.either(call), budget).pipe(
-          Effect.map((answer): Guarded<A> => Option.isSome(answer) ? { _tag: "Answered", answer: answer.value } : { _tag: "RanOut" })
+          Effect.map((answer): Guarded<A, E> => Option.isSome(answer) ? { _tag: "Answered", answer: answer.value } : { _tag: "RanOut" })
         )
         if (budget + leaseMargin < (claimed.leaseUntil ?? 0) - started) return [claimed, yield* timed, started] as const
         const current = yield* Ref.make(claimed)
         const lost = yield* Deferred.make<void>()
         const beating = yield* Effect.fork(heartbeat(current, lost))
-        const outcome: Guarded<A> = yield* timed.pipe(Effect.raceFirst(Effect.as(Deferred.await(lost), { _tag: "Lost" } as const)))
+        const outcome: Guarded<A, E> = yield* timed.pipe(Effect.raceFirst(Effect.as(Deferred.await(lost), { _tag: "Lost" } as const)))
         yield* Fiber.interrupt(beating)
         return [yield* Ref.get(current), outcome, started] as const
       })
@@ -333,6 +358,82 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
         }
       })
 
+    /** The job a failure message names: the upstream's id of it, or the synchronous call that answered it. */
+    const jobName = (attempt: Task.UpstreamAttempt) =>
+      attempt.upstreamId === null ? `the synchronous upstream job of attempt ${attempt.number}` : `upstream job ${attempt.upstreamId}`
+
+    /** A result that will never be copied: the task fails with why, naming the upstream's job. */
+    const copyFailed = (record: Task.TaskRecord, now: number, message: string, attempts: ReadonlyArray<Task.UpstreamAttempt>) =>
+      Metrics.resultCopy("failed").pipe(
+        Effect.zipRight(write(record, writes.apply(record, { to: "FAILURE", reason: null, message }, now, { attempts })))
+      )
+
+    /**
+     * The step of a task whose job succeeded upstream and whose results wait to be copied into
+     * the MediaStore (`Upstream.hostResult`): only the copy runs, never the job. A failed copy
+     * is tried again with backoff (the retry policy's delays), counted on the attempt with its
+     * last error, until the next try would come after the deadline; a copy that can never
+     * succeed (not a file we serve) fails the task at once. The task is PROCESSING throughout.
+     */
+    const copyResult = (
+      claimed: Task.TaskRecord,
+      attempt: Task.UpstreamAttempt & { readonly upstreamResult: Task.TaskResult },
+      now: number
+    ): Effect.Effect<Task.TaskRecord> =>
+      Effect.gen(function*() {
+        const host = upstream.hostResult
+        // An upstream that no longer hosts results (the host changed its composition): as given.
+        if (host === undefined) return yield* complete(claimed, attempt.upstreamResult, now, attempt.startedAt)
+        const failures = (attempt.copyFailures ?? 0) + 1
+        if (now >= claimed.deadlineAt) {
+          const message = attempt.error === null
+            ? `the result of ${jobName(attempt)} could not be copied before the deadline (it was not tried)`
+            : `the result of ${jobName(attempt)} could not be copied before the deadline (${attempt.copyFailures ?? 0} tries); the last failure: ${attempt.error}`
+          return yield* copyFailed(claimed, now, message, claimed.attempts)
+        }
+        const [record, outcome, startedAt] = yield* guarded(claimed, settings.resultCopyTimeout, host(claimed.job, attempt.upstreamResult))
+        const ended = yield* Clock.currentTimeMillis
+        if (outcome._tag === "Lost") return Option.getOrElse(yield* store.get(record.id), () => record)
+        if (outcome._tag === "Answered" && Either.isRight(outcome.answer)) {
+          yield* Metrics.resultCopy("ok")
+          return yield* complete(record, outcome.answer.right, ended, startedAt)
+        }
+        const error = outcome._tag === "RanOut"
+          ? new Upstream.ResultCopyError({ message: `copying the result did not finish within ${settings.resultCopyTimeout} ms`, retryable: true })
+          : Either.isLeft(outcome.answer) ? outcome.answer.left : undefined
+        if (error === undefined) return record // unreachable: a Right was handled above
+        yield* Effect.logWarning(`engine: copying the result of ${jobName(attempt)} for task ${record.id} failed: ${error.message}`).pipe(
+          Effect.annotateLogs({ retryable: error.retryable, copyFailures: failures })
+        )
+        const attempts = touch(record, startedAt, { copyFailures: failures, error: error.message })
+        if (!error.retryable) {
+          return yield* copyFailed(record, ended, `the result of ${jobName(attempt)} cannot be copied: ${error.message}`, attempts)
+        }
+        const at = ended + Attempt.backoff(settings.retry, failures, yield* Random.next)
+        if (at >= record.deadlineAt) {
+          const message = `the result of ${jobName(attempt)} could not be copied before the deadline (${failures} tries); the last failure: ${error.message}`
+          return yield* copyFailed(record, ended, message, attempts)
+        }
+        yield* Metrics.resultCopy("retry")
+        return yield* write(record, writes.reschedule(record, at, { attempts }))
+      })
+
+    /**
+     * "At most one upstream submit per attempt", checked before every submit: the running
+     * attempt's job was accepted (or finished) already, yet the task looks unsubmitted. That is
+     * a bug; submitting would run a second, billable job. Not submitted: logged, counted, and
+     * the job's id put back on the task so that the next step polls it.
+     */
+    const refuseResubmit = (record: Task.TaskRecord, attempt: Task.UpstreamAttempt, now: number) =>
+      Effect.gen(function*() {
+        yield* Effect.logError(
+          `engine: task ${record.id} was about to submit attempt ${attempt.number} again, whose ${jobName(attempt)} exists; not submitted`
+        )
+        yield* Metrics.upstreamResubmit("refused")
+        if (attempt.upstreamId === null) return record
+        return yield* write(record, writes.reschedule(record, now, { upstreamId: Ids.UpstreamId.make(attempt.upstreamId) }))
+      })
+
     const submitContext = (record: Task.TaskRecord): Upstream.SubmitContext => ({
       taskId: record.id,
       idempotencyKey: Attempt.idempotencyKey(record),
@@ -351,19 +452,19 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
     const runSync = (claimed: Task.TaskRecord) =>
       callUpstream(claimed, settings.syncCallTimeout, upstream.submit(claimed.job, submitContext(claimed)), (record, submitted, now, startedAt) =>
         submitted._tag === "Completed"
-          ? complete(record, submitted.result, now, startedAt)
+          ? finished(record, submitted.result, now, startedAt)
           // A sync upstream that answered with a job id after all: poll it like an async one.
           : accepted(record, submitted.upstreamId, now, startedAt))
 
     const submitAsync = (claimed: Task.TaskRecord) =>
       callUpstream(claimed, settings.upstreamCallTimeout, upstream.submit(claimed.job, submitContext(claimed)), (record, submitted, now, startedAt) =>
         submitted._tag === "Completed"
-          ? complete(record, submitted.result, now, startedAt)
+          ? finished(record, submitted.result, now, startedAt)
           : accepted(record, submitted.upstreamId, now, startedAt))
 
     const poll = (claimed: Task.TaskRecord, upstreamId: Ids.UpstreamId) =>
       callUpstream(claimed, settings.upstreamCallTimeout, upstream.poll(upstreamId, claimed.job), (record, polled, now, startedAt) => {
-        if (polled._tag === "Completed") return complete(record, polled.result, now, startedAt)
+        if (polled._tag === "Completed") return finished(record, polled.result, now, startedAt)
         // A poll that answered ends a run of transient failures.
         const running = Attempt.open(record)
         const attempts = running !== undefined && running.transientFailures > 0
@@ -378,8 +479,16 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
     return (record: Task.TaskRecord): Effect.Effect<Task.TaskRecord, never> =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
+        // A job that succeeded upstream: only its results are copied (past the deadline, the
+        // task fails naming them, rather than timing out as if the job had not run).
+        const copying = Attempt.awaitingCopy(record)
+        if (copying !== undefined) return yield* copyResult(record, copying, now)
         if (now >= record.deadlineAt) return yield* timeOut(record, now)
         if (record.upstreamId !== null) return yield* poll(record, record.upstreamId)
+        const submitted = Attempt.submitted(record)
+        if (submitted !== undefined) return yield* refuseResubmit(record, submitted, now)
+        // The same attempt again (its last call failed or was lost): the same idempotency key.
+        if (Attempt.open(record) !== undefined) yield* Metrics.upstreamResubmit("retried")
         if (!record.job.sync) return yield* submitAsync(record)
         // A sync upstream answers the call itself: the task is PROCESSING during the call and
         // this worker keeps its lease (heartbeat), so nobody starts it twice and another worker
