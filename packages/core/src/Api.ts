@@ -14,6 +14,7 @@ import type * as Ledger from "./Ledger.js"
 import * as IdempotencyKeys from "./IdempotencyKeys.js"
 import { isoTime, Task, TaskStatus } from "./Task.js"
 import type * as TaskStore from "./TaskStore.js"
+import * as UrlPolicy from "./UrlPolicy.js"
 
 const envelopeError = <const Code extends number>(code: Code, description: string) =>
   ({
@@ -167,9 +168,16 @@ export const SubmitRequest = Schema.Struct({
     description: "Model input. input.prompt is required for every model; other fields are model specific."
   }),
   callBackUrl: Schema.optionalWith(
-    Schema.String.annotations({
-      message: () => "must be a string",
-      description: "Webhook address (absolute http or https URL on a public host); a POST is sent there when the task reaches a terminal state."
+    Schema.String.annotations({ message: () => "must be a string" }).pipe(
+      // The rest of the URL rule (a public host) is the submit policy's (UrlPolicy.checkUrl);
+      // the document states all of it.
+      Schema.filter((url) => url.length <= UrlPolicy.maxUrlLength, {
+        message: () => UrlPolicy.tooLongMessage,
+        jsonSchema: { format: "uri", pattern: UrlPolicy.httpUrlPattern, maxLength: UrlPolicy.maxUrlLength }
+      })
+    ).annotations({
+      description:
+        `Webhook address (absolute http or https URL on a public host, at most ${UrlPolicy.maxUrlLength} characters); a POST is sent there when the task reaches a terminal state.`
     }),
     { nullable: true }
   ),

@@ -131,11 +131,31 @@ export const notPublicMessage =
   "must name a public host (localhost and private addresses are not supported; for local development " +
   "allow them with MEDIAGATE_ALLOW_PRIVATE_URLS=true, or SubmitPolicy.allowPrivateUrls when embedding)"
 
+/**
+ * Longest URL a client may give (callBackUrl, media URLs), in characters: what browsers and
+ * most servers and CDNs take, and a bound on what one task stores and sends back.
+ */
+export const maxUrlLength = 2048
+
+/**
+ * How a URL we take must begin, as a JSON Schema pattern: `http://` or `https://`, in any
+ * case. WHATWG URL would also read `https:host` and ` https://host`; they are refused, so
+ * that the published pattern says exactly what is accepted.
+ */
+export const httpUrlPattern = "^[Hh][Tt][Tt][Pp][Ss]?://"
+
+/** The same for https alone. */
+export const httpsUrlPattern = "^[Hh][Tt][Tt][Pp][Ss]://"
+
+/** The refusal of a URL over `maxUrlLength`. */
+export const tooLongMessage = `must be at most ${maxUrlLength} characters`
+
 /** Why a URL is refused, or undefined when it is acceptable. */
 export const checkUrl = (
   value: string,
   options: { readonly protocols: ReadonlyArray<"http:" | "https:">; readonly allowPrivate: boolean }
 ): string | undefined => {
+  if (value.length > maxUrlLength) return tooLongMessage
   let url: URL
   try {
     url = new URL(value)
@@ -145,6 +165,7 @@ export const checkUrl = (
   if (!options.protocols.includes(url.protocol as "http:" | "https:")) {
     return `must be an ${options.protocols.map((p) => p.slice(0, -1)).join(" or ")} URL`
   }
+  if (!new RegExp(httpUrlPattern).test(value)) return "must be an absolute URL"
   if (url.username !== "" || url.password !== "") return "must not contain credentials"
   if (!options.allowPrivate && isNonPublicHostname(url.hostname)) return notPublicMessage
   return undefined

@@ -5,6 +5,7 @@
  */
 import { Either, ParseResult, Schema, SchemaAST } from "effect"
 import { ValidationError } from "../Errors.js"
+import { httpsUrlPattern, httpUrlPattern, maxUrlLength, tooLongMessage } from "../UrlPolicy.js"
 
 /** Longest prompt accepted (characters). */
 export const MAX_PROMPT_LENGTH = 10_000
@@ -46,34 +47,30 @@ export const Flag = (description?: string) =>
     ...(description ? { description } : {})
   })
 
+/**
+ * A URL with one of `protocols`, beginning as `pattern` says (see UrlPolicy.httpUrlPattern),
+ * at most `maxUrlLength` characters; `rule` is the refusal of anything else.
+ */
+const urlField = (protocols: ReadonlyArray<"http:" | "https:">, rule: string, pattern: string) =>
+  Schema.String.pipe(
+    Schema.filter((s) => {
+      try {
+        return new RegExp(pattern).test(s) && protocols.includes(new URL(s).protocol as "http:" | "https:")
+      } catch {
+        return false
+      }
+    }, {
+      message: () => ({ message: rule, override: true }),
+      jsonSchema: { format: "uri", pattern }
+    }),
+    Schema.filter((s) => s.length <= maxUrlLength, { message: () => tooLongMessage, jsonSchema: { maxLength: maxUrlLength } })
+  )
+
 /** An absolute http or https URL. Whether its host is public is checked by the submit policy. */
-export const HttpUrl = Schema.String.pipe(
-  Schema.filter((s) => {
-    try {
-      const protocol = new URL(s).protocol
-      return protocol === "https:" || protocol === "http:"
-    } catch {
-      return false
-    }
-  })
-).annotations({
-  message: () => ({ message: "must be an absolute http or https URL", override: true }),
-  jsonSchema: { type: "string", format: "uri", pattern: "^https?://" }
-})
+export const HttpUrl = urlField(["http:", "https:"], "must be an absolute http or https URL", httpUrlPattern)
 
 /** An absolute https URL. Whether its host is public is checked by the submit policy. */
-export const HttpsUrl = Schema.String.pipe(
-  Schema.filter((s) => {
-    try {
-      return new URL(s).protocol === "https:"
-    } catch {
-      return false
-    }
-  })
-).annotations({
-  message: () => ({ message: "must be an absolute https URL", override: true }),
-  jsonSchema: { type: "string", format: "uri", pattern: "^https://" }
-})
+export const HttpsUrl = urlField(["https:"], "must be an absolute https URL", httpsUrlPattern)
 
 /**
  * Marks a field whose URLs the service (or its upstream) fetches: a URL or an array of

@@ -8,6 +8,12 @@ import { defaultPrices } from "./Pricing.js"
 
 const cell = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value)).replace(/\|/g, "\\|")
 
+/** `, each at most 2048 characters` for an array whose items have a maxLength. */
+const urlLength = (property: Record<string, unknown>) => {
+  const maxLength = (property["items"] as Record<string, unknown> | undefined)?.["maxLength"]
+  return maxLength === undefined ? "" : `, each at most ${maxLength} characters`
+}
+
 const fieldRows = (schema: Record<string, unknown>) => {
   const properties = (schema["properties"] ?? {}) as Record<string, Record<string, unknown>>
   const required = new Set((schema["required"] ?? []) as ReadonlyArray<string>)
@@ -15,7 +21,7 @@ const fieldRows = (schema: Record<string, unknown>) => {
     const type = property["enum"]
       ? `one of ${(property["enum"] as ReadonlyArray<unknown>).join(", ")}`
       : property["type"] === "array"
-      ? `array of URLs${property["minItems"] !== undefined ? ` (${property["minItems"]} to ${property["maxItems"]})` : ""}`
+      ? `array of URLs${property["minItems"] !== undefined ? ` (${property["minItems"]} to ${property["maxItems"]})` : ""}${urlLength(property)}`
       : property["minimum"] !== undefined
       ? `${property["type"]} ${property["minimum"]} to ${property["maximum"]}`
       : String(property["type"] ?? "")
