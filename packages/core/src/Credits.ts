@@ -1,12 +1,13 @@
 /**
  * What credits do over a task's life, each rule in one place: the submit reserves the task's
  * price before the task is stored (`reserve`), the write that ends the task charges it on
- * SUCCESS and gives it back on FAILURE, TIMEOUT and CANCELLED (`settle`), and the
- * scheduler's settlement sweep finishes what a crash left between two writes. Amounts are
- * integer micro-USD (1 USD = 1,000,000).
+ * SUCCESS and gives it back on FAILURE, TIMEOUT and CANCELLED (`settle`), a settlement that
+ * failed (a dropped database connection) is tried again at once in the background
+ * (`settleRetrying`), and the scheduler's settlement sweep finishes what a crash left between
+ * two writes. Amounts are integer micro-USD (1 USD = 1,000,000).
  */
-import type { Option } from "effect"
-import { Effect, Either } from "effect"
+import type { Cause } from "effect"
+import { Duration, Effect, Either, Option, Schedule } from "effect"
 import type { Ids } from "./Ids.js"
 import * as Ledger from "./Ledger.js"
 import type { TaskStatus } from "./Task.js"
@@ -48,6 +49,37 @@ export const settle = (
     Effect.catchTag("NoReservation", () => Effect.succeedNone)
   )
 }
+
+/**
+ * How a settlement that failed is tried again: after 100 ms, then twice as long each time up
+ * to 2 s between tries, for 2 minutes. A dropped connection is usually replaced by the next
+ * try; a database that keeps dropping them (an outage, a failover) is settled at most 2 s
+ * after it is back, not at the settlement sweep's next run. Past 2 minutes the sweep has it.
+ */
+export const retrySchedule: Schedule.Schedule<unknown> = Schedule.exponential("100 millis").pipe(
+  Schedule.modifyDelay((_, delay) => Duration.min(delay, Duration.seconds(2))),
+  Schedule.upTo("2 minutes")
+)
+
+/**
+ * `settle` for the task `task` reads, tried again on `retrySchedule` while the read or the
+ * movement fails (a driver failure is a defect of the store: every cause is tried again).
+ * `task` is the ended record when the task's write is known to be stored, or a read of the
+ * store when the writer did not hear whether it was (the task may not have ended after all:
+ * then there is nothing to settle yet). Each movement is written once per task whoever asks,
+ * so a try that was written but not heard is harmless. Fails with the last try's cause.
+ */
+export const settleRetrying = (
+  ledger: Ledger.Ledger["Type"],
+  ids: Ids["Type"],
+  task: Effect.Effect<Option.Option<Pick<TaskRecord, "id" | "status">>>,
+  now: number
+): Effect.Effect<Option.Option<Ledger.LedgerEntry>, Cause.Cause<never>> =>
+  task.pipe(
+    Effect.flatMap(Option.match({ onNone: () => Effect.succeedNone, onSome: (record) => settle(ledger, ids, record, now) })),
+    Effect.sandbox,
+    Effect.retry(retrySchedule)
+  )
 
 /** `micro` micro-USD as dollars, with at least two decimals: 20000 is `$0.02`, 1500 is `$0.0015`. */
 export const formatUsd = (micro: number): string => {

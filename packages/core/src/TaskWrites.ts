@@ -3,7 +3,8 @@
  * it owes is worked out here (a task that reaches a terminal state with a callBackUrl owes
  * exactly one), and the record and its callback are written together, all or nothing. The
  * write that ends a task then settles its credits (`Credits.settle`, when a Ledger is in
- * context); a crash between the two is finished by the settlement sweep. The API (submit,
+ * context), trying again in the background when that fails; a crash between the two is
+ * finished by the settlement sweep. The API (submit,
  * cancel) and the engine write through this module alone; each write is published to the
  * task's waiters (`TaskChanges`, when in context).
  */
@@ -82,23 +83,56 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
 
   /**
    * After the write that ended a task: its reservation charged or released. A failure here
-   * leaves the reservation open, which the settlement sweep ends later; the task's own write
-   * stands either way.
+   * (the ledger's database connection dropped) is tried again in the background at once
+   * (`settleLater`); the task's own write stands either way.
    */
   const settled = (before: TaskStatus, after: TaskRecord, now: number) =>
     Option.isNone(ledger) || isTerminal(before) || !isTerminal(after.status)
       ? Effect.void
       : Credits.settle(ledger.value, ids, after, now).pipe(
         Effect.catchAllCause((cause) =>
-          Effect.logWarning(`credits: task ${after.id} ended ${after.status} but its reservation was not settled; the settlement sweep will`, cause)
+          Effect.logWarning(`credits: task ${after.id} ended ${after.status} but its reservation was not settled; trying again`, cause).pipe(
+            Effect.zipRight(settleLater(after.id, Effect.succeedSome(after), now))
+          )
         ),
         Effect.asVoid
       )
 
+  /**
+   * The settlement of an ended task (`task`: the record, or a read of it), tried again
+   * (`Credits.retrySchedule`, 2 minutes at most) without holding up the write that ended it;
+   * past that the settlement sweep has it. A daemon fiber: the writer's fiber (an engine
+   * step, a request) goes on and ends at once, which would interrupt a child, and the tries
+   * are bounded in time.
+   */
+  const settleLater = (taskId: TaskRecord["id"], task: Effect.Effect<Option.Option<TaskRecord>>, now: number) =>
+    Option.isNone(ledger) ? Effect.void : Credits.settleRetrying(ledger.value, ids, task, now).pipe(
+      Effect.flatMap((entry) =>
+        Option.isSome(entry) ? Effect.logInfo(`credits: task ${taskId} settled (${entry.value.kind}) on a later try`) : Effect.void
+      ),
+      Effect.catchAll((cause) =>
+        Effect.logWarning(`credits: the reservation of task ${taskId} is still not settled after retries; the settlement sweep will`, cause)
+      ),
+      Effect.forkDaemon,
+      Effect.asVoid
+    )
+
+  /**
+   * A write that would end a task and died (its connection dropped) may have been stored all
+   * the same, and then nobody else settles it: the engine reads an ended task back and has
+   * nothing left to write. So its settlement is owed as the stored task says.
+   */
+  const maybeEnded = (before: TaskStatus, after: TaskRecord, now: number) =>
+    isTerminal(before) || !isTerminal(after.status)
+      ? Effect.void
+      : settleLater(after.id, Effect.map(store.get(after.id), Option.filter((stored) => isTerminal(stored.status))), now)
+
   const write = (current: TaskRecord, next: Either.Either<TaskRecord, IllegalTransition>, now: number) =>
     Effect.flatMap(next, (record) =>
       callbacksOwed(current.status, record).pipe(
-        Effect.tap((callbacks) => store.update(record, current.version, callbacks)),
+        Effect.tap((callbacks) =>
+          store.update(record, current.version, callbacks).pipe(Effect.tapDefect(() => maybeEnded(current.status, record, now)))
+        ),
         Effect.tap(() => changed(record)),
         Effect.tap(() => settled(current.status, record, now)),
         Effect.tap(() => (!isTerminal(current.status) && isTerminal(record.status) ? Metrics.taskEnded(record) : Effect.void)),
