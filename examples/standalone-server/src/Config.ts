@@ -41,6 +41,10 @@ export interface ServerConfig {
   readonly maxRunningPerProvider: Readonly<Record<string, number>>
   /** Requests a second each API key may make, and its burst; none when turned off. */
   readonly rateLimit: Option.Option<{ readonly perSecond: number; readonly burst: number }>
+  /** Requests held open at once (events streams, `?wait=`): per API key and in total. */
+  readonly heldRequests: { readonly perKey: number; readonly total: number }
+  /** Failed authentications a minute each client address may have; none when turned off. */
+  readonly authFailureLimit: Option.Option<number>
   /** Pre-submission moderation: which moderator, and what happens when its backend is down. */
   readonly moderation: ModerationConfig
   /** Deadlines by model family, replacing the models' defaults. */
@@ -102,6 +106,9 @@ export const variables = [
   "MEDIAGATE_DEADLINES",
   "MEDIAGATE_RATE_LIMIT",
   "MEDIAGATE_RATE_LIMIT_BURST",
+  "MEDIAGATE_MAX_HELD_PER_KEY",
+  "MEDIAGATE_MAX_HELD",
+  "MEDIAGATE_AUTH_FAILURE_LIMIT",
   "MEDIAGATE_MODERATION",
   "MEDIAGATE_MODERATION_RULES",
   "MEDIAGATE_MODERATION_URL",
@@ -320,6 +327,21 @@ const rateLimit = Config.all({
   )
 )
 
+/** Requests held open at once, per key (default 20) and in all (default 1,000). */
+const heldRequests = Config.all({
+  perKey: count("MEDIAGATE_MAX_HELD_PER_KEY", 1_000_000).pipe(Config.withDefault(20)),
+  total: count("MEDIAGATE_MAX_HELD", 1_000_000).pipe(Config.withDefault(1_000))
+})
+
+/** Failed authentications a minute per client address (default 20, `off` for no limit). */
+const authFailureLimit = variable("MEDIAGATE_AUTH_FAILURE_LIMIT", (raw) => {
+  if (raw.trim().toLowerCase() === "off") return Either.right(Option.none<number>())
+  const value = /^\d{1,7}$/.test(raw.trim()) ? Number(raw.trim()) : NaN
+  return value >= 1
+    ? Either.right(Option.some(value))
+    : Either.left(`must be failed authentications a minute per client address, a whole number from 1, or off (got ${shown(raw)})`)
+}).pipe(Config.withDefault(Option.some(20)))
+
 /** Reads MEDIAGATE_* variables. */
 export const serverConfig: Config.Config<ServerConfig> = Config.all({
   port: port.pipe(Config.withDefault(8080)),
@@ -355,6 +377,8 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   maxRunningPerProvider: providerLimits.pipe(Config.withDefault({ "*": 100 })),
   deadlines: deadlines.pipe(Config.withDefault({})),
   rateLimit,
+  heldRequests,
+  authFailureLimit,
   moderation,
   logFormat: oneOf("MEDIAGATE_LOG_FORMAT", ["logfmt", "json"]).pipe(Config.withDefault("logfmt" as const)),
   logLevel: oneOf("MEDIAGATE_LOG_LEVEL", ["debug", "info", "warning", "error", "none"]).pipe(Config.withDefault("info" as const)),

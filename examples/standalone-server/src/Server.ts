@@ -7,7 +7,7 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { ModelCatalog } from "@mediagate/core"
-import { MediagateHttp, Prometheus, RateLimit, Routes } from "@mediagate/http"
+import { ClientErrors, MediagateHttp, Prometheus, Routes } from "@mediagate/http"
 import { Backends as ServerBackends, Deployment } from "@mediagate/server"
 import type { Router } from "@mediagate/upstream"
 import { RoutesFile } from "@mediagate/upstream"
@@ -87,9 +87,12 @@ export const loadRoutes = (file: string, providers: ProviderConfig) =>
     return expandRoutes(routes, names)
   })
 
-/** The HTTP server on `host:port`: `http`, or a new one. */
+/** The HTTP server on `host:port`: `http`, or a new one; Node's own errors answered in the envelope. */
 export const server = (config: Pick<ServerConfig, "host" | "port">, http: NodeServer = createServer()) =>
-  NodeHttpServer.layer(() => http, { port: config.port, host: config.host })
+  NodeHttpServer.layer(() => {
+    ClientErrors.install(http)
+    return http
+  }, { port: config.port, host: config.host })
 
 /** What `layer` reads: the configuration, where the engine's settings may be left to the library. */
 /** Settings the engine and the catalog take from the configuration; each has the library's default. */
@@ -103,6 +106,8 @@ type Tunables =
   | "webhookPrefix"
   | "moderation"
   | "rateLimit"
+  | "heldRequests"
+  | "authFailureLimit"
   | "startingCredits"
   | "mediaRetention"
   | "metrics"
@@ -118,7 +123,7 @@ export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | 
  */
 export const layer = (config: LayerConfig, backends: Backends, http?: NodeServer) =>
   MediagateHttp.serve.pipe(
-    Layer.provide(Option.match(config.rateLimit ?? Option.none(), { onNone: () => Layer.empty, onSome: RateLimit.layer })),
+    Layer.provide(Deployment.edgeLimits(config)),
     Layer.provide(services({ ...config, mediaRules: { mediaBaseUrl: `${config.publicUrl}${Routes.mediaPrefix}` } }, backends, {
       ...engineOptions(config),
       ...(config.stepSpans === true ? { stepSpans: true } : {})

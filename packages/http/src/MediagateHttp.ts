@@ -11,6 +11,7 @@ import { Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
 import type * as Http from "node:http"
 import * as Auth from "./Auth.js"
 import * as AuthFailures from "./AuthFailures.js"
+import * as ClientErrors from "./ClientErrors.js"
 import * as Envelope from "./Envelope.js"
 import * as Handlers from "./Handlers.js"
 import * as HeldRequests from "./HeldRequests.js"
@@ -147,11 +148,23 @@ export interface NodeHandler {
   readonly dispose: () => Promise<void>
 }
 
+/** Settings of `makeNodeHandler`. */
+export interface NodeHandlerOptions {
+  /**
+   * The host's server, to answer Node's own errors on it in the envelope (`ClientErrors`):
+   * oversized headers, unparsable requests, unknown methods. It concerns every request the
+   * server takes, not only those the host sends to mediagate; `dispose` removes it again.
+   */
+  readonly server?: Http.Server
+}
+
 /**
  * Builds a `node:http` listener for an existing server. The host decides which requests
- * reach it (usually every path under `/api/v1/` and `/media/`).
+ * reach it (usually every path under `/api/v1/` and `/media/`). The caps on held requests
+ * and the limit on failed authentications are the library's defaults unless `requirements`
+ * provides `HeldRequests.layer(...)` or `AuthFailures.layer(...)`.
  */
-export const makeNodeHandler = async <E>(requirements: Layer.Layer<Requirements, E>): Promise<NodeHandler> => {
+export const makeNodeHandler = async <E>(requirements: Layer.Layer<Requirements, E>, options: NodeHandlerOptions = {}): Promise<NodeHandler> => {
   const runtime = ManagedRuntime.make(
     Layer.mergeAll(layer, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer, NodeHttpServer.layerContext).pipe(
       Layer.provideMerge(requirements)
@@ -163,5 +176,12 @@ export const makeNodeHandler = async <E>(requirements: Layer.Layer<Requirements,
       return yield* NodeHttpServer.makeHandler(app)
     })
   )
-  return { handler, dispose: () => runtime.dispose() }
+  const uninstall = options.server === undefined ? () => {} : ClientErrors.install(options.server)
+  return {
+    handler,
+    dispose: () => {
+      uninstall()
+      return runtime.dispose()
+    }
+  }
 }

@@ -26,3 +26,5 @@ export * as HeldRequests from "./HeldRequests.js"
 export * as JsonDepth from "./JsonDepth.js"
 /** Token buckets in bounded memory. */
 export * as TokenBuckets from "./TokenBuckets.js"
+/** Node's own answers (oversized headers, unparsable requests, unknown methods) in the envelope. */
+export * as ClientErrors from "./ClientErrors.js"

@@ -8,6 +8,7 @@
 import { FetchHttpClient } from "@effect/platform"
 import type { MediaError, MediaStore, Outbound, StoreError } from "@mediagate/core"
 import { Ids, Moderation, ModerationRules, Upstream } from "@mediagate/core"
+import { AuthFailures, HeldRequests, RateLimit } from "@mediagate/http"
 import {
   MediaProbe as NodeMediaProbe,
   MediaUpstream,
@@ -99,6 +100,30 @@ export const engineOptions = (config: EngineConfig): Engine.Options => ({
   ...(config.maxRunningPerAccount === undefined ? {} : { maxRunningPerAccount: config.maxRunningPerAccount }),
   ...(config.maxRunningPerProvider === undefined ? {} : { maxRunningPerProvider: config.maxRunningPerProvider })
 })
+
+/** The limits of the HTTP edge; each left out has the library's default (no rate limit). */
+export interface EdgeConfig {
+  /** Requests a second per key and the burst; none: no rate limit. */
+  readonly rateLimit?: Option.Option<RateLimit.Options>
+  /** Requests held open at once (events streams, `?wait=`), per key and in total. */
+  readonly heldRequests?: HeldRequests.Limits
+  /** Failed authentications a minute per client address; none: no limit. */
+  readonly authFailureLimit?: Option.Option<number>
+}
+
+/**
+ * The HTTP edge's limits as layers for `MediagateHttp.serve` (or the requirements of
+ * `makeNodeHandler`): the rate limit, the caps on held requests, the limit on failed
+ * authentications per address.
+ */
+export const edgeLimits = (config: EdgeConfig): Layer.Layer<never> =>
+  Layer.mergeAll(
+    Option.match(config.rateLimit ?? Option.none(), { onNone: () => Layer.empty, onSome: RateLimit.layer }),
+    config.heldRequests === undefined ? Layer.empty : HeldRequests.layer(config.heldRequests),
+    config.authFailureLimit === undefined
+      ? Layer.empty
+      : AuthFailures.layer(Option.map(config.authFailureLimit, (failures) => ({ failures, window: "1 minute" })))
+  )
 
 /** The names of the providers whose keys are set. */
 export const configuredProviders = (providers: ProviderConfig): ReadonlySet<string> =>
