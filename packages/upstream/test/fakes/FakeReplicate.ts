@@ -96,7 +96,7 @@ export const signWebhook = (secret: string, id: string, body: string, timestampS
 
 /** Replicate's 422 for input its schema refuses. */
 const invalidInput = (problems: ReadonlyArray<InputSchema.Problem>): FakeServer.Reply => {
-  const fields = problems.map((problem) => ({ type: problem.type, field: problem.loc.slice(1).join("."), description: problem.msg }))
+  const fields = problems.map((problem) => ({ type: problem.type, field: problem.loc.join("."), description: problem.msg }))
   return {
     status: 422,
     body: { title: "Input validation failed", detail: fields.map((f) => `- ${f.field}: ${f.description}\n`).join(""), status: 422, invalid_fields: fields }
