@@ -1,11 +1,13 @@
 /**
  * The settlement sweep: the safety net of credits, as the engine's periodic scan is of
  * tasks. A task's price is held before the task is stored and settled after the write that
- * ends it (`Credits`); a process that dies between two of those writes leaves a reservation
- * open. The sweep looks at reservations open for longer than `grace`: one whose task has
- * ended is settled as its status says, one whose task was never stored is released, one
- * whose task still runs is left alone. Every movement is written once whoever asks, so the
- * sweep and a live write racing for the same task do no harm.
+ * ends it (`Credits`; a failed settlement is tried again at once in the background); a
+ * process that dies between two of those writes, or a database away for longer than those
+ * tries, leaves a reservation open. The sweep looks at every open reservation: one whose task
+ * has ended is settled as its status says, whatever its age; one whose task was never stored
+ * is released once it is older than `grace` (its submit may still be running); one whose task
+ * still runs is left alone. Every movement is written once whoever asks, so the sweep and a
+ * live write racing for the same task do no harm.
  */
 import { Credits, Ids, Ledger, Task, TaskStore } from "@mediagate/core"
 import { Clock, Duration, Effect, Layer, Option } from "effect"
@@ -15,8 +17,9 @@ export interface Options {
   /** How often the sweep runs (also once at start). Default 5 minutes. */
   readonly interval?: Duration.DurationInput
   /**
-   * How long a reservation stays open before the sweep looks at it: longer than any submit
-   * takes between holding the price and storing the task. Default 10 minutes.
+   * How old a reservation whose task is not stored must be before the sweep releases it:
+   * longer than any submit takes between holding the price and storing the task. A
+   * reservation whose task has ended is settled at any age. Default 10 minutes.
    */
   readonly grace?: Duration.DurationInput
 }
@@ -32,23 +35,24 @@ export interface Swept {
   readonly orphans: number
 }
 
-/** One sweep over every reservation open since before `now - grace`. */
+/** One sweep over every open reservation; never-stored ones are released once older than `grace`. */
 export const sweep = (grace: Duration.DurationInput = "10 minutes"): Effect.Effect<Swept, never, Ledger.Ledger | TaskStore.TaskStore | Ids.Ids> =>
   Effect.gen(function*() {
     const ledger = yield* Ledger.Ledger
     const store = yield* TaskStore.TaskStore
     const ids = yield* Ids.Ids
     const now = yield* Clock.currentTimeMillis
-    const before = now - Duration.toMillis(grace)
+    const orphanedBefore = now - Duration.toMillis(grace)
     let settled = 0
     let orphans = 0
     let after: { readonly at: number; readonly taskId: string } | undefined
     for (;;) {
-      const page = yield* ledger.open({ before, limit: pageSize, after })
+      const page = yield* ledger.open({ before: now + 1, limit: pageSize, after })
       for (const reservation of page) {
         const taskId = Ids.TaskId.make(reservation.taskId!)
         const task = yield* store.get(taskId)
         if (Option.isNone(task)) {
+          if (reservation.at >= orphanedBefore) continue
           yield* Effect.flatMap(Credits.entryId(ids), (id) => ledger.release({ id, taskId, at: now }))
           yield* Effect.logWarning(`credits: released the reservation of task ${taskId}, which was never stored (a submit that did not finish)`)
           orphans++

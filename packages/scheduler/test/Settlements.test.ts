@@ -1,7 +1,7 @@
 /**
  * The settlement sweep: reservations a crash left open are settled as their task's status
- * says (charged on SUCCESS, released otherwise), released when the task was never stored,
- * left alone while the task runs or while they are younger than the grace; every page of
+ * says (charged on SUCCESS, released otherwise) whatever their age, released when the task
+ * was never stored once older than the grace, left alone while the task runs; every page of
  * open reservations is read.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -22,7 +22,7 @@ const hold = (taskId: string, at: number, amount = 1_000) =>
 const kinds = (taskId: string) => Effect.flatMap(Ledger.Ledger, (ledger) => Effect.map(ledger.forTask(taskId), (entries) => entries.map((entry) => entry.kind)))
 
 describe("Settlements.sweep", () => {
-  it.effect("settles ended tasks by status, releases never-stored ones, leaves running and young ones", () =>
+  it.effect("settles ended tasks by status at any age, releases never-stored ones past the grace, leaves running and young never-stored ones", () =>
     Effect.gen(function*() {
       const store = yield* TaskStore.TaskStore
       const ledger = yield* Ledger.Ledger
@@ -34,15 +34,19 @@ describe("Settlements.sweep", () => {
       for (const taskId of ["succeeded", "failed", "cancelled", "running", "never-stored"]) yield* hold(taskId, 0)
       yield* TestClock.setTime(20 * minute)
       yield* hold("young-orphan", 15 * minute)
+      // Ended a minute ago and its settlement failed: the grace is for submits still running, not for this.
+      yield* store.create(Testing.record({ id: "young-succeeded", status: "SUCCESS", result: { type: "image", urls: ["https://cdn/y.png"] }, dueAt: null }))
+      yield* hold("young-succeeded", 19 * minute)
 
-      expect(yield* Settlements.sweep("10 minutes")).toEqual({ settled: 3, orphans: 1 })
+      expect(yield* Settlements.sweep("10 minutes")).toEqual({ settled: 4, orphans: 1 })
+      expect(yield* kinds("young-succeeded")).toEqual(["reserve", "charge"])
       expect(yield* kinds("succeeded")).toEqual(["reserve", "charge"])
       expect(yield* kinds("failed")).toEqual(["reserve", "release"])
       expect(yield* kinds("cancelled")).toEqual(["reserve", "release"])
       expect(yield* kinds("never-stored")).toEqual(["reserve", "release"])
       expect(yield* kinds("running")).toEqual(["reserve"])
       expect(yield* kinds("young-orphan")).toEqual(["reserve"])
-      expect(yield* ledger.balance(owner)).toEqual({ balance: 999_000, reserved: 2_000 })
+      expect(yield* ledger.balance(owner)).toEqual({ balance: 998_000, reserved: 2_000 })
       // A second sweep finds nothing more to do.
       expect(yield* Settlements.sweep("10 minutes")).toEqual({ settled: 0, orphans: 0 })
     }).pipe(Effect.provide(stores)))
