@@ -98,7 +98,7 @@ describe("Replicate's client against FakeReplicate", () => {
     expect(ended.completed_at).toEqual(expect.any(String))
     // The client's wait() loops until succeeded, failed or canceled (its code and its types
     // disagree): its stop callback is how a caller ends on aborted.
-    const waited: Prediction = await replicate.wait(created, { interval: 5 }, (p) => p.status === "aborted")
+    const waited: Prediction = await replicate.wait(created, { interval: 5 }, (p) => Promise.resolve(p.status === "aborted"))
     expect(waited.status).toBe("aborted")
   })
 
