@@ -1,6 +1,16 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
+import { randomBytes } from "node:crypto"
+import { setFlagsFromString } from "node:v8"
+import { runInNewContext } from "node:vm"
 import { RateLimit } from "../src/index.js"
+
+/** Heap in use after a full collection. */
+const heapAfterGc = () => {
+  setFlagsFromString("--expose-gc")
+  ;(runInNewContext("gc") as () => void)()
+  return process.memoryUsage().heapUsed
+}
 
 describe("RateLimit", () => {
   it.effect("a key gets its burst at once, then perSecond a second; other keys have their own buckets", () =>
@@ -39,4 +49,31 @@ describe("RateLimit", () => {
     })
     expect(RateLimit.limitedHeaders(limit, 2_500)["retry-after"]).toBe("3")
   })
+
+  it.effect("6,000 distinct 15 KB wrong keys: at most maxKeys buckets, and no key kept (heap grows by under 4 MB, not 90)", () =>
+    Effect.gen(function*() {
+      const limit = RateLimit.make({ perSecond: 50 })
+      const before = heapAfterGc()
+      for (let i = 0; i < 6_000; i++) yield* limit.take(randomBytes(7_500).toString("hex"))
+      const grown = heapAfterGc() - before
+      expect(yield* limit.size).toBe(6_000)
+      // Kept as Map keys, the keys alone were 90 MB (6,000 x 15 KB).
+      expect(grown).toBeLessThan(4 * 1024 * 1024)
+      // The cap holds past the default of 10,000.
+      for (let i = 0; i < 6_000; i++) yield* limit.take(`other-${i}`)
+      expect(yield* limit.size).toBe(10_000)
+    }))
+
+  it.effect("a bucket idle long enough to be full again is dropped", () =>
+    Effect.gen(function*() {
+      const limit = RateLimit.make({ perSecond: 5, burst: 10 })
+      for (let i = 0; i < 100; i++) yield* limit.take(`key-${i}`)
+      expect(yield* limit.size).toBe(100)
+      yield* TestClock.adjust("1999 millis")
+      yield* limit.take("late")
+      expect(yield* limit.size).toBe(101)
+      yield* TestClock.adjust("1 millis")
+      yield* limit.take("late")
+      expect(yield* limit.size).toBe(1)
+    }))
 })
