@@ -22,6 +22,7 @@ import { Effect, Option } from "effect"
 import * as ProviderHttp from "./ProviderHttp.js"
 import type { Provider } from "./Router.js"
 
+/** Where the images API is and how to call it. */
 export interface Options {
   /** The API key (`OPENAI_API_KEY`). */
   readonly key: string
@@ -118,6 +119,7 @@ const formatOf = (bytes: Uint8Array, outputFormat: unknown): "png" | "jpeg" | "w
   return outputFormat === "jpeg" || outputFormat === "webp" ? outputFormat : "png"
 }
 
+/** The `openai` provider; base64 images are stored in the host's MediaStore. */
 export const make = (options: Options): Effect.Effect<Provider, never, MediaStore.MediaStore> =>
   Effect.gen(function*() {
     const media = yield* MediaStore.MediaStore
