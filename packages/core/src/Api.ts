@@ -7,6 +7,7 @@ import { Either, Option, ParseResult, Schema } from "effect"
 import { CurrentAccount } from "./Accounts.js"
 import { shortened, ValidationError } from "./Errors.js"
 import { TaskId } from "./Ids.js"
+import { MAX_PROMPT_LENGTH } from "./models/Fields.js"
 import { ModelInfo } from "./models/ModelInfo.js"
 import { moderationCategories } from "./Moderation.js"
 import * as OpenApiDocument from "./OpenApiDocument.js"
@@ -98,6 +99,16 @@ export class PayloadTooLarge extends Schema.Class<PayloadTooLarge>("PayloadTooLa
   HttpApiSchema.annotations({ status: 413 })
 ) {}
 
+/**
+ * 429: a limit was reached before the request was looked at: the key's rate, the requests
+ * it holds open (events, `?wait=`), or failed authentications from the client's address.
+ * The `Retry-After` header gives the seconds to wait (OpenApiDocument declares it).
+ */
+export class TooManyRequests extends Schema.Class<TooManyRequests>("TooManyRequests")(
+  envelopeError(429, "Which limit was reached; try again after the seconds of the Retry-After header."),
+  HttpApiSchema.annotations({ status: 429 })
+) {}
+
 /** 500: something failed on our side; the cause is logged, never returned. */
 export class InternalServerError extends Schema.Class<InternalServerError>("InternalServerError")(
   envelopeError(500, "Always 'internal server error'."),
@@ -149,6 +160,15 @@ const requiredOr = (rule: string) => (issue: ParseResult.ParseIssue) =>
 /** Longest accepted user_id. */
 export const maxUserIdLength = 256
 
+/** `input.prompt` as every model's schema has it (models/Fields.Prompt). */
+const promptJsonSchema = {
+  type: "string",
+  minLength: 1,
+  maxLength: MAX_PROMPT_LENGTH,
+  pattern: "\\S",
+  description: `Text description: not blank, at most ${MAX_PROMPT_LENGTH} characters.`
+}
+
 /** Body of POST /api/v1/task/submit (spec 4.1). The model's own rules check `input`. */
 export const SubmitRequest = Schema.Struct({
   model: Schema.String.annotations({ message: requiredOr("must be a string") }).pipe(
@@ -159,10 +179,13 @@ export const SubmitRequest = Schema.Struct({
   }).pipe(
     // The task's model is the top-level one; a second `model` inside input would be echoed
     // beside it and could be mistaken for it (see docs/decisions).
-    Schema.filter((input) =>
-      Object.hasOwn(input, "model")
-        ? { path: ["model"], message: "is not a supported field; the model is the top-level model field" }
-        : true
+    Schema.filter(
+      (input) =>
+        Object.hasOwn(input, "model")
+          ? { path: ["model"], message: "is not a supported field; the model is the top-level model field" }
+          : true,
+      // What every model's own schema requires of input (GET /api/v1/models has each in full).
+      { jsonSchema: { required: ["prompt"], properties: { prompt: promptJsonSchema }, not: { required: ["model"] } } }
     )
   ).annotations({
     description: "Model input. input.prompt is required for every model; other fields are model specific."
@@ -193,7 +216,8 @@ export type SubmitRequest = typeof SubmitRequest.Type
 /** Decodes a submit body: `model is required`, `extra is not a supported field`, ... */
 export const decodeSubmitRequest = decodeRequest(SubmitRequest, "request body must be a JSON object", "is not a supported field")
 
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const uuidPattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+const uuid = new RegExp(uuidPattern)
 
 /** A task id as a client writes it; UUIDs compare case-insensitively, so it is kept in lower case. */
 const LowerCase = Schema.transform(Schema.String, Schema.String, {
@@ -220,19 +244,24 @@ const Cursor = Schema.String.pipe(
   description: "next_cursor of the previous page."
 })
 
+/** Most tasks on one page of the list. */
+export const maxPageSize = 100
+
+/** Tasks on a page of the list when `limit` is not given. */
+export const defaultPageSize = 20
+
 /** A page size, 1 to 100, written in decimal. */
 const Limit = Schema.transform(
-  Schema.String.pipe(Schema.filter((limit) => /^\d{1,3}$/.test(limit) && Number(limit) >= 1 && Number(limit) <= 100, {
-    jsonSchema: { pattern: "^[0-9]+$" }
-  })),
+  Schema.String.pipe(Schema.filter((limit) => /^\d{1,3}$/.test(limit) && Number(limit) >= 1 && Number(limit) <= maxPageSize)),
   Schema.Int,
   { strict: true, decode: Number, encode: String }
 ).annotations({
-  message: () => ({ message: "must be an integer between 1 and 100", override: true }),
-  description: "Tasks per page, 1 to 100 (default 20)."
+  message: () => ({ message: `must be an integer between 1 and ${maxPageSize}`, override: true }),
+  description: `Tasks per page, 1 to ${maxPageSize} (default ${defaultPageSize}).`
 })
 
 const statusList = TaskStatus.literals.join(", ")
+const statusAlternatives = `(${TaskStatus.literals.join("|")})`
 
 /** `status`: one status or several, separated by commas (`SUCCESS,FAILURE`). */
 const StatusFilter = Schema.transform(
@@ -244,8 +273,11 @@ const StatusFilter = Schema.transform(
   description: "Only tasks in these statuses: one, or several separated by commas."
 })
 
+/** Longest `model` filter of the list. */
+export const maxModelFilterLength = 200
+
 /** `model`: the model id as submitted. */
-const ModelFilter = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)).annotations({
+const ModelFilter = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(maxModelFilterLength)).annotations({
   message: () => ({ message: "must be a model id", override: true }),
   description: "Only tasks of this model (the model id as submitted)."
 })
@@ -282,7 +314,7 @@ const Timestamp = (description: string) =>
 
 /** Query parameters of GET /api/v1/tasks. */
 export const ListQuery = Schema.Struct({
-  limit: Schema.optionalWith(Limit, { default: () => 20 }),
+  limit: Schema.optionalWith(Limit, { default: () => defaultPageSize }),
   cursor: Schema.optionalWith(Cursor, { as: "Option" }),
   status: Schema.optional(StatusFilter),
   model: Schema.optional(ModelFilter),
@@ -316,6 +348,14 @@ export const decodeWait = (params: URLSearchParams): Either.Either<Option.Option
     ? Either.right(Option.some(Number(value)))
     : Either.left(new ValidationError({ message: `wait must be an integer number of seconds between 1 and ${maxWaitSeconds}` }))
 }
+
+/**
+ * The Idempotency-Key header as IdempotencyKeys.parseKey takes it, as a JSON Schema pattern:
+ * a quoted string (escapes `\"` and `\\` count as one character) or a bare value, either
+ * way 1 to 255 visible ASCII characters or spaces. A bare value that starts and ends with a
+ * quote is read as a quoted string.
+ */
+const idempotencyKeyPattern = String.raw`^(?:"(?:[ !#-\[\]-~]|\\["\\]){1,${IdempotencyKeys.maxKeyLength}}"|(?!".*"$)[ -~]{1,${IdempotencyKeys.maxKeyLength}})$`
 
 /** The Idempotency-Key header of submit, if given: 400 when it is empty, too long or malformed. */
 export const decodeIdempotencyKey = (header: string | undefined): Either.Either<Option.Option<string>, ValidationError> => {
@@ -365,7 +405,7 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
           required: false,
           description:
             "Additive: 1 to 255 characters, bare or as a quoted string. The same key and body from the same account within 24 hours answer the same task; the same key with another body is 422; while its first request is processed, 409.",
-          schema: { type: "string", minLength: 1, maxLength: IdempotencyKeys.maxKeyLength }
+          schema: { type: "string", pattern: idempotencyKeyPattern }
         }))
   )
   .add(
@@ -376,19 +416,51 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
       .addError(BadRequest)
       .annotate(OpenApi.Summary, "List your tasks, newest first (additive: not in the spec)")
       .annotate(OpenApi.Override, {
+        description:
+          "Each parameter may be given once; a parameter not listed here, or one given twice, is refused with 400.",
         parameters: [
-          { name: "limit", in: "query", required: false, description: "Tasks per page, 1 to 100 (default 20).", schema: { type: "string", pattern: "^[0-9]+$" } },
-          { name: "cursor", in: "query", required: false, description: "next_cursor of the previous page (with the same filters).", schema: { type: "string", format: "uuid" } },
+          {
+            name: "limit",
+            in: "query",
+            required: false,
+            description: `Tasks per page, 1 to ${maxPageSize} (default ${defaultPageSize}), in decimal digits.`,
+            schema: { type: "integer", minimum: 1, maximum: maxPageSize, default: defaultPageSize }
+          },
+          {
+            name: "cursor",
+            in: "query",
+            required: false,
+            description: "next_cursor of the previous page (with the same filters).",
+            schema: { type: "string", format: "uuid", pattern: uuidPattern }
+          },
           {
             name: "status",
             in: "query",
             required: false,
             description: "Only tasks in these statuses, separated by commas (SUCCESS,FAILURE).",
-            schema: { type: "string", pattern: `^(${TaskStatus.literals.join("|")})(,(${TaskStatus.literals.join("|")}))*$` }
+            schema: { type: "string", pattern: `^\\s*${statusAlternatives}\\s*(,\\s*${statusAlternatives}\\s*)*$` }
           },
-          { name: "model", in: "query", required: false, description: "Only tasks of this model (the id as submitted).", schema: { type: "string" } },
-          { name: "created_after", in: "query", required: false, description: "Only tasks created after this time (ISO 8601 with a time zone; exclusive).", schema: { type: "string", format: "date-time" } },
-          { name: "created_before", in: "query", required: false, description: "Only tasks created before this time (ISO 8601 with a time zone; exclusive).", schema: { type: "string", format: "date-time" } }
+          {
+            name: "model",
+            in: "query",
+            required: false,
+            description: "Only tasks of this model (the id as submitted).",
+            schema: { type: "string", minLength: 1, maxLength: maxModelFilterLength }
+          },
+          {
+            name: "created_after",
+            in: "query",
+            required: false,
+            description: "Only tasks created after this time (ISO 8601 with a time zone, or a date: its midnight UTC; exclusive).",
+            schema: { type: "string", pattern: isoTimestamp.source }
+          },
+          {
+            name: "created_before",
+            in: "query",
+            required: false,
+            description: "Only tasks created before this time (ISO 8601 with a time zone, or a date: its midnight UTC; exclusive).",
+            schema: { type: "string", pattern: isoTimestamp.source }
+          }
         ]
       })
   )
@@ -424,7 +496,7 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
           required: false,
           description:
             "Additive: hold the answer up to this many seconds (1 to 60) until the task ends; the answer comes as soon as it does, or after the wait with the task as it is then.",
-          schema: { type: "string", pattern: "^[0-9]+$" }
+          schema: { type: "integer", minimum: 1, maximum: maxWaitSeconds }
         }))
   )
   .middleware(Authorization)
@@ -564,6 +636,8 @@ export class MediagateApi extends HttpApi.make("mediagate")
   .add(CallbacksGroup)
   .add(CatalogGroup)
   .add(AccountGroup)
+  // Every endpoint is authenticated, and the limits run before authentication (HTTP layer).
+  .addError(TooManyRequests)
   .addError(InternalServerError)
   // Answered for a wrong method on a known path, which no endpoint describes.
   .annotate(HttpApi.AdditionalSchemas, [MethodNotAllowed])

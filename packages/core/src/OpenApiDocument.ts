@@ -2,7 +2,8 @@
  * The OpenAPI document describes the answers the server gives and nothing else: the
  * framework's own decode error (`{issues, message, _tag}`) is never returned (every 400 is
  * `{code, msg}`: requests are decoded by our handlers), and the titles and ids Schema
- * derives from code (`between(4, 15)`, `int`) are not names of the API.
+ * derives from code (`between(4, 15)`, `int`) are not names of the API. The headers of a
+ * 429, which HttpApi cannot declare, are added.
  */
 import type { OpenApi } from "@effect/platform"
 
@@ -27,7 +28,38 @@ const withoutTitles = (value: unknown): unknown =>
     )
     : value
 
-type Response = { description: string; content?: Record<string, { schema: Record<string, unknown> }> }
+type Response = {
+  description: string
+  headers?: Record<string, unknown>
+  content?: Record<string, { schema: Record<string, unknown> }>
+}
+
+/**
+ * Headers of answers by status, which HttpApi has no way to declare: every 429 carries
+ * Retry-After; the key's rate limit adds the IETF draft's RateLimit fields.
+ */
+const statusHeaders: Readonly<Record<string, Record<string, unknown>>> = {
+  "429": {
+    "Retry-After": {
+      description: "Seconds to wait before trying again.",
+      required: true,
+      schema: { type: "integer", minimum: 1 }
+    },
+    "RateLimit-Policy": {
+      description: "With the key's rate limit only (draft-ietf-httpapi-ratelimit-headers): `\"per-key\";q=<requests a second>;w=1`.",
+      required: false,
+      schema: { type: "string" }
+    },
+    RateLimit: {
+      description: "With the key's rate limit only: `\"per-key\";r=0;t=<seconds until a request is allowed>`.",
+      required: false,
+      schema: { type: "string" }
+    }
+  }
+}
+
+const withHeaders = (status: string, response: Response): Response =>
+  statusHeaders[status] === undefined ? response : { ...response, headers: { ...response.headers, ...statusHeaders[status] } }
 
 /** The response without the framework's decode error, or undefined when nothing else was in it. */
 const cleanResponse = (status: string, response: Response): Response | undefined => {
@@ -53,7 +85,7 @@ export const clean = (spec: OpenApi.OpenAPISpec): OpenApi.OpenAPISpec => {
       const responses = Object.fromEntries(
         Object.entries(op.responses).flatMap(([status, response]) => {
           const cleaned = cleanResponse(status, response as Response)
-          return cleaned === undefined ? [] : [[status, cleaned]]
+          return cleaned === undefined ? [] : [[status, withHeaders(status, cleaned)]]
         })
       )
       return [method, { ...op, responses }]

@@ -12,7 +12,7 @@ export const MAX_PROMPT_LENGTH = 10_000
 
 /** A required, non-blank prompt of at most MAX_PROMPT_LENGTH characters. */
 export const Prompt = Schema.String.annotations({ message: () => "must be a string" }).pipe(
-  Schema.filter((s) => s.trim().length > 0, { message: () => "must not be empty", jsonSchema: { minLength: 1 } }),
+  Schema.filter((s) => s.trim().length > 0, { message: () => "must not be empty", jsonSchema: { minLength: 1, pattern: "\\S" } }),
   Schema.filter((s) => s.length <= MAX_PROMPT_LENGTH, {
     message: () => `must be at most ${MAX_PROMPT_LENGTH} characters`,
     jsonSchema: { maxLength: MAX_PROMPT_LENGTH }
