@@ -13,6 +13,8 @@ export default defineConfig({
   ssr: { resolve: { conditions } },
   test: {
     include: ["test/**/*.test.ts"],
+    // Tells the run's watchdog (scripts/watchdog/reporter.ts) which file this worker runs.
+    setupFiles: [new URL("./scripts/watchdog/setup.ts", import.meta.url).pathname],
     testTimeout: 30_000,
     hookTimeout: 30_000
   }

@@ -28,7 +28,7 @@ const counted = (claims: { count: number }) =>
 
 /** An async upstream: every submit is accepted, every poll finds the job running. */
 const accepting = Layer.succeed(Upstream.Upstream, {
-  submit: () => Effect.succeed({ _tag: "Submitted" as const, upstreamId: Ids.UpstreamId.make("job-1") }),
+  submit: () => Effect.succeed({ _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make("job-1") }),
   poll: () => Effect.succeed({ _tag: "Running" as const })
 })
 
