@@ -17,7 +17,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { MediagateHttp } from "@mediagate/http"
 import { Relay } from "@mediagate/upstream"
 import { expandRoutes, memoryBackends, routableModels, services } from "@mediagate/example-standalone-server/Server"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { readFileSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -65,7 +65,7 @@ const loopback = Effect.acquireRelease(
 )
 
 /** The standalone composition with the media rules, both models routed to the gateway at `gateway`. */
-const frontServer = (gateway: string, deadlines: Readonly<Record<string, string>> = {}) =>
+const frontServer = (gateway: string, deadlines: Readonly<Record<string, Duration.DurationInput>> = {}) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
