@@ -238,7 +238,7 @@ describe("Deliverer", () => {
       expect(attempt).toMatchObject({
         attempt: 1,
         status: null,
-        error: "hooks.example.test resolves to 127.0.0.1, which is not a public address",
+        error: "hooks.example.test does not resolve to a public address",
         outcome: { _tag: "Retry" }
       })
       expect(calls).toEqual(["hooks.example.test"])
