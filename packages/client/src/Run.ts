@@ -2,7 +2,9 @@
  * Waiting for a task to end: one query answered at once, then long-poll queries
  * (`GET /api/v1/task/{id}?wait=N`, which the server holds until the task ends or N seconds
  * pass), and polling with exponential backoff while answers come back early without the
- * end (a server that does not hold queries answers at once). Every pause is the Clock's.
+ * end (a server that does not hold queries answers at once). A 429 (the server holds only so
+ * many queries per key, and limits each key's rate) is not an error here: the client stops
+ * asking for holds and polls with the same backoff. Every pause is the Clock's.
  */
 import type { Task } from "@mediagate/core"
 import { Clock, Duration, Effect, Option, Ref, Schedule } from "effect"
@@ -32,6 +34,9 @@ export const pollBackoff: Schedule.Schedule<Duration.Duration> = Schedule.expone
   Schedule.modifyDelay((_, delay) => Duration.min(delay, Duration.seconds(5)))
 )
 
+/** The server refused the query for now (too many held queries or requests for the key). */
+const tooManyRequests = (error: ClientError): boolean => error._tag === "MediagateError" && error.status === 429
+
 /** A query of the task; `wait` 0 asks for no hold. */
 type Get = (taskId: string, options: { readonly wait: number }) => Effect.Effect<Task.Task, ClientError>
 
@@ -42,10 +47,21 @@ export const waitForEnd = (taskId: string, get: Get, options: RunOptions = {}): 
     const lastSeen = yield* Ref.make(Option.none<Task.Task>())
     const loop = Effect.gen(function*() {
       const backoff = yield* Schedule.driver(pollBackoff)
+      // Whether queries still ask the server to hold them: not after it refused one (429).
+      let holding = true
       // The first query is answered at once, so the status shows before the first hold.
       for (let first = true; ; first = false) {
         const asked = yield* Clock.currentTimeMillis
-        const task = yield* get(taskId, { wait: first ? 0 : waitSeconds })
+        const answer = yield* get(taskId, { wait: first || !holding ? 0 : waitSeconds }).pipe(
+          Effect.map(Option.some),
+          Effect.catchIf(tooManyRequests, () => Effect.succeedNone)
+        )
+        if (Option.isNone(answer)) {
+          holding = false
+          yield* Effect.orDie(backoff.next(undefined))
+          continue
+        }
+        const task = answer.value
         const held = (yield* Clock.currentTimeMillis) - asked
         const previous = yield* Ref.getAndSet(lastSeen, Option.some(task))
         const changed = Option.match(previous, { onNone: () => true, onSome: (seen) => seen.status !== task.status })
@@ -56,7 +72,7 @@ export const waitForEnd = (taskId: string, get: Get, options: RunOptions = {}): 
         if (terminalStatuses.has(task.status)) return task
         if (first) continue
         // Held for at least half the wait asked: the server long-polls; ask again at once.
-        if (held * 2 >= waitSeconds * 1000) {
+        if (holding && held * 2 >= waitSeconds * 1000) {
           yield* backoff.reset
           continue
         }

@@ -34,8 +34,12 @@ interface Seen {
   readonly authorization: string | undefined
 }
 
-/** A fake mediagate that holds `?wait=N` queries (when `holds`) until the task ends or N seconds pass. */
-const fakeServer = (options: { readonly holds: boolean; readonly endsAt: number }) => {
+/**
+ * A fake mediagate that holds `?wait=N` queries (when `holds`) until the task ends or N
+ * seconds pass; with `refusesHolds`, it answers every held query 429, as mediagate does when
+ * the key holds too many already.
+ */
+const fakeServer = (options: { readonly holds: boolean; readonly endsAt: number; readonly refusesHolds?: boolean }) => {
   const seen: Array<Seen> = []
   const client = HttpClient.make((request, url) =>
     Effect.gen(function*() {
@@ -44,6 +48,12 @@ const fakeServer = (options: { readonly holds: boolean; readonly endsAt: number 
       seen.push({ at, wait, authorization: request.headers["authorization"] })
       if (request.method === "POST") {
         return HttpClientResponse.fromWeb(request, Response.json({ code: 0, msg: "ok", data: { taskId } }))
+      }
+      if (options.refusesHolds === true && wait !== null && wait !== "0") {
+        return HttpClientResponse.fromWeb(
+          request,
+          Response.json({ code: 429, msg: "too many held requests for this key; try again later" }, { status: 429, headers: { "retry-after": "5" } })
+        )
       }
       if (options.holds && wait !== null) {
         const until = Math.min(at + Number(wait) * 1000, Math.max(at, options.endsAt))
@@ -100,5 +110,25 @@ describe("run", () => {
       expect(failure).toMatchObject({ taskId, task: { status: "PROCESSING" } })
       // Nothing more is asked once it gave up.
       expect(server.seen.at(-1)!.at).toBeLessThanOrEqual(30_000)
+    }))
+
+  it.effect("a server that refuses held queries (429): polled with backoff instead, never a failure", () =>
+    Effect.gen(function*() {
+      const server = fakeServer({ holds: true, endsAt: 10_000, refusesHolds: true })
+      const { exit, statuses } = yield* run(server)
+      expect(exit._tag).toBe("Success")
+      expect(statuses).toEqual(["PENDING", "PROCESSING", "SUCCESS"])
+      // At once, one held query refused, then plain queries: +0.5 +1 +2 (3.5 s: PROCESSING) +0.5 +1 +2 +4 (11 s).
+      expect(server.seen.slice(1).map(({ at, wait }) => [at, wait])).toEqual([
+        [0, null],
+        [0, "20"],
+        [500, null],
+        [1_500, null],
+        [3_500, null],
+        [4_000, null],
+        [5_000, null],
+        [7_000, null],
+        [11_000, null]
+      ])
     }))
 })
