@@ -142,7 +142,8 @@ const adapters = (providers: ProviderConfig) =>
     }
     if (Option.isSome(providers.replicate)) {
       const { baseUrl, token, wait, webhookSecret } = providers.replicate.value
-      found.push(Replicate.make({ token, ...given("baseUrl", baseUrl), ...given("wait", wait), ...given("webhookSecret", webhookSecret) }))
+      // With the deployment's MediaStore: `data:` outputs (under `Prefer: wait`) are hosted, never returned as URLs.
+      found.push(yield* Replicate.makeWithStore({ token, ...given("baseUrl", baseUrl), ...given("wait", wait), ...given("webhookSecret", webhookSecret) }))
     }
     if (Option.isSome(providers.openai)) {
       found.push(yield* OpenAiImages.make({ key: providers.openai.value.key, ...given("baseUrl", providers.openai.value.baseUrl) }))

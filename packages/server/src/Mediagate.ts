@@ -134,7 +134,8 @@ export const layer = (
 /**
  * A `node:http` request listener for an existing server, with the engine and the deliverer
  * running until `dispose`. The host decides which requests reach it (usually every path
- * under `/api/v1/` and `/media/`).
+ * under `/api/v1/` and `/media/`). Given the host's `server`, requests Node itself refuses
+ * (oversized headers, malformed request lines) are answered in the envelope too.
  */
-export const makeNodeHandler = <E>(backends: Layer.Layer<Backends, E>, options: Options = {}) =>
-  MediagateHttp.makeNodeHandler(services(options).pipe(Layer.provideMerge(backends)))
+export const makeNodeHandler = <E>(backends: Layer.Layer<Backends, E>, options: Options & MediagateHttp.NodeHandlerOptions = {}) =>
+  MediagateHttp.makeNodeHandler(services(options).pipe(Layer.provideMerge(backends)), options.server === undefined ? {} : { server: options.server })
