@@ -53,7 +53,7 @@ export const start = async (options: HostOptions) => {
   const { port } = server.address() as AddressInfo
   const publicUrl = `http://${options.host}:${port}`
   // The standard composition: engine, callback deliverer and API over this host's backends.
-  const api = await Mediagate.makeNodeHandler(backends(publicUrl, options), { allowPrivateUrls: options.allowPrivateUrls ?? false })
+  const api = await Mediagate.makeNodeHandler(backends(publicUrl, options), { allowPrivateUrls: options.allowPrivateUrls ?? false, server })
 
   server.on("request", (request, response) => {
     const path = (request.url ?? "/").split("?")[0]!

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import * as Net from "node:net"
 import { Webhook } from "standardwebhooks"
 import { start } from "../src/main.js"
 
@@ -59,6 +60,20 @@ describe("embedding in an existing node:http server", () => {
       status: 404,
       body: { code: 404, msg: "task not found" }
     })
+  })
+
+  it("a request Node itself refuses (headers over its limit) is answered in the envelope", async () => {
+    const { port } = new URL(app.url)
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = Net.connect(Number(port), "127.0.0.1", () =>
+        socket.write(`GET /api/v1/models HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`))
+      let text = ""
+      socket.on("data", (chunk) => (text += chunk))
+      socket.on("close", () => resolve(text))
+      socket.on("error", reject)
+    })
+    expect(answer.split("\r\n")[0]).toBe("HTTP/1.1 431 Request Header Fields Too Large")
+    expect(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4))).toMatchObject({ code: 431 })
   })
 
   it("a task submitted through the host completes and its image is served", async () => {
