@@ -92,13 +92,14 @@ export class Upstream extends Context.Tag("@mediagate/core/Upstream")<Upstream, 
    */
   readonly notifies?: (job: UpstreamJob) => boolean
   /**
-   * Whether the service hosts the results of `job` itself (copies its files into the
-   * MediaStore before the task succeeds). When true, a job the upstream reports done is not
-   * done for the task: the engine records the upstream's result on the running attempt and
-   * then runs `hostResult` as a step of its own, with its own retries, never submitting the
-   * job again. Optional: without it (or without `hostResult`) results are returned as given.
+   * Whether the service hosts `result` of `job` itself: copies its files into the MediaStore
+   * before the task succeeds (false when they are there already). When true, a job the
+   * upstream reports done is not done for the task: the engine records the upstream's result
+   * on the running attempt and then runs `hostResult` as a step of its own, with its own
+   * retries, never submitting the job again. Optional: without it (or without `hostResult`)
+   * results are returned as given.
    */
-  readonly hostsResults?: (job: UpstreamJob) => boolean
+  readonly hostsResults?: (job: UpstreamJob, result: TaskResult) => boolean
   /**
    * Copies `result`'s files into the MediaStore and answers the result with our URLs.
    * Provided with `hostsResults` by the wrapper that owns the MediaStore (`MediaUpstream`).

@@ -113,7 +113,7 @@ export const make = (inner: Upstream.Upstream["Type"], options: Options) =>
 
     /** One result file copied to the MediaStore (unless it is there already). */
     const copy = (url: string) =>
-      url.startsWith(`${base}/`)
+      ours(url)
         ? Effect.succeed(url)
         : fetch.get(url).pipe(
           Effect.catchTag("SafeFetchError", (error) =>
@@ -134,13 +134,16 @@ export const make = (inner: Upstream.Upstream["Type"], options: Options) =>
           })
         )
 
+    /** Ours already (the simulator writes its files to the MediaStore): nothing to copy. */
+    const ours = (url: string) => url.startsWith(`${base}/`)
+
     const hostResult = (_job: UpstreamJob, result: TaskResult): Effect.Effect<TaskResult, Upstream.ResultCopyError> =>
       Effect.map(Effect.forEach(result.urls, copy, { concurrency: 4 }), (urls) => ({ ...result, urls }))
 
     const service: Upstream.Upstream["Type"] = {
       ...inner,
       submit: (job, context) => Effect.flatMap(prepare(job), (prepared) => inner.submit(prepared, context)),
-      hostsResults,
+      hostsResults: (job, result) => hostsResults(job) && !result.urls.every(ours),
       hostResult
     }
     return service

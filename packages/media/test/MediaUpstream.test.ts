@@ -124,9 +124,11 @@ describe("MediaUpstream", () => {
       // Submit no longer copies: the engine copies as a step of its own, after the job is recorded as done.
       const alpha = yield* run(Testing.job(), external)
       expect((Either.getOrThrow(alpha.outcome) as { result: Task.TaskResult }).result).toEqual(external)
-      expect(wrapped.hostsResults!(Testing.job())).toBe(true)
-      expect(wrapped.hostsResults!(Testing.job({ model: "beta-imagine", mode: "text-to-image-pro" }))).toBe(true)
-      expect(wrapped.hostsResults!(Testing.job({ model: "dream-4" }))).toBe(false)
+      expect(wrapped.hostsResults!(Testing.job(), external)).toBe(true)
+      expect(wrapped.hostsResults!(Testing.job({ model: "beta-imagine", mode: "text-to-image-pro" }), external)).toBe(true)
+      expect(wrapped.hostsResults!(Testing.job({ model: "dream-4" }), external)).toBe(false)
+      // Files in our MediaStore already (the simulator's): nothing to copy.
+      expect(wrapped.hostsResults!(Testing.job(), { type: "image", urls: [external.urls[1]!] })).toBe(false)
       const urls = (yield* hostResult(Testing.job(), external)).urls
       expect(urls[0]).toMatch(new RegExp(`^${mediaBase}/[0-9a-f]{32}\\.png$`))
       // Already ours: not fetched again.

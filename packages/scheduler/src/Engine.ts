@@ -195,7 +195,7 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
      * Recorded first, so that nothing after this (a failed copy, a crash) runs the job again.
      */
     const finished = (record: Task.TaskRecord, result: Task.TaskResult, now: number, startedAt: number) => {
-      if (upstream.hostResult === undefined || upstream.hostsResults?.(record.job) !== true) return complete(record, result, now, startedAt)
+      if (upstream.hostResult === undefined || upstream.hostsResults?.(record.job, result) !== true) return complete(record, result, now, startedAt)
       const attempts = touch(record, startedAt, { upstreamResult: result, copyFailures: 0 })
       return record.status === "PROCESSING"
         ? write(record, writes.reschedule(record, now, { attempts }))
