@@ -70,12 +70,41 @@ const hosting = (calls: Calls, copyFails: (copy: number) => Upstream.ResultCopyE
 
 const transient = new Upstream.ResultCopyError({ message: "copying the result failed: HTTP 503", retryable: true })
 
+/** Store calls under way (`counted`): on SQLite and PostgreSQL the engine's writes are real I/O. */
+const inflight = { count: 0 }
+
+/** The store with each of its calls counted in `inflight` while it runs. */
+const counted = (store: TaskStore.TaskStore["Type"]): TaskStore.TaskStore["Type"] =>
+  Object.fromEntries(Object.entries(store).map(([key, value]) => [
+    key,
+    typeof value !== "function" ? value : (...args: ReadonlyArray<unknown>) => {
+      const result = value(...args)
+      return Effect.isEffect(result)
+        ? Effect.suspend(() => {
+          inflight.count++
+          return Effect.ensuring(result, Effect.sync(() => inflight.count--))
+        })
+        : result
+    }
+  ])) as TaskStore.TaskStore["Type"]
+
+/** One turn of the event loop (PostgreSQL's answers arrive as I/O). */
+const turn = Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+
+/** Event-loop turns until no store call has been under way for ten turns in a row: what the last move of virtual time woke is done. */
+const settle = Effect.gen(function*() {
+  for (let quiet = 0, turns = 0; quiet < 10; turns++) {
+    if (turns > 20_000) return yield* Effect.dieMessage(`the store never went quiet (${inflight.count} calls under way)`)
+    yield* turn
+    quiet = inflight.count === 0 ? quiet + 1 : 0
+  }
+})
+
 const advance = (seconds: number, step: Duration.DurationInput = "1 second") =>
   Effect.gen(function*() {
     for (let i = 0; i < seconds; i++) {
       yield* TestClock.adjust(step)
-      // Event-loop turns, not timed waits: PostgreSQL's answers arrive as I/O.
-      for (let j = 0; j < 5; j++) yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      yield* settle
     }
   })
 
@@ -85,11 +114,15 @@ for (const [name, backend] of backends) {
   describe(`Result copies on ${name}`, () => {
     /** The store, a fresh scripted upstream's calls, and a way to start an engine on them. */
     const setup = Effect.gen(function*() {
-      const context = yield* Layer.build(backend)
-      const store = Context.get(context, TaskStore.TaskStore)
+      const built = yield* Layer.build(backend)
+      const store = counted(Context.get(built, TaskStore.TaskStore))
+      const context = Context.add(built, TaskStore.TaskStore, store)
       const calls: Calls = { submits: yield* Ref.make(0), polls: yield* Ref.make(0), copies: yield* Ref.make(0) }
+      // Started, and its first look at the store answered, before virtual time moves.
       const start = (upstream: Layer.Layer<Upstream.Upstream>) =>
-        Layer.build(Engine.layer({ pollInterval: "1 hour" }).pipe(Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(context)])))
+        Layer.build(Engine.layer({ pollInterval: "1 hour" }).pipe(Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(context)]))).pipe(
+          Effect.zipLeft(settle)
+        )
       const get = (id: string) => Effect.map(store.get(Ids.TaskId.make(id)), Option.getOrThrow)
       return { store, calls, start, get }
     })
