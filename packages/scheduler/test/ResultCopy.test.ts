@@ -78,7 +78,7 @@ const counted = (store: TaskStore.TaskStore["Type"]): TaskStore.TaskStore["Type"
   Object.fromEntries(Object.entries(store).map(([key, value]) => [
     key,
     typeof value !== "function" ? value : (...args: ReadonlyArray<unknown>) => {
-      const result = value(...args)
+      const result = (value as (...args: ReadonlyArray<unknown>) => unknown)(...args)
       return Effect.isEffect(result)
         ? Effect.suspend(() => {
           inflight.count++
