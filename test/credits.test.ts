@@ -59,10 +59,12 @@ describe("credits", () => {
       expect(task.status).toBe("SUCCESS")
       expect(yield* sums).toEqual({ balance: 920_000, reserved: 0, available: 920_000 })
       expect(yield* entriesOf(taskId)).toEqual([["reserve", 0, 80_000], ["charge", -80_000, -80_000]])
-      // Time passing after the end moves nothing more (the settlement sweep finds nothing open).
-      yield* TestClock.adjust("1 hour")
+      // Time passing after the end moves nothing more: two settlement sweeps (every 5 minutes)
+      // find nothing open. (Each virtual second wakes the engine's and the deliverer's scans,
+      // some milliseconds of real time each: an hour took over 30 s on a loaded machine.)
+      yield* TestClock.adjust("11 minutes")
       expect(yield* sums).toEqual({ balance: 920_000, reserved: 0, available: 920_000 })
-    }).pipe(Effect.provide(testServer({ profile: "demo", credits: 1_000_000 }))))
+    }).pipe(Effect.provide(testServer({ profile: "demo", credits: 1_000_000 }))), 60_000)
 
   it.effect("FAILURE, TIMEOUT and CANCELLED give the hold back: failed tasks are not charged", () =>
     Effect.gen(function*() {
