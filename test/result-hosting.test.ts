@@ -147,8 +147,13 @@ describe("result hosting", () => {
           const task = yield* run(model, input, "broken.png")
           // No class the client could act on (spec: failure_reason null), and the reason in `error`.
           expect(task).toMatchObject({ status: "FAILURE", result: null, failure_reason: null })
+          // The last try failed, or (on a loaded machine) was still running when the deadline came.
           expect(task.error).toMatch(
-            new RegExp(`^the result of upstream job broken\\.png could not be copied before the deadline \\(\\d+ tries\\); the last failure: copying the result failed: ${base.replace(/\./g, "\\.")}/broken\\.png: HTTP 500$`)
+            new RegExp(
+              `^the result of upstream job broken\\.png could not be copied before the deadline \\(\\d+ tries\\); the last failure: (copying the result failed: ${
+                base.replace(/\./g, "\\.")
+              }/broken\\.png: HTTP 500|the deadline passed while the result was being copied)$`
+            )
           )
           expect(submits.get("broken.png")).toBe(1)
           expect(asked.get("/broken.png")).toBeGreaterThan(2)

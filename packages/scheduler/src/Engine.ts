@@ -398,8 +398,14 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
           yield* Metrics.resultCopy("ok")
           return yield* complete(record, outcome.answer.right, ended, startedAt)
         }
+        // A copy runs out at its own limit or at the task's deadline, whichever comes first.
         const error = outcome._tag === "RanOut"
-          ? new Upstream.ResultCopyError({ message: `copying the result did not finish within ${settings.resultCopyTimeout} ms`, retryable: true })
+          ? new Upstream.ResultCopyError({
+            message: ended >= record.deadlineAt
+              ? "the deadline passed while the result was being copied"
+              : `copying the result did not finish within ${settings.resultCopyTimeout} ms`,
+            retryable: true
+          })
           : Either.isLeft(outcome.answer) ? outcome.answer.left : undefined
         if (error === undefined) return record // unreachable: a Right was handled above
         yield* Effect.logWarning(`engine: copying the result of ${jobName(attempt)} for task ${record.id} failed: ${error.message}`).pipe(
