@@ -3,9 +3,9 @@
  * need one without going through a model. Imported from `@mediagate/core/testing`, never from
  * the public index: no library code may build its data from a fixture.
  */
-import { AccountId, TaskId, UpstreamId } from "./Ids.js"
-import type { UpstreamJob } from "./Task.js"
-import { TaskRecord } from "./Task.js"
+import { AccountId, TaskId, UpstreamId } from "./domain/Ids.js"
+import type { UpstreamJob } from "./domain/Task.js"
+import { TaskRecord } from "./domain/Task.js"
 
 /** An alpha-image-2 text-to-image job (1k, 16:9, n 1); override what matters. */
 export const job = (overrides: Partial<UpstreamJob> = {}): UpstreamJob => ({

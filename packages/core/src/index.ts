@@ -1,21 +1,21 @@
 /** Accounts, API keys and the current request's account. */
-export * as Accounts from "./Accounts.js"
+export * as Accounts from "./services/Accounts.js"
 /** The engine's choice after a failed upstream call: retry, fall back or fail. */
-export * as Attempt from "./Attempt.js"
+export * as Attempt from "./domain/Attempt.js"
 /** The HTTP contract: endpoints, envelope, errors. */
-export * as Api from "./Api.js"
+export * as Api from "./api/Api.js"
 /** Domain errors. */
-export * from "./Errors.js"
+export * from "./domain/Errors.js"
 /** A binary min-heap. */
-export { Heap } from "./Heap.js"
+export { Heap } from "./domain/Heap.js"
 /** Idempotency keys of submit: reservation, binding, expiry, fingerprints. */
-export * as IdempotencyKeys from "./IdempotencyKeys.js"
+export * as IdempotencyKeys from "./services/IdempotencyKeys.js"
 /** Task ids and random tokens. */
-export * as Ids from "./Ids.js"
+export * as Ids from "./domain/Ids.js"
 /** Hosting of produced files. */
-export * as MediaStore from "./MediaStore.js"
+export * as MediaStore from "./services/MediaStore.js"
 /** Kinds, formats and durations of media files. */
-export * as MediaProbe from "./MediaProbe.js"
+export * as MediaProbe from "./services/MediaProbe.js"
 /** The model catalog. */
 export * as ModelCatalog from "./models/ModelCatalog.js"
 /** alpha-image-2. */
@@ -42,38 +42,38 @@ export * as Sizes from "./models/Sizes.js"
 export * as Fields from "./models/Fields.js"
 export type { DraftJob, ModelExample, ModelSpec, Normalized } from "./models/ModelSpec.js"
 /** Pre-submission moderation. */
-export * as Moderation from "./Moderation.js"
+export * as Moderation from "./services/Moderation.js"
 /** The gateway's metrics (Effect `Metric`): submits, ended tasks, upstream calls, callbacks, PENDING. */
-export * as Metrics from "./Metrics.js"
+export * as Metrics from "./services/Metrics.js"
 /** Credits: the ledger of an account's movements. */
-export * as Ledger from "./Ledger.js"
+export * as Ledger from "./services/Ledger.js"
 /** What credits do over a task's life: reserve, charge or release, dollars. */
-export * as Credits from "./Credits.js"
+export * as Credits from "./tasks/Credits.js"
 /** API keys: format, checksum, states. */
-export * as ApiKeys from "./ApiKeys.js"
+export * as ApiKeys from "./domain/ApiKeys.js"
 /** Moderation by local word and pattern rules, the default moderator. */
-export * as ModerationRules from "./ModerationRules.js"
+export * as ModerationRules from "./services/ModerationRules.js"
 /** Tasks: statuses, records, the wire shape. */
-export * as Task from "./Task.js"
+export * as Task from "./domain/Task.js"
 /** Requests to third parties: address checks, pinning, no redirects. */
-export * as Outbound from "./Outbound.js"
+export * as Outbound from "./services/Outbound.js"
 /** Downloads of client media: address checks, limits, sniffed content types. */
-export * as SafeFetch from "./SafeFetch.js"
+export * as SafeFetch from "./services/SafeFetch.js"
 /** Changes of tasks as they are written, for waiters (`?wait=`, events). */
-export * as TaskChanges from "./TaskChanges.js"
+export * as TaskChanges from "./services/TaskChanges.js"
 /** Engine nudges. */
-export * as TaskEvents from "./TaskEvents.js"
+export * as TaskEvents from "./services/TaskEvents.js"
 /** Submit and query. */
-export * from "./TaskService.js"
+export * from "./tasks/TaskService.js"
 /** The one write path of task state (transition, callback owed, both written). */
-export * as TaskWrites from "./TaskWrites.js"
+export * as TaskWrites from "./tasks/TaskWrites.js"
 /** The task store. */
-export * as TaskStore from "./TaskStore.js"
+export * as TaskStore from "./services/TaskStore.js"
 /** The state machine. */
-export * as Transition from "./Transition.js"
+export * as Transition from "./domain/Transition.js"
 /** Conversions of input media (WebP to JPEG). */
-export * as Transcoder from "./Transcoder.js"
+export * as Transcoder from "./services/Transcoder.js"
 /** Upstream providers. */
-export * as Upstream from "./Upstream.js"
+export * as Upstream from "./services/Upstream.js"
 /** Which client URLs are acceptable. */
-export * as UrlPolicy from "./UrlPolicy.js"
+export * as UrlPolicy from "./domain/UrlPolicy.js"

@@ -3,8 +3,8 @@
  * (spec 4.3, rules 1 to 7).
  */
 import { Duration, Either, Schema } from "effect"
-import type { ValidationError } from "../Errors.js"
-import type { Adjustment } from "../Task.js"
+import type { ValidationError } from "../domain/Errors.js"
+import type { Adjustment } from "../domain/Task.js"
 import { adjusted, draft } from "./Draft.js"
 import { decodeInput, intOneOf, invalid, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
 import type { ModelSpec, Normalized } from "./ModelSpec.js"

@@ -1,7 +1,7 @@
 /**
  * Helpers shared by the model modules.
  */
-import type { Adjustment } from "../Task.js"
+import type { Adjustment } from "../domain/Task.js"
 import type { Schema } from "effect"
 import type { DraftJob, ModelSpec } from "./ModelSpec.js"
 

@@ -4,8 +4,8 @@
  * `input.<field> <rule> for <model>`.
  */
 import { Either, ParseResult, Schema, SchemaAST } from "effect"
-import { ValidationError } from "../Errors.js"
-import { httpsUrlPattern, httpUrlPattern, maxUrlLength, tooLongMessage } from "../UrlPolicy.js"
+import { ValidationError } from "../domain/Errors.js"
+import { httpsUrlPattern, httpUrlPattern, maxUrlLength, tooLongMessage } from "../domain/UrlPolicy.js"
 
 /** Longest prompt accepted (characters). */
 export const MAX_PROMPT_LENGTH = 10_000

@@ -3,9 +3,9 @@
  * upstream job, what it outputs, how long it may take, how it is priced.
  */
 import type { Duration, Either, Schema } from "effect"
-import type { ValidationError } from "../Errors.js"
+import type { ValidationError } from "../domain/Errors.js"
 import type { MediaUrl } from "./Fields.js"
-import type { UpstreamJob } from "../Task.js"
+import type { UpstreamJob } from "../domain/Task.js"
 import type { PriceTable } from "./Pricing.js"
 
 /** A job as normalisation leaves it; the price is added by the catalog. */

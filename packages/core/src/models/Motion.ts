@@ -3,8 +3,8 @@
  * audio materials (spec 4.3).
  */
 import { Duration, Either, Schema } from "effect"
-import type { ValidationError } from "../Errors.js"
-import type { Adjustment, UpstreamJob } from "../Task.js"
+import type { ValidationError } from "../domain/Errors.js"
+import type { Adjustment, UpstreamJob } from "../domain/Task.js"
 import { adjusted, draft, extras } from "./Draft.js"
 import { decodeInput, Flag, HttpUrl, intBetween, intOneOf, invalid, MediaUrls, mediaUrlsOf, oneOf, Prompt } from "./Fields.js"
 import type { ModelSpec, Normalized } from "./ModelSpec.js"

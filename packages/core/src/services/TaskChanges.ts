@@ -6,8 +6,8 @@
  */
 import type { Scope } from "effect"
 import { Context, Effect, Layer, Queue } from "effect"
-import type { TaskId } from "./Ids.js"
-import type { TaskRecord } from "./Task.js"
+import type { TaskId } from "../domain/Ids.js"
+import type { TaskRecord } from "../domain/Task.js"
 
 /** Task changes in this process. */
 export class TaskChanges extends Context.Tag("@mediagate/core/TaskChanges")<TaskChanges, {

@@ -2,8 +2,8 @@
  * API keys to accounts. Keys are stored hashed by every backend.
  */
 import { Clock, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
-import type { KeyInfo } from "./ApiKeys.js"
-import type { AccountId } from "./Ids.js"
+import type { KeyInfo } from "../domain/ApiKeys.js"
+import type { AccountId } from "../domain/Ids.js"
 
 /** An account: the owner of tasks. */
 export interface Account {

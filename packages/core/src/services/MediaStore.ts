@@ -8,7 +8,7 @@
  */
 import type { Stream } from "effect"
 import { Context, Effect, Option } from "effect"
-import { MediaError } from "./Errors.js"
+import { MediaError } from "../domain/Errors.js"
 
 /** A stored file. */
 export interface MediaObject {

@@ -8,11 +8,11 @@
  */
 import type { Cause } from "effect"
 import { Duration, Effect, Either, Option, Schedule } from "effect"
-import type { Ids } from "./Ids.js"
-import * as Ledger from "./Ledger.js"
-import type { TaskStatus } from "./Task.js"
-import { isTerminal } from "./Task.js"
-import type { TaskRecord } from "./Task.js"
+import type { Ids } from "../domain/Ids.js"
+import * as Ledger from "../services/Ledger.js"
+import type { TaskStatus } from "../domain/Task.js"
+import { isTerminal } from "../domain/Task.js"
+import type { TaskRecord } from "../domain/Task.js"
 
 /** The movement that ends a task's reservation: a charge on SUCCESS, a release on any other end; none while it runs. */
 export const settlementOf = (status: TaskStatus): "charge" | "release" | undefined =>

@@ -8,8 +8,8 @@
  * `makeMemory` here, `SqlIdempotencyKeys` in @mediagate/store-sql.
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { shortened } from "./Errors.js"
-import type { AccountId, TaskId } from "./Ids.js"
+import { shortened } from "../domain/Errors.js"
+import type { AccountId, TaskId } from "../domain/Ids.js"
 
 /** How long a key answers with its task: 24 hours from its first request. */
 export const keyLifetimeMs = 24 * 60 * 60 * 1000

@@ -3,9 +3,9 @@
  */
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
-import type { TaskConflict } from "./Errors.js"
-import type { AccountId, TaskId } from "./Ids.js"
-import type { TaskRecord, TaskStatus } from "./Task.js"
+import type { TaskConflict } from "../domain/Errors.js"
+import type { AccountId, TaskId } from "../domain/Ids.js"
+import type { TaskRecord, TaskStatus } from "../domain/Task.js"
 
 /** Options of a claim for due work. */
 export interface ClaimOptions {

@@ -23,7 +23,7 @@
  */
 import type { Effect, Option } from "effect"
 import { Context, Data } from "effect"
-import type { AccountId } from "./Ids.js"
+import type { AccountId } from "../domain/Ids.js"
 
 export type EntryKind = "credit" | "reserve" | "charge" | "release"
 

@@ -3,9 +3,9 @@
  */
 import type { Effect } from "effect"
 import { Context, Schema } from "effect"
-import type { UpstreamError } from "./Errors.js"
-import type { TaskId, UpstreamId } from "./Ids.js"
-import type { TaskInput, TaskResult, UpstreamJob } from "./Task.js"
+import type { UpstreamError } from "../domain/Errors.js"
+import type { TaskId, UpstreamId } from "../domain/Ids.js"
+import type { TaskInput, TaskResult, UpstreamJob } from "../domain/Task.js"
 
 /** What submitting a job gave: the result (sync upstreams) or the upstream's id for polling. */
 export type SubmitOutcome =

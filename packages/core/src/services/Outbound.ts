@@ -8,7 +8,7 @@
  * control.
  */
 import { Context, Duration, Effect, Schema } from "effect"
-import { isNonPublicHostname, isPublicAddress } from "./UrlPolicy.js"
+import { isNonPublicHostname, isPublicAddress } from "../domain/UrlPolicy.js"
 
 /** Why an outbound request did not get an answer. */
 export class OutboundError extends Schema.TaggedError<OutboundError>()("OutboundError", {

@@ -6,7 +6,7 @@
  * callback attempts in the deliverer.
  */
 import { Effect, Metric, MetricBoundaries } from "effect"
-import type { TaskRecord } from "./Task.js"
+import type { TaskRecord } from "../domain/Task.js"
 
 /** Tasks created by a submit (an Idempotency-Key replay creates none), by the model asked for. */
 export const submitted = Metric.counter("mediagate_tasks_submitted_total", {

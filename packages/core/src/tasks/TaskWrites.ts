@@ -8,21 +8,21 @@
  * cancel) and the engine write through this module alone; each write is published to the
  * task's waiters (`TaskChanges`, when in context).
  */
-import * as Metrics from "./Metrics.js"
+import * as Metrics from "../services/Metrics.js"
 import { Effect, Either, Option } from "effect"
 import * as Credits from "./Credits.js"
-import type { IllegalTransition, TaskConflict } from "./Errors.js"
-import { Ledger } from "./Ledger.js"
-import type { UpstreamId } from "./Ids.js"
-import { Ids } from "./Ids.js"
-import type { TaskStatus, UpstreamAttempt, UpstreamJob } from "./Task.js"
-import { isTerminal, TaskRecord } from "./Task.js"
-import type { CallbackRow } from "./TaskStore.js"
-import { TaskChanges } from "./TaskChanges.js"
-import { CallbackWakeup } from "./TaskEvents.js"
-import { TaskStore } from "./TaskStore.js"
-import type { TaskChange } from "./Transition.js"
-import * as Transition from "./Transition.js"
+import type { IllegalTransition, TaskConflict } from "../domain/Errors.js"
+import { Ledger } from "../services/Ledger.js"
+import type { UpstreamId } from "../domain/Ids.js"
+import { Ids } from "../domain/Ids.js"
+import type { TaskStatus, UpstreamAttempt, UpstreamJob } from "../domain/Task.js"
+import { isTerminal, TaskRecord } from "../domain/Task.js"
+import type { CallbackRow } from "../services/TaskStore.js"
+import { TaskChanges } from "../services/TaskChanges.js"
+import { CallbackWakeup } from "../services/TaskEvents.js"
+import { TaskStore } from "../services/TaskStore.js"
+import type { TaskChange } from "../domain/Transition.js"
+import * as Transition from "../domain/Transition.js"
 
 /** Whether moving a task from `before` (null: a new task) to `after` owes a callback. */
 export const owesCallback = (before: TaskStatus | null, after: TaskRecord): boolean =>

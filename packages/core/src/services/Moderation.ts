@@ -4,7 +4,7 @@
  * (`@mediagate/upstream` `OpenAiModeration`), the simulator's marker for demos.
  */
 import { Context, Effect, Layer, Metric } from "effect"
-import { ModerationUnavailable } from "./Errors.js"
+import { ModerationUnavailable } from "../domain/Errors.js"
 
 /** The 13 moderation categories, in the spec's order. */
 export const moderationCategories = [
