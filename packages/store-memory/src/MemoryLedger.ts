@@ -5,7 +5,8 @@ import { Ids, Ledger } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer, Option } from "effect"
 
-export const make = (): Context.Tag.Service<Ledger.Ledger> => {
+/** A ledger in memory. Its operations cannot fail with StoreError, and its type says so. */
+export const make = () => {
   const entries: Array<Ledger.LedgerEntry> = []
   const sums = new Map<string, { balance: number; reserved: number }>()
   /** A task's reservation and its end (charge or release). */
@@ -80,7 +81,7 @@ export const make = (): Context.Tag.Service<Ledger.Ledger> => {
           .sort((a, b) => a.at - b.at || (a.taskId! < b.taskId! ? -1 : a.taskId! > b.taskId! ? 1 : 0))
           .slice(0, limit)
       )
-  }
+  } satisfies Context.Tag.Service<Ledger.Ledger>
 }
 
 export const layer: Layer.Layer<Ledger.Ledger> = Layer.sync(Ledger.Ledger, make)

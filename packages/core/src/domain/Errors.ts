@@ -1,7 +1,7 @@
 /**
  * Domain errors. They never carry HTTP shapes; the HTTP layer maps them to the envelope.
  */
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { FailureReason, TaskStatus } from "./Task.js"
 
 /** A client's string in a message, cut short: an error should not echo a megabyte back. */
@@ -49,11 +49,28 @@ export class TaskConflict extends Schema.TaggedError<TaskConflict>()("TaskConfli
   expectedVersion: Schema.Int
 }) {}
 
-/** The store could not do its job; the cause is logged where it happened. */
+const messageOf = (cause: unknown): string =>
+  typeof cause === "object" && cause !== null && "message" in cause && typeof cause.message === "string" ? cause.message : String(cause)
+
+/**
+ * A store could not do its job: its database is down, refused a statement, or could not be
+ * opened. A failure a caller handles (the engine and the deliverer try again later, the HTTP
+ * layer answers 500), never a defect; the cause is logged where it happened.
+ */
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
   message: Schema.String,
   cause: Schema.optional(Schema.Defect)
-}) {}
+}) {
+  /**
+   * Pipeable, at a backend's edge: every failure of the effect becomes a StoreError saying
+   * that `operation` failed, the failure kept as its cause; a StoreError passes as it is.
+   */
+  static refail(operation: string): <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, StoreError, R> {
+    return (effect) =>
+      Effect.mapError(effect, (cause) =>
+        cause instanceof StoreError ? cause : new StoreError({ message: `${operation} failed: ${messageOf(cause)}`, cause }))
+  }
+}
 
 /** An upstream refused or failed a job. */
 export class UpstreamError extends Schema.TaggedError<UpstreamError>()("UpstreamError", {

@@ -3,6 +3,7 @@
  */
 import { Clock, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import type { KeyInfo } from "../domain/ApiKeys.js"
+import type { StoreError } from "../domain/Errors.js"
 import type { AccountId } from "../domain/Ids.js"
 
 /** An account: the owner of tasks. */
@@ -11,18 +12,18 @@ export interface Account {
   readonly name: string
 }
 
-/** Looks up the account of an API key. A database failure is a defect, as in the TaskStore. */
+/** Looks up the account of an API key. A database failure is a StoreError, as in the TaskStore. */
 export class Accounts extends Context.Tag("@mediagate/core/Accounts")<Accounts, {
-  readonly authenticate: (apiKey: Redacted.Redacted<string>) => Effect.Effect<Option.Option<Account>>
+  readonly authenticate: (apiKey: Redacted.Redacted<string>) => Effect.Effect<Option.Option<Account>, StoreError>
   /** The account's `whsec_` secret that signs its callbacks (Standard Webhooks), if it has one. */
-  readonly webhookSecret: (accountId: AccountId) => Effect.Effect<Option.Option<Redacted.Redacted<string>>>
+  readonly webhookSecret: (accountId: AccountId) => Effect.Effect<Option.Option<Redacted.Redacted<string>>, StoreError>
   /**
    * Every secret a callback of the account is signed with now: the current one, and after a
    * rotation the previous one until its grace period ends (Standard Webhooks sends one
    * signature per secret, so receivers that still hold the old secret keep verifying).
    * Optional: without it, callbacks are signed with `webhookSecret` alone.
    */
-  readonly signingSecrets?: (accountId: AccountId) => Effect.Effect<ReadonlyArray<Redacted.Redacted<string>>>
+  readonly signingSecrets?: (accountId: AccountId) => Effect.Effect<ReadonlyArray<Redacted.Redacted<string>>, StoreError>
 }>() {}
 
 /** An account's signing secrets as admin tools show them. */
@@ -50,21 +51,21 @@ export class AccountAdmin extends Context.Tag("@mediagate/core/AccountAdmin")<Ac
     readonly name: string
     readonly webhookSecret: Redacted.Redacted<string>
     readonly key: NewKey
-  }) => Effect.Effect<void>
-  readonly getAccount: (id: AccountId) => Effect.Effect<Option.Option<AccountInfo>>
+  }) => Effect.Effect<void, StoreError>
+  readonly getAccount: (id: AccountId) => Effect.Effect<Option.Option<AccountInfo>, StoreError>
   /** Every account, oldest first. */
-  readonly listAccounts: Effect.Effect<ReadonlyArray<AccountInfo>>
+  readonly listAccounts: Effect.Effect<ReadonlyArray<AccountInfo>, StoreError>
   /** Adds a key to an existing account; false when there is no such account. */
-  readonly createKey: (accountId: AccountId, key: NewKey) => Effect.Effect<boolean>
+  readonly createKey: (accountId: AccountId, key: NewKey) => Effect.Effect<boolean, StoreError>
   /** The account's signing secrets; none when there is no such account. */
-  readonly secrets: (accountId: AccountId) => Effect.Effect<Option.Option<SecretsInfo>>
+  readonly secrets: (accountId: AccountId) => Effect.Effect<Option.Option<SecretsInfo>, StoreError>
   /**
    * Makes `secret` the account's signing secret; the one it replaces keeps signing until
    * `previousUntil`. False when there is no such account.
    */
-  readonly rotateSecret: (accountId: AccountId, secret: Redacted.Redacted<string>, previousUntil: number) => Effect.Effect<boolean>
+  readonly rotateSecret: (accountId: AccountId, secret: Redacted.Redacted<string>, previousUntil: number) => Effect.Effect<boolean, StoreError>
   /** Revokes a key at `now`; the key as it now stands, none when there is no such key. Revoking twice keeps the first time. */
-  readonly revokeKey: (keyId: string, now: number) => Effect.Effect<Option.Option<KeyInfo>>
+  readonly revokeKey: (keyId: string, now: number) => Effect.Effect<Option.Option<KeyInfo>, StoreError>
 }>() {}
 
 /** A key to store: its id, its SHA-256 and hint (`ApiKeys`), and its terms. */
@@ -108,7 +109,7 @@ export const cached = (inner: Context.Tag.Service<Accounts>, options: CacheOptio
     const entries = new Map<K, { readonly value: V; readonly until: number }>()
     return {
       entries,
-      through: (key: K, load: Effect.Effect<Option.Option<V>>): Effect.Effect<Option.Option<V>> =>
+      through: <E>(key: K, load: Effect.Effect<Option.Option<V>, E>): Effect.Effect<Option.Option<V>, E> =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const hit = entries.get(key)
           if (hit !== undefined && hit.until > now) return Effect.succeed(Option.some(hit.value))

@@ -9,6 +9,7 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { shortened } from "../domain/Errors.js"
+import type { StoreError } from "../domain/Errors.js"
 import type { AccountId, TaskId } from "../domain/Ids.js"
 
 /** How long a key answers with its task: 24 hours from its first request. */
@@ -46,22 +47,22 @@ export type Begin =
   /** A request reserved the key for `taskId` and its lease ran out: it died or stalled. */
   | { readonly _tag: "Stale"; readonly taskId: TaskId; readonly sameBody: boolean }
 
-/** The keys' store. Every method is atomic; a database failure is a defect, as in TaskStore. */
+/** The keys' store. Every method is atomic; a database failure is a StoreError, as in TaskStore. */
 export class IdempotencyKeys extends Context.Tag("@mediagate/core/IdempotencyKeys")<IdempotencyKeys, {
   /** Reserves the key for `reservation.taskId` if it is free or expired; otherwise says what holds it. */
-  readonly begin: (reservation: Reservation) => Effect.Effect<Begin>
+  readonly begin: (reservation: Reservation) => Effect.Effect<Begin, StoreError>
   /**
    * Takes over a stale reservation made for `previous` (whose task was never created):
    * answers whether the key is now reserved for this request (false when another request
    * moved it first).
    */
-  readonly takeOver: (reservation: Reservation, previous: TaskId) => Effect.Effect<boolean>
+  readonly takeOver: (reservation: Reservation, previous: TaskId) => Effect.Effect<boolean, StoreError>
   /** Binds the key, reserved for `taskId`, to that task: from now on it answers with it. */
-  readonly complete: (owner: AccountId, key: string, taskId: TaskId) => Effect.Effect<void>
+  readonly complete: (owner: AccountId, key: string, taskId: TaskId) => Effect.Effect<void, StoreError>
   /** Frees the key reserved for `taskId` (its request created nothing), so it may be sent again. */
-  readonly release: (owner: AccountId, key: string, taskId: TaskId) => Effect.Effect<void>
+  readonly release: (owner: AccountId, key: string, taskId: TaskId) => Effect.Effect<void, StoreError>
   /** Deletes the keys first used before `before`; answers how many. */
-  readonly prune: (before: number) => Effect.Effect<number>
+  readonly prune: (before: number) => Effect.Effect<number, StoreError>
 }>() {}
 
 /** The same key sent with another body: 422. */

@@ -23,6 +23,7 @@
  */
 import type { Effect, Option } from "effect"
 import { Context, Data } from "effect"
+import type { StoreError } from "../domain/Errors.js"
 import type { AccountId } from "../domain/Ids.js"
 
 export type EntryKind = "credit" | "reserve" | "charge" | "release"
@@ -58,22 +59,23 @@ export class InsufficientCredits extends Data.TaggedError("InsufficientCredits")
 /** A charge or release for a task that has no reservation. */
 export class NoReservation extends Data.TaggedError("NoReservation")<{ readonly taskId: string }> {}
 
+/** The ledger. Every operation may fail with StoreError when the database does not answer, as in the TaskStore. */
 export class Ledger extends Context.Tag("@mediagate/core/Ledger")<Ledger, {
   /** Adds `amount` (> 0) to the account's balance, once per entry id: asked again with the same id, the entry already written. */
-  readonly credit: (input: { readonly id: string; readonly accountId: AccountId; readonly amount: number; readonly at: number; readonly note: string | null }) => Effect.Effect<LedgerEntry>
+  readonly credit: (input: { readonly id: string; readonly accountId: AccountId; readonly amount: number; readonly at: number; readonly note: string | null }) => Effect.Effect<LedgerEntry, StoreError>
   /** Holds `amount` for the task, once; the existing reservation when there is one. */
-  readonly reserve: (input: { readonly id: string; readonly accountId: AccountId; readonly taskId: string; readonly amount: number; readonly at: number }) => Effect.Effect<LedgerEntry, InsufficientCredits>
+  readonly reserve: (input: { readonly id: string; readonly accountId: AccountId; readonly taskId: string; readonly amount: number; readonly at: number }) => Effect.Effect<LedgerEntry, InsufficientCredits | StoreError>
   /** Takes the task's held amount out of the balance, once; the existing charge or release when there is one. */
-  readonly charge: (input: { readonly id: string; readonly taskId: string; readonly at: number }) => Effect.Effect<LedgerEntry, NoReservation>
+  readonly charge: (input: { readonly id: string; readonly taskId: string; readonly at: number }) => Effect.Effect<LedgerEntry, NoReservation | StoreError>
   /** Gives the task's held amount back, once; the existing charge or release when there is one. */
-  readonly release: (input: { readonly id: string; readonly taskId: string; readonly at: number }) => Effect.Effect<LedgerEntry, NoReservation>
-  readonly balance: (accountId: AccountId) => Effect.Effect<Balance>
+  readonly release: (input: { readonly id: string; readonly taskId: string; readonly at: number }) => Effect.Effect<LedgerEntry, NoReservation | StoreError>
+  readonly balance: (accountId: AccountId) => Effect.Effect<Balance, StoreError>
   /** The account's entries, newest first. */
-  readonly entries: (accountId: AccountId, limit: number) => Effect.Effect<ReadonlyArray<LedgerEntry>>
+  readonly entries: (accountId: AccountId, limit: number) => Effect.Effect<ReadonlyArray<LedgerEntry>, StoreError>
   /** The task's entries, oldest first. */
-  readonly forTask: (taskId: string) => Effect.Effect<ReadonlyArray<LedgerEntry>>
+  readonly forTask: (taskId: string) => Effect.Effect<ReadonlyArray<LedgerEntry>, StoreError>
   /** The reservation of a task, if any. */
-  readonly reservation: (taskId: string) => Effect.Effect<Option.Option<LedgerEntry>>
+  readonly reservation: (taskId: string) => Effect.Effect<Option.Option<LedgerEntry>, StoreError>
   /**
    * Reservations not yet charged or released, made before `before`, oldest first (by `at`,
    * then task id), `limit` at a time after `after` (the last of the previous page): what the
@@ -83,5 +85,5 @@ export class Ledger extends Context.Tag("@mediagate/core/Ledger")<Ledger, {
     readonly before: number
     readonly limit: number
     readonly after?: { readonly at: number; readonly taskId: string } | undefined
-  }) => Effect.Effect<ReadonlyArray<LedgerEntry>>
+  }) => Effect.Effect<ReadonlyArray<LedgerEntry>, StoreError>
 }>() {}

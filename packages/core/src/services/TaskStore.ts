@@ -3,7 +3,7 @@
  */
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
-import type { TaskConflict } from "../domain/Errors.js"
+import type { StoreError, TaskConflict } from "../domain/Errors.js"
 import type { AccountId, TaskId } from "../domain/Ids.js"
 import type { TaskRecord, TaskStatus } from "../domain/Task.js"
 
@@ -99,17 +99,18 @@ export interface TaskPage {
 }
 
 /**
- * The task store. A failure of the database is a defect here (logged where it happens,
- * answered 500 by the HTTP layer); the only failure callers handle is a lost optimistic
- * check. A backend whose database is unreachable at start fails to build its layer.
+ * The task store. Every operation may fail with StoreError when the database does not answer
+ * (logged where it happens; the HTTP layer answers 500, the engine and the deliverer try
+ * again later); `update` also fails with TaskConflict on a lost optimistic check. A backend
+ * whose database is unreachable at start fails to build its layer.
  */
 export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStore, {
   /** Stores a new task, with the callbacks it already owes (a task that fails at once). */
-  readonly create: (task: TaskRecord, callbacks?: ReadonlyArray<CallbackRow>) => Effect.Effect<void>
+  readonly create: (task: TaskRecord, callbacks?: ReadonlyArray<CallbackRow>) => Effect.Effect<void, StoreError>
   /** The task with this id, whoever owns it: for the engine and the deliverer, never for a client's request. */
-  readonly get: (id: TaskId) => Effect.Effect<Option.Option<TaskRecord>>
+  readonly get: (id: TaskId) => Effect.Effect<Option.Option<TaskRecord>, StoreError>
   /** The task with this id if `owner` owns it: what a client's request may read. */
-  readonly getOwned: (id: TaskId, owner: AccountId) => Effect.Effect<Option.Option<TaskRecord>>
+  readonly getOwned: (id: TaskId, owner: AccountId) => Effect.Effect<Option.Option<TaskRecord>, StoreError>
   /**
    * Replaces a task with `next` if its stored version is still `expectedVersion`, and
    * records `callbacks`, all or nothing; on a stale version fails with TaskConflict and
@@ -119,7 +120,7 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
     next: TaskRecord,
     expectedVersion: number,
     callbacks?: ReadonlyArray<CallbackRow>
-  ) => Effect.Effect<void, TaskConflict>
+  ) => Effect.Effect<void, TaskConflict | StoreError>
   /**
    * Leases up to `limit` non-terminal tasks that are due and not leased by someone else:
    * work in flight first, earliest due first; then PENDING tasks within `limits`, taking the
@@ -127,14 +128,14 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
    * are served a place at a time), so one account's burst does not keep another's task
    * waiting behind it.
    */
-  readonly claimDue: (options: ClaimOptions) => Effect.Effect<ReadonlyArray<TaskRecord>>
+  readonly claimDue: (options: ClaimOptions) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreError>
   /**
    * Gives up every lease `worker` holds (a node shutting down), so other workers take its
    * tasks at once; their due times, and so their places in line, stay as they were.
    */
-  readonly releaseLeases: (worker: string) => Effect.Effect<void>
+  readonly releaseLeases: (worker: string) => Effect.Effect<void, StoreError>
   /** How many tasks wait PENDING, every owner's (for the queue-depth metric). Optional for stores that cannot count cheaply. */
-  readonly countPending?: Effect.Effect<number>
+  readonly countPending?: Effect.Effect<number, StoreError>
   /**
    * An owner's tasks, newest first, `limit` at a time, those the filter lets through; stable
    * while new tasks arrive. The next page passes the same filter with the cursor.
@@ -142,9 +143,9 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
   readonly list: (
     owner: AccountId,
     options: { readonly limit: number; readonly cursor?: TaskId | undefined; readonly filter?: ListFilter | undefined }
-  ) => Effect.Effect<TaskPage>
+  ) => Effect.Effect<TaskPage, StoreError>
   /** The callbacks owed for a task, oldest first, each with where its delivery stands. */
-  readonly callbacks: (taskId: TaskId) => Effect.Effect<ReadonlyArray<CallbackState>>
+  readonly callbacks: (taskId: TaskId) => Effect.Effect<ReadonlyArray<CallbackState>, StoreError>
   /**
    * Starts a new delivery round for every callback of a task, delivered and given up ones
    * included: each is due at `now`, the retry schedule starts over (`roundStart` is the
@@ -152,21 +153,21 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
    * not stopped; its outcome, when recorded, stands as the new round's first. Answers how
    * many callbacks the task has.
    */
-  readonly redeliverCallbacks: (taskId: TaskId, now: number) => Effect.Effect<number>
+  readonly redeliverCallbacks: (taskId: TaskId, now: number) => Effect.Effect<number, StoreError>
   /** Leases up to `limit` callbacks whose next attempt is due, earliest first. */
   readonly claimCallbacks: (options: {
     readonly now: number
     readonly limit: number
     readonly leaseUntil: number
-  }) => Effect.Effect<ReadonlyArray<DueCallback>>
+  }) => Effect.Effect<ReadonlyArray<DueCallback>, StoreError>
   /** Records an attempt and its consequence (delivered, retry time, given up), releasing the lease. */
-  readonly recordCallbackAttempt: (attempt: CallbackAttempt) => Effect.Effect<void>
+  readonly recordCallbackAttempt: (attempt: CallbackAttempt) => Effect.Effect<void, StoreError>
   /**
    * Records several attempts, of different callbacks, as `recordCallbackAttempt` would one
    * after the other, in one write (one transaction on SQL): a deliverer writes the attempts
    * that ended together at once.
    */
-  readonly recordCallbackAttempts: (attempts: ReadonlyArray<CallbackAttempt>) => Effect.Effect<void>
+  readonly recordCallbackAttempts: (attempts: ReadonlyArray<CallbackAttempt>) => Effect.Effect<void, StoreError>
   /** Every attempt made for a callback, in order. */
-  readonly callbackAttempts: (callbackId: string) => Effect.Effect<ReadonlyArray<CallbackAttempt>>
+  readonly callbackAttempts: (callbackId: string) => Effect.Effect<ReadonlyArray<CallbackAttempt>, StoreError>
 }>() {}
