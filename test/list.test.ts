@@ -1,33 +1,24 @@
 /**
  * GET /api/v1/tasks (additive): the caller's tasks, newest first, with cursor pagination.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { apiKey, otherApiKey, testServer } from "./support.js"
+import { client, otherApiKey, testServer } from "./support.js"
 
-const call = (request: HttpClientRequest.HttpClientRequest, key = apiKey) =>
-  Effect.gen(function*() {
-    const response = yield* (yield* HttpClient.HttpClient).execute(request.pipe(HttpClientRequest.bearerToken(key)))
-    return { status: response.status, body: (yield* response.json) as any }
-  })
-
-const submit = (prompt: string) =>
-  call(HttpClientRequest.post("/api/v1/task/submit").pipe(
-    HttpClientRequest.bodyText(JSON.stringify({ model: "dream-4", input: { prompt } }), "application/json")
-  )).pipe(Effect.map((answer) => answer.body.data.taskId as string))
+const api = client()
+const dream4 = (prompt: string) => ({ model: "dream-4", input: { prompt } })
 
 describe("GET /api/v1/tasks", () => {
   it.layer(testServer())((it) => {
     it.effect("pages the caller's tasks newest first; others see none of them", () =>
       Effect.gen(function*() {
         const ids: Array<string> = []
-        for (let i = 0; i < 7; i++) ids.push(yield* submit(`list ${i}`))
+        for (let i = 0; i < 7; i++) ids.push(yield* api.submitId(dream4(`list ${i}`)))
         const seen: Array<string> = []
         let cursor: string | null = null
         for (let page = 0; page < 5; page++) {
           const url: string = cursor === null ? "/api/v1/tasks?limit=3" : `/api/v1/tasks?limit=3&cursor=${cursor}`
-          const answer = yield* call(HttpClientRequest.get(url))
+          const answer = yield* api.call("GET", url)
           expect(answer.status).toBe(200)
           expect(answer.body.code).toBe(0)
           expect(answer.body.data.tasks.length).toBeLessThanOrEqual(3)
@@ -37,9 +28,9 @@ describe("GET /api/v1/tasks", () => {
         }
         expect(seen).toEqual([...ids].reverse())
         // A cursor is a task id, which compares case-insensitively.
-        const upper = yield* call(HttpClientRequest.get(`/api/v1/tasks?limit=3&cursor=${ids[3]!.toUpperCase()}`))
+        const upper = yield* api.call("GET", `/api/v1/tasks?limit=3&cursor=${ids[3]!.toUpperCase()}`)
         expect(upper.body.data.tasks.map((task: { taskId: string }) => task.taskId)).toEqual([ids[2], ids[1], ids[0]])
-        const theirs = yield* call(HttpClientRequest.get("/api/v1/tasks"), otherApiKey)
+        const theirs = yield* api.call("GET", "/api/v1/tasks", { key: otherApiKey })
         expect(theirs.body).toEqual({ code: 0, msg: "ok", data: { tasks: [], next_cursor: null } })
       }))
 
@@ -56,30 +47,28 @@ describe("GET /api/v1/tasks", () => {
           ["cursor=", "cursor must be a next_cursor from a previous page"],
           ["cursor=0190c8a4-0000-7000-8000-00000000000", "cursor must be a next_cursor from a previous page"]
         ]) {
-          const answer = yield* call(HttpClientRequest.get(`/api/v1/tasks?${query}`))
+          const answer = yield* api.call("GET", `/api/v1/tasks?${query}`)
           expect([answer.status, answer.body]).toEqual([400, { code: 400, msg }])
         }
-        const noKey = yield* (yield* HttpClient.HttpClient).execute(HttpClientRequest.get("/api/v1/tasks"))
+        const noKey = yield* api.call("GET", "/api/v1/tasks", { key: null })
         expect(noKey.status).toBe(401)
       }))
 
     it.effect("filters by status, model and creation time, with the cursor; bad filters are 400 naming the parameter", () =>
       Effect.gen(function*() {
-        const before = yield* call(HttpClientRequest.get("/api/v1/tasks?limit=100"))
-        const dream = yield* submit("filter dream")
-        const alpha = (yield* call(HttpClientRequest.post("/api/v1/task/submit").pipe(
-          HttpClientRequest.bodyText(JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "filter alpha" } }), "application/json")
-        ))).body.data.taskId as string
-        const cancelled = yield* submit("filter cancelled")
-        yield* call(HttpClientRequest.post(`/api/v1/task/${cancelled}/cancel`))
+        const before = yield* api.call("GET", "/api/v1/tasks?limit=100")
+        const dream = yield* api.submitId(dream4("filter dream"))
+        const alpha = yield* api.submitId({ model: "alpha-image-2/text-to-image", input: { prompt: "filter alpha" } })
+        const cancelled = yield* api.submitId(dream4("filter cancelled"))
+        yield* api.call("POST", `/api/v1/task/${cancelled}/cancel`)
         const ids = (answer: { body: any }) => answer.body.data.tasks.map((task: { taskId: string }) => task.taskId)
-        const list = (query: string) => call(HttpClientRequest.get(`/api/v1/tasks?${query}`))
+        const list = (query: string) => api.call("GET", `/api/v1/tasks?${query}`)
 
         expect(ids(yield* list("status=CANCELLED"))).toEqual([cancelled])
         expect(ids(yield* list("status=CANCELLED,FAILURE"))).toEqual([cancelled])
         expect(ids(yield* list("model=alpha-image-2/text-to-image"))).toEqual([alpha])
         expect(ids(yield* list("model=alpha-image-2%2Ftext-to-image&status=CANCELLED"))).toEqual([])
-        const first = (yield* call(HttpClientRequest.get(`/api/v1/task/${dream}`))).body.data.created_at as string
+        const first = (yield* api.query(dream)).body.data.created_at
         const at = (shift: number) => encodeURIComponent(new Date(Date.parse(first) + shift).toISOString())
         expect(ids(yield* list(`created_after=${at(-1)}&limit=100`))).toEqual(expect.arrayContaining([dream, alpha, cancelled]))
         expect(ids(yield* list(`created_after=${at(0)}&limit=100`))).not.toContain(dream)

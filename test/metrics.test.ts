@@ -4,22 +4,13 @@
  * submitted, end and owe callbacks. The registry is the process's, so the test compares
  * scrapes rather than absolute values.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Prometheus } from "@mediagate/http"
 import { Effect, TestClock } from "effect"
-import { apiKey, testServer } from "./support.js"
+import { client, testServer } from "./support.js"
 
-const call = (request: HttpClientRequest.HttpClientRequest) =>
-  Effect.gen(function*() {
-    const response = yield* (yield* HttpClient.HttpClient).execute(request.pipe(HttpClientRequest.bearerToken(apiKey)))
-    return { status: response.status, headers: response.headers, text: yield* response.text }
-  })
-
-const submit = (prompt: string) =>
-  call(HttpClientRequest.post("/api/v1/task/submit").pipe(
-    HttpClientRequest.bodyText(JSON.stringify({ model: "dream-4", input: { prompt } }), "application/json")
-  )).pipe(Effect.map((answer) => (JSON.parse(answer.text) as { data: { taskId: string } }).data.taskId))
+const api = client()
+const dream = (prompt: string) => ({ model: "dream-4", input: { prompt } })
 
 const settle = Effect.gen(function*() {
   for (let i = 0; i < 30; i++) yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
@@ -30,7 +21,7 @@ const untilEnded = (ids: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     for (let turn = 0; turn < 600; turn++) {
       const statuses = yield* Effect.forEach(ids, (id) =>
-        Effect.map(call(HttpClientRequest.get(`/api/v1/task/${id}`)), (answer) => (JSON.parse(answer.text) as { data: { status: string } }).data.status))
+        Effect.map(api.query(id), (answer) => answer.body.data.status))
       if (statuses.every((status) => ["SUCCESS", "FAILURE", "CANCELLED", "TIMEOUT"].includes(status))) return statuses
       yield* TestClock.adjust("100 millis")
       yield* settle
@@ -48,18 +39,16 @@ describe("GET /metrics", () => {
   it.layer(testServer({ metrics: true }))((it) => {
     it.effect("serves the Prometheus text format without a key; counters move between two scrapes", () =>
       Effect.gen(function*() {
-        const first = yield* Effect.flatMap(HttpClient.HttpClient, (client) => client.get("/metrics")).pipe(
-          Effect.flatMap((response) => Effect.map(response.text, (text) => ({ status: response.status, type: response.headers["content-type"], text })))
-        )
+        const first = yield* api.call("GET", "/metrics", { key: null, text: true })
         expect(first.status).toBe(200)
-        expect(first.type).toBe(Prometheus.contentType)
+        expect(first.headers["content-type"]).toBe(Prometheus.contentType)
 
-        const ids = [yield* submit("a lighthouse"), yield* submit("a harbour"), yield* submit("a storm [sim:fail]")]
+        const ids = [yield* api.submitId(dream("a lighthouse")), yield* api.submitId(dream("a harbour")), yield* api.submitId(dream("a storm [sim:fail]"))]
         const statuses = yield* untilEnded(ids)
         expect(statuses.filter((status) => status === "SUCCESS")).toHaveLength(2)
         expect(statuses.filter((status) => status === "FAILURE")).toHaveLength(1)
 
-        const second = (yield* call(HttpClientRequest.get("/metrics"))).text
+        const second = (yield* api.call("GET", "/metrics", { text: true })).text
         const moved = (line: string) => sample(second, line) - sample(first.text, line)
         expect(moved(`mediagate_tasks_submitted_total{model="dream-4"}`)).toBe(3)
         expect(moved(`mediagate_tasks_ended_total{failure_reason="none",status="SUCCESS"}`)).toBe(2)

@@ -6,18 +6,10 @@
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Option, Ref, Stream, TestClock } from "effect"
-import { apiKey, idleServer, otherApiKey, testServer } from "./support.js"
+import { apiKey, client, idleServer, otherApiKey, testServer } from "./support.js"
 
-const call = (request: HttpClientRequest.HttpClientRequest, key: string = apiKey) =>
-  Effect.gen(function*() {
-    const response = yield* (yield* HttpClient.HttpClient).execute(request.pipe(HttpClientRequest.bearerToken(key)))
-    return { status: response.status, body: (yield* response.json) as any }
-  })
-
-const submit = (model = "dream-4") =>
-  call(HttpClientRequest.post("/api/v1/task/submit").pipe(
-    HttpClientRequest.bodyText(JSON.stringify({ model, input: { prompt: "follow me" } }), "application/json")
-  )).pipe(Effect.map((answer) => answer.body.data.taskId as string))
+const api = client()
+const followMe = { model: "dream-4", input: { prompt: "follow me" } }
 
 const settle = Effect.gen(function*() {
   for (let i = 0; i < 30; i++) yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
@@ -48,7 +40,7 @@ const tasksOf = (text: string) =>
 describe("GET /api/v1/task/{taskId}/events", () => {
   it.effect("sends the task at once and at each status, as the query's data, and closes after the terminal one", () =>
     Effect.gen(function*() {
-      const taskId = yield* submit("dream-4")
+      const taskId = yield* api.submitId(followMe)
       const { received, reading, response } = yield* follow(taskId)
       expect(response.status).toBe(200)
       expect(response.headers["content-type"]).toMatch(/^text\/event-stream/)
@@ -67,13 +59,13 @@ describe("GET /api/v1/task/{taskId}/events", () => {
       expect(statuses.length).toBeGreaterThanOrEqual(2)
       statuses.slice(1).forEach((status, i) => expect(order.indexOf(status)).toBeGreaterThan(order.indexOf(statuses[i]!)))
       // The last event is exactly what the query answers.
-      const queried = yield* call(HttpClientRequest.get(`/api/v1/task/${taskId}`))
+      const queried = yield* api.query(taskId)
       expect(tasks[tasks.length - 1]).toEqual(queried.body.data)
     }).pipe(Effect.provide(testServer({ profile: "demo" }))))
 
   it.effect("keeps the stream alive with a comment every 15 s, and sends the cancellation at once", () =>
     Effect.gen(function*() {
-      const taskId = yield* submit()
+      const taskId = yield* api.submitId(followMe)
       const { received, reading } = yield* follow(taskId)
       yield* settle
       expect(tasksOf(yield* Ref.get(received)).map((task) => task.status)).toEqual(["PENDING"])
@@ -87,25 +79,25 @@ describe("GET /api/v1/task/{taskId}/events", () => {
       yield* settle
       expect((yield* Ref.get(received)).split(": keep-alive\n\n")).toHaveLength(3)
       expect(Option.isNone(yield* Fiber.poll(reading))).toBe(true)
-      yield* call(HttpClientRequest.post(`/api/v1/task/${taskId}/cancel`))
+      yield* api.call("POST", `/api/v1/task/${taskId}/cancel`)
       yield* Fiber.join(reading)
       expect(tasksOf(yield* Ref.get(received)).map((task) => task.status)).toEqual(["PENDING", "CANCELLED"])
     }).pipe(Effect.provide(idleServer)))
 
   it.effect("an ended task's stream is its one event; unknown and foreign tasks are 404, without a key 401", () =>
     Effect.gen(function*() {
-      const taskId = yield* submit()
-      yield* call(HttpClientRequest.post(`/api/v1/task/${taskId}/cancel`))
+      const taskId = yield* api.submitId(followMe)
+      yield* api.call("POST", `/api/v1/task/${taskId}/cancel`)
       const { received, reading } = yield* follow(taskId)
       yield* Fiber.join(reading)
       expect(tasksOf(yield* Ref.get(received)).map((task) => task.status)).toEqual(["CANCELLED"])
-      expect(yield* call(HttpClientRequest.get(`/api/v1/task/${taskId}/events`), otherApiKey)).toEqual({ status: 404, body: { code: 404, msg: "task not found" } })
-      expect(yield* call(HttpClientRequest.get("/api/v1/task/0190c8a4-0000-7000-8000-000000000000/events"))).toEqual({
+      expect(yield* api.call("GET", `/api/v1/task/${taskId}/events`, { key: otherApiKey })).toEqual({ status: 404, body: { code: 404, msg: "task not found" } })
+      expect(yield* api.call("GET", "/api/v1/task/0190c8a4-0000-7000-8000-000000000000/events")).toEqual({
         status: 404,
         body: { code: 404, msg: "task not found" }
       })
-      expect(yield* call(HttpClientRequest.get(`/api/v1/task/${taskId}/events`), "nope")).toEqual({ status: 401, body: { code: 401, msg: "unauthorized" } })
-      const wrong = yield* call(HttpClientRequest.post(`/api/v1/task/${taskId}/events`))
+      expect(yield* api.call("GET", `/api/v1/task/${taskId}/events`, { key: "nope" })).toEqual({ status: 401, body: { code: 401, msg: "unauthorized" } })
+      const wrong = yield* api.call("POST", `/api/v1/task/${taskId}/events`)
       expect(wrong.status).toBe(405)
     }).pipe(Effect.provide(idleServer)))
 })

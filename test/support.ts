@@ -1,9 +1,10 @@
 /**
  * Shared pieces of the black-box suites: the standalone composition on a loopback test server.
  */
-import { HttpServer } from "@effect/platform"
+import type { Headers, HttpMethod } from "@effect/platform"
+import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
+import { Api, Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
 import type { Engine } from "@mediagate/scheduler"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Health, MediagateHttp, Prometheus } from "@mediagate/http"
@@ -79,3 +80,88 @@ export const idleServer = MediagateHttp.serve.pipe(
   ),
   Layer.provideMerge(NodeHttpServer.layerTest)
 )
+
+/** A body sent as it is, for requests off the wire shape: broken JSON, another content type. */
+export class Raw {
+  constructor(readonly text: string, readonly contentType = "application/json") {}
+}
+
+/** What a call to the API sends besides its method and path. */
+export interface CallOptions {
+  /** Sent as JSON, or as it is when a `Raw`. */
+  readonly body?: unknown
+  /** The bearer key; `null` sends none. Default: the client's key. */
+  readonly key?: string | null
+  readonly headers?: Record<string, string>
+  /** The answer is not JSON (the Prometheus text): leave `body` undefined instead of failing. */
+  readonly text?: boolean
+}
+
+/**
+ * What the API answered. `headers` and `text` are getters, not own fields, so an answer
+ * compares equal (`toEqual`) to `{ status, body }`.
+ */
+export class Answer<A = any> {
+  readonly #headers: Headers.Headers
+  readonly #text: string
+  constructor(readonly status: number, readonly body: A, headers: Headers.Headers, text: string) {
+    this.#headers = headers
+    this.#text = text
+  }
+  get headers(): Headers.Headers {
+    return this.#headers
+  }
+  get text(): string {
+    return this.#text
+  }
+}
+
+/** The body of a submit as the API reads it. */
+export type SubmitBody = typeof Api.SubmitRequest.Encoded
+
+/** The 200 envelopes of submit and query; any other status carries the error envelope. */
+export type Submitted = typeof Api.SubmitResponse.Encoded
+export type Queried = typeof Api.TaskResponse.Encoded
+
+/**
+ * The API as a client calls it, over the `HttpClient` in context (the loopback test server's,
+ * whose requests take paths). Every call sends `key` as the bearer token unless told otherwise.
+ */
+export const client = (key: string | null = apiKey) => {
+  const call = <A = any>(method: HttpMethod.HttpMethod, path: string, options: CallOptions = {}) =>
+    Effect.gen(function*() {
+      const bearer = options.key === undefined ? key : options.key
+      const body = options.body
+      const request = HttpClientRequest.make(method)(path).pipe(
+        HttpClientRequest.setHeaders(options.headers ?? {}),
+        (request) => bearer === null ? request : HttpClientRequest.bearerToken(request, bearer),
+        (request) =>
+          body === undefined
+            ? request
+            : body instanceof Raw
+            ? HttpClientRequest.bodyText(request, body.text, body.contentType)
+            : HttpClientRequest.bodyText(request, JSON.stringify(body), "application/json")
+      )
+      const response = yield* HttpClient.execute(request)
+      const text = yield* response.text
+      const parsed = options.text === true ? undefined : yield* Effect.try(() => JSON.parse(text) as A)
+      return new Answer<A>(response.status, parsed as A, response.headers, text)
+    })
+  const submit = (body: SubmitBody, options: Omit<CallOptions, "body" | "text"> = {}) =>
+    call<Submitted>("POST", "/api/v1/task/submit", { ...options, body })
+  return {
+    call,
+    submit,
+    /** Submits and answers the new task's id; fails unless the API accepted the task. */
+    submitId: (body: SubmitBody, options: Omit<CallOptions, "body" | "text"> = {}) =>
+      Effect.flatMap(submit(body, options), (answer) =>
+        answer.status === 200
+          ? Effect.succeed(answer.body.data.taskId)
+          : Effect.fail(new Error(`submit answered ${answer.status}: ${answer.text}`))),
+    /** GET /api/v1/task/{taskId}, with `?wait=` when `wait` is given (seconds). */
+    query: (taskId: string, options: Omit<CallOptions, "body" | "text"> & { readonly wait?: number | string } = {}) => {
+      const { wait, ...rest } = options
+      return call<Queried>("GET", `/api/v1/task/${taskId}${wait === undefined ? "" : `?wait=${wait}`}`, rest)
+    }
+  }
+}
