@@ -29,7 +29,7 @@ type Backend = {
 const sqliteDir = mkdtempSync(join(tmpdir(), "mediagate-accounts-"))
 afterAll(() => rmSync(sqliteDir, { recursive: true, force: true }))
 const pgUrl = process.env["MEDIAGATE_TEST_PG_URL"]
-const sqlAccounts = (tablePrefix: string) => SqlAccounts.layer({ tablePrefix })
+const sqlAccounts = (tablePrefix: string) => SqlAccounts.layerWith({ tablePrefix })
 
 const backends: ReadonlyArray<Backend> = [
   { name: "memory", shared: undefined, accounts: () => MemoryAccounts.layer([]) },

@@ -30,11 +30,11 @@ type Backend = {
 
 const backends: ReadonlyArray<Backend> = [
   { name: "memory", shared: undefined, ledger: () => MemoryLedger.layer },
-  { name: "sqlite", shared: Database.layerSqlite(join(sqliteDir, "ledger.db")), ledger: (tablePrefix) => SqlLedger.layer({ tablePrefix }) },
+  { name: "sqlite", shared: Database.layerSqlite(join(sqliteDir, "ledger.db")), ledger: (tablePrefix) => SqlLedger.layerWith({ tablePrefix }) },
   ...(pgUrl === undefined ? [] : [{
     name: "postgres",
     shared: Layer.unwrapScoped(Effect.map(freshPgDatabase(pgUrl, "ledger"), (target) => Database.layerPg(Redacted.make(target)))),
-    ledger: (tablePrefix: string) => SqlLedger.layer({ tablePrefix })
+    ledger: (tablePrefix: string) => SqlLedger.layerWith({ tablePrefix })
   }])
 ]
 

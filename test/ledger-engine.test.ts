@@ -37,7 +37,7 @@ type Stores = Layer.Layer<TaskStore.TaskStore | Ledger.Ledger, unknown>
 const onSql = (client: () => Layer.Layer<SqlClient.SqlClient, unknown>): Stores =>
   Layer.mergeAll(
     SqlTaskStore.layerWith({ tablePrefix: "le_" }).pipe(Layer.provide(client())),
-    SqlLedger.layer({ tablePrefix: "le_" }).pipe(Layer.provide(client()))
+    SqlLedger.layerWith({ tablePrefix: "le_" }).pipe(Layer.provide(client()))
   )
 
 /** Each backend with its number of tasks. */

@@ -9,7 +9,7 @@
  * entries. Database I/O is real, so real time passes here: every wait polls with a bound.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import type { Accounts } from "@mediagate/core"
+import type { Accounts, StoreError } from "@mediagate/core"
 import { Ids, Ledger, Task, TaskService, TaskStore } from "@mediagate/core"
 import { sqlBackends, services } from "@mediagate/example-standalone-server/Server"
 import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
@@ -75,11 +75,11 @@ describe.skipIf(pgUrl === undefined)("ledger on PostgreSQL while its connections
 
       /**
        * When each task was first seen ended, and first seen settled (a charge or a release in
-       * the ledger), sampled every 100 ms; a read that dies with its connection is tried at the next look.
+       * the ledger), sampled every 100 ms; a read that fails with its connection (StoreError) is tried at the next look.
        */
       const endedAt = new Map<string, number>()
       const settledAt = new Map<string, number>()
-      const readable = <A>(effect: Effect.Effect<A>) => Effect.option(Effect.catchAllDefect(effect, Effect.fail))
+      const readable = <A>(effect: Effect.Effect<A, StoreError>) => Effect.option(effect)
       const look = Effect.forEach(ids.filter((id) => !settledAt.has(id)), (id) =>
         Effect.gen(function*() {
           const task = yield* readable(store.get(id))

@@ -72,8 +72,8 @@ const nodeB = (tablePrefix: string, seen: Seen) =>
   }).pipe(
     Layer.provide(Layer.mergeAll(
       SqlTaskStore.layerWith({ tablePrefix }),
-      SqlAccounts.layer({ tablePrefix }),
-      SqlLedger.layer({ tablePrefix }),
+      SqlAccounts.layerWith({ tablePrefix }),
+      SqlLedger.layerWith({ tablePrefix }),
       MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1:9/media/" }),
       upstream(seen),
       SimulatedModeration.layer,

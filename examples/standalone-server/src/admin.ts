@@ -337,7 +337,7 @@ const databaseUrl = process.env["MEDIAGATE_DATABASE_URL"] ?? defaultDatabaseUrl
 const database = Layer.unwrapEffect(Effect.suspend(() =>
   databaseUrl === "memory"
     ? Effect.fail(new AdminError({ message: "MEDIAGATE_DATABASE_URL is memory: there is no database to administer" }))
-    : Effect.succeed(Layer.mergeAll(SqlAccounts.layer(), SqlLedger.layer()).pipe(Layer.provide(Database.layerFromUrl(databaseUrl))))
+    : Effect.succeed(Layer.mergeAll(SqlAccounts.layer, SqlLedger.layer).pipe(Layer.provide(Database.layerFromUrl(databaseUrl))))
 ))
 
 cli(process.argv).pipe(

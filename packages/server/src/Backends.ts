@@ -3,7 +3,8 @@
  * SQL database (SQLite or PostgreSQL) with files on disk. The standalone server and an
  * embedding host choose one of these and hand it to `Deployment.services`.
  */
-import type { Accounts, IdempotencyKeys, Ids, Ledger, MediaError, MediaStore, StoreError, TaskStore } from "@mediagate/core"
+import type { Accounts, IdempotencyKeys, Ids, Ledger, MediaError, MediaStore, TaskStore } from "@mediagate/core"
+import { StoreError } from "@mediagate/core"
 import { Routes } from "@mediagate/http"
 import { FileMediaStore } from "@mediagate/media"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
@@ -80,7 +81,8 @@ export const sqlBackends = (config: SqlConfig): SqlBackends => {
       baseUrl: `${config.publicUrl}${Routes.mediaPrefix}`,
       ...Option.match(config.mediaRetention ?? Option.none(), { onNone: () => ({}), onSome: (retention) => ({ retention }) })
     }),
-    ...(postgres ? { relay: Effect.flatMap(sql, (m) => m.PgNotify.make({ url: Redacted.make(config.databaseUrl) })) } : {})
+    // The relay's type admits no failure: a missing package is a defect there (the other layers fail with StoreError).
+    ...(postgres ? { relay: Effect.flatMap(Effect.orDie(sql), (m) => m.PgNotify.make({ url: Redacted.make(config.databaseUrl) })) } : {})
   }
 }
 
@@ -92,9 +94,12 @@ const loadSql = (databaseUrl: string) => {
   let loaded: Promise<ReturnType<typeof sqlLayers>> | undefined
   return Effect.tryPromise({
     try: () => (loaded ??= import("@mediagate/store-sql").then((m) => sqlLayers(m, databaseUrl))),
+    // A missing package fails the backends' layers to build, as a database that cannot be opened does.
     catch: (error) =>
-      new Error(`the SQL backends need the package @mediagate/store-sql (npm install @mediagate/store-sql): ${(error as Error).message}`)
-  }).pipe(Effect.orDie)
+      new StoreError({
+        message: `the SQL backends need the package @mediagate/store-sql (npm install @mediagate/store-sql): ${(error as Error).message}`
+      })
+  })
 }
 
 const sqlLayers = (m: typeof StoreSql, databaseUrl: string) => {
@@ -103,8 +108,8 @@ const sqlLayers = (m: typeof StoreSql, databaseUrl: string) => {
   const shared = m.Database.layerFromUrl(databaseUrl)
   return {
     store: m.SqlTaskStore.layer.pipe(Layer.provide(m.Database.layerFromUrl(databaseUrl))),
-    accounts: m.SqlAccounts.layer().pipe(Layer.provide(shared)),
-    ledger: m.SqlLedger.layer().pipe(Layer.provide(shared)),
+    accounts: m.SqlAccounts.layer.pipe(Layer.provide(shared)),
+    ledger: m.SqlLedger.layer.pipe(Layer.provide(shared)),
     idempotencyKeys: m.SqlIdempotencyKeys.layer.pipe(Layer.provide(shared)),
     PgNotify: m.PgNotify
   }

@@ -1,14 +1,17 @@
 /**
- * The database behind the SQL store, chosen by URL: `sqlite:<path>` or `postgres://...`.
- * A database that cannot be opened fails with one line naming it, not a stack.
+ * The database behind the SQL backends, chosen by URL: `sqlite:<path>` or `postgres://...`.
+ * A database that cannot be opened fails with one line naming it, not a stack. Every backend
+ * starts the same way, on the client in context: `prepare` checks its table prefix and
+ * migrates, then the backend builds on what it answers.
  */
+import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
-import type { SqlClient } from "@effect/sql"
 import { StoreError } from "@mediagate/core"
 import { Cause, Effect, Either, Layer, Redacted } from "effect"
 import { existsSync } from "node:fs"
 import { dirname } from "node:path"
+import { migrate, tables } from "./Schema.js"
 
 /** A parsed database URL. */
 export type DatabaseUrl =
@@ -69,4 +72,47 @@ export const layerFromUrl = (url: string): Layer.Layer<SqlClient.SqlClient, Stor
   Either.match(parseUrl(url), {
     onLeft: (message) => Layer.fail(new StoreError({ message })),
     onRight: (parsed) => (parsed._tag === "Sqlite" ? layerSqlite(parsed.filename) : layerPg(parsed.url))
+  })
+
+/** Settings every SQL backend takes. */
+export interface Options {
+  /** Prefix of every table name; the backends on one database share it. Default `mediagate_`. */
+  readonly tablePrefix?: string
+}
+
+/** The default table prefix. */
+export const defaultPrefix = "mediagate_"
+
+/** What a SQL backend builds on, once `prepare` has migrated its database. */
+export interface Prepared {
+  readonly sql: SqlClient.SqlClient
+  /** The backends' tables, named with the prefix. */
+  readonly tables: ReturnType<typeof tables>
+  readonly isPg: boolean
+  /** A statement written with `?` placeholders, numbered as PostgreSQL wants them there. */
+  readonly compile: (text: string) => string
+}
+
+const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/**
+ * The prologue of every SQL backend's `make`: checks the table prefix (it is written into
+ * statements, so only letters, digits and _), then runs the migrations (all the backends'
+ * tables, one schema), on the SqlClient in context. `component` names the backend in the
+ * error, such as "the ledger".
+ */
+export const prepare = (component: string, options: Options = {}): Effect.Effect<Prepared, StoreError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const prefix = options.tablePrefix ?? defaultPrefix
+    if (!identifier.test(prefix)) {
+      return yield* new StoreError({ message: `table prefix must be letters, digits and _: '${prefix}'` })
+    }
+    yield* migrate(prefix).pipe(StoreError.refail(`migrating ${component}`))
+    const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+    const compile = (text: string) => {
+      let n = 0
+      return isPg ? text.replace(/\?/g, () => `$${++n}`) : text
+    }
+    return { sql, tables: tables(prefix), isPg, compile }
   })

@@ -1,12 +1,15 @@
 /**
  * Accounts in SQL. Only SHA-256 hashes of API keys are stored.
  */
-import { SqlClient } from "@effect/sql"
+import type { SqlClient } from "@effect/sql"
 import { Accounts, ApiKeys, Ids, StoreError } from "@mediagate/core"
 import { Clock, Context, Effect, Layer, Option, Redacted } from "effect"
 import { createHash } from "node:crypto"
-import { migrate, tables } from "./Schema.js"
-import { defaultPrefix } from "./SqlTaskStore.js"
+import * as Database from "./Database.js"
+import { refail as refailAs } from "./internal/refail.js"
+
+/** Settings of the SQL accounts. */
+export type Options = Database.Options
 
 /** SHA-256 of an API key, hex. */
 export const hashKey = (key: string): string => createHash("sha256").update(key, "utf8").digest("hex")
@@ -24,16 +27,8 @@ export interface SqlAccounts extends Context.Tag.Service<Accounts.Accounts> {
   readonly count: Effect.Effect<number, StoreError>
 }
 
-const storeError = (operation: string) => (error: { readonly message: string }) =>
-  new StoreError({ message: `${operation} failed: ${error.message}` })
-
-/** While serving, a database failure is a defect (logged, answered 500), as in the task store. */
-const orDie = (operation: string) => <A, R>(effect: Effect.Effect<A, { readonly message: string }, R>) =>
-  effect.pipe(
-    Effect.tapError((error) => Effect.logError(`accounts: ${operation} failed`, error)),
-    Effect.mapError(storeError(operation)),
-    Effect.orDie
-  )
+/** Driver failures while serving: StoreError, logged as the accounts', as in the task store. */
+const refail = (operation: string) => refailAs("accounts", operation)
 
 type KeyRow = {
   id: string
@@ -59,17 +54,15 @@ const keyInfo = (row: KeyRow): ApiKeys.KeyInfo => ({
 })
 
 /** Builds the SQL accounts on the SqlClient in context, migrating first. */
-export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Effect<
+export const make = (options: Options = {}): Effect.Effect<
   SqlAccounts & Context.Tag.Service<Accounts.AccountAdmin>,
   StoreError,
   SqlClient.SqlClient
 > =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const prefix = options.tablePrefix ?? defaultPrefix
-    const table = tables(prefix).accounts
-    const keys = tables(prefix).apiKeys
-    yield* migrate(prefix).pipe(Effect.mapError((error) => new StoreError({ message: `migrating failed: ${String(error)}` })))
+    const { sql, tables } = yield* Database.prepare("the accounts", options)
+    const table = tables.accounts
+    const keys = tables.apiKeys
 
     /** The key with this hash (in any state) and its account. */
     const byHash = (hash: string) =>
@@ -114,7 +107,7 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
             ApiKeys.sameHash(String(row.key_hash), hash) && ApiKeys.stateOf(keyInfo(row), now) === "active"
               ? Option.some({ id: Ids.AccountId.make(String(row.account_id)), name: String(row.name) })
               : Option.none())
-        }).pipe(orDie("authenticate"))
+        }).pipe(refail("authenticate"))
       },
       ensure: ({ apiKey, id, name, now, webhookSecret }) =>
         Effect.gen(function*() {
@@ -131,11 +124,11 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
             yield* insertKey(id, { id: `key_${id}`, hash, hint: ApiKeys.hint(key), label: "MEDIAGATE_API_KEY", createdAt: now, expiresAt: null })
           }))
           return { id, name }
-        }).pipe(Effect.mapError(storeError("ensure account"))),
+        }).pipe(StoreError.refail("ensure account")),
       webhookSecret: (accountId) =>
         sql<{ webhook_secret: string | null }>`SELECT webhook_secret FROM ${sql(table)} WHERE id = ${accountId}`.pipe(
           Effect.map((rows) => Option.map(Option.fromNullable(rows[0]?.webhook_secret), (secret) => Redacted.make(String(secret)))),
-          orDie("webhook secret")
+          refail("webhook secret")
         ),
       signingSecrets: (accountId) =>
         Effect.gen(function*() {
@@ -146,7 +139,7 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
           if (row === undefined) return []
           const previous = row.previous_webhook_secret !== null && Number(row.previous_secret_until ?? 0) > now ? [row.previous_webhook_secret] : []
           return [...(row.webhook_secret === null ? [] : [row.webhook_secret]), ...previous].map((secret) => Redacted.make(String(secret)))
-        }).pipe(orDie("signing secrets")),
+        }).pipe(refail("signing secrets")),
       secrets: (accountId) =>
         sql<{ webhook_secret: string | null; previous_webhook_secret: string | null; previous_secret_until: number | string | null }>`
           SELECT webhook_secret, previous_webhook_secret, previous_secret_until FROM ${sql(table)} WHERE id = ${accountId}`.pipe(
@@ -157,32 +150,32 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
               previousUntil: numOrNull(row.previous_secret_until)
             }))
           ),
-          orDie("secrets")
+          refail("secrets")
         ),
       rotateSecret: (accountId, secret, previousUntil) =>
         sql`UPDATE ${sql(table)} SET previous_webhook_secret = webhook_secret, previous_secret_until = ${previousUntil},
               webhook_secret = ${Redacted.value(secret)} WHERE id = ${accountId} RETURNING id`.pipe(
           Effect.map((rows) => rows.length > 0),
-          orDie("rotate secret")
+          refail("rotate secret")
         ),
       count: sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(table)}`.pipe(
         Effect.map((rows) => Number(rows[0]?.n ?? 0)),
-        Effect.mapError(storeError("count accounts"))
+        StoreError.refail("count accounts")
       ),
       createAccount: ({ id, key, name, webhookSecret }) =>
         sql.withTransaction(Effect.gen(function*() {
           // key_hash of the accounts table holds the first key (it predates the keys table).
           yield* sql`INSERT INTO ${sql(table)} ${sql.insert({ id, name, key_hash: key.hash, created_at: key.createdAt, webhook_secret: Redacted.value(webhookSecret) })}`
           yield* insertKey(id, key)
-        })).pipe(orDie("create account")),
+        })).pipe(refail("create account")),
       getAccount: (id) =>
         sql<{ id: string; name: string; created_at: number }>`SELECT id, name, created_at FROM ${sql(table)} WHERE id = ${id}`.pipe(
           Effect.flatMap((rows) => rows[0] === undefined ? Effect.succeed(Option.none()) : Effect.map(info(rows[0]), Option.some)),
-          orDie("get account")
+          refail("get account")
         ),
       listAccounts: sql<{ id: string; name: string; created_at: number }>`SELECT id, name, created_at FROM ${sql(table)} ORDER BY created_at, id`.pipe(
         Effect.flatMap((rows) => Effect.forEach(rows, info)),
-        orDie("list accounts")
+        refail("list accounts")
       ),
       createKey: (accountId, key) =>
         Effect.gen(function*() {
@@ -190,21 +183,21 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
           if (found.length === 0) return false
           yield* insertKey(accountId, key)
           return true
-        }).pipe(orDie("create key")),
+        }).pipe(refail("create key")),
       revokeKey: (keyId, now) =>
         Effect.gen(function*() {
           yield* sql`UPDATE ${sql(keys)} SET revoked_at = ${now} WHERE id = ${keyId} AND revoked_at IS NULL`
           const rows = yield* sql<KeyRow>`SELECT * FROM ${sql(keys)} WHERE id = ${keyId}`
           return Option.map(Option.fromNullable(rows[0]), keyInfo)
-        }).pipe(orDie("revoke key"))
+        }).pipe(refail("revoke key"))
     }
   })
 
 /** Tag of the SQL accounts, for the startup code that needs `ensure` and `count`. */
 export class SqlAccountsService extends Effect.Tag("@mediagate/store-sql/SqlAccounts")<SqlAccountsService, SqlAccounts>() {}
 
-/** Provides both the core Accounts tag and the SQL accounts service. */
-export const layer = (options: { readonly tablePrefix?: string } = {}): Layer.Layer<
+/** Provides the core Accounts and AccountAdmin tags and the SQL accounts service, with options (table prefix). */
+export const layerWith = (options: Options): Layer.Layer<
   Accounts.Accounts | Accounts.AccountAdmin | SqlAccountsService,
   StoreError,
   SqlClient.SqlClient
@@ -216,3 +209,10 @@ export const layer = (options: { readonly tablePrefix?: string } = {}): Layer.La
         Context.add(Accounts.AccountAdmin, accounts)
       ))
   )
+
+/** The SQL accounts layer (on the SqlClient in context), default table prefix. */
+export const layer: Layer.Layer<
+  Accounts.Accounts | Accounts.AccountAdmin | SqlAccountsService,
+  StoreError,
+  SqlClient.SqlClient
+> = layerWith({})

@@ -6,24 +6,20 @@
  * is held for, so two requests never both think they hold it. On SQLite give it a client
  * other than the task store's (which keeps its connection to itself).
  */
-import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql"
-import { IdempotencyKeys, Ids, StoreError } from "@mediagate/core"
+import type { SqlClient, SqlError } from "@effect/sql"
+import { IdempotencyKeys, Ids } from "@mediagate/core"
+import type { StoreError } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer } from "effect"
-import { orDie as orDieAs } from "./internal/orDie.js"
-import { migrate, tables } from "./Schema.js"
-import { defaultPrefix } from "./SqlTaskStore.js"
+import * as Database from "./Database.js"
+import { refail as refailAs } from "./internal/refail.js"
+import type { Row } from "./internal/Rows.js"
 
-/** Settings of the SQL keys. */
-export interface Options {
-  /** Prefix of every table name (the task store's). Default `mediagate_`. */
-  readonly tablePrefix?: string
-}
+/** Settings of the SQL keys: the task store's table prefix. */
+export type Options = Database.Options
 
-type Row = Record<string, unknown>
-
-const orDie = (operation: string) => orDieAs("idempotency keys", operation)
+/** Driver failures while serving: StoreError, logged as the keys'. */
+const refail = (operation: string) => refailAs("idempotency keys", operation)
 
 /** The SQL keys. Runs the migrations first. */
 export const make = (options: Options = {}): Effect.Effect<
@@ -32,22 +28,10 @@ export const make = (options: Options = {}): Effect.Effect<
   SqlClient.SqlClient
 > =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const prefix = options.tablePrefix ?? defaultPrefix
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(prefix)) {
-      return yield* new StoreError({ message: `table prefix must be letters, digits and _: '${prefix}'` })
-    }
-    yield* migrate(prefix).pipe(
-      Effect.mapError((error) => new StoreError({ message: `migrating the idempotency keys failed: ${String((error as { message?: string }).message ?? error)}`, cause: error }))
-    )
-    const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
-    const compile = (text: string) => {
-      let n = 0
-      return isPg ? text.replace(/\?/g, () => `$${++n}`) : text
-    }
+    const { compile, sql, tables } = yield* Database.prepare("the idempotency keys", options)
     const run = (text: string, params: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<Row>, SqlError.SqlError> =>
       sql.unsafe<Row>(text, params)
-    const table = `"${tables(prefix).idempotencyKeys}"`
+    const table = `"${tables.idempotencyKeys}"`
     const insert = compile(
       `INSERT INTO ${table} (owner_id, idempotency_key, fingerprint, task_id, completed, created_at, lease_until)
        VALUES (?, ?, ?, ?, 0, ?, ?) ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING task_id`
@@ -99,12 +83,12 @@ export const make = (options: Options = {}): Effect.Effect<
       })
 
     return {
-      begin: (reservation) => begin(reservation).pipe(orDie("begin")),
+      begin: (reservation) => begin(reservation).pipe(refail("begin")),
       takeOver: (reservation, previous) =>
-        run(replaceStale, [...reserveParams(reservation), previous]).pipe(Effect.map((rows) => rows.length > 0), orDie("takeOver")),
-      complete: (owner, key, taskId) => run(complete, [owner, key, taskId]).pipe(Effect.asVoid, orDie("complete")),
-      release: (owner, key, taskId) => run(release, [owner, key, taskId]).pipe(Effect.asVoid, orDie("release")),
-      prune: (before) => run(prune, [before]).pipe(Effect.map((rows) => rows.length), orDie("prune"))
+        run(replaceStale, [...reserveParams(reservation), previous]).pipe(Effect.map((rows) => rows.length > 0), refail("takeOver")),
+      complete: (owner, key, taskId) => run(complete, [owner, key, taskId]).pipe(Effect.asVoid, refail("complete")),
+      release: (owner, key, taskId) => run(release, [owner, key, taskId]).pipe(Effect.asVoid, refail("release")),
+      prune: (before) => run(prune, [before]).pipe(Effect.map((rows) => rows.length), refail("prune"))
     }
   })
 

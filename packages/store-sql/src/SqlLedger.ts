@@ -4,13 +4,16 @@
  * a task first takes an advisory lock on the task, so two nodes asking for the same
  * movement write it once; on SQLite transactions run one at a time anyway.
  */
-import { SqlClient } from "@effect/sql"
-import { Ids, Ledger, StoreError } from "@mediagate/core"
+import type { SqlClient } from "@effect/sql"
+import { Ids, Ledger } from "@mediagate/core"
+import type { StoreError } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer, Option } from "effect"
-import { orDie as orDieAs } from "./internal/orDie.js"
-import { migrate, tables } from "./Schema.js"
-import { defaultPrefix } from "./SqlTaskStore.js"
+import * as Database from "./Database.js"
+import { refail as refailAs } from "./internal/refail.js"
+
+/** Settings of the SQL ledger. */
+export type Options = Database.Options
 
 type Row = {
   id: string
@@ -34,20 +37,17 @@ const entryOf = (row: Row): Ledger.LedgerEntry => ({
   note: row.note === null ? null : String(row.note)
 })
 
-/** Driver failures while serving: defects, logged as the ledger's. */
-const orDie = (operation: string) => orDieAs("ledger", operation)
+/** Driver failures while serving: StoreError, logged as the ledger's. */
+const refail = (operation: string) => refailAs("ledger", operation)
 
-export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Effect<
+/** The SQL ledger. Runs the migrations first. */
+export const make = (options: Options = {}): Effect.Effect<
   Context.Tag.Service<Ledger.Ledger>,
   StoreError,
   SqlClient.SqlClient
 > =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const prefix = options.tablePrefix ?? defaultPrefix
-    const t = tables(prefix)
-    yield* migrate(prefix).pipe(Effect.mapError((error) => new StoreError({ message: `migrating failed: ${String(error)}` })))
-    const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+    const { isPg, sql, tables: t } = yield* Database.prepare("the ledger", options)
     const entries = sql(t.ledgerEntries)
     const balances = sql(t.ledgerBalances)
     const openTable = sql(t.ledgerOpen)
@@ -118,7 +118,7 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
           at,
           note: null
         })
-      })).pipe(orDie(kind))
+      })).pipe(refail(kind))
 
     return {
       credit: ({ accountId, amount, at, id, note }) =>
@@ -130,7 +130,7 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
             const existing = yield* sql<Row>`SELECT * FROM ${entries} WHERE id = ${id}`
             if (existing[0] !== undefined) return entryOf(existing[0])
             return yield* insert({ id, accountId, taskId: null, kind: "credit", amount, held: 0, at, note })
-          })).pipe(orDie("credit")),
+          })).pipe(refail("credit")),
       reserve: ({ accountId, amount, at, id, taskId }) =>
         transaction(Effect.gen(function*() {
           yield* lockTask(taskId)
@@ -143,26 +143,30 @@ export const make = (options: { readonly tablePrefix?: string } = {}): Effect.Ef
             return yield* Effect.fail(new Ledger.InsufficientCredits({ accountId, requested: amount, available: balance - reserved }))
           }
           return yield* insert({ id, accountId, taskId, kind: "reserve", amount: 0, held: amount, at, note: null })
-        })).pipe(orDie("reserve")),
+        })).pipe(refail("reserve")),
       charge: end("charge"),
       release: end("release"),
       // Reads, too, run to their end once begun (see SqlTaskStore's executor on PostgreSQL).
-      balance: (accountId) => sums(accountId).pipe(Effect.uninterruptible, orDie("balance")),
+      balance: (accountId) => sums(accountId).pipe(Effect.uninterruptible, refail("balance")),
       entries: (accountId, limit) =>
         sql<Row>`SELECT * FROM ${entries} WHERE account_id = ${accountId} ORDER BY at DESC, id DESC LIMIT ${limit}`.pipe(
           Effect.map((rows) => rows.map(entryOf)),
           Effect.uninterruptible,
-          orDie("entries")
+          refail("entries")
         ),
       forTask: (taskId) =>
-        sql<Row>`SELECT * FROM ${entries} WHERE task_id = ${taskId} ORDER BY at, id`.pipe(Effect.map((rows) => rows.map(entryOf)), Effect.uninterruptible, orDie("entries")),
-      reservation: (taskId) => ofTask(taskId, ["reserve"]).pipe(Effect.uninterruptible, orDie("reservation")),
+        sql<Row>`SELECT * FROM ${entries} WHERE task_id = ${taskId} ORDER BY at, id`.pipe(Effect.map((rows) => rows.map(entryOf)), Effect.uninterruptible, refail("entries")),
+      reservation: (taskId) => ofTask(taskId, ["reserve"]).pipe(Effect.uninterruptible, refail("reservation")),
       open: ({ after = { at: -1, taskId: "" }, before, limit }) =>
         sql<Row>`SELECT e.* FROM ${openTable} o JOIN ${entries} e ON e.id = o.entry_id
           WHERE o.at < ${before} AND (o.at > ${after.at} OR (o.at = ${after.at} AND o.task_id > ${after.taskId}))
-          ORDER BY o.at, o.task_id LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(entryOf)), Effect.uninterruptible, orDie("open"))
+          ORDER BY o.at, o.task_id LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(entryOf)), Effect.uninterruptible, refail("open"))
     }
   })
 
-export const layer = (options: { readonly tablePrefix?: string } = {}): Layer.Layer<Ledger.Ledger, StoreError, SqlClient.SqlClient> =>
+/** The SQL ledger layer (on the SqlClient in context). */
+export const layer: Layer.Layer<Ledger.Ledger, StoreError, SqlClient.SqlClient> = Layer.effect(Ledger.Ledger, make())
+
+/** The SQL ledger layer with options (table prefix). */
+export const layerWith = (options: Options): Layer.Layer<Ledger.Ledger, StoreError, SqlClient.SqlClient> =>
   Layer.effect(Ledger.Ledger, make(options))

@@ -1,102 +1,30 @@
 /**
  * TaskStore on @effect/sql: SQLite (the embedded default) and PostgreSQL (several nodes).
- * Every SqlError becomes the store's StoreError here; none reaches a handler.
+ * Every SqlError becomes the store's StoreError here (logged); none reaches a handler. How
+ * statements reach the database is the executor's (`internal/Executor.ts`), the claim of due
+ * work is `internal/ClaimDue.ts`.
  */
-import { SqlClient } from "@effect/sql"
-import type { SqlConnection, SqlError } from "@effect/sql"
-import { Ids, StoreError, TaskConflict, TaskStore } from "@mediagate/core"
-import type { Task } from "@mediagate/core"
+import type { SqlClient } from "@effect/sql"
+import { Ids, TaskConflict, TaskStore } from "@mediagate/core"
+import type { StoreError } from "@mediagate/core"
 import type { Context, Scope } from "effect"
-import { Effect, Exit, Layer, Option } from "effect"
-import { orDie as orDieAs } from "./internal/orDie.js"
-import { migrate, modelExpression, tables } from "./Schema.js"
+import { Effect, Layer, Option } from "effect"
+import * as Database from "./Database.js"
+import * as ClaimDue from "./internal/ClaimDue.js"
+import * as Executor from "./internal/Executor.js"
+import { refail as refailAs } from "./internal/refail.js"
+import { num, numOrNull, records, strOrNull } from "./internal/Rows.js"
+import { modelExpression } from "./Schema.js"
 import * as TaskRow from "./TaskRow.js"
 
 /** Settings of the SQL store. */
-export interface Options {
-  /** Prefix of every table name. Default `mediagate_`. */
-  readonly tablePrefix?: string
-}
+export type Options = Database.Options
 
 /** The default table prefix. */
-export const defaultPrefix = "mediagate_"
+export const defaultPrefix = Database.defaultPrefix
 
-type Row = Record<string, unknown>
-
-const num = (value: unknown): number => Number(value)
-const numOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value))
-const strOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : String(value))
-
-/** Rows of the tasks table as records; a row that does not decode is a defect (see `TaskRow.fromRow`). */
-const records = (rows: ReadonlyArray<Row>): Effect.Effect<Array<Task.TaskRecord>> => Effect.sync(() => rows.map(TaskRow.fromRow))
-
-/** Turns a driver failure into the store's error, at the start (the layer fails to build). */
-const refail = (operation: string) => <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
-  Effect.catchTag(effect as Effect.Effect<A, SqlError.SqlError, R>, "SqlError", (error) =>
-    Effect.fail(new StoreError({ message: `${operation} failed: ${error.message}`, cause: error.cause }))) as Effect.Effect<
-      A,
-      Exclude<E, SqlError.SqlError> | StoreError,
-      R
-    >
-
-/** Driver failures while serving: defects, logged as the store's. */
-const orDie = (operation: string) => orDieAs("store", operation)
-
-type Run = (text: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<Row>, SqlError.SqlError>
-
-/**
- * How the store talks to its database. Statements are compiled once, when the store is
- * made, and run on a connection directly: the per-statement machinery of the query
- * builder costs more than SQLite itself takes to answer (docs/benchmarks.md).
- */
-interface Executor {
-  /** One statement: atomic on its own (an implicit transaction), so it needs no BEGIN. */
-  readonly run: Run
-  /** Several statements in one write transaction, all or nothing. */
-  readonly transaction: <A, E>(body: (run: Run) => Effect.Effect<A, E>) => Effect.Effect<A, E | SqlError.SqlError>
-}
-
-const transaction = <A, E>(
-  connection: SqlConnection.Connection,
-  begin: string,
-  body: (run: Run) => Effect.Effect<A, E>
-): Effect.Effect<A, E | SqlError.SqlError> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.gen(function*() {
-      yield* connection.execute(begin, [], undefined)
-      const exit = yield* Effect.exit(restore(body((text, params) => connection.execute(text, params, undefined))))
-      yield* connection.execute(Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK", [], undefined)
-      return yield* exit
-    })
-  )
-
-/**
- * SQLite has one connection per client, and the store keeps it for its lifetime (give the
- * store a client of its own). Fibers share that connection, so a lock orders them: a
- * transaction runs from `BEGIN IMMEDIATE` to `COMMIT` with no other fiber's statement in
- * between (it would otherwise commit or roll back with someone else's transaction), and a
- * single statement waits while a transaction is open. better-sqlite3 answers synchronously,
- * so the lock is never held across a wait on the database. `BEGIN IMMEDIATE` takes the
- * write lock up front, so a writer never fails halfway when another process writes the
- * same file.
- */
-const sqliteExecutor = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const connection = yield* sql.reserve
-    const exclusive = (yield* Effect.makeSemaphore(1)).withPermits(1)
-    return {
-      run: (text, params) => exclusive(connection.execute(text, params, undefined)),
-      transaction: (body) => exclusive(transaction(connection, "BEGIN IMMEDIATE", body))
-    }
-  })
-
-/** PostgreSQL: a pooled connection per operation; row locks order concurrent writers. */
-const pgExecutor = (sql: SqlClient.SqlClient): Executor => ({
-  run: (text, params) => Effect.scoped(Effect.flatMap(sql.reserve, (connection) => connection.execute(text, params, undefined))),
-  transaction: (body) => Effect.scoped(Effect.flatMap(sql.reserve, (connection) => transaction(connection, "BEGIN", body)))
-})
-
-const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/
+/** Driver failures while serving: StoreError, logged as the store's. */
+const refail = (operation: string) => refailAs("store", operation)
 
 /** The SQL TaskStore. Runs the migrations first; on SQLite it keeps its client's connection. */
 export const make = (options: Options = {}): Effect.Effect<
@@ -105,24 +33,12 @@ export const make = (options: Options = {}): Effect.Effect<
   SqlClient.SqlClient | Scope.Scope
 > =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const prefix = options.tablePrefix ?? defaultPrefix
-    if (!identifier.test(prefix)) {
-      return yield* new StoreError({ message: `table prefix must be letters, digits and _: '${prefix}'` })
-    }
-    const t = tables(prefix)
-    yield* migrate(prefix).pipe(
-      Effect.mapError((error) => new StoreError({ message: `migrating the task store failed: ${String((error as { message?: string }).message ?? error)}`, cause: error }))
-    )
-    const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
-    const executor = isPg ? pgExecutor(sql) : yield* sqliteExecutor(sql).pipe(refail("opening the store"))
-    if (!isPg) yield* executor.run("PRAGMA busy_timeout = 5000", []).pipe(refail("configuring the connection"))
+    const db = yield* Database.prepare("the task store", options)
+    const { compile, isPg, sql, tables: t } = db
+    const executor = yield* Executor.make(sql, isPg)
+    const claimDue = ClaimDue.make(executor, db)
 
     // Statements, compiled once. Written with ?; PostgreSQL numbers its placeholders.
-    const compile = (text: string) => {
-      let n = 0
-      return isPg ? text.replace(/\?/g, () => `$${++n}`) : text
-    }
     const tasks = `"${t.tasks}"`
     const modelOf = modelExpression(isPg)
     const columns = TaskRow.columns
@@ -136,55 +52,6 @@ export const make = (options: Options = {}): Effect.Effect<
     )
     const selectById = compile(`SELECT * FROM ${tasks} WHERE id = ?`)
     const selectByIdOwner = compile(`SELECT * FROM ${tasks} WHERE id = ? AND owner_id = ?`)
-    // Claims. A task is running from its claim out of PENDING until it ends. Work in flight
-    // and waiting work have partial indexes of their own (migration 0007), so a claim reads
-    // only the rows it may take, however long the line of waiting tasks.
-    const free = (alias = "") => `(${alias}lease_until IS NULL OR ${alias}lease_until <= ?)`
-    const claimInFlight = compile(
-      `UPDATE ${tasks} SET lease_owner = ?, lease_until = ?, version = version + 1
-       WHERE id IN (
-         SELECT id FROM ${tasks} WHERE due_at IS NOT NULL AND status <> 'PENDING' AND due_at <= ? AND ${free()}
-         ORDER BY due_at, id LIMIT ?${isPg ? " FOR UPDATE SKIP LOCKED" : ""}
-       )
-       RETURNING *`
-    )
-    // On SQLite an UPDATE that finds nothing still costs about 100 µs against 7 µs for the
-    // SELECT (bench:e2e's statement trace), and most wake-ups find nothing to claim: look
-    // first. On PostgreSQL each statement is a round trip: the UPDATE alone is cheaper.
-    const anyDue = compile(`SELECT 1 AS found FROM ${tasks} WHERE due_at IS NOT NULL AND due_at <= ? AND ${free()} LIMIT 1`)
-    const anyInFlight = compile(
-      `SELECT 1 AS found FROM ${tasks} WHERE due_at IS NOT NULL AND status <> 'PENDING' AND due_at <= ? AND ${free()} LIMIT 1`
-    )
-    const waitingOwners = compile(
-      `SELECT DISTINCT owner_id FROM ${tasks} WHERE status = 'PENDING' AND due_at <= ? AND ${free()}`
-    )
-    // Running: in flight, or PENDING under a live lease (claimed, not yet submitted); two
-    // statements, so each reads its own index.
-    const inFlightByOwner = compile(
-      `SELECT owner_id, provider, count(*) AS n FROM ${tasks} WHERE due_at IS NOT NULL AND status <> 'PENDING' GROUP BY owner_id, provider`
-    )
-    const leasedByOwner = compile(
-      `SELECT owner_id, provider, count(*) AS n FROM ${tasks} WHERE status = 'PENDING' AND lease_until > ? GROUP BY owner_id, provider`
-    )
-    /** An owner's line, leaving out the tasks of providers that are full (`full` placeholders). */
-    const ownersLine = (full: number) =>
-      compile(
-        `SELECT id, owner_id, due_at, provider FROM ${tasks} WHERE status = 'PENDING' AND owner_id = ? AND due_at <= ? AND ${free()}${
-          full === 0 ? "" : ` AND (provider IS NULL OR provider NOT IN (${Array.from({ length: full }, () => "?").join(", ")}))`
-        }
-       ORDER BY due_at, id LIMIT ?`
-      )
-    const lineStatements = new Map<number, string>()
-    /** Leases the chosen waiting tasks (by id; `count` placeholders), if still free. */
-    const leaseChosen = (count: number) =>
-      compile(
-        `UPDATE ${tasks} SET lease_owner = ?, lease_until = ?, version = version + 1
-         WHERE status = 'PENDING' AND ${free()} AND id IN (${Array.from({ length: count }, () => "?").join(", ")})
-         RETURNING *`
-      )
-    const leaseStatements = new Map<number, string>()
-    // On PostgreSQL claims of new work take turns, so two nodes never both see the same free room.
-    const claimLock = `SELECT pg_advisory_xact_lock(hashtext('${t.tasks}_claims'))`
     const releaseLeases = compile(
       `UPDATE ${tasks} SET lease_owner = NULL, lease_until = NULL, version = version + 1 WHERE lease_owner = ? AND due_at IS NOT NULL`
     )
@@ -241,7 +108,7 @@ export const make = (options: Options = {}): Effect.Effect<
     )
     const selectAttempts = compile(`SELECT * FROM "${t.callbackAttempts}" WHERE callback_id = ? ORDER BY attempt`)
 
-    const writeCallbacks = (run: Run, callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
+    const writeCallbacks = (run: Executor.Run, callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
       Effect.forEach(callbacks, (row) => run(insertCallback, [row.id, row.taskId, row.url, row.createdAt, row.createdAt]), {
         discard: true
       })
@@ -252,18 +119,18 @@ export const make = (options: Options = {}): Effect.Effect<
           ? executor.run(insertTask, TaskRow.values(TaskRow.toRow(task)))
           : executor.transaction((run) =>
             Effect.zipRight(run(insertTask, TaskRow.values(TaskRow.toRow(task))), writeCallbacks(run, callbacks))
-          )).pipe(Effect.asVoid, orDie("create")),
+          )).pipe(Effect.asVoid, refail("create")),
 
       get: (id) =>
         executor.run(selectById, [id]).pipe(
           Effect.flatMap((rows) => Effect.map(records(rows.slice(0, 1)), (found) => Option.fromNullable(found[0]))),
-          orDie("get")
+          refail("get")
         ),
 
       getOwned: (id, owner) =>
         executor.run(selectByIdOwner, [id, owner]).pipe(
           Effect.flatMap((rows) => Effect.map(records(rows.slice(0, 1)), (found) => Option.fromNullable(found[0]))),
-          orDie("getOwned")
+          refail("getOwned")
         ),
 
       update: (next, expectedVersion, callbacks = []) => {
@@ -279,73 +146,15 @@ export const make = (options: Options = {}): Effect.Effect<
               if (updated.length === 0) return yield* Effect.fail(conflict())
               yield* writeCallbacks(run, callbacks)
             })
-          )).pipe(orDie("update"))
+          )).pipe(refail("update"))
       },
 
-      claimDue: ({ leaseUntil, limit, limits, now, worker }) =>
-        Effect.flatMap(isPg ? Effect.succeed([{}]) : executor.run(anyDue, [now, now]), (due) =>
-          due.length === 0 ? Effect.succeed([]) : executor.transaction((run) =>
-          Effect.gen(function*() {
-            const byDue = (a: Task.TaskRecord, b: Task.TaskRecord) => a.dueAt! - b.dueAt!
-            const inFlight = !isPg && (yield* run(anyInFlight, [now, now])).length === 0
-              ? []
-              : (yield* records(yield* run(claimInFlight, [worker, leaseUntil, now, now, limit]))).sort(byDue)
-            let room = limit - inFlight.length
-            if (room <= 0) return inFlight
-            const owners = (yield* run(waitingOwners, [now, now])).map((row) => String(row["owner_id"]))
-            if (owners.length === 0) return inFlight
-            if (isPg) yield* run(claimLock, [])
-            const busy = new Map<string, number>()
-            const onProvider = new Map<string, number>()
-            for (const row of [...yield* run(inFlightByOwner, []), ...yield* run(leasedByOwner, [now])]) {
-              busy.set(String(row["owner_id"]), (busy.get(String(row["owner_id"])) ?? 0) + num(row["n"]))
-              const provider = strOrNull(row["provider"])
-              if (provider !== null) onProvider.set(provider, (onProvider.get(provider) ?? 0) + num(row["n"]))
-            }
-            if (limits !== undefined) {
-              room = Math.min(room, limits.running - [...busy.values()].reduce((a, b) => a + b, 0))
-            }
-            const cap = limits?.perAccount ?? Number.POSITIVE_INFINITY
-            const perProvider = limits?.perProvider
-            /** Whether a provider has room for one more task. */
-            const roomOn = (provider: string | null) =>
-              provider === null || perProvider === undefined || (onProvider.get(provider) ?? 0) < perProvider(provider)
-            // Lines leave out the tasks of full providers, so they do not hide others' behind them.
-            const full = [...onProvider.keys()].filter((provider) => !roomOn(provider))
-            let line = lineStatements.get(full.length)
-            if (line === undefined) lineStatements.set(full.length, line = ownersLine(full.length))
-            // Each owner's line: its waiting tasks behind its running ones; places are served in
-            // order across the lines, so owners alternate and the least busy goes first.
-            const places: Array<{ readonly id: string; readonly place: number; readonly due: number; readonly provider: string | null }> = []
-            for (const owner of owners) {
-              const running = busy.get(owner) ?? 0
-              const take = Math.min(room, cap - running)
-              if (take <= 0) continue
-              const rows = yield* run(line, [owner, now, now, ...full, take])
-              rows.forEach((row, i) =>
-                places.push({ id: String(row["id"]), place: running + i + 1, due: num(row["due_at"]), provider: strOrNull(row["provider"]) })
-              )
-            }
-            const chosen: Array<string> = []
-            for (const place of places.sort((a, b) => a.place - b.place || a.due - b.due || (a.id < b.id ? -1 : 1))) {
-              if (chosen.length >= room) break
-              // A provider may fill up during this claim.
-              if (!roomOn(place.provider)) continue
-              if (place.provider !== null) onProvider.set(place.provider, (onProvider.get(place.provider) ?? 0) + 1)
-              chosen.push(place.id)
-            }
-            if (chosen.length === 0) return inFlight
-            let statement = leaseStatements.get(chosen.length)
-            if (statement === undefined) leaseStatements.set(chosen.length, statement = leaseChosen(chosen.length))
-            const waiting = yield* records(yield* run(statement, [worker, leaseUntil, now, ...chosen]))
-            return [...inFlight, ...waiting.sort(byDue)]
-          })
-        )).pipe(orDie("claimDue")),
+      claimDue: (options) => claimDue(options).pipe(refail("claimDue")),
 
-      releaseLeases: (worker) => executor.run(releaseLeases, [worker]).pipe(Effect.asVoid, orDie("releaseLeases")),
+      releaseLeases: (worker) => executor.run(releaseLeases, [worker]).pipe(Effect.asVoid, refail("releaseLeases")),
       countPending: executor.run(countPending, []).pipe(
         Effect.map((rows) => Number((rows[0] as { readonly n?: unknown } | undefined)?.n ?? 0)),
-        orDie("countPending")
+        refail("countPending")
       ),
 
       list: (ownerId, { cursor, filter = {}, limit }) => {
@@ -370,7 +179,7 @@ export const make = (options: Options = {}): Effect.Effect<
               nextCursor: rows.length > limit ? page[page.length - 1]!.id : null
             }))
           ),
-          orDie("list")
+          refail("list")
         )
       },
 
@@ -390,11 +199,11 @@ export const make = (options: Options = {}): Effect.Effect<
               }
             })
           ),
-          orDie("callbacks")
+          refail("callbacks")
         ),
 
       redeliverCallbacks: (taskId, now) =>
-        executor.run(redeliverCallbacks, [now, taskId]).pipe(Effect.map((rows) => rows.length), orDie("redeliverCallbacks")),
+        executor.run(redeliverCallbacks, [now, taskId]).pipe(Effect.map((rows) => rows.length), refail("redeliverCallbacks")),
 
       claimCallbacks: ({ leaseUntil, limit, now }) =>
         Effect.flatMap(isPg ? Effect.succeed([{}]) : executor.run(anyCallbackDue, [now, now]), (due) =>
@@ -413,7 +222,7 @@ export const make = (options: Options = {}): Effect.Effect<
               .sort((a, b) => a.due - b.due)
               .map(({ due: _, ...callback }) => callback)
           ),
-          orDie("claimCallbacks")
+          refail("claimCallbacks")
         ),
 
       recordCallbackAttempt: (attempt) => service.recordCallbackAttempts([attempt]),
@@ -441,7 +250,7 @@ export const make = (options: Options = {}): Effect.Effect<
                 attempt.callbackId
               ])
             ), { discard: true })
-        ).pipe(orDie("recordCallbackAttempts")),
+        ).pipe(refail("recordCallbackAttempts")),
 
       callbackAttempts: (callbackId) =>
         executor.run(selectAttempts, [callbackId]).pipe(
@@ -460,7 +269,7 @@ export const make = (options: Options = {}): Effect.Effect<
                 : { _tag: "GaveUp" }
             }))
           ),
-          orDie("callbackAttempts")
+          refail("callbackAttempts")
         )
     }
     return service

@@ -66,7 +66,7 @@ for (const [name, fresh] of backends) {
         const first = yield* recorded(db.client(), "m_")
         expect(first.map(([id]) => id)).toEqual(expected)
         yield* buildStore(db.client(), "m_")
-        yield* Effect.scoped(Layer.build(SqlAccounts.layer({ tablePrefix: "m_" }).pipe(Layer.provide(db.client()))))
+        yield* Effect.scoped(Layer.build(SqlAccounts.layerWith({ tablePrefix: "m_" }).pipe(Layer.provide(db.client()))))
         expect(yield* recorded(db.client(), "m_")).toEqual(first)
       }))
 
@@ -78,7 +78,7 @@ for (const [name, fresh] of backends) {
           [
             buildStore(db.client(), "n_"),
             buildStore(db.client(), "n_"),
-            Effect.scoped(Layer.build(SqlAccounts.layer({ tablePrefix: "n_" }).pipe(Layer.provide(db.client())))),
+            Effect.scoped(Layer.build(SqlAccounts.layerWith({ tablePrefix: "n_" }).pipe(Layer.provide(db.client())))),
             buildStore(db.client(), "n_")
           ],
           { concurrency: "unbounded" }

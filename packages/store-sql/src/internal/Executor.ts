@@ -1,0 +1,66 @@
+/**
+ * How the task store talks to its database. Statements are compiled once, when the store is
+ * made, and run on a connection directly: the per-statement machinery of the query builder
+ * costs more than SQLite itself takes to answer (docs/benchmarks.md).
+ */
+import type { SqlClient, SqlConnection, SqlError } from "@effect/sql"
+import { StoreError } from "@mediagate/core"
+import type { Scope } from "effect"
+import { Effect, Exit } from "effect"
+import type { Row } from "./Rows.js"
+
+/** Runs one compiled statement with its parameters. */
+export type Run = (text: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<Row>, SqlError.SqlError>
+
+export interface Executor {
+  /** One statement: atomic on its own (an implicit transaction), so it needs no BEGIN. */
+  readonly run: Run
+  /** Several statements in one write transaction, all or nothing. */
+  readonly transaction: <A, E>(body: (run: Run) => Effect.Effect<A, E>) => Effect.Effect<A, E | SqlError.SqlError>
+}
+
+const transaction = <A, E>(
+  connection: SqlConnection.Connection,
+  begin: string,
+  body: (run: Run) => Effect.Effect<A, E>
+): Effect.Effect<A, E | SqlError.SqlError> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function*() {
+      yield* connection.execute(begin, [], undefined)
+      const exit = yield* Effect.exit(restore(body((text, params) => connection.execute(text, params, undefined))))
+      yield* connection.execute(Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK", [], undefined)
+      return yield* exit
+    })
+  )
+
+/**
+ * SQLite has one connection per client, and the store keeps it for its lifetime (give the
+ * store a client of its own). Fibers share that connection, so a lock orders them: a
+ * transaction runs from `BEGIN IMMEDIATE` to `COMMIT` with no other fiber's statement in
+ * between (it would otherwise commit or roll back with someone else's transaction), and a
+ * single statement waits while a transaction is open. better-sqlite3 answers synchronously,
+ * so the lock is never held across a wait on the database. `BEGIN IMMEDIATE` takes the
+ * write lock up front, so a writer never fails halfway when another process writes the
+ * same file.
+ */
+const sqlite = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const connection = yield* sql.reserve
+    const exclusive = (yield* Effect.makeSemaphore(1)).withPermits(1)
+    const executor: Executor = {
+      run: (text, params) => exclusive(connection.execute(text, params, undefined)),
+      transaction: (body) => exclusive(transaction(connection, "BEGIN IMMEDIATE", body))
+    }
+    yield* executor.run("PRAGMA busy_timeout = 5000", [])
+    return executor
+  })
+
+/** PostgreSQL: a pooled connection per operation; row locks order concurrent writers. */
+const pg = (sql: SqlClient.SqlClient): Executor => ({
+  run: (text, params) => Effect.scoped(Effect.flatMap(sql.reserve, (connection) => connection.execute(text, params, undefined))),
+  transaction: (body) => Effect.scoped(Effect.flatMap(sql.reserve, (connection) => transaction(connection, "BEGIN", body)))
+})
+
+/** The executor for `sql`'s dialect; on SQLite it keeps a connection for the scope's lifetime. */
+export const make = (sql: SqlClient.SqlClient, isPg: boolean): Effect.Effect<Executor, StoreError, Scope.Scope> =>
+  isPg ? Effect.succeed(pg(sql)) : sqlite(sql).pipe(StoreError.refail("opening the store"))

@@ -1,0 +1,34 @@
+/**
+ * The SQL backends' edge while serving: a driver failure becomes the backend's typed
+ * StoreError (`StoreError.refail`), logged here with the backend's name (`store`, `ledger`,
+ * ...). Callers handle it by name: the HTTP layer answers 500, the engine and the deliverer
+ * try again later. Every other failure (a lost optimistic check, too few credits) passes
+ * unchanged.
+ *
+ * A statement the database refuses for breaking a constraint is the exception: the stores
+ * never break one on their own (duplicates are looked for first, or skipped with ON
+ * CONFLICT), so it is the caller's bug, such as a task id used twice, and stays a defect.
+ */
+import { SqlError } from "@effect/sql"
+import { StoreError } from "@mediagate/core"
+import { Effect, Predicate } from "effect"
+
+const isSqlError = (error: unknown): error is SqlError.SqlError => Predicate.hasProperty(error, SqlError.SqlErrorTypeId)
+
+/** SQLite's SQLITE_CONSTRAINT_* codes, PostgreSQL's class 23 (integrity constraint violation). */
+const brokeConstraint = (error: SqlError.SqlError): boolean => {
+  const code = Predicate.hasProperty(error.cause, "code") ? String(error.cause.code) : ""
+  return code.startsWith("SQLITE_CONSTRAINT") || /^23[0-9A-Z]{3}$/.test(code)
+}
+
+/** Pipeable: `component`'s `operation` fails with StoreError where the driver failed, after logging it. */
+export const refail = (component: string, operation: string) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, SqlError.SqlError> | StoreError, R> =>
+  Effect.catchIf(effect, isSqlError as Predicate.Refinement<E, E & SqlError.SqlError>, (error) =>
+    Effect.logError(`${component}: ${operation} failed`, error).pipe(
+      Effect.zipRight(
+        brokeConstraint(error)
+          ? Effect.die(new StoreError({ message: `${operation} failed: ${error.message}`, cause: error }))
+          : StoreError.refail(operation)(Effect.fail(error))
+      )
+    )) as Effect.Effect<A, Exclude<E, SqlError.SqlError> | StoreError, R>
