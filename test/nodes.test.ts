@@ -6,12 +6,12 @@
  * bounds below are limits on a wait, chosen far from the behaviour they tell apart.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
+import { freshDatabase, pgSkipReason, pgUrl } from "@mediagate/store-sql/testing"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
 import pg from "pg"
-import { freshDatabase, pgSkipReason, pgUrl } from "./pg.js"
 import { freePort } from "./ports.js"
 import { awaitTerminal, killAll, type Server, startServer, stop, submit } from "./standalone-process.js"
 

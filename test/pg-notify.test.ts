@@ -11,10 +11,10 @@ import { Deadlines, Ids, ModelCatalog, Outbound, SubmitPolicy, TaskEvents, TaskS
 import { MemoryMediaStore } from "@mediagate/store-memory"
 import { Mediagate } from "@mediagate/server"
 import { Database, PgNotify, SqlAccounts, SqlLedger, SqlTaskStore } from "@mediagate/store-sql"
+import { freshDatabase, pgSkipReason, pgUrl } from "@mediagate/store-sql/testing"
 import { SimulatedModeration } from "@mediagate/upstream"
 import { Context, Effect, Layer, Option, Queue, Redacted } from "effect"
 import pg from "pg"
-import { freshDatabase, pgSkipReason, pgUrl } from "./pg.js"
 
 const skip = pgSkipReason("pg-notify")
 let database: Awaited<ReturnType<typeof freshDatabase>> | undefined

@@ -1,15 +1,22 @@
 /**
- * Databases for tests: a PostgreSQL database of its own, created on the server a test run
- * is given (`MEDIAGATE_TEST_PG_URL`) and dropped afterwards. Imported from
- * `@mediagate/store-sql/testing`, never from the public index.
+ * Databases for tests, the one place every suite gets them from: a PostgreSQL database of its
+ * own, created on the server a test run is given (`MEDIAGATE_TEST_PG_URL`, CI sets it) and
+ * dropped afterwards. Imported from `@mediagate/store-sql/testing`, never from the public
+ * index.
  */
-import { Effect } from "effect"
-import type { Scope } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import pg from "pg"
 
 /** The PostgreSQL server tests may use, or undefined (the PostgreSQL cases are then skipped). */
 export const pgUrl: string | undefined = process.env["MEDIAGATE_TEST_PG_URL"]
+
+/** Why a suite's PostgreSQL tests are skipped, for their names and the log; empty when they run. */
+export const pgSkipReason = (suite: string): string => {
+  if (pgUrl !== undefined) return ""
+  console.warn(`${suite}: MEDIAGATE_TEST_PG_URL is not set; the PostgreSQL tests are skipped`)
+  return " [skipped: MEDIAGATE_TEST_PG_URL is not set]"
+}
 
 /** Creates a database named after `label` and this process, answers its URL, and drops it when the scope closes. */
 export const freshPgDatabase = (url: string, label = "test"): Effect.Effect<string, never, Scope.Scope> =>
@@ -26,3 +33,13 @@ export const freshPgDatabase = (url: string, label = "test"): Effect.Effect<stri
     )
     return Object.assign(new URL(url), { pathname: `/${name}` }).toString()
   })
+
+/**
+ * `freshPgDatabase` for a suite that sets up in `beforeAll` rather than in a scope: the
+ * database's URL, and `drop` for its `afterAll` (closing whatever connections are left).
+ */
+export const freshDatabase = async (url: string, label = "test"): Promise<{ readonly url: string; readonly drop: () => Promise<void> }> => {
+  const scope = Effect.runSync(Scope.make())
+  const target = await Effect.runPromise(Scope.extend(freshPgDatabase(url, label), scope))
+  return { url: target, drop: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
+}
