@@ -4,14 +4,13 @@
  * attempts endpoint shows what happened, a redeliver sends the callback again under the same
  * webhook-id with a valid signature, and only the task's owner sees or redelivers anything.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Ajv } from "ajv"
 import { Effect, TestClock } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { Webhook } from "standardwebhooks"
-import { apiKey, otherApiKey, testServer, webhookSecret } from "./support.js"
+import { client, otherApiKey, testServer, webhookSecret } from "./support.js"
 
 type Received = { readonly path: string; readonly headers: Http.IncomingHttpHeaders; readonly body: string }
 const received: Array<Received> = []
@@ -40,20 +39,12 @@ afterAll(() => {
   return new Promise<void>((resolve) => receiver.close(() => resolve()))
 })
 
-const call = (request: HttpClientRequest.HttpClientRequest, key: string | null = apiKey) =>
-  Effect.gen(function*() {
-    const response = yield* (yield* HttpClient.HttpClient).execute(key === null ? request : request.pipe(HttpClientRequest.bearerToken(key)))
-    return { status: response.status, body: (yield* response.json) as any }
-  })
+const api = client()
+const kite = { model: "alpha-image-2/text-to-image", input: { prompt: "a kite" } }
 
-const submit = (body: Record<string, unknown>) =>
-  call(HttpClientRequest.post("/api/v1/task/submit").pipe(
-    HttpClientRequest.bodyText(JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "a kite" }, ...body }), "application/json")
-  )).pipe(Effect.map((answer) => answer.body.data.taskId as string))
-
-const query = (taskId: string) => call(HttpClientRequest.get(`/api/v1/task/${taskId}`)).pipe(Effect.map((answer) => answer.body.data))
-const callbacks = (taskId: string, key: string | null = apiKey) => call(HttpClientRequest.get(`/api/v1/task/${taskId}/callbacks`), key)
-const redeliver = (taskId: string, key: string | null = apiKey) => call(HttpClientRequest.post(`/api/v1/task/${taskId}/callbacks/redeliver`), key)
+const query = (taskId: string) => Effect.map(api.query(taskId), (answer) => answer.body.data)
+const callbacks = (taskId: string, key?: string | null) => api.call("GET", `/api/v1/task/${taskId}/callbacks`, { key })
+const redeliver = (taskId: string, key?: string | null) => api.call("POST", `/api/v1/task/${taskId}/callbacks/redeliver`, { key })
 
 /** Event-loop turns (real I/O), not timed sleeps, until `done` holds. */
 const until = <A, E, R>(effect: Effect.Effect<A, E, R>, done: (a: A) => boolean) =>
@@ -71,7 +62,7 @@ const requestsTo = (path: string) => Effect.sync(() => received.filter((r) => r.
 /** A task with a callback to `path`, ended SUCCESS. */
 const ended = (path: string) =>
   Effect.gen(function*() {
-    const taskId = yield* submit({ callBackUrl: `${base}${path}` })
+    const taskId = yield* api.submitId({ ...kite, callBackUrl: `${base}${path}` })
     for (let i = 0; i < 20 && (yield* query(taskId)).status !== "SUCCESS"; i++) yield* TestClock.adjust("1 second")
     expect((yield* query(taskId)).status).toBe("SUCCESS")
     return taskId
@@ -80,7 +71,7 @@ const ended = (path: string) =>
 /** Checks that the OpenAPI document gives this status for the path and method, with a schema the answer fits. */
 const documented = (path: string, method: string) => (answer: { readonly status: number; readonly body: unknown }) =>
   Effect.gen(function*() {
-    const document = (yield* call(HttpClientRequest.get("/api/v1/openapi.json"))).body
+    const document = (yield* api.call("GET", "/api/v1/openapi.json")).body
     const ajv = new Ajv({ strict: false, validateFormats: false })
     ajv.addSchema({ ...document, $id: "openapi" })
     const pointer = ["paths", path, method, "responses", String(answer.status), "content", "application/json", "schema"]
@@ -165,7 +156,7 @@ describe("callback endpoints", () => {
   it.effect("only the owner sees or redelivers; a task not ended or without callBackUrl is 409", () =>
     Effect.gen(function*() {
       const notFound = { status: 404, body: { code: 404, msg: "task not found" } }
-      const running = yield* submit({ callBackUrl: `${base}/later` })
+      const running = yield* api.submitId({ ...kite, callBackUrl: `${base}/later` })
       expect(yield* redeliver(running)).toEqual({
         status: 409,
         body: { code: 409, msg: expect.stringMatching(/^task is still (PENDING|SUBMITTED|PROCESSING); its callback is sent when it ends$/) }
@@ -179,7 +170,7 @@ describe("callback endpoints", () => {
       expect(yield* callbacks(running, null)).toEqual({ status: 401, body: { code: 401, msg: "unauthorized" } })
       expect(yield* redeliver(running, null)).toEqual({ status: 401, body: { code: 401, msg: "unauthorized" } })
 
-      const silent = yield* submit({})
+      const silent = yield* api.submitId(kite)
       for (let i = 0; i < 30 && (yield* query(silent)).status !== "SUCCESS"; i++) yield* TestClock.adjust("1 second")
       expect(yield* redeliver(silent)).toEqual({
         status: 409,
@@ -190,6 +181,6 @@ describe("callback endpoints", () => {
       const owed = yield* until(callbacks(running), (a) => a.body.data.callbacks[0]?.status === "delivered")
       expect(owed.body.data.callbacks[0].attempts).toHaveLength(1)
       expect(yield* requestsTo("/later")).toHaveLength(1)
-      expect((yield* call(HttpClientRequest.put(`/api/v1/task/${running}/callbacks/redeliver`))).status).toBe(405)
+      expect((yield* api.call("PUT", `/api/v1/task/${running}/callbacks/redeliver`)).status).toBe(405)
     }).pipe(Effect.provide(testServer({ profile: "demo", allowPrivateUrls: true }))))
 })

@@ -7,7 +7,7 @@ import { Simulator } from "@mediagate/upstream"
 import { client, otherApiKey, testServer } from "./support.js"
 
 const api = client()
-const cancel = (taskId: string, key?: string | null) => api.call("POST", `/api/v1/task/${taskId}/cancel`, key === undefined ? {} : { key })
+const cancel = (taskId: string, key?: string | null) => api.call("POST", `/api/v1/task/${taskId}/cancel`, { key })
 const statusOf = (taskId: string) => Effect.map(api.query(taskId), (answer) => answer.body.data.status)
 
 describe("cancel", () => {

@@ -4,27 +4,14 @@
  * cannot pay gets a task that fails with INSUFFICIENT_POINTS and is charged nothing; the
  * account endpoint shows the sums and the movements, to the calling account only.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
-import { apiKey, otherApiKey, testCredits, testServer } from "./support.js"
+import { client, otherApiKey, testCredits, testServer } from "./support.js"
 
-const call = (request: HttpClientRequest.HttpClientRequest, key: string | null = apiKey) =>
-  Effect.gen(function*() {
-    const response = yield* (yield* HttpClient.HttpClient).execute(key === null ? request : request.pipe(HttpClientRequest.bearerToken(key)))
-    return { status: response.status, body: (yield* response.json) as any }
-  })
-
-const submit = (input: Record<string, unknown>, model = "alpha-image-2/text-to-image") =>
-  call(HttpClientRequest.post("/api/v1/task/submit").pipe(HttpClientRequest.bodyText(JSON.stringify({ model, input }), "application/json"))).pipe(
-    Effect.map((answer) => {
-      expect(answer.status).toBe(200)
-      return answer.body.data.taskId as string
-    })
-  )
-
-const query = (taskId: string) => call(HttpClientRequest.get(`/api/v1/task/${taskId}`)).pipe(Effect.map((answer) => answer.body.data))
-const account = (key: string | null = apiKey) => call(HttpClientRequest.get("/api/v1/account"), key)
+const api = client()
+const alpha = (input: Record<string, unknown>) => ({ model: "alpha-image-2/text-to-image", input })
+const query = (taskId: string) => Effect.map(api.query(taskId), (answer) => answer.body.data)
+const account = (key?: string | null) => api.call("GET", "/api/v1/account", { key })
 const sums = Effect.map(account(), ({ body }) => ({
   balance: body.data.balance_micro_usd as number,
   reserved: body.data.reserved_micro_usd as number,
@@ -52,11 +39,11 @@ describe("credits", () => {
     Effect.gen(function*() {
       expect(yield* sums).toEqual({ balance: 1_000_000, reserved: 0, available: 1_000_000 })
       // alpha-image-2 at 2k: $0.04 an image (spec section 8), two images.
-      const taskId = yield* submit({ prompt: "two lighthouses", resolution: "2k", n: 2 })
+      const taskId = yield* api.submitId(alpha({ prompt: "two lighthouses", resolution: "2k", n: 2 }))
       expect((yield* query(taskId)).price_micro_usd).toBe(80_000)
       expect(yield* sums).toEqual({ balance: 1_000_000, reserved: 80_000, available: 920_000 })
       const [task] = yield* untilEnded([taskId])
-      expect(task.status).toBe("SUCCESS")
+      expect(task!.status).toBe("SUCCESS")
       expect(yield* sums).toEqual({ balance: 920_000, reserved: 0, available: 920_000 })
       expect(yield* entriesOf(taskId)).toEqual([["reserve", 0, 80_000], ["charge", -80_000, -80_000]])
       // Time passing after the end moves nothing more: two settlement sweeps (every 5 minutes)
@@ -68,13 +55,13 @@ describe("credits", () => {
 
   it.effect("FAILURE, TIMEOUT and CANCELLED give the hold back: failed tasks are not charged", () =>
     Effect.gen(function*() {
-      const failed = yield* submit({ prompt: "breaks [sim:fail]" })
-      const timedOut = yield* submit({ prompt: "never ends [sim:timeout]" })
-      const cancelled = yield* submit({ prompt: "changed my mind" })
-      const video = yield* submit({ prompt: "a fox, 12 seconds [sim:fail]", duration: 12 }, "beta-imagine/text-to-video")
+      const failed = yield* api.submitId(alpha({ prompt: "breaks [sim:fail]" }))
+      const timedOut = yield* api.submitId(alpha({ prompt: "never ends [sim:timeout]" }))
+      const cancelled = yield* api.submitId(alpha({ prompt: "changed my mind" }))
+      const video = yield* api.submitId({ model: "beta-imagine/text-to-video", input: { prompt: "a fox, 12 seconds [sim:fail]", duration: 12 } })
       expect((yield* query(video)).price_micro_usd).toBe(84_000)
       expect(yield* sums).toEqual({ balance: 1_000_000, reserved: 3 * 20_000 + 84_000, available: 1_000_000 - 3 * 20_000 - 84_000 })
-      expect((yield* call(HttpClientRequest.post(`/api/v1/task/${cancelled}/cancel`))).status).toBe(200)
+      expect((yield* api.call("POST", `/api/v1/task/${cancelled}/cancel`)).status).toBe(200)
       const tasks = yield* untilEnded([failed, timedOut, cancelled, video])
       expect(tasks.map((task) => task.status)).toEqual(["FAILURE", "TIMEOUT", "CANCELLED", "FAILURE"])
       expect(yield* sums).toEqual({ balance: 1_000_000, reserved: 0, available: 1_000_000 })
@@ -86,8 +73,8 @@ describe("credits", () => {
   it.effect("an account that cannot pay gets a task that fails with INSUFFICIENT_POINTS, charged nothing", () =>
     Effect.gen(function*() {
       // $0.03: room for one $0.02 image, not for two.
-      const first = yield* submit({ prompt: "the first" })
-      const second = yield* submit({ prompt: "the second" })
+      const first = yield* api.submitId(alpha({ prompt: "the first" }))
+      const second = yield* api.submitId(alpha({ prompt: "the second" }))
       const refused = yield* query(second)
       expect(refused).toMatchObject({
         status: "FAILURE",
@@ -99,23 +86,23 @@ describe("credits", () => {
       expect(yield* entriesOf(second)).toEqual([])
       expect(yield* sums).toEqual({ balance: 30_000, reserved: 20_000, available: 10_000 })
       const [done] = yield* untilEnded([first])
-      expect(done.status).toBe("SUCCESS")
+      expect(done!.status).toBe("SUCCESS")
       expect(yield* sums).toEqual({ balance: 10_000, reserved: 0, available: 10_000 })
       // Still too little for another; the refused task never runs and nothing moves.
-      const third = yield* submit({ prompt: "the third" })
+      const third = yield* api.submitId(alpha({ prompt: "the third" }))
       expect((yield* query(third)).failure_reason).toBe("INSUFFICIENT_POINTS")
       yield* TestClock.adjust("1 minute")
       expect((yield* query(third)).attempts).toEqual([])
       expect(yield* sums).toEqual({ balance: 10_000, reserved: 0, available: 10_000 })
       // A task the account can pay for still runs: $0.001, a beta-imagine lite image.
-      const cheap = yield* submit({ prompt: "a small one" }, "beta-imagine/text-to-image-lite")
-      expect((yield* untilEnded([cheap]))[0].status).toBe("SUCCESS")
+      const cheap = yield* api.submitId({ model: "beta-imagine/text-to-image-lite", input: { prompt: "a small one" } })
+      expect((yield* untilEnded([cheap]))[0]!.status).toBe("SUCCESS")
       expect(yield* sums).toEqual({ balance: 9_000, reserved: 0, available: 9_000 })
     }).pipe(Effect.provide(testServer({ profile: "demo", credits: 30_000 }))))
 
   it.effect("the account endpoint answers the calling account only, and needs a key", () =>
     Effect.gen(function*() {
-      const taskId = yield* submit({ prompt: "mine" })
+      const taskId = yield* api.submitId(alpha({ prompt: "mine" }))
       const mine = yield* account()
       expect(mine.status).toBe(200)
       expect(mine.body).toMatchObject({ code: 0, msg: "ok", data: { account_id: "acct_test", name: "test", balance_micro_usd: testCredits } })

@@ -2,36 +2,21 @@
  * Every error case of the HTTP contract, over a real loopback server, with raw requests:
  * each answer is the envelope with the status equal to its code.
  */
-import { HttpBody, HttpClient, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { apiKey, otherApiKey, testServer } from "./support.js"
+import type { Answer } from "./support.js"
+import { apiKey, client, otherApiKey, Raw, testServer } from "./support.js"
 
-const send = (request: HttpClientRequest.HttpClientRequest) =>
-  Effect.gen(function*() {
-    const client = yield* HttpClient.HttpClient
-    const response = yield* client.execute(request)
-    const text = yield* response.text
-    return { status: response.status, contentType: response.headers["content-type"], text, body: JSON.parse(text) }
-  })
+const api = client()
+const anonymous = client(null)
 
-const auth = HttpClientRequest.bearerToken(apiKey)
+/** Submits whose bodies are off the wire shape on purpose: as text, or any JSON value. */
+const submitRaw = (text: string, contentType?: string | null) => api.call("POST", "/api/v1/task/submit", { body: new Raw(text, contentType) })
+const submit = (body: unknown, key?: string) => api.call("POST", "/api/v1/task/submit", { body, key })
 
-const submitRaw = (body: string, contentType = "application/json", key = apiKey) =>
-  HttpClientRequest.post("/api/v1/task/submit").pipe(
-    HttpClientRequest.bearerToken(key),
-    HttpClientRequest.bodyText(body, contentType)
-  )
-
-const submit = (body: unknown, key = apiKey) => send(submitRaw(JSON.stringify(body), "application/json", key))
-
-const expectEnvelope = (
-  answer: { status: number; body: unknown; contentType: string | undefined; text: string },
-  code: number,
-  msg: string
-) => {
+const expectEnvelope = (answer: Answer, code: number, msg: string) => {
   expect(answer.status).toBe(code)
-  expect(answer.contentType).toMatch(/^application\/json/)
+  expect(answer.headers["content-type"]).toMatch(/^application\/json/)
   expect(answer.body).toEqual({ code, msg })
   expect(answer.text).not.toMatch(/at .*\.ts|stack|_tag|HttpApi/)
 }
@@ -40,11 +25,9 @@ describe("HTTP errors", () => {
   it.layer(testServer())((it) => {
     it.effect("401 without an Authorization header, on submit and query", () =>
       Effect.gen(function*() {
-        const noKey = HttpClientRequest.post("/api/v1/task/submit").pipe(
-          HttpClientRequest.bodyText(JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "x" } }), "application/json")
-        )
-        expectEnvelope(yield* send(noKey), 401, "unauthorized")
-        expectEnvelope(yield* send(HttpClientRequest.get("/api/v1/task/abc")), 401, "unauthorized")
+        const noKey = anonymous.submit({ model: "alpha-image-2/text-to-image", input: { prompt: "x" } })
+        expectEnvelope(yield* noKey, 401, "unauthorized")
+        expectEnvelope(yield* anonymous.call("GET", "/api/v1/task/abc"), 401, "unauthorized")
       }))
 
     it.effect("401 with a wrong key, another scheme, or the key without the Bearer scheme", () =>
@@ -52,71 +35,65 @@ describe("HTTP errors", () => {
         const body = { model: "alpha-image-2/text-to-image", input: { prompt: "x" } }
         expectEnvelope(yield* submit(body, "wrong-key"), 401, "unauthorized")
         for (const header of [`Basic ${apiKey}`, apiKey, `Bearer`, `Bearer ${apiKey} extra`, `xxxxxxx${apiKey}`]) {
-          const request = HttpClientRequest.get("/api/v1/task/abc").pipe(HttpClientRequest.setHeader("authorization", header))
-          expectEnvelope(yield* send(request), 401, "unauthorized")
+          const request = anonymous.call("GET", "/api/v1/task/abc", { headers: { authorization: header } })
+          expectEnvelope(yield* request, 401, "unauthorized")
         }
       }))
 
     it.effect("the Bearer scheme is case-insensitive (RFC 7235)", () =>
       Effect.gen(function*() {
-        const request = HttpClientRequest.get("/api/v1/task/abc").pipe(
-          HttpClientRequest.setHeader("authorization", `bearer ${apiKey}`)
-        )
-        expectEnvelope(yield* send(request), 404, "task not found")
+        const request = anonymous.call("GET", "/api/v1/task/abc", { headers: { authorization: `bearer ${apiKey}` } })
+        expectEnvelope(yield* request, 404, "task not found")
       }))
 
     it.effect("a leading byte order mark is tolerated", () =>
       Effect.gen(function*() {
-        const answer = yield* send(submitRaw(`\uFEFF${JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "x" } })}`))
+        const answer = yield* submitRaw(`\uFEFF${JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "x" } })}`)
         expect(answer.status).toBe(200)
       }))
 
     it.effect("any unknown task id, however long or odd, is 'task not found'", () =>
       Effect.gen(function*() {
         for (const id of ["x".repeat(5000), "..%2F..%2Fetc", "%00", "x'%20OR%20'1'='1"]) {
-          expectEnvelope(yield* send(HttpClientRequest.get(`/api/v1/task/${id}`).pipe(auth)), 404, "task not found")
+          expectEnvelope(yield* api.call("GET", `/api/v1/task/${id}`), 404, "task not found")
         }
       }))
 
     it.effect("400 on malformed JSON", () =>
       Effect.gen(function*() {
-        expectEnvelope(yield* send(submitRaw("{\"model\": ")), 400, "request body is not valid JSON")
-        expectEnvelope(yield* send(submitRaw("")), 400, "request body is required")
+        expectEnvelope(yield* submitRaw("{\"model\": "), 400, "request body is not valid JSON")
+        expectEnvelope(yield* submitRaw(""), 400, "request body is required")
       }))
 
     it.effect("400 on a wrong or missing content type", () =>
       Effect.gen(function*() {
         const body = JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "x" } })
-        expectEnvelope(yield* send(submitRaw(body, "text/plain")), 400, "Content-Type must be application/json")
+        expectEnvelope(yield* submitRaw(body, "text/plain"), 400, "Content-Type must be application/json")
         expectEnvelope(
-          yield* send(submitRaw(body, "application/x-www-form-urlencoded")),
+          yield* submitRaw(body, "application/x-www-form-urlencoded"),
           400,
           "Content-Type must be application/json"
         )
-        const noType = HttpClientRequest.post("/api/v1/task/submit").pipe(
-          auth,
-          HttpClientRequest.setBody(HttpBody.raw(body))
-        )
-        const answer = yield* send(noType)
+        const answer = yield* submitRaw(body, null)
         expectEnvelope(answer, 400, "Content-Type must be application/json")
       }))
 
     it.effect("a JSON body that is not an object is refused", () =>
       Effect.gen(function*() {
-        expectEnvelope(yield* send(submitRaw("[1,2]")), 400, "request body must be a JSON object")
-        expectEnvelope(yield* send(submitRaw("\"text\"")), 400, "request body must be a JSON object")
-        expectEnvelope(yield* send(submitRaw("null")), 400, "request body must be a JSON object")
+        expectEnvelope(yield* submitRaw("[1,2]"), 400, "request body must be a JSON object")
+        expectEnvelope(yield* submitRaw("\"text\""), 400, "request body must be a JSON object")
+        expectEnvelope(yield* submitRaw("null"), 400, "request body must be a JSON object")
       }))
 
     it.effect("404 on unknown routes, 405 on a wrong method; 401 first under /api/v1/ without a key", () =>
       Effect.gen(function*() {
-        expectEnvelope(yield* send(HttpClientRequest.get("/api/v1/nope").pipe(auth)), 404, "not found")
-        expectEnvelope(yield* send(HttpClientRequest.get("/api/v1/nope")), 401, "unauthorized")
-        expectEnvelope(yield* send(HttpClientRequest.get("/nope")), 404, "not found")
-        expectEnvelope(yield* send(HttpClientRequest.put("/api/v1/task/submit").pipe(auth)), 405, "method PUT is not allowed here; use POST")
-        expectEnvelope(yield* send(HttpClientRequest.del("/api/v1/task/abc").pipe(auth)), 405, "method DELETE is not allowed here; use GET")
-        expectEnvelope(yield* send(HttpClientRequest.get("/api/v1/task/abc/cancel/x").pipe(auth)), 404, "not found")
-        expectEnvelope(yield* send(HttpClientRequest.get("/media/nothing-here.png")), 404, "not found")
+        expectEnvelope(yield* api.call("GET", "/api/v1/nope"), 404, "not found")
+        expectEnvelope(yield* anonymous.call("GET", "/api/v1/nope"), 401, "unauthorized")
+        expectEnvelope(yield* anonymous.call("GET", "/nope"), 404, "not found")
+        expectEnvelope(yield* api.call("PUT", "/api/v1/task/submit"), 405, "method PUT is not allowed here; use POST")
+        expectEnvelope(yield* api.call("DELETE", "/api/v1/task/abc"), 405, "method DELETE is not allowed here; use GET")
+        expectEnvelope(yield* api.call("GET", "/api/v1/task/abc/cancel/x"), 404, "not found")
+        expectEnvelope(yield* anonymous.call("GET", "/media/nothing-here.png"), 404, "not found")
       }))
 
     it.effect("400 'model is required' when model is missing, and other envelope problems", () =>
@@ -190,33 +167,31 @@ describe("HTTP errors", () => {
     it.effect("404 'task not found' for an unknown task and for another account's task", () =>
       Effect.gen(function*() {
         expectEnvelope(
-          yield* send(HttpClientRequest.get("/api/v1/task/0190c8a4-0000-7000-8000-000000000000").pipe(auth)),
+          yield* api.call("GET", "/api/v1/task/0190c8a4-0000-7000-8000-000000000000"),
           404,
           "task not found"
         )
         const created = yield* submit({ model: "alpha-image-2/text-to-image", input: { prompt: "mine" } })
         expect(created.status).toBe(200)
         const taskId = created.body.data.taskId as string
-        const mine = yield* send(HttpClientRequest.get(`/api/v1/task/${taskId}`).pipe(auth))
+        const mine = yield* api.call("GET", `/api/v1/task/${taskId}`)
         expect(mine.status).toBe(200)
-        const theirs = yield* send(
-          HttpClientRequest.get(`/api/v1/task/${taskId}`).pipe(HttpClientRequest.bearerToken(otherApiKey))
-        )
+        const theirs = yield* api.query(taskId, { key: otherApiKey })
         expectEnvelope(theirs, 404, "task not found")
       }))
 
     it.effect("413 on a body over 1 MiB", () =>
       Effect.gen(function*() {
         const big = JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "x".repeat(1_100_000) } })
-        expectEnvelope(yield* send(submitRaw(big)), 413, "request body must be at most 1048576 bytes")
+        expectEnvelope(yield* submitRaw(big), 413, "request body must be at most 1048576 bytes")
       }))
 
     it.effect("the OpenAPI document is served under /api/v1/ with the key", () =>
       Effect.gen(function*() {
-        const answer = yield* send(HttpClientRequest.get("/api/v1/openapi.json").pipe(auth))
+        const answer = yield* api.call("GET", "/api/v1/openapi.json")
         expect(answer.status).toBe(200)
         expect(Object.keys(answer.body.paths)).toEqual(expect.arrayContaining(["/api/v1/task/submit", "/api/v1/task/{taskId}"]))
-        expectEnvelope(yield* send(HttpClientRequest.get("/api/v1/openapi.json")), 401, "unauthorized")
+        expectEnvelope(yield* anonymous.call("GET", "/api/v1/openapi.json"), 401, "unauthorized")
       }))
   })
 })

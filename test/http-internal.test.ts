@@ -2,13 +2,13 @@
  * Failures on our side: a store that fails or a bug that dies answer 500 in the envelope,
  * with no stack, and the cause goes to the log.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Ids, ModelCatalog, Moderation, ModerationUnavailable, StoreError, TaskService, TaskStore } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, Redacted } from "effect"
+import { client } from "./support.js"
 
 const key = "internal-test-key"
 
@@ -52,22 +52,15 @@ const server = (
     Layer.provideMerge(NodeHttpServer.layerTest)
   )
 
-const call = (request: HttpClientRequest.HttpClientRequest) =>
-  Effect.gen(function*() {
-    const response = yield* (yield* HttpClient.HttpClient).execute(request.pipe(HttpClientRequest.bearerToken(key)))
-    return { status: response.status, text: yield* response.text }
-  })
-
-const submit = HttpClientRequest.post("/api/v1/task/submit").pipe(
-  HttpClientRequest.bodyText(JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "x" } }), "application/json")
-)
+const api = client(key)
+const submitX = api.submit({ model: "alpha-image-2/text-to-image", input: { prompt: "x" } })
 
 describe("internal errors", () => {
   for (const mode of ["error", "defect"] as const) {
     it.effect(`a store ${mode} answers 500 in the envelope, without a stack`, () =>
       Effect.gen(function*() {
-        for (const request of [submit, HttpClientRequest.get("/api/v1/task/0190c8a4-0000-7000-8000-000000000000")]) {
-          const answer = yield* call(request)
+        for (const request of [submitX, api.query("0190c8a4-0000-7000-8000-000000000000")]) {
+          const answer = yield* request
           expect(answer.status).toBe(500)
           expect(JSON.parse(answer.text)).toEqual({ code: 500, msg: "internal server error" })
           expect(answer.text).not.toMatch(/disk on fire|undefined is not a function|at /)
@@ -84,7 +77,7 @@ describe("moderation answer", () => {
 
   it.effect("comes from the verdict: flagged as the moderator said, all 13 categories, missing ones false", () =>
     Effect.gen(function*() {
-      const answer = yield* call(submit)
+      const answer = yield* submitX
       expect(answer.status).toBe(400)
       const body = JSON.parse(answer.text)
       expect(body.msg).toBe("content rejected by moderation")
@@ -102,16 +95,16 @@ describe("moderation backend down", () => {
 
   it.effect("fails closed: 503 in the envelope, and nothing is created", () =>
     Effect.gen(function*() {
-      const answer = yield* call(submit)
+      const answer = yield* submitX
       expect(answer.status).toBe(503)
       expect(JSON.parse(answer.text)).toEqual({ code: 503, msg: "content moderation is unavailable; nothing was created, try again later" })
-      const list = yield* call(HttpClientRequest.get("/api/v1/tasks"))
+      const list = yield* api.call("GET", "/api/v1/tasks")
       expect(JSON.parse(list.text).data.tasks).toEqual([])
     }).pipe(Effect.provide(server(MemoryTaskStore.layer, down))))
 
   it.effect("failing open, the task is created", () =>
     Effect.gen(function*() {
-      const answer = yield* call(submit)
+      const answer = yield* submitX
       expect(answer.status).toBe(200)
       expect(JSON.parse(answer.text).data.taskId).toMatch(/^[0-9a-f-]{36}$/)
     }).pipe(Effect.provide(server(MemoryTaskStore.layer, Moderation.layerCounted({ failOpen: true }).pipe(Layer.provide(down))))))

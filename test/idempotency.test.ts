@@ -5,7 +5,6 @@
  * are per account, expire after 24 hours, survive a restart on SQLite, and a crash between
  * the task and its key never leaves the key pointing at nothing.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { IdempotencyKeys, Ids, ModelCatalog, Moderation, TaskService, TaskStore } from "@mediagate/core"
@@ -16,28 +15,20 @@ import { Deferred, Effect, Fiber, Layer, Redacted, TestClock } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { apiKey, otherApiKey, testServer } from "./support.js"
+import type { Submitted } from "./support.js"
+import { apiKey, client, otherApiKey, Raw, testServer } from "./support.js"
 
-const call = (request: HttpClientRequest.HttpClientRequest, key: string = apiKey) =>
-  Effect.gen(function*() {
-    const response = yield* (yield* HttpClient.HttpClient).execute(request.pipe(HttpClientRequest.bearerToken(key)))
-    return { status: response.status, headers: response.headers, body: (yield* response.json) as any }
-  })
+const api = client()
 
 const body = (prompt: string) => JSON.stringify({ model: "dream-4", input: { prompt } })
 
-const submit = (text: string, idempotencyKey?: string, key: string = apiKey) =>
-  call(
-    HttpClientRequest.post("/api/v1/task/submit").pipe(
-      HttpClientRequest.bodyText(text, "application/json"),
-      idempotencyKey === undefined ? (request) => request : HttpClientRequest.setHeader("idempotency-key", idempotencyKey)
-    ),
-    key
-  )
+/** A submit of `text` as it is (the same JSON can be written two ways), with an Idempotency-Key when given. */
+const submit = (text: string, idempotencyKey?: string, key?: string) =>
+  api.call<Submitted>("POST", "/api/v1/task/submit", { body: new Raw(text), key, headers: idempotencyKey === undefined ? {} : { "idempotency-key": idempotencyKey } })
 
-const account = (key: string = apiKey) => call(HttpClientRequest.get("/api/v1/account"), key).pipe(Effect.map((answer) => answer.body.data))
-const tasks = (key: string = apiKey) =>
-  call(HttpClientRequest.get("/api/v1/tasks?limit=100"), key).pipe(Effect.map((answer) => answer.body.data.tasks.map((task: any) => task.taskId)))
+const account = (key?: string) => Effect.map(api.call("GET", "/api/v1/account", { key }), (answer) => answer.body.data)
+const tasks = (key?: string) =>
+  Effect.map(api.call("GET", "/api/v1/tasks?limit=100", { key }), (answer) => answer.body.data.tasks.map((task: any) => task.taskId))
 
 // ---------------------------------------------------------------------------
 // Compositions of our own: a moderation that holds a request, stores that die, SQLite.

@@ -2,7 +2,7 @@
  * Shared pieces of the black-box suites: the standalone composition on a loopback test server.
  */
 import type { Headers, HttpMethod } from "@effect/platform"
-import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
+import { HttpBody, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Api, Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
 import type { Engine } from "@mediagate/scheduler"
@@ -81,20 +81,20 @@ export const idleServer = MediagateHttp.serve.pipe(
   Layer.provideMerge(NodeHttpServer.layerTest)
 )
 
-/** A body sent as it is, for requests off the wire shape: broken JSON, another content type. */
+/** A body sent as it is, for requests off the wire shape: broken JSON, another content type, none (`null`). */
 export class Raw {
-  constructor(readonly text: string, readonly contentType = "application/json") {}
+  constructor(readonly text: string, readonly contentType: string | null = "application/json") {}
 }
 
 /** What a call to the API sends besides its method and path. */
 export interface CallOptions {
   /** Sent as JSON, or as it is when a `Raw`. */
   readonly body?: unknown
-  /** The bearer key; `null` sends none. Default: the client's key. */
-  readonly key?: string | null
-  readonly headers?: Record<string, string>
+  /** The bearer key; `null` sends none. Default (or `undefined`): the client's key. */
+  readonly key?: string | null | undefined
+  readonly headers?: Record<string, string> | undefined
   /** The answer is not JSON (the Prometheus text): leave `body` undefined instead of failing. */
-  readonly text?: boolean
+  readonly text?: boolean | undefined
 }
 
 /**
@@ -139,7 +139,9 @@ export const client = (key: string | null = apiKey) => {
           body === undefined
             ? request
             : body instanceof Raw
-            ? HttpClientRequest.bodyText(request, body.text, body.contentType)
+            ? body.contentType === null
+              ? HttpClientRequest.setBody(request, HttpBody.raw(body.text))
+              : HttpClientRequest.bodyText(request, body.text, body.contentType)
             : HttpClientRequest.bodyText(request, JSON.stringify(body), "application/json")
       )
       const response = yield* HttpClient.execute(request)

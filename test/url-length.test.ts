@@ -4,10 +4,10 @@
  * and nothing is created; the catalog and the OpenAPI document publish the limit as
  * maxLength. The server has no engine, so nothing is ever fetched or called back.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { apiKey, idleServer } from "./support.js"
+import type { SubmitBody } from "./support.js"
+import { client, idleServer } from "./support.js"
 
 const limit = 2048
 
@@ -17,17 +17,10 @@ const urlOf = (length: number) => {
   return `${base}${"a".repeat(length - base.length)}`
 }
 
-const call = (request: HttpClientRequest.HttpClientRequest, key: string | null = apiKey) =>
-  Effect.gen(function*() {
-    const response = yield* HttpClient.execute(key === null ? request : request.pipe(HttpClientRequest.bearerToken(key)))
-    return { status: response.status, body: (yield* response.json) as any }
-  })
-
-const submit = (body: unknown) =>
-  call(HttpClientRequest.post("/api/v1/task/submit").pipe(HttpClientRequest.bodyText(JSON.stringify(body), "application/json")))
+const api = client()
 
 /** Where a URL can sit in a submit, each with a request putting `url` there and the field as messages name it. */
-const fields: ReadonlyArray<readonly [string, (url: string) => unknown, string]> = [
+const fields: ReadonlyArray<readonly [string, (url: string) => SubmitBody, string]> = [
   ["callBackUrl", (url) => ({ model: "alpha-image-2/text-to-image", input: { prompt: "a kite" }, callBackUrl: url }), "callBackUrl"],
   [
     "alpha-image-2 imageUrls",
@@ -50,20 +43,20 @@ const fields: ReadonlyArray<readonly [string, (url: string) => unknown, string]>
 describe("the URL length limit over HTTP", () => {
   it.effect.each(fields)("%s: 2048 characters are accepted, 2049 refused with 400 naming the field and the rule", ([, request, field]) =>
     Effect.gen(function*() {
-      const model = (request("") as { model: string }).model
-      const accepted = yield* submit(request(urlOf(limit)))
+      const model = request("").model
+      const accepted = yield* api.submit(request(urlOf(limit)))
       expect(accepted.status).toBe(200)
-      const refused = yield* submit(request(urlOf(limit + 1)))
+      const refused = yield* api.submit(request(urlOf(limit + 1)))
       const forModel = field === "callBackUrl" ? "" : ` for ${model}`
       expect(refused).toEqual({ status: 400, body: { code: 400, msg: `${field} must be at most ${limit} characters${forModel}` } })
       // Only the accepted submit made a task.
-      const listed = yield* call(HttpClientRequest.get("/api/v1/tasks"))
+      const listed = yield* api.call("GET", "/api/v1/tasks")
       expect(listed.body.data.tasks.map((task: { taskId: string }) => task.taskId)).toEqual([accepted.body.data.taskId])
     }).pipe(Effect.provide(idleServer)))
 
   it.effect("the catalog's JSON Schemas give every URL field maxLength 2048", () =>
     Effect.gen(function*() {
-      const answer = yield* call(HttpClientRequest.get("/api/v1/models"))
+      const answer = yield* api.call("GET", "/api/v1/models")
       expect(answer.status).toBe(200)
       const models = answer.body.data.models as ReadonlyArray<{ id: string; inputSchema: { properties: Record<string, any> } }>
       const urlFields = models.flatMap((model) =>
@@ -81,7 +74,7 @@ describe("the URL length limit over HTTP", () => {
 
   it.effect("the OpenAPI document gives callBackUrl maxLength 2048", () =>
     Effect.gen(function*() {
-      const answer = yield* call(HttpClientRequest.get("/openapi.json"), null)
+      const answer = yield* api.call("GET", "/openapi.json", { key: null })
       const callBackUrl = answer.body.components.schemas.SubmitRequest.properties.callBackUrl
       expect(callBackUrl.anyOf).toContainEqual(expect.objectContaining({ type: "string", format: "uri", maxLength: limit }))
     }).pipe(Effect.provide(idleServer)))
