@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, Option } from "effect"
 import { ModelCatalog, ModelInfo, Motion, Pricing } from "../src/index.js"
-import type { DraftJob, Normalized } from "../src/index.js"
+import type { DraftJob, ModelSpec, Normalized } from "../src/index.js"
 
 const catalog = ModelCatalog.make(ModelCatalog.allModels)
 const spec = (id: string) => Option.getOrThrow(catalog.find(id))
@@ -56,7 +56,22 @@ describe("the catalog", () => {
       }
       expect(refused(id, {})).toBe(`input.prompt is required for ${id}`)
     })
-  }
+  }  it("says what the service does around each model: results hosted for alpha-image-2 and beta-imagine, WebP input transcoded for alpha-image-2 image-to-image, materials checked from their files for motion-2.0, -fast and 1.5-pro", () => {
+    const which = (has: (model: ModelSpec) => boolean) => catalog.models.filter(has).map((model) => model.id)
+    expect(which((model) => model.hostsResults)).toEqual(allIds.filter((id) => id.startsWith("alpha-image-2/") || id.startsWith("beta-imagine/")))
+    expect(which((model) => model.transcodesWebp)).toEqual(["alpha-image-2/image-to-image"])
+    expect(which((model) => model.materials !== undefined)).toEqual(["motion-2.0", "motion-2.0-fast", "motion-1.5-pro"])
+  })
+  it("finds the spec of the model a job runs: each example's job, clip3 r2v (clip3_fast), a motion fallback (motion-1.5-pro)", () => {
+    for (const model of catalog.models) {
+      for (const example of model.examples) expect(Option.map(catalog.forJob(job(model.id, example.input)), (found) => found.id)).toEqual(Option.some(model.id))
+    }
+    const r2v = job("clip3", { ...p, imageUrls: [img("a.jpg"), img("b.jpg"), img("c.jpg")] })
+    expect(Option.map(catalog.forJob(r2v), (found) => found.id)).toEqual(Option.some("clip3_fast"))
+    const fallback = Motion.fallbackJob({ ...job("motion-2.0", p), priceMicroUsd: 0 }, "upstream failed")
+    expect(Option.map(catalog.forJob(fallback), (found) => found.id)).toEqual(Option.some("motion-1.5-pro"))
+    expect(catalog.forJob({ model: "no-such-model", mode: "text-to-image" })).toEqual(Option.none())
+  })
 })
 
 describe("section 8 limits table", () => {

@@ -1,39 +1,37 @@
 /**
- * The spec's media rules around any Upstream (spec 2 and 4.3), as a wrapper:
+ * The spec's media rules around any Upstream (spec 2 and 4.3), as a wrapper. What applies
+ * to a job is a fact about its model, read from the model's spec in the catalog
+ * (`ModelCatalog.forJob`):
  *
- * - alpha-image-2 image-to-image: a WebP input is fetched (SafeFetch), transcoded to JPEG,
- *   stored in the MediaStore, and the upstream receives our hosted JPEG's URL.
- * - motion `mediaUrls`: every material is fetched and probed (kind from the bytes, durations
- *   of video and audio), then the spec's rules are checked in its order (at most 9 images,
- *   total video at most 15 s, total audio at most 15 s; motion-1.5-pro: images only, at most
- *   2); the first rule broken, or a file that cannot be fetched or read, fails the task with
- *   INVALID_PARAMETERS and a message naming it.
- * - Results of alpha-image-2 and beta-imagine are hosted by the service ("by the service's
- *   own CDN"): the wrapper says so (`hostsResults`) and copies them (`hostResult`), and the
- *   engine runs that copy as a step of its own once the upstream's job succeeded, retrying a
- *   failed copy with backoff until the task's deadline without ever submitting the job again.
- *   Submit and poll answer the upstream's result as given. Other models' URLs are returned
- *   as given.
+ * - `transcodesWebp` (alpha-image-2 image-to-image): a WebP input is fetched (SafeFetch),
+ *   transcoded to JPEG, stored in the MediaStore, and the upstream receives our hosted
+ *   JPEG's URL.
+ * - `materials` (motion `mediaUrls`): every material is fetched and probed (kind from the
+ *   bytes, durations of video and audio), then the model's rules are checked with what the
+ *   files show; the first rule broken, or a file that cannot be fetched or read, fails the
+ *   task with INVALID_PARAMETERS and a message naming it.
+ * - `hostsResults` (alpha-image-2 and beta-imagine, "by the service's own CDN"): the wrapper
+ *   says so (`hostsResults`) and copies them (`hostResult`), and the engine runs that copy as
+ *   a step of its own once the upstream's job succeeded, retrying a failed copy with backoff
+ *   until the task's deadline without ever submitting the job again. Submit and poll answer
+ *   the upstream's result as given. Other models' URLs are returned as given.
  *
  * Everything is fetched through SafeFetch, so every address rule applies at connection time.
  */
-import type { Task } from "@mediagate/core"
-import { MediaProbe, MediaStore, Motion, SafeFetch, Transcoder, Upstream, UpstreamError } from "@mediagate/core"
+import type { ModelSpec, Task } from "@mediagate/core"
+import { MediaProbe, MediaStore, ModelCatalog, SafeFetch, Transcoder, Upstream, UpstreamError } from "@mediagate/core"
+import { Effect, Either, Layer, Option } from "effect"
 
 type UpstreamJob = Task.UpstreamJob
 type TaskResult = Task.TaskResult
-import { Effect, Layer } from "effect"
 
 /** Settings of the wrapper. */
 export interface Options {
   /** The MediaStore's public base URL: results already there are not copied again. */
   readonly mediaBaseUrl: string
-  /** Longest total of video, and of audio, among motion materials (spec: 15 s). */
+  /** Longest total of video, and of audio, among a job's materials; the model's own when absent (motion: 15 s). */
   readonly maxMaterialSeconds?: number
 }
-
-/** Models whose results the service hosts itself (spec section 2). */
-const hostsResults = (job: UpstreamJob) => job.model === "alpha-image-2" || job.model.startsWith("beta-imagine")
 
 /** Fetch failures no later try cures: the result's URL itself is not one we may fetch, or the file is too large. */
 const permanentFetchFailures: ReadonlySet<SafeFetch.SafeFetchError["reason"]> = new Set(["InvalidUrl", "NotPublic", "Redirect", "TooLarge"])
@@ -45,10 +43,7 @@ const invalid = (message: string) => new UpstreamError({ message, reason: "INVAL
 const extensionOf = (contentType: string) =>
   Object.entries(MediaStore.contentTypes).find(([, type]) => type === contentType)?.[0]
 
-type Material = Motion.Material
-
-/** Seconds as the messages show them: 15.2 s. */
-const seconds = (value: number) => `${Math.round(value * 10) / 10} s`
+type MaterialRules = NonNullable<ModelSpec["materials"]>
 
 /** The Upstream `inner` with the media rules around it. */
 export const make = (inner: Upstream.Upstream["Type"], options: Options) =>
@@ -57,10 +52,10 @@ export const make = (inner: Upstream.Upstream["Type"], options: Options) =>
     const probe = yield* MediaProbe.MediaProbe
     const transcoder = yield* Transcoder.Transcoder
     const media = yield* MediaStore.MediaStore
+    const catalog = yield* ModelCatalog.ModelCatalog
     const base = options.mediaBaseUrl.replace(/\/+$/, "")
-    const maxSeconds = options.maxMaterialSeconds ?? 15
 
-    /** alpha-image-2 image-to-image: a WebP input becomes our hosted JPEG. */
+    /** A WebP input becomes our hosted JPEG. */
     const jpegInput = (job: UpstreamJob) =>
       Effect.forEach(job.imageUrls, (url, index) =>
         fetch.get(url).pipe(
@@ -77,39 +72,27 @@ export const make = (inner: Upstream.Upstream["Type"], options: Options) =>
           )
         )).pipe(Effect.map((imageUrls) => ({ ...job, imageUrls })))
 
-    /** motion: the materials typed from their bytes, then the spec's rules in its order. */
-    const checkedMaterials = (job: UpstreamJob) =>
+    /** The materials typed from their bytes, then the model's rules on them. */
+    const checkedMaterials = (job: UpstreamJob, rules: MaterialRules) =>
       Effect.gen(function*() {
-        const materials = (job.params["materials"] ?? []) as ReadonlyArray<Material>
+        const materials = rules.of(job)
         if (materials.length === 0) return job
-        // (imageUrls is accepted as another name for mediaUrls; messages use the spec's name.)
-        const field = "mediaUrls"
         const probed = yield* Effect.forEach(materials, (material, index) =>
-          probe.probeUrl(material.url).pipe(Effect.mapError((error) => invalid(`input.${field}[${index}]: ${error.message}`))), { concurrency: 4 })
-        const typed: ReadonlyArray<Material> = materials.map((material, index) => ({ url: material.url, type: probed[index]!.kind }))
-        const images = typed.filter((material) => material.type === "image").length
-        if (images > 9) return yield* invalid(`input.${field} may contain at most 9 images (it has ${images})`)
-        for (const kind of ["video", "audio"] as const) {
-          const total = probed.filter((found) => found.kind === kind).reduce((sum, found) => sum + (found.durationSeconds ?? 0), 0)
-          if (total > maxSeconds) return yield* invalid(`input.${field}: the ${kind} materials last ${seconds(total)} in all; at most ${maxSeconds} s`)
-        }
-        const tier = job.model as Motion.Tier
-        const rejection = Motion.rejectionOf(tier, `input.${field}`, typed)
-        if (rejection !== undefined) return yield* invalid(rejection)
-        return {
-          ...job,
-          mode: Motion.modeOf(tier, typed),
-          imageUrls: typed.filter((material) => material.type === "image").map((material) => material.url),
-          params: { ...job.params, materials: typed }
-        }
+          probe.probeUrl(material.url).pipe(Effect.mapError((error) => invalid(`input.${rules.field}[${index}]: ${error.message}`))), { concurrency: 4 })
+        const files = materials.map((material, index) => ({ url: material.url, type: probed[index]!.kind, durationSeconds: probed[index]!.durationSeconds }))
+        return yield* Either.mapLeft(rules.check(job, files, options.maxMaterialSeconds ?? rules.maxSeconds), invalid)
       })
 
     const prepare = (job: UpstreamJob): Effect.Effect<UpstreamJob, UpstreamError> =>
-      job.model === "alpha-image-2" && job.mode === "image-to-image"
-        ? jpegInput(job)
-        : job.model.startsWith("motion-") && Array.isArray(job.params["materials"])
-        ? checkedMaterials(job)
-        : Effect.succeed(job)
+      Option.match(catalog.forJob(job), {
+        onNone: () => Effect.succeed(job),
+        onSome: (spec) =>
+          spec.transcodesWebp
+            ? jpegInput(job)
+            : spec.materials !== undefined
+            ? checkedMaterials(job, spec.materials)
+            : Effect.succeed(job)
+      })
 
     /** One result file copied to the MediaStore (unless it is there already). */
     const copy = (url: string) =>
@@ -143,7 +126,7 @@ export const make = (inner: Upstream.Upstream["Type"], options: Options) =>
     const service: Upstream.Upstream["Type"] = {
       ...inner,
       submit: (job, context) => Effect.flatMap(prepare(job), (prepared) => inner.submit(prepared, context)),
-      hostsResults: (job, result) => hostsResults(job) && !result.urls.every(ours),
+      hostsResults: (job, result) => Option.exists(catalog.forJob(job), (spec) => spec.hostsResults) && !result.urls.every(ours),
       hostResult
     }
     return service
@@ -152,5 +135,9 @@ export const make = (inner: Upstream.Upstream["Type"], options: Options) =>
 /** Wraps the Upstream in context (provide the inner one below this layer). */
 export const layer = (
   options: Options
-): Layer.Layer<Upstream.Upstream, never, Upstream.Upstream | SafeFetch.SafeFetch | MediaProbe.MediaProbe | Transcoder.Transcoder | MediaStore.MediaStore> =>
+): Layer.Layer<
+  Upstream.Upstream,
+  never,
+  Upstream.Upstream | ModelCatalog.ModelCatalog | SafeFetch.SafeFetch | MediaProbe.MediaProbe | Transcoder.Transcoder | MediaStore.MediaStore
+> =>
   Layer.effect(Upstream.Upstream, Effect.flatMap(Upstream.Upstream, (inner) => make(inner, options)))

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Task } from "@mediagate/core"
-import { Ids, MediaStore, Upstream } from "@mediagate/core"
+import { Ids, MediaStore, ModelCatalog, Upstream } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { MemoryMediaStore } from "@mediagate/store-memory"
 import { Effect, Either, Layer, Ref } from "effect"
@@ -44,7 +44,8 @@ const recording = (seen: Ref.Ref<ReadonlyArray<Task.UpstreamJob>>, result: Task.
 const services = Layer.mergeAll(
   MediaProbe.layer,
   Transcoder.layer(),
-  MemoryMediaStore.layer({ baseUrl: mediaBase })
+  MemoryMediaStore.layer({ baseUrl: mediaBase }),
+  ModelCatalog.layer
 ).pipe(Layer.provideMerge(SafeFetch.layer({ allowPrivate: true })), Layer.provide(NodeResolver.layer), Layer.provideMerge(Ids.layerTest))
 
 const context: Upstream.SubmitContext = { taskId: Ids.TaskId.make("t1"), idempotencyKey: "t1.1", request: { model: "x", prompt: "p" } }

@@ -7,7 +7,7 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import type { MediaError, MediaStore, Outbound, StoreError } from "@mediagate/core"
-import { Ids, Moderation, ModerationRules, Upstream } from "@mediagate/core"
+import { Ids, ModelCatalog, Moderation, ModerationRules, Upstream } from "@mediagate/core"
 import { AuthFailures, HeldRequests, RateLimit } from "@mediagate/http"
 import {
   MediaProbe as NodeMediaProbe,
@@ -206,9 +206,13 @@ export const services = (
   )
 }
 
-/** Fetching, probing and transcoding for `MediaUpstream`, every request through SafeFetch's address rules. */
+/**
+ * Fetching, probing and transcoding for `MediaUpstream`, every request through SafeFetch's
+ * address rules; the catalog tells it which rules a job's model has.
+ */
 const mediaRules = (options: MediaUpstream.Options, allowPrivate: boolean) =>
   MediaUpstream.layer(options).pipe(
+    Layer.provide(ModelCatalog.layer),
     Layer.provide(Layer.mergeAll(NodeMediaProbe.layer, NodeTranscoder.layer()).pipe(
       Layer.provideMerge(NodeSafeFetch.layer({ allowPrivate })),
       Layer.provide(NodeResolver.layer)

@@ -2,9 +2,9 @@
  * alpha-image-2: text-to-image and image-to-image (spec section 4.3). The upstream is
  * synchronous; the service still exposes the submit, query and callback flow.
  */
-import { Duration, Either, Schema } from "effect"
-import { draft } from "./Draft.js"
-import { decodeInput, intBetween, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
+import { Duration, Schema } from "effect"
+import { draft, normalizeWith } from "./Draft.js"
+import { intBetween, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
 import type { DraftJob, ModelSpec } from "./ModelSpec.js"
 
 /** The 13 ratios. */
@@ -112,9 +112,11 @@ const spec = <Mode extends "text-to-image" | "image-to-image", S extends Schema.
     limits: ["n 1 to 10", "at 4k, ratio one of 16:9, 9:16, 2:1, 1:2, 21:9, 9:21", ...(mode === "image-to-image" ? ["imageUrls exactly 1 https URL"] : [])],
     priceRule: "0.02 USD per image at 1k, 0.04 at 2k, 0.06 at 4k, times n",
     deadline: Duration.minutes(10),
-    normalize: (input) => Either.map(decodeInput(id, schema as unknown as Schema.Schema<Decoded, any>, input), (decoded) => ({ job: toJob(mode, decoded) })),
+    normalize: normalizeWith(id, schema as unknown as Schema.Schema<Decoded, any>, (decoded) => toJob(mode, decoded)),
     price: (job) => unitPriceMicroUsd[(job.resolution ?? "1k") as Resolution] * job.n,
-    examples
+    examples,
+    hostsResults: true,
+    transcodesWebp: mode === "image-to-image"
   }
 }
 

@@ -1,9 +1,9 @@
 /**
  * beta-imagine: text-to-image in three tiers, text-to-video and image-to-video (spec 4.3).
  */
-import { Duration, Either, Schema } from "effect"
-import { adjusted, draft } from "./Draft.js"
-import { decodeInput, intBetween, intOneOf, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
+import { Duration, Schema } from "effect"
+import { adjusted, draft, normalizeWith } from "./Draft.js"
+import { intBetween, intOneOf, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
 import type { ModelSpec } from "./ModelSpec.js"
 import { videoSize } from "./Sizes.js"
 
@@ -68,32 +68,31 @@ const textToImage = <Tier extends ImageTier>(tier: Tier) => {
     ],
     priceRule: `${unitMicroUsd / 1_000_000} USD per image`,
     deadline: Duration.minutes(10),
-    normalize: (input) =>
-      Either.map(decodeInput(id, schema as Schema.Schema<{ prompt: string; n?: number; ratio?: string; resolution?: string }, any>, input), (decoded) => {
-        const ratio = tier === "lite" ? inferOrientation(decoded.prompt) : decoded.ratio ?? "1:1"
-        const resolution = ratio === "1:1" ? null : decoded.resolution ?? "720p"
-        const [width, height] = imageSize(ratio, resolution ?? "720p")
-        return {
-          job: draft({
-            model: id,
-            mode: "text-to-image",
-            output: "image",
-            prompt: decoded.prompt,
-            n: decoded.n ?? 1,
-            ratio,
-            resolution,
-            width,
-            height,
-            adjustments: ratio === "1:1"
-              ? adjusted("resolution", decoded.resolution, null, "ignored when ratio is 1:1 (output is always 1024x1024)")
-              : []
-          })
-        }
-      }),
+    normalize: normalizeWith(id, schema as Schema.Schema<{ prompt: string; n?: number; ratio?: string; resolution?: string }, any>, (decoded) => {
+      const ratio = tier === "lite" ? inferOrientation(decoded.prompt) : decoded.ratio ?? "1:1"
+      const resolution = ratio === "1:1" ? null : decoded.resolution ?? "720p"
+      const [width, height] = imageSize(ratio, resolution ?? "720p")
+      return draft({
+        model: id,
+        mode: "text-to-image",
+        output: "image",
+        prompt: decoded.prompt,
+        n: decoded.n ?? 1,
+        ratio,
+        resolution,
+        width,
+        height,
+        adjustments: ratio === "1:1"
+          ? adjusted("resolution", decoded.resolution, null, "ignored when ratio is 1:1 (output is always 1024x1024)")
+          : []
+      })
+    }),
     price: (job) => unitMicroUsd * job.n,
     examples: [
       { input: tier === "lite" ? { prompt: "a wide landscape of dunes", n: 2 } : { prompt: "a red fox", ratio: "16:9", resolution: "1080p", n: 3 }, type: "image", count: tier === "lite" ? 2 : 3 }
-    ]
+    ],
+    hostsResults: true,
+    transcodesWebp: false
   }
   return spec
 }
@@ -143,27 +142,24 @@ const video = <Mode extends "text-to-video" | "image-to-video">(mode: Mode) => {
     limits: mode === "image-to-video" ? ["imageUrls 1 to 5"] : [],
     priceRule: "0.007 USD per second of generated video",
     deadline: Duration.minutes(30),
-    normalize: (input) =>
-      Either.map(decodeInput(id, schema as Schema.Schema<Decoded, any>, input), (decoded) => {
-        const ratio = decoded.ratio ?? "9:16"
-        const resolution = decoded.resolution ?? "720p"
-        const [width, height] = videoSize(ratio, resolution)
-        return {
-          job: draft({
-            model: id,
-            mode,
-            output: "video",
-            prompt: decoded.prompt,
-            ratio,
-            resolution,
-            width,
-            height,
-            duration: decoded.duration ?? 6,
-            imageUrls: decoded.imageUrls ?? [],
-            params: { mode: decoded.mode ?? "custom" }
-          })
-        }
-      }),
+    normalize: normalizeWith(id, schema as Schema.Schema<Decoded, any>, (decoded) => {
+      const ratio = decoded.ratio ?? "9:16"
+      const resolution = decoded.resolution ?? "720p"
+      const [width, height] = videoSize(ratio, resolution)
+      return draft({
+        model: id,
+        mode,
+        output: "video",
+        prompt: decoded.prompt,
+        ratio,
+        resolution,
+        width,
+        height,
+        duration: decoded.duration ?? 6,
+        imageUrls: decoded.imageUrls ?? [],
+        params: { mode: decoded.mode ?? "custom" }
+      })
+    }),
     price: (job) => videoPerSecondMicroUsd * (job.duration ?? 0),
     examples: [
       {
@@ -173,7 +169,9 @@ const video = <Mode extends "text-to-video" | "image-to-video">(mode: Mode) => {
         type: "video",
         count: 1
       }
-    ]
+    ],
+    hostsResults: true,
+    transcodesWebp: false
   }
   return spec
 }

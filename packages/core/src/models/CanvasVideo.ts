@@ -2,9 +2,9 @@
  * motion-2.0-pro and the canvas-video models: image-to-video (mode from the image count)
  * and text-to-video (spec 4.3).
  */
-import { Duration, Either, Schema } from "effect"
-import { draft, extras, specsOf } from "./Draft.js"
-import { decodeInput, intOneOf, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
+import { Duration, Schema } from "effect"
+import { draft, extras, normalizeWith, specsOf } from "./Draft.js"
+import { intOneOf, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
 import type { ModelSpec } from "./ModelSpec.js"
 import { lookup } from "./Pricing.js"
 import { videoSize } from "./Sizes.js"
@@ -41,36 +41,33 @@ const spec = <Id extends typeof ids[number]>(id: Id): ModelSpec<Id, typeof schem
   limits: ["imageUrls 1 to 3", "unknown fields pass through to the upstream for text-to-video only, except another name for imageUrls (images, mediaUrls, image_urls, ...), which is refused"],
   priceRule: "per second of video (price table)",
   deadline: Duration.hours(2),
-  normalize: (input) => {
-    const raw = typeof input === "object" && input !== null ? (input as Record<string, unknown>) : {}
-    const textOnly = raw["imageUrls"] === undefined
-    return Either.map(decodeInput(id, schema, input, { passThrough: textOnly, mediaMode: "image-to-video" }), (decoded) => {
-      const images = decoded.imageUrls ?? []
-      const ratio = decoded.ratio ?? "16:9"
-      const resolution = decoded.resolution ?? "720p"
-      const [width, height] = videoSize(ratio, resolution)
-      return {
-        job: draft({
-          model: id,
-          mode: modes[images.length]!,
-          output: "video",
-          prompt: decoded.prompt,
-          ratio,
-          resolution,
-          width,
-          height,
-          duration: decoded.duration ?? 5,
-          imageUrls: images,
-          params: extras(decoded as Record<string, unknown>, known)
-        })
-      }
+  // Text-to-video field lists are open in the spec: unknown fields pass through.
+  normalize: normalizeWith(id, schema, (decoded) => {
+    const images = decoded.imageUrls ?? []
+    const ratio = decoded.ratio ?? "16:9"
+    const resolution = decoded.resolution ?? "720p"
+    const [width, height] = videoSize(ratio, resolution)
+    return draft({
+      model: id,
+      mode: modes[images.length]!,
+      output: "video",
+      prompt: decoded.prompt,
+      ratio,
+      resolution,
+      width,
+      height,
+      duration: decoded.duration ?? 5,
+      imageUrls: images,
+      params: extras(decoded as Record<string, unknown>, known)
     })
-  },
+  }, (raw) => ({ passThrough: raw["imageUrls"] === undefined, mediaMode: "image-to-video" })),
   price: (job, prices) => lookup(prices.videoPerSecond, job.model, "model") * (job.duration ?? 0),
   examples: [
     { input: { prompt: "a city at night", ratio: "16:9", duration: 5 }, type: "video", count: 1 },
     { input: { prompt: "@1 walks towards @2", imageUrls: ["https://example.com/1.png", "https://example.com/2.png", "https://example.com/3.png"], duration: 10 }, type: "video", count: 1 }
-  ]
+  ],
+  hostsResults: false,
+  transcodesWebp: false
 })
 
 /** One spec per model of the section, each typed with its own id. */

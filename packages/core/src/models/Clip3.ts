@@ -112,7 +112,9 @@ const spec = <T extends Tier>(tier: T): ModelSpec<T, typeof schema> => ({
     : [
       { input: { prompt: "a paper boat on a river", duration: 6 }, type: "video", count: 1 },
       { input: { prompt: "from dawn to dusk", imageUrls: ["https://example.com/a.jpg", "https://example.com/b.jpg"] }, type: "video", count: 1 }
-    ]
+    ],
+  hostsResults: false,
+  transcodesWebp: false
 })
 
 /** clip3 (quality), clip3_fast (speed), clip3_lite (720p, lowest cost). */

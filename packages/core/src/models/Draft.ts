@@ -1,9 +1,13 @@
 /**
  * Helpers shared by the model modules.
  */
-import type { Adjustment } from "../domain/Task.js"
+import { Either } from "effect"
 import type { Schema } from "effect"
-import type { DraftJob, ModelSpec } from "./ModelSpec.js"
+import type { ValidationError } from "../domain/Errors.js"
+import type { Adjustment } from "../domain/Task.js"
+import type { DecodeOptions } from "./Fields.js"
+import { decodeInput } from "./Fields.js"
+import type { DraftJob, ModelSpec, Normalized } from "./ModelSpec.js"
 
 /** A draft job with the fields most models leave at their neutral value. */
 export const draft = (
@@ -50,3 +54,20 @@ export const specsOf = <const Id extends string, S extends Schema.Schema.Any>(
   ids: ReadonlyArray<Id>,
   make: (id: Id) => ModelSpec<Id, S>
 ): ReadonlyArray<SpecPerId<Id, S>> => ids.map(make) as unknown as ReadonlyArray<SpecPerId<Id, S>>
+
+/**
+ * The `normalize` of a model whose job follows from its decoded input alone: `input` decoded
+ * with the model's schema (`decodeInput`, with `options` fixed or read from the raw input),
+ * then made a job by `toJob`.
+ */
+export const normalizeWith = <A, I>(
+  modelId: string,
+  schema: Schema.Schema<A, I>,
+  toJob: (decoded: A) => DraftJob,
+  options: DecodeOptions | ((raw: Readonly<Record<string, unknown>>) => DecodeOptions) = {}
+) =>
+(input: unknown): Either.Either<Normalized, ValidationError> => {
+  const raw = typeof input === "object" && input !== null ? (input as Record<string, unknown>) : {}
+  const decodeOptions = typeof options === "function" ? options(raw) : options
+  return Either.map(decodeInput(modelId, schema, input, decodeOptions), (decoded) => ({ job: toJob(decoded) }))
+}

@@ -170,6 +170,12 @@ const foreignMediaField = (
   return new ValidationError({ message: `input.${foreign} is not a supported field for ${modelId}; ${hint}` })
 }
 
+/** How `decodeInput` treats fields the schema does not name. */
+export interface DecodeOptions {
+  readonly passThrough?: boolean
+  readonly mediaMode?: string
+}
+
 /**
  * Decodes `input` with a model's schema; the first broken rule becomes a ValidationError
  * naming field and rule. With `passThrough`, fields the schema does not name are kept
@@ -181,7 +187,7 @@ export const decodeInput = <A, I>(
   modelId: string,
   schema: Schema.Schema<A, I>,
   input: unknown,
-  options: { readonly passThrough?: boolean; readonly mediaMode?: string } = {}
+  options: DecodeOptions = {}
 ): Either.Either<A, ValidationError> => {
   const foreign = options.passThrough ? foreignMediaField(modelId, schema, input, options.mediaMode) : undefined
   return foreign !== undefined ? Either.left(foreign) : decodeWith(modelId, schema, input, options.passThrough === true)

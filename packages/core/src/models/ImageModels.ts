@@ -2,9 +2,9 @@
  * compact-image, canvas and dream image models (spec 4.3): text-to-image, and
  * image-to-image when the image field is present.
  */
-import { Duration, Either, Schema } from "effect"
-import { adjusted, draft, extras, specsOf } from "./Draft.js"
-import { decodeInput, intBetween, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
+import { Duration, Schema } from "effect"
+import { adjusted, draft, extras, normalizeWith, specsOf } from "./Draft.js"
+import { intBetween, mediaUrlsOf, oneOf, Prompt, urlList } from "./Fields.js"
 import type { DraftJob, ModelSpec } from "./ModelSpec.js"
 import { lookup } from "./Pricing.js"
 import { imageSize } from "./Sizes.js"
@@ -13,7 +13,32 @@ const resolutions = ["1k", "2k", "4k"] as const
 const priceImages = (job: DraftJob, prices: { imagePerImage: Readonly<Record<string, Readonly<Record<string, number>>>> }) =>
   lookup(prices.imagePerImage[job.model], job.resolution ?? "1k", `${job.model} resolution`) * job.n
 
-const mode = (hasImages: boolean) => (hasImages ? "image-to-image" : "text-to-image")
+/**
+ * The job of one of these models: sized from its ratio and resolution, in image-to-image
+ * mode when reference images came; `rest` sets the fields a model adds.
+ */
+const imageJob = (
+  model: string,
+  prompt: string,
+  ratio: string,
+  resolution: string,
+  images: ReadonlyArray<string>,
+  rest: Partial<DraftJob> = {}
+): DraftJob => {
+  const [width, height] = imageSize(ratio, resolution)
+  return draft({
+    model,
+    mode: images.length > 0 ? "image-to-image" : "text-to-image",
+    output: "image",
+    prompt,
+    ratio,
+    resolution,
+    width,
+    height,
+    imageUrls: images,
+    ...rest
+  })
+}
 
 // compact-image ---------------------------------------------------------------------------
 
@@ -57,32 +82,17 @@ const compact = <Id extends typeof compactIds[number]>(id: Id): ModelSpec<Id, Co
     limits: ["imageUrls up to 10", fixed ? "ratio 16:9 or 9:16; resolution ignored (always 1k)" : "resolution 1k, 2k, 4k", "one image per generation"],
     priceRule: "per image by resolution (price table)",
     deadline: Duration.minutes(10),
-    normalize: (input) =>
-      Either.map(decodeInput(id, schema, input), (decoded) => {
-        const ratio = decoded.ratio ?? "16:9"
-        const resolution = fixed ? "1k" : decoded.resolution ?? "1k"
-        const [width, height] = imageSize(ratio, resolution)
-        const images = decoded.imageUrls ?? []
-        return {
-          job: draft({
-            model: id,
-            mode: mode(images.length > 0),
-            output: "image",
-            prompt: decoded.prompt,
-            ratio,
-            resolution,
-            width,
-            height,
-            imageUrls: images,
-            adjustments: fixed ? adjusted("resolution", decoded.resolution, "1k", "compact-image is always 1k") : []
-          })
-        }
-      }),
+    normalize: normalizeWith(id, schema, (decoded) =>
+      imageJob(id, decoded.prompt, decoded.ratio ?? "16:9", fixed ? "1k" : decoded.resolution ?? "1k", decoded.imageUrls ?? [], {
+        adjustments: fixed ? adjusted("resolution", decoded.resolution, "1k", "compact-image is always 1k") : []
+      })),
     price: priceImages,
     examples: [
       { input: { prompt: "a poster of a bicycle", ratio: "9:16" }, type: "image", count: 1 },
       { input: { prompt: "same style, new colours", imageUrls: ["https://example.com/a.jpg"] }, type: "image", count: 1 }
-    ]
+    ],
+    hostsResults: false,
+    transcodesWebp: false
   }
 }
 
@@ -121,33 +131,18 @@ const canvas = <Id extends typeof canvasIds[number]>(id: Id): ModelSpec<Id, type
     limits: ["images 1 to 10", `${canvasImageCount} images per generation`, "unknown fields pass through to the upstream, except another name for images (imageUrls, image_urls, ...), which is refused"],
     priceRule: `per image by resolution (price table), ${canvasImageCount} images per generation`,
     deadline: Duration.minutes(15),
-    normalize: (input) =>
-      Either.map(decodeInput(id, schema, input, { passThrough: true, mediaMode: "image-to-image" }), (decoded) => {
-        const ratio = decoded.ratio ?? "1:1"
-        const resolution = decoded.resolution ?? "2k"
-        const [width, height] = imageSize(ratio, resolution)
-        const images = decoded.images ?? []
-        return {
-          job: draft({
-            model: id,
-            mode: mode(images.length > 0),
-            output: "image",
-            prompt: decoded.prompt,
-            n: canvasImageCount,
-            ratio,
-            resolution,
-            width,
-            height,
-            imageUrls: images,
-            params: extras(decoded as Record<string, unknown>, ["prompt", "ratio", "resolution", "images"])
-          })
-        }
-      }),
+    normalize: normalizeWith(id, schema, (decoded) =>
+      imageJob(id, decoded.prompt, decoded.ratio ?? "1:1", decoded.resolution ?? "2k", decoded.images ?? [], {
+        n: canvasImageCount,
+        params: extras(decoded as Record<string, unknown>, ["prompt", "ratio", "resolution", "images"])
+      }), { passThrough: true, mediaMode: "image-to-image" }),
     price: priceImages,
     examples: [
       { input: { prompt: "a glass teapot", ratio: "16:9", resolution: "2k" }, type: "image", count: canvasImageCount },
       { input: { prompt: "as a watercolour", images: ["https://example.com/a.png"], resolution: "1k" }, type: "image", count: canvasImageCount }
-    ]
+    ],
+    hostsResults: false,
+    transcodesWebp: false
   }
 }
 
@@ -181,32 +176,15 @@ const dream = <Id extends typeof dreamIds[number]>(id: Id): ModelSpec<Id, Return
     limits: [`n 1 to ${maxN}`, "imageUrls 1 to 10"],
     priceRule: "per image by resolution (price table), linear in n",
     deadline: Duration.minutes(15),
-    normalize: (input) =>
-      Either.map(decodeInput(id, schema, input), (decoded) => {
-        const ratio = decoded.ratio ?? "1:1"
-        const resolution = decoded.resolution ?? "2k"
-        const [width, height] = imageSize(ratio, resolution)
-        const images = decoded.imageUrls ?? []
-        return {
-          job: draft({
-            model: id,
-            mode: mode(images.length > 0),
-            output: "image",
-            prompt: decoded.prompt,
-            n: decoded.n ?? 1,
-            ratio,
-            resolution,
-            width,
-            height,
-            imageUrls: images
-          })
-        }
-      }),
+    normalize: normalizeWith(id, schema, (decoded) =>
+      imageJob(id, decoded.prompt, decoded.ratio ?? "1:1", decoded.resolution ?? "2k", decoded.imageUrls ?? [], { n: decoded.n ?? 1 })),
     price: priceImages,
     examples: [
       { input: { prompt: "a koi pond", n: 3, ratio: "4:3", resolution: "1k" }, type: "image", count: 3 },
       { input: { prompt: "in the same style", imageUrls: ["https://example.com/a.jpg"], resolution: "1k" }, type: "image", count: 1 }
-    ]
+    ],
+    hostsResults: false,
+    transcodesWebp: false
   }
 }
 

@@ -1,6 +1,7 @@
 /**
  * What the catalog knows of one model: how to validate and normalise its input into an
- * upstream job, what it outputs, how long it may take, how it is priced.
+ * upstream job, what it outputs, how long it may take, how it is priced, and what the service
+ * does around its upstream (hosted results, transcoded input, rules on its materials).
  */
 import type { Duration, Either, Schema } from "effect"
 import type { ValidationError } from "../domain/Errors.js"
@@ -19,6 +20,45 @@ export type DraftJob = Omit<UpstreamJob, "priceMicroUsd">
 export interface Normalized {
   readonly job: DraftJob
   readonly rejection?: string
+}
+
+/** The kinds of material a model may take (spec: material types). */
+export type MaterialType = "image" | "video" | "audio"
+
+/**
+ * A material as the job carries it. A URL without a known extension (a signed URL, say)
+ * is "unknown": it is kept, and its type is told from the file when it is fetched.
+ */
+export interface Material {
+  readonly url: string
+  readonly type: MaterialType | "unknown"
+}
+
+/** A material as its file shows it: what it is and, for video and audio, how long it lasts. */
+export interface MaterialFile {
+  readonly url: string
+  readonly type: MaterialType
+  readonly durationSeconds?: number | undefined
+}
+
+/**
+ * A model's rules on its materials (motion's `mediaUrls`) that need the files themselves.
+ * `normalize` applies what the URLs tell at submit; a wrapper that fetches the files
+ * (MediaUpstream) applies these, with each file's type and duration, before the upstream
+ * sees the job.
+ */
+export interface MaterialRules {
+  /** The input field the materials came from, as messages name it. */
+  readonly field: string
+  /** Longest total of video, and of audio, in seconds; a deployment may choose another. */
+  readonly maxSeconds: number
+  /** The job's materials; none for a job without them (text-to-video). */
+  readonly of: (job: UpstreamJob) => ReadonlyArray<Material>
+  /**
+   * The job with its materials as their files show them (types, and the mode they select),
+   * or the first rule they break, in the spec's order: the message the task fails with.
+   */
+  readonly check: (job: UpstreamJob, files: ReadonlyArray<MaterialFile>, maxSeconds: number) => Either.Either<UpstreamJob, string>
 }
 
 /** A valid request and what it must produce, used by the docs and the conformance tests. */
@@ -58,6 +98,15 @@ export interface ModelSpec<Id extends string = string, S extends Schema.Schema.A
   /** Price of a normalised job in integer micro-USD. */
   readonly price: (job: DraftJob, prices: PriceTable) => number
   readonly examples: ReadonlyArray<ModelExample>
+  /**
+   * Whether the service hosts the model's results itself (spec 2, "by the service's own
+   * CDN"): the wrapper that owns the MediaStore (MediaUpstream) copies them there.
+   */
+  readonly hostsResults: boolean
+  /** Whether WebP image input reaches the upstream as a JPEG the service transcodes and hosts (MediaUpstream). */
+  readonly transcodesWebp: boolean
+  /** Rules on the job's materials that need their files (motion), or undefined for models without materials. */
+  readonly materials?: MaterialRules
   /**
    * The job to run instead when this model's job failed (motion-2.0 falls back to
    * motion-1.5-pro), or undefined when the model has no fallback or this job may not take it.

@@ -7,12 +7,12 @@ import type { ValidationError } from "../domain/Errors.js"
 import type { Adjustment, UpstreamJob } from "../domain/Task.js"
 import { adjusted, draft, extras } from "./Draft.js"
 import { decodeInput, Flag, HttpUrl, intBetween, intOneOf, invalid, MediaUrls, mediaUrlsOf, oneOf, Prompt } from "./Fields.js"
-import type { ModelSpec, Normalized } from "./ModelSpec.js"
+import type { Material, MaterialRules, MaterialType, ModelSpec, Normalized } from "./ModelSpec.js"
 import { lookup } from "./Pricing.js"
 import { videoSize } from "./Sizes.js"
 
 export type Tier = "motion-2.0" | "motion-2.0-fast" | "motion-1.5-pro"
-export type MaterialType = "image" | "video" | "audio"
+export type { Material, MaterialType }
 
 /** File extensions per material type (spec: material types). */
 export const extensions: Readonly<Record<MaterialType, ReadonlyArray<string>>> = {
@@ -27,15 +27,6 @@ export const materialType = (url: string): MaterialType | undefined => {
   return (Object.keys(extensions) as Array<MaterialType>).find((type) => extensions[type].some((ext) => path.endsWith(ext)))
 }
 
-/**
- * A material as the job carries it. A URL without a known extension (a signed URL, say)
- * is "unknown": it is kept, and its type is told from the file when it is fetched.
- */
-export interface Material {
-  readonly url: string
-  readonly type: MaterialType | "unknown"
-}
-
 /** The materials of a request, typed from their URLs where the URL tells. */
 export const materialsOf = (urls: ReadonlyArray<string>): ReadonlyArray<Material> =>
   urls.map((url) => ({ url, type: materialType(url) ?? "unknown" }))
@@ -46,8 +37,8 @@ export const materialsOf = (urls: ReadonlyArray<string>): ReadonlyArray<Material
  * at most 2). A broken rule fails the task with INVALID_PARAMETERS, for every count alike.
  * Unknown materials count toward the 12 but not toward the 9 images until they are typed;
  * on motion-1.5-pro every material must be an image, so more than 2 of any type fail.
- * The spec's 15 s totals of video and of audio need the files: MediaUpstream (media package)
- * probes them and applies this again with the types it found.
+ * The spec's 15 s totals of video and of audio need the files: `materialRules` applies them,
+ * and this again, with the types the files show (MediaUpstream, in the media package, probes them).
  * Pure, so the step that types unknown materials can apply it again.
  */
 export const rejectionOf = (tier: Tier, field: string, materials: ReadonlyArray<Material>): string | undefined => {
@@ -100,6 +91,44 @@ const reference = /(?<![A-Za-z0-9_])@(?:image|图)?[1-9]\d*(?![A-Za-z0-9_]|[.,-]
 
 /** Whether the prompt references materials by position (spec: @1, @图1, @image1). */
 export const hasReferences = (prompt: string): boolean => reference.test(prompt)
+
+/** Seconds as messages show them: 15.2 s. */
+const seconds = (value: number) => `${Math.round(value * 10) / 10} s`
+
+/**
+ * The rules on a job's materials that need their files: the spec's in its order (at most 9
+ * images, total video at most 15 s, total audio at most 15 s), then `rejectionOf` with each
+ * file's type; a job that keeps them has its mode and images from those types.
+ */
+export const materialRules = (tier: Tier): MaterialRules => {
+  // imageUrls is accepted as another name for mediaUrls; messages use the spec's name.
+  const field = "mediaUrls"
+  return {
+    field,
+    maxSeconds: 15,
+    of: (job) => {
+      const materials = job.params["materials"]
+      return Array.isArray(materials) ? (materials as ReadonlyArray<Material>) : []
+    },
+    check: (job, files, maxSeconds) => {
+      const images = files.filter((file) => file.type === "image").length
+      if (images > 9) return Either.left(`input.${field} may contain at most 9 images (it has ${images})`)
+      for (const kind of ["video", "audio"] as const) {
+        const total = files.filter((file) => file.type === kind).reduce((sum, file) => sum + (file.durationSeconds ?? 0), 0)
+        if (total > maxSeconds) return Either.left(`input.${field}: the ${kind} materials last ${seconds(total)} in all; at most ${maxSeconds} s`)
+      }
+      const typed: ReadonlyArray<Material> = files.map((file) => ({ url: file.url, type: file.type }))
+      const rejection = rejectionOf(tier, `input.${field}`, typed)
+      if (rejection !== undefined) return Either.left(rejection)
+      return Either.right({
+        ...job,
+        mode: modeOf(tier, typed),
+        imageUrls: typed.filter((material) => material.type === "image").map((material) => material.url),
+        params: { ...job.params, materials: typed }
+      })
+    }
+  }
+}
 
 const known = ["prompt", "mediaUrls", "imageUrls", "ratio", "resolution", "duration", "fallback"]
 
@@ -198,7 +227,10 @@ const spec = <T extends Tier>(tier: T): ModelSpec<T, ReturnType<typeof schemaOf>
   examples: [
     { input: { prompt: "a heron taking flight", duration: 5 }, type: "video", count: 1 },
     { input: { prompt: "the scene comes alive", mediaUrls: ["https://example.com/first.png", "https://example.com/last.jpg"], duration: tier === "motion-1.5-pro" ? 10 : 8 }, type: "video", count: 1 }
-  ]
+  ],
+  hostsResults: false,
+  transcodesWebp: false,
+  materials: materialRules(tier)
 })
 
 /** motion-2.0, motion-2.0-fast and motion-1.5-pro. */
