@@ -59,6 +59,18 @@ export * as Task from "./domain/Task.js"
 export * as Outbound from "./services/Outbound.js"
 /** Downloads of client media: address checks, limits, sniffed content types. */
 export * as SafeFetch from "./services/SafeFetch.js"
+/** `Retry-After` read one way: delay-seconds or an HTTP date. */
+export * as RetryAfter from "./domain/RetryAfter.js"
+/** Standard Webhooks signatures: the deliverer's signing, the upstream webhooks' and receivers' checks. */
+export * as StandardWebhooks from "./domain/StandardWebhooks.js"
+/** A receiver's check of a mediagate callback (Standard Webhooks signature), and why it refuses one. */
+export {
+  type CallbackHeaders,
+  CallbackVerificationError,
+  verifyCallback,
+  verifyCallbackEffect,
+  type VerifyOptions
+} from "./api/VerifyCallback.js"
 /** Changes of tasks as they are written, for waiters (`?wait=`, events). */
 export * as TaskChanges from "./services/TaskChanges.js"
 /** Engine nudges. */

@@ -6,7 +6,7 @@
  * Requests go through Outbound, never a host's HTTP client: the callback host must resolve
  * to public addresses only, and nothing but the webhook's own headers is sent.
  */
-import { Accounts, Api, Metrics, Outbound, Task, TaskEvents, TaskStore } from "@mediagate/core"
+import { Accounts, Api, Metrics, Outbound, RetryAfter, Task, TaskEvents, TaskStore } from "@mediagate/core"
 import { Clock, Deferred, Duration, Effect, FiberSet, Layer, Option, Queue, Random, Redacted, Ref } from "effect"
 import * as Webhooks from "./Webhooks.js"
 
@@ -23,14 +23,9 @@ export const maxRetryAfter: Duration.DurationInput = "24 hours"
 
 /**
  * A `Retry-After` value, delay-seconds or an HTTP date, as milliseconds after `now`; undefined
- * when it is neither.
+ * when it is neither. Core's `RetryAfter.millis`, the one reading the upstream adapters share.
  */
-export const retryAfterMillis = (value: string, now: number): number | undefined => {
-  const trimmed = value.trim()
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
-  const date = /[a-z]/i.test(trimmed) ? Date.parse(trimmed) : Number.NaN
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
-}
+export const retryAfterMillis: (value: string, now: number) => number | undefined = RetryAfter.millis
 
 /** What a receiver answered: its status and, for a 429 or 503, the wait its Retry-After asked for. */
 export interface Answer {

@@ -12,7 +12,7 @@
  * - any other answer is permanent with no class.
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { type Task, UpstreamError } from "@mediagate/core"
+import { RetryAfter, type Task, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
 
 /** An answer of a provider: its status, headers and body (parsed JSON, or the text when it is not JSON). */
@@ -33,18 +33,14 @@ export interface Call {
   readonly form?: FormData
 }
 
-/** `Retry-After` in milliseconds: seconds, or an HTTP date, from `now`. */
-export const retryAfterMs = (header: string | undefined, now: number): number | undefined => {
-  if (header === undefined || header.trim() === "") return undefined
-  const seconds = Number(header)
-  if (Number.isFinite(seconds)) return Math.max(0, Math.round(seconds * 1000))
-  const date = Date.parse(header)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
-}
+// Prose only ("safety checker", not "safety"): a parameter error naming `safety_tolerance` or
+// `disable_safety_checker` is INVALID_PARAMETERS, not a refusal.
+const contentPolicy = /content[ _-]?policy|safety (?:system|checker)|moderation|nsfw|flagged as sensitive|sensitive content/i
 
-const contentPolicy = /content[ _-]?policy|safety system|moderation|nsfw|flagged as sensitive|sensitive content/i
-
-/** Whether a provider's answer or error text says its content policy refused the request. */
+/**
+ * Whether a provider's answer or error text says its content policy refused the request: the
+ * one match of every adapter (a 400 or 422 here, a failed Replicate prediction's error).
+ */
 export const isContentPolicy = (body: unknown): boolean =>
   contentPolicy.test(typeof body === "string" ? body : JSON.stringify(body ?? ""))
 
@@ -69,7 +65,7 @@ export const classify = (provider: string, answer: Answer, now: number): Upstrea
   const said = describeBody(body)
   const message = `${provider} answered ${status}${said === "" ? "" : `: ${said}`}`
   if (status === 408 || status === 425 || status === 429 || status >= 500) {
-    const after = retryAfterMs(answer.headers["retry-after"], now)
+    const after = RetryAfter.millis(answer.headers["retry-after"], now)
     return new UpstreamError({ message, reason: null, retryable: true, ...(after === undefined ? {} : { retryAfterMs: after }) })
   }
   if (status === 400 || status === 422) {

@@ -15,9 +15,8 @@
  * callback must carry its Standard Webhooks signature; without it any callback is taken as
  * a wake-up only, which is harmless: the result is always read from the gateway.
  */
-import { Ids, type Task, type Upstream, UpstreamError } from "@mediagate/core"
+import { Ids, StandardWebhooks, type Task, type Upstream, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
-import * as StandardWebhooks from "./StandardWebhooks.js"
 import * as ProviderHttp from "./ProviderHttp.js"
 import type { Provider } from "./Router.js"
 

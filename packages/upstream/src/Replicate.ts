@@ -13,8 +13,9 @@
  *   MediaStore, so the task returns our URL, never a data: URI (docs/decisions.md);
  * - status `GET {base}/v1/predictions/{id}`; cancel `POST {base}/v1/predictions/{id}/cancel`.
  *
- * A failed prediction whose error names NSFW or the safety checker is CONTENT_MODERATION;
- * other failures are permanent with no class. Every submit carries the attempt's key as
+ * A failed prediction whose error says the content policy refused it (NSFW, the safety
+ * checker, flagged as sensitive: `ProviderHttp.isContentPolicy`, every adapter's one match) is
+ * CONTENT_MODERATION; other failures are permanent with no class. Every submit carries the attempt's key as
  * `Idempotency-Key`; whether Replicate honours it is Replicate's.
  *
  * Webhooks: with a webhook URL the prediction is created with `webhook` and
@@ -22,9 +23,8 @@
  * scheme with the account's webhook secret (`webhookSecret`, or fetched once from
  * `GET /v1/webhooks/default/secret`).
  */
-import { Ids, MediaStore, type Task, type Upstream, UpstreamError } from "@mediagate/core"
+import { Ids, MediaStore, StandardWebhooks, type Task, type Upstream, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
-import * as StandardWebhooks from "./StandardWebhooks.js"
 import * as ProviderHttp from "./ProviderHttp.js"
 import type { Provider, ProviderJob } from "./Router.js"
 
@@ -51,8 +51,6 @@ export interface Options {
 /** The files of a prediction's output: a URL, or a list of them. */
 export const filesOf = (output: unknown): ReadonlyArray<string> =>
   typeof output === "string" ? [output] : Array.isArray(output) ? output.filter((item): item is string => typeof item === "string") : []
-
-const unsafe = /nsfw|safety|content policy|sensitive/i
 
 /** A `data:` URI's media type and bytes; none when it is not one, or larger than `limit` bytes (`tooLarge`). */
 export const decodeDataUri = (
@@ -120,7 +118,7 @@ export const make = (options: Options): Provider => {
       case "failed": {
         const error = ProviderHttp.describeBody(ProviderHttp.field(prediction, "error")) || "the prediction failed"
         return Effect.fail(
-          new UpstreamError({ message: `${name}: ${error}`, reason: unsafe.test(error) ? "CONTENT_MODERATION" : null, retryable: false })
+          new UpstreamError({ message: `${name}: ${error}`, reason: ProviderHttp.isContentPolicy(error) ? "CONTENT_MODERATION" : null, retryable: false })
         )
       }
       case "canceled":

@@ -24,5 +24,3 @@ export * as Replicate from "./Replicate.js"
 export * as Router from "./Router.js"
 /** The standalone server's routes file (JSON), checked with line numbers. */
 export * as RoutesFile from "./RoutesFile.js"
-/** Verifying Standard Webhooks signatures. */
-export * as StandardWebhooks from "./StandardWebhooks.js"

@@ -7,10 +7,9 @@
 import type { HttpClient } from "@effect/platform"
 import { FetchHttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Ids } from "@mediagate/core"
+import { Ids, StandardWebhooks } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
-import { Webhooks } from "@mediagate/scheduler"
-import { Fal, Relay, Replicate, StandardWebhooks } from "@mediagate/upstream"
+import { Fal, Relay, Replicate } from "@mediagate/upstream"
 import { Effect } from "effect"
 import { generateKeyPairSync } from "node:crypto"
 import * as FakeFal from "./fakes/FakeFal.js"
@@ -24,7 +23,7 @@ const bytes = (text: string) => new Uint8Array(Buffer.from(text))
 const signed = (body: string, seconds: number, key = secret) => ({
   "webhook-id": "msg_1",
   "webhook-timestamp": String(seconds),
-  "webhook-signature": `v1,bm90LXRoaXMtb25l ${Webhooks.sign(key, "msg_1", seconds, body)}`
+  "webhook-signature": `v1,bm90LXRoaXMtb25l ${StandardWebhooks.sign(key, "msg_1", seconds, body)}`
 })
 
 describe("Standard Webhooks", () => {
