@@ -37,7 +37,7 @@ const advanceUntilTerminal = (taskId: string, maxSeconds = 120) =>
   Effect.gen(function*() {
     const api = yield* client
     for (let second = 0; second <= maxSeconds; second++) {
-      const { data } = yield* api.tasks.query({ path: { taskId } })
+      const { data } = yield* api.tasks.query({ path: { taskId }, urlParams: {} })
       if (["SUCCESS", "FAILURE", "TIMEOUT", "CANCELLED"].includes(data.status)) return data
       yield* TestClock.adjust("1 second")
     }
@@ -49,6 +49,7 @@ describe("end to end with the TestClock", () => {
     Effect.gen(function*() {
       const api = yield* client
       const submitted = yield* api.tasks.submit({
+        headers: {},
         payload: { model: "alpha-image-2/text-to-image", input: { prompt: "a lighthouse at dawn", ratio: "16:9", n: 3 } }
       })
       expect(submitted.code).toBe(0)
@@ -57,7 +58,7 @@ describe("end to end with the TestClock", () => {
       expect(taskId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
 
       // No virtual time has passed: the demo simulator cannot have finished.
-      const early = yield* api.tasks.query({ path: { taskId } })
+      const early = yield* api.tasks.query({ path: { taskId }, urlParams: {} })
       expect(["PENDING", "PROCESSING"]).toContain(early.data.status)
       expect(early.data.result).toBeNull()
       expect(early.data.failure_reason).toBeNull()
@@ -80,6 +81,7 @@ describe("end to end with the TestClock", () => {
     Effect.gen(function*() {
       const api = yield* client
       const { data } = yield* api.tasks.submit({
+        headers: {},
         payload: {
           model: "alpha-image-2/image-to-image",
           input: { prompt: "make it autumn", imageUrls: ["https://example.com/in.jpg"], ratio: "3:4", resolution: "2k" }
@@ -94,7 +96,7 @@ describe("end to end with the TestClock", () => {
   it.effect("without a ratio the upstream's choice is 1:1 at 1k", () =>
     Effect.gen(function*() {
       const api = yield* client
-      const { data } = yield* api.tasks.submit({ payload: { model: "alpha-image-2/text-to-image", input: { prompt: "x" } } })
+      const { data } = yield* api.tasks.submit({ headers: {}, payload: { model: "alpha-image-2/text-to-image", input: { prompt: "x" } } })
       const done = yield* advanceUntilTerminal(data.taskId)
       expect(done.result?.urls).toHaveLength(1)
       expect(pngSize(yield* download(done.result!.urls[0]!))).toEqual({ width: 1024, height: 1024 })
@@ -105,6 +107,7 @@ describe("end to end with the TestClock", () => {
     Effect.gen(function*() {
       const api = yield* client
       const { data } = yield* api.tasks.submit({
+        headers: {},
         payload: { model: "alpha-image-2/text-to-image", input: { prompt: "x [sim:fail]" } }
       })
       const done = yield* advanceUntilTerminal(data.taskId)
@@ -120,6 +123,7 @@ describe("end to end with the TestClock", () => {
       const api = yield* client
       for (const [marker, reason] of [["[sim:rejected]", "CONTENT_MODERATION"], ["[sim:insufficient]", "INSUFFICIENT_POINTS"]]) {
         const { data } = yield* api.tasks.submit({
+        headers: {},
           payload: { model: "alpha-image-2/text-to-image", input: { prompt: `x ${marker}` } }
         })
         const done = yield* advanceUntilTerminal(data.taskId)
@@ -132,10 +136,11 @@ describe("end to end with the TestClock", () => {
     Effect.gen(function*() {
       const api = yield* client
       const { data } = yield* api.tasks.submit({
+        headers: {},
         payload: { model: "alpha-image-2/text-to-image", input: { prompt: "x [sim:timeout]" } }
       })
       yield* TestClock.adjust("9 minutes")
-      const before = yield* api.tasks.query({ path: { taskId: data.taskId } })
+      const before = yield* api.tasks.query({ path: { taskId: data.taskId }, urlParams: {} })
       expect(before.data.status).toBe("PROCESSING")
       const done = yield* advanceUntilTerminal(data.taskId, 120)
       expect(done.status).toBe("TIMEOUT")
@@ -145,10 +150,11 @@ describe("end to end with the TestClock", () => {
   it.effect("the typed client sees the envelope errors as typed failures", () =>
     Effect.gen(function*() {
       const api = yield* client
-      const missing = yield* api.tasks.query({ path: { taskId: "nope" } }).pipe(Effect.flip)
+      const missing = yield* api.tasks.query({ path: { taskId: "nope" }, urlParams: {} }).pipe(Effect.flip)
       expect(missing).toBeInstanceOf(Api.NotFound)
       expect(missing).toMatchObject({ code: 404, msg: "task not found" })
       const invalid = yield* api.tasks.submit({
+        headers: {},
         payload: { model: "alpha-image-2/text-to-image", input: { prompt: "x", n: 0 } }
       }).pipe(Effect.flip)
       expect(invalid).toMatchObject({ code: 400, msg: "input.n must be an integer between 1 and 10 for alpha-image-2/text-to-image" })

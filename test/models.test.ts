@@ -43,7 +43,7 @@ const untilTerminal = (taskId: string) =>
   Effect.gen(function*() {
     const api = yield* client
     for (let second = 0; second < 120; second++) {
-      const { data } = yield* api.tasks.query({ path: { taskId } })
+      const { data } = yield* api.tasks.query({ path: { taskId }, urlParams: {} })
       if (!["PENDING", "SUBMITTED", "PROCESSING"].includes(data.status)) return data
       yield* TestClock.adjust("1 second")
     }
@@ -57,7 +57,7 @@ describe("every model over HTTP", () => {
         it.effect(`${model.id} example ${index + 1}: SUCCESS with ${example.count} ${example.type}`, () =>
           Effect.gen(function*() {
             const api = yield* client
-            const { data } = yield* api.tasks.submit({ payload: { model: model.id, input: example.input } })
+            const { data } = yield* api.tasks.submit({ headers: {}, payload: { model: model.id, input: example.input } })
             const done = yield* untilTerminal(data.taskId)
             expect(done.status).toBe("SUCCESS")
             expect(done.input).toEqual({ model: model.id, ...example.input })
@@ -117,8 +117,8 @@ describe("every model over HTTP", () => {
           ["motion-1.5-pro", images(3)]
         ]
         for (const [model, mediaUrls] of cases) {
-          const { data } = yield* api.tasks.submit({ payload: { model, input: { prompt: "x", mediaUrls } } })
-          const task = yield* api.tasks.query({ path: { taskId: data.taskId } })
+          const { data } = yield* api.tasks.submit({ headers: {}, payload: { model, input: { prompt: "x", mediaUrls } } })
+          const task = yield* api.tasks.query({ path: { taskId: data.taskId }, urlParams: {} })
           expect(task.data.status).toBe("FAILURE")
           expect(task.data.failure_reason).toBe("INVALID_PARAMETERS")
           expect(task.data.result).toBeNull()
@@ -128,7 +128,7 @@ describe("every model over HTTP", () => {
     it.effect("a failing motion-2.0 job falls back to motion-1.5-pro, recorded in adjustments", () =>
       Effect.gen(function*() {
         const api = yield* client
-        const { data } = yield* api.tasks.submit({ payload: { model: "motion-2.0", input: { prompt: "x [sim:fallback]", duration: 12 } } })
+        const { data } = yield* api.tasks.submit({ headers: {}, payload: { model: "motion-2.0", input: { prompt: "x [sim:fallback]", duration: 12 } } })
         const done = yield* untilTerminal(data.taskId)
         expect(done.status).toBe("SUCCESS")
         expect(done.adjustments.map((a) => [a.field, a.applied])).toEqual([["model", "motion-1.5-pro"], ["duration", 10]])
@@ -139,9 +139,9 @@ describe("every model over HTTP", () => {
     it.effect("with fallback false the original error is returned", () =>
       Effect.gen(function*() {
         const api = yield* client
-        const { data } = yield* api.tasks.submit({ payload: { model: "motion-2.0", input: { prompt: "x [sim:fallback]", fallback: false } } })
+        const { data } = yield* api.tasks.submit({ headers: {}, payload: { model: "motion-2.0", input: { prompt: "x [sim:fallback]", fallback: false } } })
         expect((yield* untilTerminal(data.taskId)).status).toBe("SUCCESS")
-        const failing = yield* api.tasks.submit({ payload: { model: "motion-2.0", input: { prompt: "x [sim:fail]", fallback: false } } })
+        const failing = yield* api.tasks.submit({ headers: {}, payload: { model: "motion-2.0", input: { prompt: "x [sim:fail]", fallback: false } } })
         const failed = yield* untilTerminal(failing.data.taskId)
         expect(failed.status).toBe("FAILURE")
         expect(failed.adjustments).toEqual([])
@@ -151,9 +151,10 @@ describe("every model over HTTP", () => {
       Effect.gen(function*() {
         const api = yield* client
         const { data } = yield* api.tasks.submit({
+        headers: {},
           payload: { model: "clip3", input: { prompt: "x", imageUrls: ["https://example.com/a.jpg"], duration: 6 } }
         })
-        const task = yield* api.tasks.query({ path: { taskId: data.taskId } })
+        const task = yield* api.tasks.query({ path: { taskId: data.taskId }, urlParams: {} })
         expect(task.data.input).toEqual({ model: "clip3", prompt: "x", imageUrls: ["https://example.com/a.jpg"], duration: 6 })
         expect(task.data.adjustments).toEqual([
           { field: "duration", requested: 6, applied: 8, reason: "i2v on clip3 and clip3_fast supports only 8 seconds" }

@@ -137,7 +137,7 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
           (error) => new MediagateError({ status: 400, code: 400, msg: error.message })
         )
         const idempotencyKey = submitOptions.idempotencyKey
-        const answer = yield* api.tasks.submit({ payload }).pipe(
+        const answer = yield* api.tasks.submit({ payload, headers: {} }).pipe(
           idempotencyKey === undefined ? (effect) => effect : withRequest(HttpClientRequest.setHeader("idempotency-key", idempotencyKey)),
           Effect.catchAll(refail)
         )
@@ -145,7 +145,7 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
       }).pipe(Effect.withSpan("MediagateClient.submit", { attributes: { model } }))
 
     const get = (taskId: string, getOptions: { readonly wait?: number } = {}) =>
-      api.tasks.query({ path: { taskId } }).pipe(
+      api.tasks.query({ path: { taskId }, urlParams: {} }).pipe(
         withParams(getOptions.wait === undefined || getOptions.wait <= 0 ? [] : [["wait", String(Math.min(maxWaitSeconds, Math.ceil(getOptions.wait)))]]),
         Effect.map((answer) => answer.data),
         Effect.catchAll(refail),
@@ -153,7 +153,7 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
       )
 
     const list = (listOptions: ListOptions = {}) =>
-      api.tasks.list().pipe(
+      api.tasks.list({ urlParams: {} }).pipe(
         withParams(listParams(listOptions)),
         Effect.map((answer): TaskPage => answer.data),
         Effect.catchAll(refail),

@@ -9,6 +9,7 @@ import {
   Api,
   ModerationRejected,
   ModerationUnavailable,
+  StoreError,
   TaskConflict,
   TaskNotCancellable,
   TaskNotFound,
@@ -32,6 +33,7 @@ export type HttpError<E> = E extends ValidationError ? Api.BadRequest
   : E extends ModerationUnavailable ? Api.ServiceUnavailable
   : E extends TaskNotFound ? Api.NotFound
   : E extends TaskNotCancellable | TaskConflict ? Api.Conflict
+  : E extends StoreError ? Api.InternalServerError
   : E
 
 /** Maps a domain error onto the envelope error the contract gives it; other errors pass unchanged. */
@@ -56,13 +58,31 @@ export const toHttpError = <E>(error: E): HttpError<E> => {
     ? new Api.Conflict({ code: 409, msg: `task is already ${error.status}` })
     : error instanceof TaskConflict
     ? new Api.Conflict({ code: 409, msg: "task is changing; try again" })
+    : error instanceof StoreError
+    ? Api.internalError()
     : error
   return mapped as HttpError<E>
 }
 
+/** The one log line of a failure answered with 500: its cause, never shown to the client. */
+const logAnsweredWith500 = (cause: Cause.Cause<unknown>) => Effect.logError("mediagate: unhandled failure answered with 500", cause)
+
+/**
+ * A use case's errors as the contract's (`toHttpError`). A store that failed is answered as a
+ * defect is (`middleware`): 500 `internal server error`, with the same log line.
+ */
+export const answerErrors = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, HttpError<E>, R> =>
+  effect.pipe(
+    Effect.tapErrorCause((cause) =>
+      Option.exists(Cause.failureOption(cause), (error) => error instanceof StoreError) ? logAnsweredWith500(cause) : Effect.void
+    ),
+    Effect.mapError(toHttpError)
+  )
+
 const isErrorEnvelope = (error: unknown): error is { readonly code: number; readonly msg: string; readonly data?: unknown } =>
   error instanceof Api.BadRequest || error instanceof Api.Unauthorized || error instanceof Api.NotFound ||
-  error instanceof Api.MethodNotAllowed || error instanceof Api.PayloadTooLarge || error instanceof Api.ServiceUnavailable
+  error instanceof Api.MethodNotAllowed || error instanceof Api.PayloadTooLarge || error instanceof Api.ServiceUnavailable ||
+  error instanceof Api.InternalServerError
 
 /** 405 with the methods the path takes. */
 export const methodNotAllowed = (method: string, allowed: ReadonlyArray<string>) =>
@@ -104,7 +124,5 @@ export const middleware = <E, R>(
       if (error._tag === "RequestError") return Effect.succeed(envelope(400, "the request could not be read"))
     }
     if (Cause.isInterruptedOnly(cause)) return Effect.succeed(envelope(503, "service unavailable"))
-    return Effect.logError("mediagate: unhandled failure answered with 500", cause).pipe(
-      Effect.as(envelope(500, "internal server error"))
-    )
+    return logAnsweredWith500(cause).pipe(Effect.as(envelope(500, "internal server error")))
   })

@@ -1,13 +1,14 @@
 /**
- * Handlers of the task endpoints (and the catalog, account and callbacks groups).
+ * Handlers of the task endpoints (and the catalog, account and callbacks groups). HttpApi
+ * decodes each request into the use case's typed input (`Api.Requests`); what it cannot
+ * decode is the contract's 400 (`decodeFailures`).
  */
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type { HttpApiGroup, HttpApp } from "@effect/platform"
 import type { CallbackDelivery, CallbackNotRedeliverable } from "@mediagate/core"
 import { Accounts, Api, IdempotencyKeys, Ids, Ledger, ModelCatalog, ModelInfo, Pricing, TaskService } from "@mediagate/core"
-import type { Layer } from "effect"
-import { Duration, Effect, Option, Schedule, Stream } from "effect"
-import { toHttpError } from "./Envelope.js"
+import { Duration, Effect, Layer, Schedule, Schema, Stream } from "effect"
+import { answerErrors } from "./Envelope.js"
 import * as JsonDepth from "./JsonDepth.js"
 
 /** Largest accepted request body (DESIGN.md section 3). */
@@ -77,24 +78,48 @@ const idempotencyError = <E>(error: E) =>
     : error as Exclude<E, IdempotencyKeys.IdempotencyKeyMismatch | IdempotencyKeys.IdempotencyKeyInUse>
 
 /**
- * The query of a task, with `?wait=N` (1 to 60 s) held until the task ends or N seconds
- * pass; other query parameters are ignored, as they always were. Shared by HttpApi's
- * handler and the fast path (`MediagateHttp`).
+ * The query of a task, at once or, with `wait` (seconds), held until the task ends or the
+ * wait is over. `taskId` is the path's as the client wrote it. Shared by HttpApi's handler
+ * and the fast path (`MediagateHttp`).
  */
-export const queryTask = (tasks: TaskService, account: Accounts.Account, taskId: string, search: URLSearchParams) =>
-  Effect.flatMap(Api.decodeWait(search), (wait) =>
-    Option.match(wait, {
-      onNone: () => tasks.query(account, Ids.TaskId.make(taskId.toLowerCase())),
-      onSome: (seconds) => tasks.wait(account, Ids.TaskId.make(taskId.toLowerCase()), Duration.seconds(seconds))
-    }))
+export const queryTask = (tasks: TaskService, account: Accounts.Account, taskId: string, params: Api.QueryParams) => {
+  const id = Ids.TaskId.make(taskId.toLowerCase())
+  return params.wait === undefined ? tasks.query(account, id) : tasks.wait(account, id, Duration.seconds(params.wait))
+}
+
+const decodeQuery = Schema.decodeUnknown(Api.QueryParams)
+
+/**
+ * The query string of a task query, decoded as HttpApi decodes the endpoint's (same schema,
+ * same 400): for the fast path, which answers the query beside HttpApi.
+ */
+export const decodeQueryParams = (url: string): Effect.Effect<Api.QueryParams, Api.BadRequest> =>
+  // Most queries carry no query string: nothing to parse.
+  url.includes("?")
+    ? decodeQuery(HttpServerRequest.searchParamsFromURL(new URL(url, "http://localhost"))).pipe(
+      Effect.catchTag("ParseError", HttpApiError.HttpApiDecodeError.refailParseError),
+      Effect.mapError(Api.decodeFailure)
+    )
+    : Effect.succeed({})
+
+/**
+ * HttpApi's decode failures as the contract's 400 (`Api.decodeFailure`: the field and its
+ * rule), never the framework's `{issues, message, _tag}`. Runs inside HttpApi, before it
+ * encodes the failure into an answer.
+ */
+export const decodeFailures: Layer.Layer<never> = HttpApiBuilder.middleware((app) =>
+  // HttpApp's type does not carry the failures HttpApi's routes raise; they are there.
+  Effect.catchIf(
+    app as HttpApp.Default<unknown>,
+    (error): error is HttpApiError.HttpApiDecodeError => error instanceof HttpApiError.HttpApiDecodeError,
+    (error) => Effect.fail(Api.decodeFailure(error))
+  ) as HttpApp.Default
+)
 
 /** How often the events stream sends a comment line, so proxies and clients keep it open. */
 export const keepAliveInterval = Duration.seconds(15)
 
 const encoder = new TextEncoder()
-
-/** The query string of a request URL (path-only or absolute). */
-export const searchParams = (url: string) => new URL(url, "http://localhost").searchParams
 
 /** The handlers of the "tasks" group. Each request is decoded once, here, into the use case's typed input. */
 export const layer: Layer.Layer<
@@ -105,34 +130,34 @@ export const layer: Layer.Layer<
   Effect.gen(function*() {
     const tasks = yield* TaskService
     return handlers
-      .handleRaw("submit", ({ request }) =>
+      // Raw: the body is read here (size and depth limits, broken JSON is a 400; HttpApi would
+      // take an unreadable body for a defect), then decoded with the endpoint's SubmitRequest.
+      .handleRaw("submit", ({ headers, request }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          const key = yield* Api.decodeIdempotencyKey(request.headers["idempotency-key"])
           const body = yield* readJsonBody(request)
           const submit = yield* Api.decodeSubmitRequest(body)
-          const idempotency = Option.isNone(key) ? undefined : { key: key.value, fingerprint: yield* IdempotencyKeys.fingerprint(body) }
+          const key = headers["idempotency-key"]
+          const idempotency = key === undefined ? undefined : { key, fingerprint: yield* IdempotencyKeys.fingerprint(body) }
           const { replayed, taskId } = yield* tasks.submit(account, submit, { idempotency })
           // The same answer as the first time; the header says it is a replay (as Stripe's does).
           return replayed ? HttpServerResponse.unsafeJson(Api.ok({ taskId }), { headers: { "idempotent-replayed": "true" } }) : Api.ok({ taskId })
-        }).pipe(Effect.mapError((error) => toHttpError(idempotencyError(error)))))
-      // Raw: the query string is decoded here, so a repeated or odd parameter is our 400, not the framework's.
-      .handleRaw("list", ({ request }) =>
+        }).pipe(Effect.mapError(idempotencyError), answerErrors))
+      .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          const query = yield* Api.decodeListQuery(new URL(request.url, "http://localhost").searchParams)
-          return Api.ok(yield* tasks.list(account, query))
-        }).pipe(Effect.mapError(toHttpError)))
+          return Api.ok(yield* tasks.list(account, Api.listQuery(urlParams)))
+        }).pipe(answerErrors))
       .handle("cancel", ({ path }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
           return Api.ok(yield* tasks.cancel(account, Ids.TaskId.make(path.taskId)))
-        }).pipe(Effect.mapError(toHttpError)))
-      .handleRaw("query", ({ path, request }) =>
+        }).pipe(answerErrors))
+      .handle("query", ({ path, urlParams }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          return Api.ok(yield* queryTask(tasks, account, path.taskId, searchParams(request.url)))
-        }).pipe(Effect.mapError(toHttpError)))
+          return Api.ok(yield* queryTask(tasks, account, path.taskId, urlParams))
+        }).pipe(answerErrors))
       // Raw: the answer is a stream of server-sent events, not a JSON body.
       .handleRaw("events", ({ path }) =>
         Effect.gen(function*() {
@@ -145,7 +170,7 @@ export const layer: Layer.Layer<
             contentType: "text/event-stream",
             headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
           })
-        }).pipe(Effect.mapError(toHttpError)))
+        }).pipe(answerErrors))
   }))
 
 /** The handler of the "catalog" group. */
@@ -182,7 +207,7 @@ export const accountLayer: Layer.Layer<
           available_micro_usd: balance - reserved,
           entries: entries.map(Api.ledgerEntryWire)
         })
-      }))
+      }).pipe(answerErrors))
   }))
 
 /** A redelivery the task's state does not allow: 409 with the reason. */
@@ -203,10 +228,10 @@ export const callbacksLayer: Layer.Layer<
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
           return view(yield* tasks.callbacks(account, Ids.TaskId.make(path.taskId)))
-        }).pipe(Effect.mapError(toHttpError)))
+        }).pipe(answerErrors))
       .handle("redeliver", ({ path }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
           return view(yield* tasks.redeliver(account, Ids.TaskId.make(path.taskId)))
-        }).pipe(Effect.catchTag("CallbackNotRedeliverable", (error) => Effect.fail(notRedeliverable(error))), Effect.mapError(toHttpError)))
+        }).pipe(Effect.catchTag("CallbackNotRedeliverable", (error) => Effect.fail(notRedeliverable(error))), answerErrors))
   }))

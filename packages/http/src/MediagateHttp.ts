@@ -5,7 +5,7 @@ import type { HttpApi, HttpApp } from "@effect/platform"
 import { HttpApiBuilder, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Ledger, MediaStore, ModelCatalog } from "@mediagate/core"
-import { Accounts, Api, Ids, TaskService } from "@mediagate/core"
+import { Accounts, Api, TaskService } from "@mediagate/core"
 import type { Scope } from "effect"
 import { Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
 import type * as Http from "node:http"
@@ -26,25 +26,25 @@ export type Requirements = TaskService | Accounts.Accounts | Ledger.Ledger | Med
 export const layer: Layer.Layer<HttpApi.Api, never, Requirements> = HttpApiBuilder.api(Api.MediagateApi).pipe(
   Layer.provide([Handlers.layer, Handlers.callbacksLayer, Handlers.catalogLayer, Handlers.accountLayer]),
   Layer.provide(Auth.layer),
-  Layer.merge(Routes.layer)
+  Layer.merge(Routes.layer),
+  Layer.merge(Handlers.decodeFailures)
 )
 
 /** `GET /api/v1/task/{id}[?...]`: the path of the query, the request clients repeat most (`?wait=` included). */
 const queryPath = /^\/api\/v1\/task\/([0-9A-Za-z-]{1,64})(\?[^#]*)?$/
 
 /**
- * The query, answered beside HttpApi: the same authentication, use case, envelope and
- * errors, without the router, middleware chain and Schema encoding of the answer, which cost
- * more than the query itself (docs/benchmarks.md). `test/query-path.test.ts` checks that it
- * answers exactly as HttpApi does.
+ * The query, answered beside HttpApi: the same authentication, decoding (`decodeQueryParams`),
+ * use case (`queryTask`), envelope and errors, without the router, middleware chain and
+ * Schema encoding of the answer, which cost more than the query itself (docs/benchmarks.md).
+ * `test/query-path.test.ts` checks that it answers exactly as HttpApi does.
  */
-const fastQuery = (tasks: TaskService, accounts: Accounts.Accounts["Type"], taskId: string, search: string) =>
+const fastQuery = (tasks: TaskService, accounts: Accounts.Accounts["Type"], request: HttpServerRequest.HttpServerRequest, taskId: string) =>
   Auth.authenticate.pipe(
     Effect.flatMap((account) =>
-      search === "" ? tasks.query(account, Ids.TaskId.make(taskId.toLowerCase())) : Handlers.queryTask(tasks, account, taskId, new URLSearchParams(search))
+      Effect.flatMap(Handlers.decodeQueryParams(request.url), (params) => Envelope.answerErrors(Handlers.queryTask(tasks, account, taskId, params)))
     ),
     Effect.map((task) => HttpServerResponse.unsafeJson(Api.ok(task))),
-    Effect.mapError(Envelope.toHttpError),
     Effect.provideService(Accounts.Accounts, accounts)
   )
 
@@ -82,7 +82,7 @@ export const httpApp: Effect.Effect<
   const route = (request: HttpServerRequest.HttpServerRequest) => {
     const match = request.method === "GET" ? queryPath.exec(request.url) : null
     // `/api/v1/task/submit` is the submit endpoint's path: GET there is HttpApi's 405.
-    return match === null || match[1] === "submit" ? app : fastQuery(tasks, accounts, match[1]!, match[2] ?? "")
+    return match === null || match[1] === "submit" ? app : fastQuery(tasks, accounts, request, match[1]!)
   }
   const tooMany = (msg: string, seconds: number, headers: Record<string, string> = {}) =>
     Effect.succeed(Envelope.envelope(429, msg, undefined, { "retry-after": String(seconds), ...headers }))

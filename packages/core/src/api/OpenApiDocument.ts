@@ -1,9 +1,9 @@
 /**
  * The OpenAPI document describes the answers the server gives and nothing else: the
  * framework's own decode error (`{issues, message, _tag}`) is never returned (every 400 is
- * `{code, msg}`: requests are decoded by our handlers), and the titles and ids Schema
- * derives from code (`between(4, 15)`, `int`) are not names of the API. The headers of a
- * 429, which HttpApi cannot declare, are added.
+ * `{code, msg}`: what HttpApi cannot decode is answered as `BadRequest`), and the titles and
+ * ids Schema derives from code (`between(4, 15)`, `int`) are not names of the API. The
+ * headers of a 429, which HttpApi cannot declare, are added.
  */
 import type { OpenApi } from "@effect/platform"
 
@@ -76,6 +76,15 @@ const cleanResponse = (status: string, response: Response): Response | undefined
   }
 }
 
+/**
+ * A header parameter named as HTTP writes it (`Idempotency-Key`): header schemas name them in
+ * lower case, as the server reads them, and header names are case-insensitive.
+ */
+const headerName = (parameter: OpenApi.OpenAPISpecParameter): OpenApi.OpenAPISpecParameter =>
+  parameter.in === "header"
+    ? { ...parameter, name: parameter.name.replace(/(^|-)([a-z])/g, (_, dash: string, letter: string) => dash + letter.toUpperCase()) }
+    : parameter
+
 /** The document as it is served (the `servers` entry is added per request). */
 export const clean = (spec: OpenApi.OpenAPISpec): OpenApi.OpenAPISpec => {
   const paths = Object.fromEntries(Object.entries(spec.paths).map(([path, item]) => [
@@ -88,7 +97,7 @@ export const clean = (spec: OpenApi.OpenAPISpec): OpenApi.OpenAPISpec => {
           return cleaned === undefined ? [] : [[status, withHeaders(status, cleaned)]]
         })
       )
-      return [method, { ...op, responses }]
+      return [method, { ...op, parameters: op.parameters.map(headerName), responses }]
     }))
   ]))
   const schemas = Object.fromEntries(Object.entries(spec.components.schemas).filter(([name]) => !frameworkSchemas.has(name)))
