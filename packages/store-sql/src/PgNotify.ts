@@ -14,7 +14,7 @@
 import { Clock, Deferred, Duration, Effect, Option, Queue, Random, Redacted, Ref } from "effect"
 import type { Scope } from "effect"
 import pg from "pg"
-import { defaultPrefix } from "./SqlTaskStore.js"
+import { defaultPrefix } from "./Database.js"
 
 /** What a wake-up is for: the engine's due work, or the deliverer's owed callbacks. */
 export type Topic = "tasks" | "callbacks"
