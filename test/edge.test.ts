@@ -3,7 +3,8 @@
  * from the verdict, protocol details (chunked 413, case of task ids, 405 with Allow),
  * list parameters, unknown-model hints and the failed task's `error` field.
  */
-import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
+import type { HttpMethod } from "@effect/platform"
+import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
@@ -11,18 +12,9 @@ import { MediagateHttp } from "@mediagate/http"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, Redacted, TestClock } from "effect"
 import * as Http from "node:http"
-import { apiKey, testServer } from "./support.js"
+import { apiKey, client, testServer } from "./support.js"
 
-const send = (request: HttpClientRequest.HttpClientRequest, key: string | null = apiKey) =>
-  Effect.gen(function*() {
-    const client = yield* HttpClient.HttpClient
-    const response = yield* client.execute(key === null ? request : request.pipe(HttpClientRequest.bearerToken(key)))
-    const text = yield* response.text
-    return { status: response.status, headers: response.headers, body: JSON.parse(text) }
-  })
-
-const submit = (body: unknown) =>
-  send(HttpClientRequest.post("/api/v1/task/submit").pipe(HttpClientRequest.bodyText(JSON.stringify(body), "application/json")))
+const api = client()
 
 /** A raw node:http request to the test server, so the body can go out chunked. */
 const rawRequest = (options: { readonly method: string; readonly path: string; readonly chunks: ReadonlyArray<string> }) =>
@@ -58,14 +50,14 @@ describe("the HTTP edge", () => {
     it.effect("item 1: input.model is refused; the echo's model is always the top-level model", () =>
       Effect.gen(function*() {
         for (const model of ["canvas-4.0", "canvas-video-3.0", "motion-2.0", "alpha-image-2/text-to-image"]) {
-          const refused = yield* submit({ model, input: { prompt: "a fox", model: "alpha-image-2/text-to-image" } })
+          const refused = yield* api.submit({ model, input: { prompt: "a fox", model: "alpha-image-2/text-to-image" } })
           expect([refused.status, refused.body]).toEqual([400, {
             code: 400,
             msg: "input.model is not a supported field; the model is the top-level model field"
           }])
         }
-        const accepted = yield* submit({ model: "canvas-4.0", input: { prompt: "a fox", style: "ink" } })
-        const task = yield* send(HttpClientRequest.get(`/api/v1/task/${accepted.body.data.taskId}`))
+        const accepted = yield* api.submit({ model: "canvas-4.0", input: { prompt: "a fox", style: "ink" } })
+        const task = yield* api.query(accepted.body.data.taskId)
         expect(task.body.data.input).toEqual({ model: "canvas-4.0", prompt: "a fox", style: "ink" })
       }))
 
@@ -87,9 +79,9 @@ describe("the HTTP edge", () => {
 
     it.effect("item 9: a task id in upper case names the same task", () =>
       Effect.gen(function*() {
-        const created = yield* submit({ model: "alpha-image-2/text-to-image", input: { prompt: "case" } })
+        const created = yield* api.submit({ model: "alpha-image-2/text-to-image", input: { prompt: "case" } })
         const taskId = created.body.data.taskId as string
-        const upper = yield* send(HttpClientRequest.get(`/api/v1/task/${taskId.toUpperCase()}`))
+        const upper = yield* api.query(taskId.toUpperCase())
         expect(upper.status).toBe(200)
         expect(upper.body.data.taskId).toBe(taskId)
       }))
@@ -97,27 +89,27 @@ describe("the HTTP edge", () => {
     it.effect("item 9: a wrong method on a known path is 405 with Allow, in the envelope; 401 first without a key", () =>
       Effect.gen(function*() {
         const taskPath = "/api/v1/task/0190c8a4-0000-7000-8000-000000000000"
-        const cases: ReadonlyArray<readonly [HttpClientRequest.HttpClientRequest, string]> = [
-          [HttpClientRequest.get("/api/v1/task/submit"), "POST"],
-          [HttpClientRequest.put("/api/v1/task/submit"), "POST"],
-          [HttpClientRequest.put(taskPath), "GET"],
-          [HttpClientRequest.del(taskPath), "GET"],
-          [HttpClientRequest.post(taskPath), "GET"],
-          [HttpClientRequest.get(`${taskPath}/cancel`), "POST"],
-          [HttpClientRequest.post("/api/v1/tasks"), "GET"],
-          [HttpClientRequest.del("/api/v1/models"), "GET"],
-          [HttpClientRequest.post("/api/v1/openapi.json"), "GET"]
+        const cases: ReadonlyArray<readonly [HttpMethod.HttpMethod, string, string]> = [
+          ["GET", "/api/v1/task/submit", "POST"],
+          ["PUT", "/api/v1/task/submit", "POST"],
+          ["PUT", taskPath, "GET"],
+          ["DELETE", taskPath, "GET"],
+          ["POST", taskPath, "GET"],
+          ["GET", `${taskPath}/cancel`, "POST"],
+          ["POST", "/api/v1/tasks", "GET"],
+          ["DELETE", "/api/v1/models", "GET"],
+          ["POST", "/api/v1/openapi.json", "GET"]
         ]
-        for (const [request, allow] of cases) {
-          const answer = yield* send(request)
-          expect([request.method, request.url, answer.status, answer.body]).toEqual([
-            request.method,
-            request.url,
+        for (const [method, path, allow] of cases) {
+          const answer = yield* api.call(method, path)
+          expect([method, path, answer.status, answer.body]).toEqual([
+            method,
+            path,
             405,
-            { code: 405, msg: `method ${request.method} is not allowed here; use ${allow}` }
+            { code: 405, msg: `method ${method} is not allowed here; use ${allow}` }
           ])
           expect(answer.headers["allow"]).toBe(allow)
-          const noKey = yield* send(request, null)
+          const noKey = yield* api.call(method, path, { key: null })
           expect([noKey.status, noKey.body]).toEqual([401, { code: 401, msg: "unauthorized" }])
         }
       }))
@@ -125,35 +117,34 @@ describe("the HTTP edge", () => {
     it.effect("item 10: a malformed cursor is 400; an upper-case one is accepted", () =>
       Effect.gen(function*() {
         for (const cursor of ["zzz", "0190c8a4-0000-7000-8000", ""]) {
-          const answer = yield* send(HttpClientRequest.get(`/api/v1/tasks?cursor=${cursor}`))
+          const answer = yield* api.call("GET", `/api/v1/tasks?cursor=${cursor}`)
           expect([answer.status, answer.body]).toEqual([400, { code: 400, msg: "cursor must be a next_cursor from a previous page" }])
         }
-        const ok = yield* send(HttpClientRequest.get("/api/v1/tasks?cursor=0190C8A4-0000-7000-8000-000000000000"))
+        const ok = yield* api.call("GET", "/api/v1/tasks?cursor=0190C8A4-0000-7000-8000-000000000000")
         expect(ok.status).toBe(200)
       }))
 
     it.effect("item 10: an unknown model names the closest ids and the catalog endpoint", () =>
       Effect.gen(function*() {
-        const family = yield* submit({ model: "alpha-image-2", input: { prompt: "x" } })
+        const family = yield* api.submit({ model: "alpha-image-2", input: { prompt: "x" } })
         expect([family.status, family.body]).toEqual([400, {
           code: 400,
           msg: "model 'alpha-image-2' is not supported; did you mean alpha-image-2/text-to-image or alpha-image-2/image-to-image? " +
             "GET /api/v1/models lists every model"
         }])
-        const typo = yield* submit({ model: "dream-4.6", input: { prompt: "x" } })
+        const typo = yield* api.submit({ model: "dream-4.6", input: { prompt: "x" } })
         expect(typo.body.msg).toMatch(/^model 'dream-4\.6' is not supported; did you mean dream-4\.5/)
-        const far = yield* submit({ model: "gamma-9", input: { prompt: "x" } })
+        const far = yield* api.submit({ model: "gamma-9", input: { prompt: "x" } })
         expect(far.body.msg).toBe("model 'gamma-9' is not supported; GET /api/v1/models lists every model")
       }))
 
     it.effect("item 10: a failed task carries the upstream's message in `error`; others carry null", () =>
       Effect.gen(function*() {
-        const failing = yield* submit({ model: "alpha-image-2/text-to-image", input: { prompt: "boom [sim:fail]" } })
-        const fine = yield* submit({ model: "alpha-image-2/text-to-image", input: { prompt: "fine" } })
-        const query = (taskId: string) => send(HttpClientRequest.get(`/api/v1/task/${taskId}`))
-        expect((yield* query(fine.body.data.taskId)).body.data.error).toBeNull()
+        const failing = yield* api.submit({ model: "alpha-image-2/text-to-image", input: { prompt: "boom [sim:fail]" } })
+        const fine = yield* api.submit({ model: "alpha-image-2/text-to-image", input: { prompt: "fine" } })
+                expect((yield* api.query(fine.body.data.taskId)).body.data.error).toBeNull()
         for (let second = 0; second < 120; second++) {
-          const task = (yield* query(failing.body.data.taskId)).body.data
+          const task = (yield* api.query(failing.body.data.taskId)).body.data
           if (task.status === "FAILURE") {
             expect(task.error).toBe("simulated upstream failure")
             expect(task.failure_reason).toBeNull()
@@ -188,7 +179,7 @@ describe("the moderation answer", () => {
   // memoised across it.layer blocks, and this server must be a fresh one.
   it.effect("item 5: comes from the verdict, with all 13 keys (missing ones false)", () =>
     Effect.gen(function*() {
-      const answer = yield* submit({ model: "alpha-image-2/text-to-image", input: { prompt: "x" } })
+      const answer = yield* api.submit({ model: "alpha-image-2/text-to-image", input: { prompt: "x" } })
       expect(answer.status).toBe(400)
       expect(answer.body).toEqual({
         code: 400,
