@@ -5,7 +5,8 @@
  * task: submit answered -> callback received (wall clock, this process). Prints p50, p90
  * and p99 in milliseconds and writes them into docs/benchmarks.md.
  */
-import { memoryBackends, layer as standalone } from "@mediagate/example-standalone-server/Server"
+import { Backends } from "@mediagate/server"
+import { layer as standalone } from "@mediagate/example-standalone-server/Server"
 import type { LayerConfig } from "@mediagate/example-standalone-server/Server"
 import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { writeSection } from "../scripts/benchmarks-doc.js"
@@ -51,7 +52,7 @@ const main = async () => {
     lease: Duration.seconds(15),
     shutdownGrace: Duration.seconds(10)
   }
-  const backends = memoryBackends(config, [{ id: "acct_bench", name: "bench", apiKey: Redacted.make(key), credits: 1_000_000_000_000 }])
+  const backends = Backends.memoryBackends(config, [{ id: "acct_bench", name: "bench", apiKey: Redacted.make(key), credits: 1_000_000_000_000 }])
   const stop = Effect.runFork(Layer.launch(standalone(config, backends)))
   // Wait until the server answers.
   for (;;) {

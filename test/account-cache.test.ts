@@ -6,7 +6,7 @@ import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Accounts, Ids } from "@mediagate/core"
-import { services, memoryBackends } from "@mediagate/example-standalone-server/Server"
+import { Backends, Deployment } from "@mediagate/server"
 import { MediagateHttp } from "@mediagate/http"
 import { MemoryAccounts } from "@mediagate/store-memory"
 import { Effect, Layer, Option, Redacted, TestClock } from "effect"
@@ -24,9 +24,9 @@ const counting = Layer.effect(
 const server = Layer.unwrapEffect(
   Effect.gen(function*() {
     const address = (yield* HttpServer.HttpServer).address
-    const backends = memoryBackends({ publicUrl: `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}` }, [])
+    const backends = Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}` }, [])
     return MediagateHttp.serve.pipe(
-      Layer.provide(services({ simulatorProfile: "instant", allowPrivateUrls: false }, { ...backends, accounts: counting }))
+      Layer.provide(Deployment.services({ simulatorProfile: "instant", allowPrivateUrls: false }, { ...backends, accounts: counting }))
     )
   })
 ).pipe(Layer.provideMerge(NodeHttpServer.layerTest))

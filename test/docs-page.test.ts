@@ -7,7 +7,7 @@
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { memoryBackends, services } from "@mediagate/example-standalone-server/Server"
+import { Backends, Deployment } from "@mediagate/server"
 import { MediagateHttp } from "@mediagate/http"
 import { Effect, Layer } from "effect"
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs"
@@ -37,7 +37,7 @@ const loopbackServer = Layer.unwrapEffect(
     const server = yield* HttpServer.HttpServer
     const port = server.address._tag === "TcpAddress" ? server.address.port : 0
     return MediagateHttp.serve.pipe(
-      Layer.provide(services({ simulatorProfile: "instant", allowPrivateUrls: false }, memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [])))
+      Layer.provide(Deployment.services({ simulatorProfile: "instant", allowPrivateUrls: false }, Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [])))
     )
   })
 ).pipe(Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" })))

@@ -11,7 +11,7 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import type { Accounts, StoreError } from "@mediagate/core"
 import { Ids, Ledger, Task, TaskService, TaskStore } from "@mediagate/core"
-import { sqlBackends, services } from "@mediagate/example-standalone-server/Server"
+import { Backends, Deployment } from "@mediagate/server"
 import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
 import { Context, Effect, Fiber, HashSet, Layer, Logger, Option } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -51,9 +51,9 @@ describe.skipIf(pgUrl === undefined)("ledger on PostgreSQL while its connections
   it.live(`${tasksCount} tasks: every ended task is settled within seconds, nothing stays held`, () =>
     Effect.gen(function*() {
       const url = yield* freshPgDatabase(pgUrl!, "ledger_kill")
-      const composition = services(
+      const composition = Deployment.services(
         { simulatorProfile: "demo", allowPrivateUrls: true },
-        sqlBackends({ publicUrl: "http://127.0.0.1:1", databaseUrl: url, mediaDir: join(dir, "media") }),
+        Backends.sqlBackends({ publicUrl: "http://127.0.0.1:1", databaseUrl: url, mediaDir: join(dir, "media") }),
         // A short lease, so that a task whose write died with its connection is taken up again soon.
         { leaseDuration: "2 seconds", heartbeatWindow: "2 seconds" }
       )

@@ -8,7 +8,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import type { Ids, MediaError } from "@mediagate/core"
 import { MediaStore } from "@mediagate/core"
-import { memoryBackends, services } from "@mediagate/example-standalone-server/Server"
+import { Backends, Deployment } from "@mediagate/server"
 import { MediagateHttp, Routes } from "@mediagate/http"
 import { FileMediaStore } from "@mediagate/media"
 import { MemoryMediaStore } from "@mediagate/store-memory"
@@ -34,9 +34,9 @@ const serverWith = (media: MediaLayer) =>
       const publicUrl = `http://127.0.0.1:${server.address._tag === "TcpAddress" ? server.address.port : 0}`
       return MediagateHttp.serve.pipe(
         Layer.provideMerge(
-          services(
+          Deployment.services(
             { simulatorProfile: "instant", allowPrivateUrls: false },
-            { ...memoryBackends({ publicUrl }, []), media: media(`${publicUrl}${Routes.mediaPrefix}`) }
+            { ...Backends.memoryBackends({ publicUrl }, []), media: media(`${publicUrl}${Routes.mediaPrefix}`) }
           )
         )
       )

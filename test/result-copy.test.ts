@@ -14,8 +14,8 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Ids, Metrics, Task, TaskStore } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
-import { Relay } from "@mediagate/upstream"
-import { expandRoutes, memoryBackends, routableModels, services } from "@mediagate/example-standalone-server/Server"
+import { Relay, RoutesFile } from "@mediagate/upstream"
+import { Backends, Deployment } from "@mediagate/server"
 import { Clock, Duration, Effect, Layer, Metric, Option, Redacted, TestClock } from "effect"
 import { readFileSync } from "node:fs"
 import * as Http from "node:http"
@@ -79,8 +79,8 @@ const front = (base: string) =>
     Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
       const publicUrl = `http://127.0.0.1:${server.address._tag === "TcpAddress" ? server.address.port : 0}`
-      const routes = expandRoutes([{ model: "alpha-image-2", targets: [{ provider: "relay", model: "alpha-image-2", input: Relay.defaultInput }] }], routableModels())
-      return MediagateHttp.serve.pipe(Layer.provideMerge(services(
+      const routes = RoutesFile.expandRoutes([{ model: "alpha-image-2", targets: [{ provider: "relay", model: "alpha-image-2", input: Relay.defaultInput }] }], RoutesFile.routableModels())
+      return MediagateHttp.serve.pipe(Layer.provideMerge(Deployment.services(
         {
           simulatorProfile: "instant",
           allowPrivateUrls: true,
@@ -96,7 +96,7 @@ const front = (base: string) =>
           },
           mediaRules: { mediaBaseUrl: `${publicUrl}/media` }
         },
-        memoryBackends({ publicUrl }, [{ id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits }]),
+        Backends.memoryBackends({ publicUrl }, [{ id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits }]),
         // The engine wakes for its due times and the deliverer for its callbacks (there are
         // none); their periodic scans (the safety net) would only add TestClock sleepers.
         { pollInterval: "10 minutes" },

@@ -15,8 +15,8 @@ import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { MediagateHttp } from "@mediagate/http"
-import { Relay } from "@mediagate/upstream"
-import { expandRoutes, memoryBackends, routableModels, services } from "@mediagate/example-standalone-server/Server"
+import { Relay, RoutesFile } from "@mediagate/upstream"
+import { Backends, Deployment } from "@mediagate/server"
 import { Duration, Effect, Layer, LogLevel, Logger, Option, Redacted } from "effect"
 import { readFileSync } from "node:fs"
 import * as Http from "node:http"
@@ -70,11 +70,11 @@ const frontServer = (gateway: string, deadlines: Readonly<Record<string, Duratio
     Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
       const publicUrl = `http://127.0.0.1:${server.address._tag === "TcpAddress" ? server.address.port : 0}`
-      const routes = expandRoutes([
+      const routes = RoutesFile.expandRoutes([
         { model: "alpha-image-2", targets: [{ provider: "relay", model: "alpha-image-2", input: Relay.defaultInput }] },
         { model: "beta-imagine", targets: [{ provider: "relay", model: "beta-imagine", input: Relay.defaultInput }] }
-      ], routableModels())
-      return MediagateHttp.serve.pipe(Layer.provide(services(
+      ], RoutesFile.routableModels())
+      return MediagateHttp.serve.pipe(Layer.provide(Deployment.services(
         {
           simulatorProfile: "instant",
           allowPrivateUrls: true,
@@ -91,7 +91,7 @@ const frontServer = (gateway: string, deadlines: Readonly<Record<string, Duratio
           mediaRules: { mediaBaseUrl: `${publicUrl}/media` },
           deadlines
         },
-        memoryBackends({ publicUrl }, [{ id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits }]),
+        Backends.memoryBackends({ publicUrl }, [{ id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits }]),
         // Milliseconds instead of seconds between retries; the number of retries is the default.
         { retry: { baseDelay: 5, maxDelay: 20 } }
       )))

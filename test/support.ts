@@ -9,7 +9,7 @@ import type { Engine } from "@mediagate/scheduler"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Health, MediagateHttp, Prometheus } from "@mediagate/http"
 import type { Simulator } from "@mediagate/upstream"
-import { memoryBackends, services } from "@mediagate/example-standalone-server/Server"
+import { Backends, Deployment } from "@mediagate/server"
 import type { Context } from "effect"
 import { Effect, Layer, Redacted } from "effect"
 
@@ -47,13 +47,13 @@ export const testServer = (options: {
         (served) => engineStatus === undefined ? served : Layer.provide(served, Layer.succeed(Health.EngineStatus, engineStatus)),
         (served) => options.metrics === true ? Layer.provide(served, Layer.succeed(Prometheus.Enabled, true)) : served,
         Layer.provide(
-          services(
+          Deployment.services(
             {
               simulatorProfile: options.profile ?? "instant",
               allowPrivateUrls: options.allowPrivateUrls ?? false,
               ...(options.simulatorStats === undefined ? {} : { simulatorStats: options.simulatorStats })
             },
-            memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
+            Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
               { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), webhookSecret: Redacted.make(webhookSecret), credits: options.credits ?? testCredits },
               { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey), credits: testCredits }
             ]),

@@ -7,6 +7,7 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { ApiKeys, Ids, Ledger } from "@mediagate/core"
 import { Webhooks } from "@mediagate/scheduler"
+import { Backends } from "@mediagate/server"
 import { SqlAccounts } from "@mediagate/store-sql"
 import { RoutesFile } from "@mediagate/upstream"
 import { Clock, Console, ConfigError, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
@@ -17,7 +18,7 @@ import { configErrorLines, defaultDatabaseUrl, serverConfig } from "./Config.js"
 import * as Logging from "./Logging.js"
 import * as Telemetry from "./Telemetry.js"
 import type { Routing } from "./Server.js"
-import { layer, loadRoutes, memoryBackends, sqlBackends } from "./Server.js"
+import { layer, loadRoutes } from "./Server.js"
 
 /**
  * What the banner may say about the key and the signing secret. A secret is shown once,
@@ -124,7 +125,7 @@ const runInMemory = (config: Configured, routing: Routing | undefined) =>
   Effect.gen(function*() {
     const key = Option.isSome(config.apiKey) ? config.apiKey.value : yield* newKey
     const secret = yield* newSecret
-    const backends = memoryBackends(config, [
+    const backends = Backends.memoryBackends(config, [
       { id: yield* newAccountId, name: "default", apiKey: Redacted.make(key), webhookSecret: Redacted.make(secret), credits: config.startingCredits }
     ])
     const credentials: Credentials = {
@@ -143,7 +144,7 @@ const runOnSql = (config: Configured, routing: Routing | undefined) =>
     Effect.gen(function*() {
       // The default folder is ours to create; any other path must exist (a typo should not make folders).
       if (config.databaseUrl === defaultDatabaseUrl) yield* Effect.sync(() => mkdirSync("./data", { recursive: true }))
-      const backends = sqlBackends(config)
+      const backends = Backends.sqlBackends(config)
       const built = yield* Layer.build(Layer.mergeAll(backends.store, backends.accounts, backends.ledger))
       const accounts = Context.get(built, SqlAccounts.SqlAccountsService)
       const ledger = Context.get(built, Ledger.Ledger)

@@ -6,7 +6,6 @@ import { describe, expect, it } from "@effect/vitest"
 import { RoutesFile } from "@mediagate/upstream"
 import { Either } from "effect"
 import { readFileSync } from "node:fs"
-import { expandRoutes, routableModels } from "../src/Server.js"
 
 const root = new URL("../../../", import.meta.url)
 /** The JSON of each code block that holds a routes file (after `$ cat routes.json` in a console block). */
@@ -21,11 +20,11 @@ describe("routes files in the docs", () => {
     it(`${file}: every routes file shown is valid`, () => {
       const shown = routesFiles(file)
       expect(shown.length).toBeGreaterThan(0)
-      const names = routableModels()
+      const names = RoutesFile.routableModels()
       for (const text of shown) {
         const parsed = RoutesFile.parse(text, file, { providers: new Set(["fal", "replicate", "openai", "relay"]), models: new Set(names.keys()) })
         expect(Either.isRight(parsed) ? "valid" : parsed.left.message).toBe("valid")
-        if (Either.isRight(parsed)) expect(expandRoutes(parsed.right, names).length).toBeGreaterThanOrEqual(parsed.right.length)
+        if (Either.isRight(parsed)) expect(RoutesFile.expandRoutes(parsed.right, names).length).toBeGreaterThanOrEqual(parsed.right.length)
       }
     })
   }

@@ -22,8 +22,12 @@
  * `$x`). Without `input`, an `openai` target
  * sends `OpenAiImages.defaultInput` and a `relay` target the client's request; `fal` and
  * `replicate` targets need one, since every model there takes its own input.
+ *
+ * A route may name a catalog id, a family or a model a job runs: `routableModels` says what
+ * each name stands for, and `expandRoutes` turns the file's routes into the router's, one per
+ * model a job runs.
  */
-import type { Task } from "@mediagate/core"
+import { ModelCatalog, type Task } from "@mediagate/core"
 import { Either, ParseResult, Schema } from "effect"
 import * as Jsonc from "jsonc-parser"
 import * as OpenAiImages from "./OpenAiImages.js"
@@ -169,4 +173,42 @@ export const parse = (text: string, fileName: string, options: ParseOptions): Ei
     routes.push({ model: route.model, targets })
   }
   return problems.length > 0 ? Either.left(new RoutesFileError(problems.join("\n"))) : Either.right(routes)
+}
+
+/**
+ * What each name a route may use stands for: the models the jobs run (the key the router
+ * matches). A catalog id or a family stands for the models of its examples' jobs (with
+ * their fallbacks); a job's model or `model/mode` stands for itself.
+ */
+export const routableModels = (): ReadonlyMap<string, ReadonlySet<string>> => {
+  const names = new Map<string, Set<string>>()
+  const add = (name: string, jobModel: string) => names.set(name, (names.get(name) ?? new Set()).add(jobModel))
+  for (const spec of ModelCatalog.allModels) {
+    for (const example of spec.examples) {
+      const normalized = spec.normalize(example.input)
+      if (Either.isLeft(normalized)) continue
+      const { fallbackModel, mode, model } = normalized.right.job
+      for (const jobModel of [model, ...(fallbackModel === null ? [] : [fallbackModel])]) {
+        add(spec.id, jobModel)
+        add(spec.family, jobModel)
+        add(jobModel, jobModel)
+      }
+      add(`${model}/${mode}`, `${model}/${mode}`)
+    }
+  }
+  return names
+}
+
+/**
+ * The routes as the router matches them: a route named by catalog id or family serves each
+ * model its jobs run, and a route that names a job's model itself wins over those.
+ */
+export const expandRoutes = (routes: ReadonlyArray<Route>, names: ReadonlyMap<string, ReadonlySet<string>>): ReadonlyArray<Route> => {
+  const expanded = new Map<string, Route>()
+  const exact = routes.filter((route) => names.get(route.model)?.size === 1 && names.get(route.model)!.has(route.model))
+  for (const route of routes.filter((r) => !exact.includes(r))) {
+    for (const model of names.get(route.model) ?? []) if (!expanded.has(model)) expanded.set(model, { ...route, model })
+  }
+  for (const route of exact) expanded.set(route.model, route)
+  return [...expanded.values()]
 }
