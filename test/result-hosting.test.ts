@@ -11,7 +11,7 @@
  * on the real clock and waits for the task, it does not sleep. (test/result-copy.test.ts
  * counts the same on the TestClock.)
  */
-import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
+import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { MediagateHttp } from "@mediagate/http"
@@ -22,7 +22,7 @@ import { readFileSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
-import { apiKey, testCredits } from "./support.js"
+import { apiKey, client, testCredits } from "./support.js"
 
 const png = readFileSync(join(import.meta.dirname, "../packages/media/test/fixtures/image-64x48.png"))
 
@@ -102,16 +102,14 @@ const frontServer = (gateway: string, deadlines: Readonly<Record<string, Duratio
     Layer.provide(Logger.minimumLogLevel(LogLevel.Error))
   )
 
-const call = (request: HttpClientRequest.HttpClientRequest) =>
-  Effect.flatMap(HttpClient.HttpClient, (client) => client.execute(request.pipe(HttpClientRequest.bearerToken(apiKey))))
+const api = client()
 
 /** Submits with the result file's name as the prompt (the gateway's task id) and answers the task once it ended. */
 const run = (model: string, input: Record<string, unknown>, file: string) =>
   Effect.gen(function*() {
-    const submitted = yield* call(HttpClientRequest.post("/api/v1/task/submit").pipe(HttpClientRequest.bodyUnsafeJson({ model, input: { ...input, prompt: file } })))
-    const taskId = ((yield* submitted.json) as any).data.taskId as string
+    const taskId = yield* api.submitId({ model, input: { ...input, prompt: file } })
     for (;;) {
-      const task = ((yield* Effect.flatMap(call(HttpClientRequest.get(`/api/v1/task/${taskId}`)), (response) => response.json)) as any).data
+      const task = (yield* api.query(taskId)).body.data
       if (["SUCCESS", "FAILURE", "TIMEOUT", "CANCELLED"].includes(task.status)) return task
       yield* Effect.yieldNow()
       yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
@@ -125,7 +123,7 @@ describe("result hosting", () => {
       yield* Effect.gen(function*() {
         const task = yield* run("alpha-image-2/text-to-image", {}, "flaky.png")
         expect(task.status).toBe("SUCCESS")
-        const [url] = task.result.urls as ReadonlyArray<string>
+        const [url] = task.result!.urls
         expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/media\/[0-9a-f]{32}\.png$/)
         expect(url!.startsWith(base)).toBe(false)
         expect(asked.get("/flaky.png")).toBe(2)
