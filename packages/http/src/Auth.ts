@@ -24,7 +24,9 @@ export const authenticate: Effect.Effect<
   const key = bearerKey(request.headers["authorization"])
   if (Option.isNone(key)) return yield* Effect.fail(Api.unauthorized())
   const accounts = yield* Accounts.Accounts
-  const account = yield* accounts.authenticate(key.value)
+  // The middleware can only fail with Unauthorized (it is the one failure its endpoints
+  // declare); an accounts store that cannot answer is answered as any defect: 500, logged.
+  const account = yield* accounts.authenticate(key.value).pipe(Effect.catchTag("StoreError", Effect.die))
   return yield* Option.match(account, { onNone: () => Effect.fail(Api.unauthorized()), onSome: Effect.succeed })
 })
 

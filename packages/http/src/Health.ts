@@ -73,7 +73,7 @@ const probeId = Ids.TaskId.make("00000000-0000-7000-8000-000000000000")
 /** The store answers a read by id (its tables exist, so its migrations ran). */
 export const storeCheck = (store: Context.Tag.Service<TaskStore.TaskStore>): Check => ({
   name: "store",
-  run: store.get(probeId).pipe(Effect.as("reachable; schema migrated"))
+  run: store.get(probeId).pipe(Effect.as("reachable; schema migrated"), Effect.mapError((error) => error.message))
 })
 
 /** The engine says it is running. */
@@ -88,7 +88,9 @@ export const engineCheck = (engine: Context.Tag.Service<EngineStatus>): Check =>
  * engine when `EngineStatus` is given.
  */
 export const defaultChecks: Effect.Effect<ReadonlyArray<Check>> = Effect.gen(function*() {
+  // Optional by nature: readiness reports what the host composed; a missing store fails the check, so it is never ready by accident.
   const store = yield* Effect.serviceOption(TaskStore.TaskStore)
+  // Optional by nature: a node without an engine (an API-only node) has no engine to report.
   const engine = yield* Effect.serviceOption(EngineStatus)
   return [
     Option.match(store, {
@@ -102,6 +104,7 @@ export const defaultChecks: Effect.Effect<ReadonlyArray<Check>> = Effect.gen(fun
 /** `/healthz` and `/readyz`. Readiness is the `Readiness` in context, else `defaultChecks`. */
 export const routes: Layer.Layer<never> = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
+    // Optional by nature: a host's own readiness checks replace the defaults only when it gives some.
     const readiness = yield* Effect.serviceOption(Readiness).pipe(
       Effect.flatMap(Option.match({ onNone: () => Effect.map(defaultChecks, make), onSome: Effect.succeed }))
     )

@@ -85,7 +85,7 @@ export const scrape = (store: Option.Option<Context.Tag.Service<TaskStore.TaskSt
     if (Option.isSome(store) && store.value.countPending !== undefined) {
       yield* store.value.countPending.pipe(
         Effect.flatMap(Metrics.setPending),
-        Effect.catchAllDefect((defect) => Effect.logWarning("metrics: counting PENDING tasks failed", defect))
+        Effect.catchTag("StoreError", (error) => Effect.logWarning("metrics: counting PENDING tasks failed", error))
       )
     }
     return render(yield* Metric.snapshot)
@@ -95,6 +95,7 @@ export const scrape = (store: Option.Option<Context.Tag.Service<TaskStore.TaskSt
 export const routes: Layer.Layer<never> = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     if (!(yield* Enabled)) return
+    // Optional by nature: the queue-depth gauge needs a store that can count; without one it is left out.
     const store = yield* Effect.serviceOption(TaskStore.TaskStore)
     yield* router.get(
       metricsPath,
