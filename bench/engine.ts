@@ -8,7 +8,7 @@
  *
  *   npm run bench:engine
  */
-import { Ids, ModelCatalog, TaskStore, Upstream } from "@mediagate/core"
+import { Ids, ModelCatalog, TaskServiceAlone, TaskStore, Upstream } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { Engine } from "@mediagate/scheduler"
 import { MemoryTaskStore } from "@mediagate/store-memory"
@@ -50,6 +50,7 @@ const measure = (store: Layer.Layer<TaskStore.TaskStore, unknown>, sync: boolean
       const started = performance.now()
       yield* Layer.build(
         Engine.layer({ maxRunning: tasks, maxRunningPerAccount: tasks }).pipe(
+          Layer.provide(TaskServiceAlone.writes),
           Layer.provide([instant(sync), Ids.layer, ModelCatalog.layer, Layer.succeedContext(context)])
         )
       )

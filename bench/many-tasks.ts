@@ -9,7 +9,7 @@
  *    (default 30) after the first minute of polling; polls per task, resident memory and
  *    the CPU the process used in that window.
  */
-import { Heap, Ids, ModelCatalog, TaskStore, Upstream } from "@mediagate/core"
+import { Heap, Ids, ModelCatalog, TaskServiceAlone, TaskStore, Upstream } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { Engine } from "@mediagate/scheduler"
 import { MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
@@ -69,6 +69,7 @@ const setUp = (mix: ReadonlyArray<typeof kinds[number]>, calls: { n: number }, s
       // safety net for other nodes' work) runs every 30 s here, not every second, which in
       // 4 compressed hours would be 14,400 claims of nothing.
       Engine.layer({ maxRunning: tasks, maxRunningPerAccount: tasks, pollInterval: "30 seconds" }).pipe(
+        Layer.provide(TaskServiceAlone.writes),
         Layer.provide([counted(calls), Ids.layer, ModelCatalog.layer, Layer.succeedContext(store)])
       )
     )

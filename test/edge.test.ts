@@ -7,7 +7,7 @@ import type { HttpMethod } from "@effect/platform"
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
+import { Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, Redacted, TestClock } from "effect"
@@ -165,7 +165,7 @@ const partialModerator = Layer.succeed(Moderation.Moderation, {
 const moderatedServer = MediagateHttp.serve.pipe(
   Layer.provide(
     Layer.mergeAll(
-      TaskService.Default.pipe(Layer.provide([MemoryTaskStore.layer, partialModerator])),
+      TaskServiceAlone.layer.pipe(Layer.provide([MemoryTaskStore.layer, partialModerator, TaskServiceAlone.noUpstream])),
       MemoryAccounts.layer([{ id: "a", name: "a", apiKey: Redacted.make(apiKey) }]),
       MemoryLedger.layer,
       MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" })

@@ -8,7 +8,7 @@
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
+import { Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@mediagate/core"
 import { AuthFailures, HeldRequests, MediagateHttp, RateLimit } from "@mediagate/http"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, HashMap, Layer, Logger, Option, Redacted, TestClock } from "effect"
@@ -32,7 +32,7 @@ afterAll(() => {
 
 /** The API without an engine (tasks stay PENDING), with what a test adds to it, on a loopback server. */
 const requirements = Layer.mergeAll(
-  TaskService.Default.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, Moderation.layerAllowAll])),
+  TaskServiceAlone.layer.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, Moderation.layerAllowAll, TaskServiceAlone.noUpstream])),
   MemoryAccounts.layer([
     { id: "acct_a", name: "a", apiKey: Redacted.make(apiKey) },
     { id: "acct_b", name: "b", apiKey: Redacted.make(otherApiKey) }

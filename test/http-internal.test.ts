@@ -4,7 +4,7 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, Moderation, ModerationUnavailable, StoreError, TaskService, TaskStore } from "@mediagate/core"
+import { Ids, ModelCatalog, Moderation, ModerationUnavailable, StoreError, TaskServiceAlone, TaskStore } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, Redacted } from "effect"
@@ -42,7 +42,7 @@ const server = (
   MediagateHttp.serve.pipe(
     Layer.provide(
       Layer.mergeAll(
-        TaskService.Default.pipe(Layer.provide([store, ModelCatalog.layer, moderation])),
+        TaskServiceAlone.layer.pipe(Layer.provide([store, ModelCatalog.layer, moderation, TaskServiceAlone.noUpstream])),
         MemoryAccounts.layer([{ id: "a", name: "a", apiKey: Redacted.make(key) }]),
         MemoryLedger.layer,
         MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" }),

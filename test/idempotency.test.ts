@@ -7,7 +7,18 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { IdempotencyKeys, Ids, ModelCatalog, Moderation, TaskService, TaskStore } from "@mediagate/core"
+import {
+  IdempotencyKeys,
+  Ids,
+  ModelCatalog,
+  Moderation,
+  TaskChanges,
+  TaskEvents,
+  TaskService,
+  TaskServiceAlone,
+  TaskStore,
+  TaskWrites
+} from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlIdempotencyKeys, SqlTaskStore } from "@mediagate/store-sql"
@@ -48,6 +59,8 @@ const server = (options: {
     Layer.provide(
       Layer.mergeAll(
         TaskService.Default.pipe(
+          Layer.provide(TaskWrites.layer),
+          Layer.provide([TaskChanges.layer, TaskEvents.TaskWakeup.layerNone, TaskEvents.CallbackWakeup.layerNone, TaskServiceAlone.noUpstream]),
           Layer.provide([
             options.store ?? MemoryTaskStore.layer,
             options.keys ?? IdempotencyKeys.layerMemory,

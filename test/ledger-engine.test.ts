@@ -12,7 +12,20 @@
 import { SqlClient } from "@effect/sql"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import type { Accounts } from "@mediagate/core"
-import { Ids, Ledger, ModelCatalog, Moderation, Pricing, TaskService, TaskStore, Upstream } from "@mediagate/core"
+import {
+  IdempotencyKeys,
+  Ids,
+  Ledger,
+  ModelCatalog,
+  Moderation,
+  Pricing,
+  TaskChanges,
+  TaskEvents,
+  TaskService,
+  TaskStore,
+  TaskWrites,
+  Upstream
+} from "@mediagate/core"
 import { Engine, Settlements } from "@mediagate/scheduler"
 import { MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlLedger, SqlTaskStore } from "@mediagate/store-sql"
@@ -193,9 +206,15 @@ for (const [name, stores, tasksCount] of backends) {
           Layer.provide(Ids.layerTest)
         )
         const common = Layer.mergeAll(Ids.layerTest, ModelCatalog.layer, Moderation.layerAllowAll, simulator)
-        const service = yield* Layer.build(TaskService.Default.pipe(Layer.provide(Layer.mergeAll(flaky, common))))
+        // The submitting node and each engine have their own write path, with no deliverer and no engine to wake here.
+        const writes = TaskWrites.layer.pipe(Layer.provide([TaskChanges.layer, TaskEvents.CallbackWakeup.layerNone]))
+        const service = yield* Layer.build(TaskService.Default.pipe(
+          Layer.provide(writes),
+          Layer.provide([TaskChanges.layer, IdempotencyKeys.layerMemory, TaskEvents.TaskWakeup.layerNone, TaskEvents.CallbackWakeup.layerNone]),
+          Layer.provide(Layer.mergeAll(flaky, common))
+        ))
         const engine = (scope: Scope.Scope, options: Engine.Options) =>
-          Layer.buildWithScope(Engine.layer(options).pipe(Layer.provide(Layer.mergeAll(flaky, common))), scope)
+          Layer.buildWithScope(Engine.layer(options).pipe(Layer.provide(writes), Layer.provide(Layer.mergeAll(flaky, common))), scope)
 
         // A first engine that dies (its leases are not given back) a few seconds in.
         const firstScope = yield* Scope.make()

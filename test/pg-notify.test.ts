@@ -7,7 +7,21 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { Task } from "@mediagate/core"
-import { Deadlines, Ids, ModelCatalog, Outbound, SubmitPolicy, TaskEvents, TaskService, Upstream } from "@mediagate/core"
+import {
+  Deadlines,
+  IdempotencyKeys,
+  Ids,
+  Ledger,
+  ModelCatalog,
+  Outbound,
+  SubmitPolicy,
+  TaskChanges,
+  TaskEvents,
+  TaskService,
+  TaskServiceAlone,
+  TaskWrites,
+  Upstream
+} from "@mediagate/core"
 import { MemoryMediaStore } from "@mediagate/store-memory"
 import { Mediagate } from "@mediagate/server"
 import { Database, PgNotify, SqlAccounts, SqlLedger, SqlTaskStore } from "@mediagate/store-sql"
@@ -92,6 +106,8 @@ const nodeA = (tablePrefix: string, relayed: boolean) => {
     })
   )
   const service = TaskService.Default.pipe(
+    Layer.provide(TaskWrites.layer),
+    Layer.provide([TaskChanges.layer, Ledger.layerUnbilled, IdempotencyKeys.layerMemory, TaskServiceAlone.noUpstream]),
     Layer.provide(Layer.mergeAll(
       SqlTaskStore.layerWith({ tablePrefix }).pipe(Layer.provide(client())),
       Ids.layer,
@@ -100,7 +116,7 @@ const nodeA = (tablePrefix: string, relayed: boolean) => {
       Layer.succeed(Deadlines, new Map())
     ))
   )
-  return relayed ? service.pipe(Layer.provide(wakeups)) : service
+  return service.pipe(Layer.provide(relayed ? wakeups : Layer.merge(TaskEvents.TaskWakeup.layerNone, TaskEvents.CallbackWakeup.layerNone)))
 }
 
 const submit = (prompt: string) =>

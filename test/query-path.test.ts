@@ -7,7 +7,7 @@
 import { HttpApiBuilder, HttpApp } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
+import { Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
@@ -15,7 +15,7 @@ import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 const key = "query-path-key"
 const otherKey = "query-path-other"
 const services = Layer.mergeAll(
-  TaskService.Default.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, Moderation.layerAllowAll])),
+  TaskServiceAlone.layer.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, Moderation.layerAllowAll, TaskServiceAlone.noUpstream])),
   MemoryAccounts.layer([
     { id: "acct_a", name: "a", apiKey: Redacted.make(key) },
     { id: "acct_b", name: "b", apiKey: Redacted.make(otherKey) }

@@ -4,7 +4,7 @@
 import type { Headers, HttpMethod } from "@effect/platform"
 import { HttpBody, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Api, Ids, ModelCatalog, Moderation, TaskService } from "@mediagate/core"
+import { Api, Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@mediagate/core"
 import type { Engine } from "@mediagate/scheduler"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Health, MediagateHttp, Prometheus } from "@mediagate/http"
@@ -68,7 +68,7 @@ export const testServer = (options: {
 export const idleServer = MediagateHttp.serve.pipe(
   Layer.provide(
     Layer.mergeAll(
-      TaskService.Default.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, Moderation.layerAllowAll])),
+      TaskServiceAlone.layer.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, Moderation.layerAllowAll, TaskServiceAlone.noUpstream])),
       MemoryAccounts.layer([
         { id: "acct_a", name: "a", apiKey: Redacted.make(apiKey) },
         { id: "acct_b", name: "b", apiKey: Redacted.make(otherApiKey) }

@@ -77,6 +77,8 @@ export * as TaskChanges from "./services/TaskChanges.js"
 export * as TaskEvents from "./services/TaskEvents.js"
 /** Submit and query. */
 export * from "./tasks/TaskService.js"
+/** The use cases with no scheduler in this process: nothing woken, tasks not billed, keys in memory. */
+export * as TaskServiceAlone from "./tasks/TaskServiceAlone.js"
 /** The one write path of task state (transition, callback owed, both written). */
 export * as TaskWrites from "./tasks/TaskWrites.js"
 /** The task store. */

@@ -6,7 +6,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Effect, Exit, Layer, Option, Ref, TestClock } from "effect"
 import {
   Api,
+  IdempotencyKeys,
   Ids,
+  Ledger,
   ModelCatalog,
   Moderation,
   ModerationRejected,
@@ -16,8 +18,11 @@ import {
   TaskEvents,
   TaskNotFound,
   Pricing,
+  TaskChanges,
   TaskService,
+  TaskServiceAlone,
   TaskStore,
+  TaskWrites,
   Transition,
   Upstream,
   ValidationError
@@ -84,12 +89,9 @@ const flagging = (categories: ReadonlyArray<Moderation.ModerationCategory>) =>
     }))
   ).pipe(Layer.provideMerge(Layer.effect(ModerationLog, Ref.make<ReadonlyArray<string>>([]))))
 
-/**
- * TaskService over the doubles. TaskService declares no `dependencies`, so its `Default`
- * layer is already the one without dependencies: everything it needs comes from here.
- */
-const serviceWith = <R>(moderation: Layer.Layer<Moderation.Moderation | R>) =>
-  TaskService.Default.pipe(Layer.provideMerge(Layer.mergeAll(MemoryStore, Ids.layer, ModelCatalog.layer, moderation)))
+/** TaskService over the doubles, with no scheduler (`TaskServiceAlone`): everything it needs comes from here. */
+const serviceWith = <R>(moderation: Layer.Layer<Moderation.Moderation | R>, upstream = TaskServiceAlone.noUpstream) =>
+  TaskServiceAlone.layer.pipe(Layer.provideMerge(Layer.mergeAll(MemoryStore, Ids.layer, ModelCatalog.layer, moderation, upstream)))
 
 const Service = serviceWith(Moderation.layerAllowAll)
 
@@ -176,11 +178,11 @@ describe("TaskService.submit: accepted", () => {
     Effect.gen(function*() {
       const { taskId } = yield* submit({ model: T2I, input: { prompt: "a lighthouse" } })
       expect((yield* StoredTasks).get(taskId)!.provider).toBe("fal:alpha-image-2")
-    }).pipe(Effect.provide(Service.pipe(Layer.provideMerge(Layer.succeed(Upstream.Upstream, {
+    }).pipe(Effect.provide(serviceWith(Moderation.layerAllowAll, Layer.succeed(Upstream.Upstream, {
       submit: () => Effect.die("not used"),
       poll: () => Effect.die("not used"),
       provider: (job) => `fal:${job.model}`
-    }))))))
+    })))))
 
   it.effect("the echo holds what the client sent, without the defaults the job resolved", () =>
     Effect.gen(function*() {
@@ -233,6 +235,8 @@ describe("TaskService.submit: accepted", () => {
       const run = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         Effect.provide(effect, Layer.succeed(TaskEvents.TaskWakeup, { wake: Ref.update(wakes, (n) => n + 1) }))
       const service = yield* run(Effect.provide(TaskService, TaskService.Default.pipe(
+        Layer.provide(TaskWrites.layer),
+        Layer.provide([TaskChanges.layer, Ledger.layerUnbilled, IdempotencyKeys.layerMemory, TaskEvents.CallbackWakeup.layerNone, TaskServiceAlone.noUpstream]),
         Layer.provide(Layer.mergeAll(MemoryStore, Ids.layer, ModelCatalog.layer, Moderation.layerAllowAll))
       )))
       yield* service.submit(alice, { model: T2I, input: { prompt: "p" } })

@@ -6,6 +6,7 @@
  * Requests go through Outbound, never a host's HTTP client: the callback host must resolve
  * to public addresses only, and nothing but the webhook's own headers is sent.
  */
+import type { StoreError } from "@mediagate/core"
 import { Accounts, Api, Metrics, Outbound, RetryAfter, Task, TaskEvents, TaskStore } from "@mediagate/core"
 import { Clock, Deferred, Duration, Effect, FiberSet, Layer, Option, Queue, Random, Redacted, Ref } from "effect"
 import * as Webhooks from "./Webhooks.js"
@@ -138,7 +139,7 @@ export const make = (options: Options = {}) =>
     // Attempts are written together: whatever ended while the last write ran goes in the
     // next one (one transaction on SQL, not one per callback). A slot stays taken until its
     // attempt is written, so a callback is never claimed again before its outcome is stored.
-    const written = yield* Queue.unbounded<readonly [TaskStore.CallbackAttempt, Deferred.Deferred<void>]>()
+    const written = yield* Queue.unbounded<readonly [TaskStore.CallbackAttempt, Deferred.Deferred<void, StoreError>]>()
     yield* Queue.take(written).pipe(
       // Answers that arrive together are handled in one turn of the event loop, one after the
       // other: the next turn's write takes all of them.
@@ -155,7 +156,7 @@ export const make = (options: Options = {}) =>
       Effect.interruptible
     )
     const recordAttempt = (attempt: TaskStore.CallbackAttempt) =>
-      Effect.flatMap(Deferred.make<void>(), (done) => Effect.zipRight(Queue.offer(written, [attempt, done]), Deferred.await(done)))
+      Effect.flatMap(Deferred.make<void, StoreError>(), (done) => Effect.zipRight(Queue.offer(written, [attempt, done]), Deferred.await(done)))
 
     const deliver = (callback: TaskStore.DueCallback, claimedAt: number) =>
       Effect.gen(function*() {
@@ -208,7 +209,8 @@ export const make = (options: Options = {}) =>
         const sent = yield* send(callback, body, secret, started)
         return yield* sent._tag === "Left" ? record(started, null, sent.left) : record(started, sent.right, null)
       }).pipe(
-        Effect.catchAllDefect((defect) => Effect.logError(`deliverer: callback ${callback.id} could not be processed`, defect)),
+        // The store failed (its database is down): the lease runs out and the callback is claimed again.
+        Effect.catchTag("StoreError", (error) => Effect.logError(`deliverer: callback ${callback.id} could not be processed`, error)),
         Effect.withSpan("Deliverer.deliver", { attributes: { callbackId: callback.id }, captureStackTrace: false })
       )
 
@@ -238,7 +240,7 @@ export const make = (options: Options = {}) =>
         yield* FiberSet.run(sending, deliver(callback, now).pipe(Effect.ensuring(Ref.update(inflight, (n) => n - 1).pipe(Effect.zipRight(wakeups.offer())))))
       }
       return due.length === free ? 1 : 0
-    }).pipe(Effect.catchAllDefect((defect) => Effect.logError("deliverer: claiming callbacks failed", defect).pipe(Effect.as(0))))
+    }).pipe(Effect.catchTag("StoreError", (error) => Effect.logError("deliverer: claiming callbacks failed", error).pipe(Effect.as(0))))
 
     // A full claim: go again at once; otherwise wait for a wake-up (a callback was just owed
     // or a slot freed) or, as the safety net for retries coming due and other nodes'

@@ -10,7 +10,7 @@
  * the upstream at once is the store's running limit (`maxRunning`, `maxRunningPerAccount`,
  * `maxRunningPerProvider`).
  */
-import type { IllegalTransition, TaskConflict } from "@mediagate/core"
+import type { IllegalTransition, StoreError, TaskConflict } from "@mediagate/core"
 import { Attempt, Ids, Metrics, ModelCatalog, Task, TaskEvents, TaskStore, TaskWrites, Upstream, UpstreamError } from "@mediagate/core"
 import { DueTimes } from "./DueTimes.js"
 import * as TimeLimits from "./TimeLimits.js"
@@ -138,14 +138,14 @@ export const isSyncCall = (record: Task.TaskRecord): boolean =>
 export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effect<
   (record: Task.TaskRecord) => Effect.Effect<Task.TaskRecord>,
   never,
-  TaskStore.TaskStore | Upstream.Upstream | Ids.Ids | ModelCatalog.ModelCatalog | Scope.Scope
+  TaskStore.TaskStore | Upstream.Upstream | ModelCatalog.ModelCatalog | TaskWrites.TaskWrites | Scope.Scope
 > =>
   Effect.gen(function*() {
     const settings = resolve(options)
     const store = yield* TaskStore.TaskStore
     const upstream = yield* Upstream.Upstream
     const catalog = yield* ModelCatalog.ModelCatalog
-    const writes = yield* TaskWrites.make
+    const writes = yield* TaskWrites.TaskWrites
     const timeLimits = yield* TimeLimits.make
     /** The attempts with the running one changed by `patch` (a new one names the upstream's provider target). */
     const touch = (record: Task.TaskRecord, startedAt: number, patch?: Parameters<typeof Attempt.touch>[2]) =>
@@ -176,8 +176,11 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
         return now + Math.round(delay * jitter)
       })
 
-    /** Writes through the one write path; a refused transition or a lost race leaves the task as it is. */
-    const write = (current: Task.TaskRecord, next: Effect.Effect<Task.TaskRecord, IllegalTransition | TaskConflict>) =>
+    /**
+     * Writes through the one write path; a refused transition or a lost race leaves the task as
+     * it is. A store failure goes on to the step, which gives up the task until its lease ends.
+     */
+    const write = (current: Task.TaskRecord, next: Effect.Effect<Task.TaskRecord, IllegalTransition | TaskConflict | StoreError>) =>
       next.pipe(
         Effect.catchTags({
           IllegalTransition: (error) => Effect.logWarning("engine: transition refused", error).pipe(Effect.as(current)),
@@ -290,7 +293,7 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
           Effect.zipRight(Ref.set(current, next)),
           Effect.as(true),
           Effect.catchTag("TaskConflict", () => Deferred.succeed(lost, undefined).pipe(Effect.as(false))),
-          Effect.catchAllCause((cause) => Effect.logWarning(`engine: heartbeat of task ${latest.id} failed`, cause).pipe(Effect.as(true))),
+          Effect.catchTag("StoreError", (error) => Effect.logWarning(`engine: heartbeat of task ${latest.id} failed`, error).pipe(Effect.as(true))),
           Effect.uninterruptible
         )
       })
@@ -336,7 +339,7 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
       claimed: Task.TaskRecord,
       limit: number,
       call: Effect.Effect<A, UpstreamError>,
-      onAnswer: (record: Task.TaskRecord, answer: A, now: number, startedAt: number) => Effect.Effect<Task.TaskRecord>
+      onAnswer: (record: Task.TaskRecord, answer: A, now: number, startedAt: number) => Effect.Effect<Task.TaskRecord, StoreError>
     ) =>
       Effect.gen(function*() {
         const [record, outcome, startedAt] = yield* guarded(claimed, limit, call)
@@ -379,7 +382,7 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
       claimed: Task.TaskRecord,
       attempt: Task.UpstreamAttempt & { readonly upstreamResult: Task.TaskResult },
       now: number
-    ): Effect.Effect<Task.TaskRecord> =>
+    ): Effect.Effect<Task.TaskRecord, StoreError> =>
       Effect.gen(function*() {
         const host = upstream.hostResult
         // An upstream that no longer hosts results (the host changed its composition): as given.
@@ -482,7 +485,7 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
             : write(record, writes.reschedule(record, dueAt, attempts === undefined ? {} : { attempts })))
       })
 
-    return (record: Task.TaskRecord): Effect.Effect<Task.TaskRecord, never> =>
+    return (record: Task.TaskRecord): Effect.Effect<Task.TaskRecord> =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         // A job that succeeded upstream: only its results are copied (past the deadline, the
@@ -508,8 +511,8 @@ export const makeStep = (options: Options = {}, worker = "worker"): Effect.Effec
           ? yield* runSync(processing)
           : processing
       }).pipe(
-        // A store failure is a defect: log it; the lease expires and the task is tried again.
-        Effect.catchAllDefect((defect) => Effect.logError(`engine: step of task ${record.id} failed`, Cause.die(defect)).pipe(Effect.as(record))),
+        // The store failed (its database is down): log it; the lease expires and the task is tried again.
+        Effect.catchTag("StoreError", (error) => Effect.logError(`engine: step of task ${record.id} failed`, Cause.fail(error)).pipe(Effect.as(record))),
         // Every line a step logs names its task and model (what the client asked for).
         Effect.annotateLogs({ taskId: record.id, model: String(record.input["model"] ?? record.job.model) }),
         (effect) =>
@@ -570,7 +573,7 @@ export const make = (options: Options = {}) =>
       // A full batch: more may be due at once.
       if (claimed.length === free) yield* wakeups.offer()
       return { at: now, claimed: claimed.length }
-    }).pipe(Effect.catchAllDefect((defect) => Effect.logError("engine: claiming due work failed", defect).pipe(Effect.as(undefined))))
+    }).pipe(Effect.catchTag("StoreError", (error) => Effect.logError("engine: claiming due work failed", error).pipe(Effect.as(undefined))))
 
     // Sleep until the earliest due time this engine knows of, a wake-up (a submit, a step
     // done), or the periodic scan, the safety net for work written by other workers.
@@ -612,7 +615,7 @@ export const make = (options: Options = {}) =>
         yield* FiberSet.clear(calls)
         if (settings.releaseOnStop) {
           yield* store.releaseLeases(worker).pipe(
-            Effect.catchAllDefect((defect) => Effect.logWarning("engine: giving back leases failed; they expire", defect))
+            Effect.catchTag("StoreError", (error) => Effect.logWarning("engine: giving back leases failed; they expire", error))
           )
         }
       })
@@ -626,5 +629,5 @@ export const make = (options: Options = {}) =>
 /** The engine running in the background for the layer's lifetime; provides the wakeup nudge. */
 export const layer = (
   options: Options = {}
-): Layer.Layer<TaskEvents.TaskWakeup, never, TaskStore.TaskStore | Upstream.Upstream | Ids.Ids | ModelCatalog.ModelCatalog> =>
+): Layer.Layer<TaskEvents.TaskWakeup, never, TaskStore.TaskStore | Upstream.Upstream | Ids.Ids | ModelCatalog.ModelCatalog | TaskWrites.TaskWrites> =>
   Layer.scoped(TaskEvents.TaskWakeup, make(options))

@@ -9,6 +9,7 @@
  * still runs is left alone. Every movement is written once whoever asks, so the sweep and a
  * live write racing for the same task do no harm.
  */
+import type { StoreError } from "@mediagate/core"
 import { Credits, Ids, Ledger, Task, TaskStore } from "@mediagate/core"
 import { Clock, Duration, Effect, Layer, Option } from "effect"
 
@@ -35,8 +36,12 @@ export interface Swept {
   readonly orphans: number
 }
 
-/** One sweep over every open reservation; never-stored ones are released once older than `grace`. */
-export const sweep = (grace: Duration.DurationInput = "10 minutes"): Effect.Effect<Swept, never, Ledger.Ledger | TaskStore.TaskStore | Ids.Ids> =>
+/**
+ * One sweep over every open reservation; never-stored ones are released once older than
+ * `grace`. Fails with StoreError when the ledger or the task store does: what it settled
+ * stays settled, and the next sweep goes on from there.
+ */
+export const sweep = (grace: Duration.DurationInput = "10 minutes"): Effect.Effect<Swept, StoreError, Ledger.Ledger | TaskStore.TaskStore | Ids.Ids> =>
   Effect.gen(function*() {
     const ledger = yield* Ledger.Ledger
     const store = yield* TaskStore.TaskStore
@@ -77,7 +82,7 @@ export const sweep = (grace: Duration.DurationInput = "10 minutes"): Effect.Effe
 export const layer = (options: Options = {}): Layer.Layer<never, never, Ledger.Ledger | TaskStore.TaskStore | Ids.Ids> =>
   Layer.scopedDiscard(
     sweep(options.grace).pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("credits: the settlement sweep failed; it runs again at its next interval", cause)),
+      Effect.catchTag("StoreError", (error) => Effect.logWarning("credits: the settlement sweep failed; it runs again at its next interval", error)),
       Effect.zipRight(Effect.sleep(options.interval ?? "5 minutes")),
       Effect.forever,
       Effect.forkScoped

@@ -6,10 +6,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import {
   Api,
+  IdempotencyKeys,
   Ids,
+  Ledger,
   ModelCatalog,
   Moderation,
+  TaskChanges,
+  TaskEvents,
   TaskService,
+  TaskServiceAlone,
   TaskStore,
   TaskWrites,
   Upstream,
@@ -23,14 +28,18 @@ import { Engine } from "../src/index.js"
 const hook = "https://hooks.example.com/cb"
 const account = { id: Ids.AccountId.make("acct_cb"), name: "cb" }
 
-/** TaskService and the engine over one memory store, with an upstream the test chooses. */
-const world = (upstream: UpstreamService) =>
-  TaskService.Default.pipe(
-    Layer.provide([Engine.layer().pipe(Layer.provide(Layer.succeed(Upstream.Upstream, upstream))), Moderation.layerAllowAll]),
+/** TaskService and the engine over one memory store and one write path, with an upstream the test chooses. */
+const world = (upstream: UpstreamService) => {
+  const upstreamLayer = Layer.succeed(Upstream.Upstream, upstream)
+  return TaskService.Default.pipe(
+    Layer.provide([Engine.layer().pipe(Layer.provide(upstreamLayer)), upstreamLayer, Moderation.layerAllowAll]),
+    Layer.provide(TaskServiceAlone.writes),
+    Layer.provide([TaskChanges.layer, Ledger.layerUnbilled, IdempotencyKeys.layerMemory, TaskEvents.CallbackWakeup.layerNone]),
     Layer.provideMerge(ModelCatalog.layer),
     Layer.provideMerge(MemoryTaskStore.layer),
     Layer.provideMerge(Ids.layerTest)
   )
+}
 type UpstreamService = Upstream.Upstream["Type"]
 
 const failing: UpstreamService = {

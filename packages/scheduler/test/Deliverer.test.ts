@@ -4,7 +4,7 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Accounts, Ids, Outbound, Task, TaskEvents, TaskStore, TaskWrites } from "@mediagate/core"
+import { Accounts, Ids, Ledger, Outbound, Task, TaskChanges, TaskEvents, TaskStore, TaskWrites } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { NodeOutbound, NodeResolver } from "@mediagate/media"
 import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
@@ -112,7 +112,7 @@ describe("Deliverer", () => {
   it.effect("is woken by the write path: a callback owed now is sent without waiting for the next scan", () =>
     Effect.gen(function*() {
       // The periodic scan is an hour away and the TestClock never moves: only the wake-up can send it.
-      const writes = yield* TaskWrites.make
+      const writes = yield* TaskWrites.make.pipe(Effect.provide([Ledger.layerUnbilled, TaskChanges.layer]))
       const task = Testing.record({ id: "0190c8a4-0000-7000-8000-00000000wake", callBackUrl: `${base}/woken` })
       yield* Effect.flatMap(TaskStore.TaskStore, (store) => store.create(task))
       yield* writes.apply(task, { to: "FAILURE", reason: null, message: "x" }, 0)

@@ -2,7 +2,7 @@
  * The engine against the memory store and a scripted upstream, timed by the TestClock.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, Task, TaskEvents, TaskStore, TaskWrites, Upstream, UpstreamError } from "@mediagate/core"
+import { Ids, ModelCatalog, StoreError, Task, TaskEvents, TaskServiceAlone, TaskStore, TaskWrites, Upstream, UpstreamError } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Cause, Clock, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Logger, Option, Ref, Scope, TestClock, Tracer } from "effect"
@@ -33,11 +33,17 @@ const busyOnceThenDone = (calls: Ref.Ref<number>) =>
 
 const run = <A, E>(
   upstream: Layer.Layer<Upstream.Upstream>,
-  body: Effect.Effect<A, E, TaskStore.TaskStore | TaskEvents.TaskWakeup>,
+  body: Effect.Effect<A, E, TaskStore.TaskStore | TaskEvents.TaskWakeup | TaskWrites.TaskWrites>,
   options: Engine.Options = {}
 ) =>
   body.pipe(
-    Effect.provide(Engine.layer(options).pipe(Layer.provideMerge(MemoryTaskStore.layer), Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer]))),
+    Effect.provide(
+      Engine.layer(options).pipe(
+        Layer.provideMerge(TaskServiceAlone.writes),
+        Layer.provideMerge(MemoryTaskStore.layer),
+        Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer])
+      )
+    ),
     Effect.scoped
   )
 
@@ -319,6 +325,7 @@ describe("Engine", () => {
         )
       )
       const engines = Layer.merge(Engine.layer(), Engine.layer({ pollInterval: "500 millis" })).pipe(
+        Layer.provide(TaskServiceAlone.writes),
         Layer.provideMerge(MemoryTaskStore.layer),
         Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer])
       )
@@ -346,7 +353,7 @@ describe("Engine", () => {
         )
       // `releaseOnStop: false`: the first worker dies rather than stops, keeping its lease.
       const engine = (hang: boolean) =>
-        Engine.layer({ heartbeatWindow: "15 seconds", releaseOnStop: false }).pipe(Layer.provide([upstream(hang), Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)]))
+        Engine.layer({ heartbeatWindow: "15 seconds", releaseOnStop: false }).pipe(Layer.provide(TaskServiceAlone.writes), Layer.provide([upstream(hang), Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)]))
       const tasks = Context.get(store, TaskStore.TaskStore)
       yield* tasks.create(record("t1", 0))
       // The first worker takes the task and hangs in the call for a minute: the heartbeat
@@ -354,7 +361,7 @@ describe("Engine", () => {
       yield* Effect.scoped(
         Effect.gen(function*() {
           yield* Layer.build(engine(true))
-          yield* Layer.build(Engine.layer({ pollInterval: "1 second", releaseOnStop: false }).pipe(Layer.provide([upstream(false), Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)])))
+          yield* Layer.build(Engine.layer({ pollInterval: "1 second", releaseOnStop: false }).pipe(Layer.provide(TaskServiceAlone.writes), Layer.provide([upstream(false), Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)])))
           yield* advance(60)
           expect(yield* Ref.get(calls)).toBe(1)
           expect((Option.getOrThrow(yield* tasks.get(Ids.TaskId.make("t1")))).status).toBe("PROCESSING")
@@ -389,6 +396,7 @@ describe("Engine", () => {
         }).pipe(Effect.onInterrupt(() => Ref.update(inFlight, (n) => n - 1)))
       )
       const engines = Layer.merge(Engine.layer(), Engine.layer({ pollInterval: "500 millis" })).pipe(
+        Layer.provide(TaskServiceAlone.writes),
         Layer.provideMerge(MemoryTaskStore.layer),
         Layer.provide([hanging, Ids.layerTest, ModelCatalog.layer])
       )
@@ -416,6 +424,7 @@ describe("Engine: the heartbeat of an async call", () => {
       const hanging = scripted(() => Ref.update(calls, (n) => n + 1).pipe(Effect.zipRight(Effect.never)))
       const options = { leaseDuration: "15 seconds", upstreamCallTimeout: "60 seconds" } as const
       const engines = Layer.merge(Engine.layer(options), Engine.layer({ ...options, pollInterval: "500 millis" })).pipe(
+        Layer.provide(TaskServiceAlone.writes),
         Layer.provideMerge(MemoryTaskStore.layer),
         Layer.provide([hanging, Ids.layerTest, ModelCatalog.layer])
       )
@@ -443,7 +452,7 @@ describe("Engine: an async call inside the claim's lease", () => {
           yield* advance(6)
           // No beat in 7 s of the call (a heartbeat beats every 5 s): the stored task is the one the claim wrote.
           expect((yield* statusOf("t1")).version).toBe(claimed.version)
-          const writes = yield* TaskWrites.make
+          const writes = yield* TaskWrites.TaskWrites
           yield* writes.apply(yield* statusOf("t1"), { to: "CANCELLED" }, yield* Clock.currentTimeMillis)
           yield* advance(4)
           expect(yield* statusOf("t1")).toMatchObject({ status: "CANCELLED", upstreamId: null })
@@ -814,7 +823,7 @@ describe("Engine: deadlines, cancels and stopping", () => {
           yield* store.create(record("t2", 0))
           yield* advance(1)
           expect(yield* Ref.get(started)).toEqual(["t1"])
-          const writes = yield* TaskWrites.make
+          const writes = yield* TaskWrites.TaskWrites
           const now = yield* Clock.currentTimeMillis
           yield* writes.apply(yield* statusOf("t1"), { to: "CANCELLED" }, now)
           yield* wakeup.wake
@@ -842,7 +851,7 @@ describe("Engine: deadlines, cancels and stopping", () => {
         )
       )
       const engine = (options: Engine.Options) =>
-        Engine.layer(options).pipe(Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)]))
+        Engine.layer(options).pipe(Layer.provide(TaskServiceAlone.writes), Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)]))
       yield* tasks.create(record("quick", 0))
       yield* tasks.create(record("slow", 0))
       const scope = yield* Scope.make()
@@ -870,7 +879,7 @@ describe("Engine: deadlines, cancels and stopping", () => {
           hang ? Effect.never : Ref.update(order, (all) => [...all, taskId]).pipe(Effect.as({ _tag: "Completed" as const, result }))
         )
       const engine = (hang: boolean, options: Engine.Options) =>
-        Engine.layer({ maxRunning: 1, ...options }).pipe(Layer.provide([upstream(hang), Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)]))
+        Engine.layer({ maxRunning: 1, ...options }).pipe(Layer.provide(TaskServiceAlone.writes), Layer.provide([upstream(hang), Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)]))
       yield* tasks.create(record("first", 0))
       yield* Effect.scoped(Effect.gen(function*() {
         yield* Layer.build(engine(true, { releaseOnStop: false }))
@@ -889,7 +898,7 @@ describe("Engine: running, for readiness", () => {
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       const context = yield* Layer.buildWithScope(
-        Engine.layer().pipe(Layer.provide([MemoryTaskStore.layer, scripted(() => Effect.never), Ids.layerTest, ModelCatalog.layer])),
+        Engine.layer().pipe(Layer.provide(TaskServiceAlone.writes), Layer.provide([MemoryTaskStore.layer, scripted(() => Effect.never), Ids.layerTest, ModelCatalog.layer])),
         scope
       )
       const running = Context.get(context, TaskEvents.TaskWakeup).running!
@@ -935,10 +944,10 @@ describe("Engine: failures in the logs", () => {
 
   it.effect("a step that fails on the store is an error with its cause, annotated with the task id and the model", () => {
     const lines: Array<Line> = []
-    // The store cannot write: every update dies, as a lost database connection does.
+    // The store cannot write: every update fails, as with a lost database connection.
     const broken = Layer.effect(
       TaskStore.TaskStore,
-      Effect.map(TaskStore.TaskStore, (store) => ({ ...store, update: () => Effect.die(new Error("database is gone")) }))
+      Effect.map(TaskStore.TaskStore, (store) => ({ ...store, update: () => Effect.fail(new StoreError({ message: "database is gone" })) }))
     ).pipe(Layer.provide(MemoryTaskStore.layer))
     return Effect.gen(function*() {
       const store = yield* TaskStore.TaskStore
@@ -952,7 +961,13 @@ describe("Engine: failures in the logs", () => {
       })
       expect(errors[0]!.cause).toContain("database is gone")
     }).pipe(
-      Effect.provide(Engine.layer().pipe(Layer.provideMerge(broken), Layer.provide([scripted(() => Effect.never), Ids.layerTest, ModelCatalog.layer]))),
+      Effect.provide(
+        Engine.layer().pipe(
+          Layer.provide(TaskServiceAlone.writes),
+          Layer.provideMerge(broken),
+          Layer.provide([scripted(() => Effect.never), Ids.layerTest, ModelCatalog.layer])
+        )
+      ),
       Effect.scoped,
       Effect.provide(capturing(lines))
     )

@@ -4,7 +4,7 @@
  * stores' SQL, so the engine is checked on each of them, timed by the TestClock.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, TaskEvents, TaskStore, Upstream, UpstreamError } from "@mediagate/core"
+import { Ids, ModelCatalog, TaskEvents, TaskServiceAlone, TaskStore, Upstream, UpstreamError } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
@@ -59,7 +59,7 @@ const advance = (seconds: number) =>
   })
 
 const engine = (store: Context.Context<TaskStore.TaskStore>, upstream: Layer.Layer<Upstream.Upstream>, options: Engine.Options) =>
-  Engine.layer(options).pipe(Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)]))
+  Engine.layer(options).pipe(Layer.provide(TaskServiceAlone.writes), Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)]))
 
 for (const [name, backend] of backends) {
   describe(`Engine on ${name}`, () => {

@@ -8,7 +8,7 @@
  * microtasks only, so no timer, I/O or test timeout in the process ever ran again.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, Task, TaskEvents, TaskStore, Upstream } from "@mediagate/core"
+import { Ids, ModelCatalog, Task, TaskEvents, TaskServiceAlone, TaskStore, Upstream } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Clock, Context, Effect, Fiber, Layer, Option, TestClock } from "effect"
@@ -46,6 +46,7 @@ describe("the engine gives the event loop a turn", () => {
       const claims = { count: 0 }
       const context = yield* Layer.build(
         Engine.layer({ pollInterval: "1 second" }).pipe(
+          Layer.provide(TaskServiceAlone.writes),
           Layer.provideMerge(counted(claims)),
           Layer.provide([accepting, Ids.layerTest, ModelCatalog.layer])
         )

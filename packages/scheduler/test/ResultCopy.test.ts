@@ -8,7 +8,7 @@
  * job the upstream accepted already.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, Metrics, ModelCatalog, Task, TaskStore, Upstream } from "@mediagate/core"
+import { Ids, Metrics, ModelCatalog, Task, TaskServiceAlone, TaskStore, Upstream } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
@@ -120,7 +120,7 @@ for (const [name, backend] of backends) {
       const calls: Calls = { submits: yield* Ref.make(0), polls: yield* Ref.make(0), copies: yield* Ref.make(0) }
       // Started, and its first look at the store answered, before virtual time moves.
       const start = (upstream: Layer.Layer<Upstream.Upstream>) =>
-        Layer.build(Engine.layer({ pollInterval: "1 hour" }).pipe(Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(context)]))).pipe(
+        Layer.build(Engine.layer({ pollInterval: "1 hour" }).pipe(Layer.provide(TaskServiceAlone.writes), Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(context)]))).pipe(
           Effect.zipLeft(settle)
         )
       const get = (id: string) => Effect.map(store.get(Ids.TaskId.make(id)), Option.getOrThrow)

@@ -9,7 +9,7 @@
  */
 import type { HttpRouter, HttpServer } from "@effect/platform"
 import type { Ledger, MediaStore, Moderation, Outbound, StoreError, TaskStore, Upstream } from "@mediagate/core"
-import { Accounts, Deadlines, IdempotencyKeys, Ids, ModelCatalog, SubmitPolicy, TaskChanges, TaskEvents, TaskService } from "@mediagate/core"
+import { Accounts, Deadlines, IdempotencyKeys, Ids, ModelCatalog, SubmitPolicy, TaskChanges, TaskEvents, TaskService, TaskWrites } from "@mediagate/core"
 import { Health, MediagateHttp } from "@mediagate/http"
 import { Deliverer, Engine, Settlements } from "@mediagate/scheduler"
 import type { Scope } from "effect"
@@ -85,22 +85,20 @@ const relayed = <I extends TaskEvents.TaskWakeup | TaskEvents.CallbackWakeup, S 
 export const services = (
   options: Options = {}
 ): Layer.Layer<TaskService | ModelCatalog.ModelCatalog | SubmitPolicy | Ids.Ids | Accounts.Accounts | Health.EngineStatus, StoreError, Backends> => {
-  // One deliverer and one engine (layers are memoised by reference): the deliverer's
-  // wake-up reaches the write path of both the engine and the use cases, so an owed callback
-  // is sent at once; the engine's wake-up reaches submit, so an accepted task starts at once.
-  // With a relay, both wake-ups also reach the other nodes (one relay, shared by reference).
+  // One deliverer, one write path and one engine (layers are memoised by reference): the
+  // deliverer's wake-up reaches the write path, which the engine and the use cases share, so
+  // an owed callback is sent at once; the engine's wake-up reaches submit, so an accepted task
+  // starts at once. With a relay, both wake-ups also reach the other nodes (one relay, shared
+  // by reference).
   const relay = options.relay === undefined ? undefined : Layer.scoped(RelayService, options.relay)
   const deliverer = relayed(TaskEvents.CallbackWakeup, "callbacks", Deliverer.layer(options.deliverer), relay)
   // One TaskChanges: the engine's writes wake the requests that wait on their tasks.
   const changes = TaskChanges.layer
-  const engine = relayed(
-    TaskEvents.TaskWakeup,
-    "tasks",
-    Engine.layer(options.engine).pipe(Layer.provide(deliverer), Layer.provide(changes)),
-    relay
-  )
+  const writes = TaskWrites.layer.pipe(Layer.provide(deliverer), Layer.provide(changes))
+  const engine = relayed(TaskEvents.TaskWakeup, "tasks", Engine.layer(options.engine).pipe(Layer.provide(writes)), relay)
   const tasks = TaskService.Default.pipe(
     Layer.provide(engine),
+    Layer.provide(writes),
     Layer.provide(deliverer),
     Layer.provide(changes),
     Layer.provide(options.idempotencyKeys ?? IdempotencyKeys.layerMemory)

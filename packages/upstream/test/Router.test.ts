@@ -5,7 +5,7 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, TaskStore, Upstream, UpstreamError } from "@mediagate/core"
+import { Ids, ModelCatalog, TaskServiceAlone, TaskStore, Upstream, UpstreamError } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { Engine } from "@mediagate/scheduler"
 import { MemoryTaskStore } from "@mediagate/store-memory"
@@ -136,6 +136,7 @@ describe("failover through the engine", () => {
       yield* tasks.create(Testing.record({ id: "first", job }))
       yield* Layer.build(
         Engine.layer({ pollInterval: "1 second", firstPollDelay: "100 millis", retry: { baseDelay: 1_000, maxDelay: 1_000, maxTransientFailures: 2 } }).pipe(
+          Layer.provide(TaskServiceAlone.writes),
           Layer.provide([router(), Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)])
         )
       )

@@ -21,8 +21,7 @@
  * written once, whoever asks again (a retried step, a second node) gets the entry already
  * written. A reservation that would leave less than nothing available is refused.
  */
-import type { Effect, Option } from "effect"
-import { Context, Data } from "effect"
+import { Context, Data, Effect, Layer, Option } from "effect"
 import type { StoreError } from "../domain/Errors.js"
 import type { AccountId } from "../domain/Ids.js"
 
@@ -87,3 +86,21 @@ export class Ledger extends Context.Tag("@mediagate/core/Ledger")<Ledger, {
     readonly after?: { readonly at: number; readonly taskId: string } | undefined
   }) => Effect.Effect<ReadonlyArray<LedgerEntry>, StoreError>
 }>() {}
+
+/**
+ * A ledger that bills nothing, for a host that keeps no credits: every reservation is granted
+ * and holds nothing, so a task never fails for want of credit, and its end has no reservation
+ * to charge or release (`Credits.settle` answers none). Nothing is kept: balances read 0, the
+ * settlement sweep finds nothing open.
+ */
+export const layerUnbilled: Layer.Layer<Ledger> = Layer.succeed(Ledger, {
+  credit: (input) => Effect.succeed({ ...input, taskId: null, kind: "credit", held: 0 }),
+  reserve: ({ accountId, at, id, taskId }) => Effect.succeed({ id, accountId, taskId, kind: "reserve", amount: 0, held: 0, at, note: null }),
+  charge: ({ taskId }) => Effect.fail(new NoReservation({ taskId })),
+  release: ({ taskId }) => Effect.fail(new NoReservation({ taskId })),
+  balance: () => Effect.succeed({ balance: 0, reserved: 0 }),
+  entries: () => Effect.succeed([]),
+  forTask: () => Effect.succeed([]),
+  reservation: () => Effect.succeedNone,
+  open: () => Effect.succeed([])
+})

@@ -6,8 +6,8 @@
  * (`settleRetrying`), and the scheduler's settlement sweep finishes what a crash left between
  * two writes. Amounts are integer micro-USD (1 USD = 1,000,000).
  */
-import type { Cause } from "effect"
 import { Duration, Effect, Either, Option, Schedule } from "effect"
+import type { StoreError } from "../domain/Errors.js"
 import type { Ids } from "../domain/Ids.js"
 import * as Ledger from "../services/Ledger.js"
 import type { TaskStatus } from "../domain/Task.js"
@@ -32,7 +32,7 @@ export const reserve = (ledger: Ledger.Ledger["Type"], ids: Ids["Type"], record:
 
 /**
  * Ends an ended task's reservation as its status says, once whoever asks. A task without a
- * reservation (stored before credits existed, or by a host without a Ledger) has nothing to
+ * reservation (stored before credits existed, or under `Ledger.layerUnbilled`) has nothing to
  * end: none.
  */
 export const settle = (
@@ -40,7 +40,7 @@ export const settle = (
   ids: Ids["Type"],
   record: Pick<TaskRecord, "id" | "status">,
   now: number
-): Effect.Effect<Option.Option<Ledger.LedgerEntry>> => {
+): Effect.Effect<Option.Option<Ledger.LedgerEntry>, StoreError> => {
   const kind = settlementOf(record.status)
   if (kind === undefined) return Effect.succeedNone
   return entryId(ids).pipe(
@@ -63,21 +63,20 @@ export const retrySchedule: Schedule.Schedule<unknown> = Schedule.exponential("1
 
 /**
  * `settle` for the task `task` reads, tried again on `retrySchedule` while the read or the
- * movement fails (a driver failure is a defect of the store: every cause is tried again).
+ * movement fails with a StoreError (a defect is a bug, not tried again).
  * `task` is the ended record when the task's write is known to be stored, or a read of the
  * store when the writer did not hear whether it was (the task may not have ended after all:
  * then there is nothing to settle yet). Each movement is written once per task whoever asks,
- * so a try that was written but not heard is harmless. Fails with the last try's cause.
+ * so a try that was written but not heard is harmless. Fails with the last try's error.
  */
 export const settleRetrying = (
   ledger: Ledger.Ledger["Type"],
   ids: Ids["Type"],
-  task: Effect.Effect<Option.Option<Pick<TaskRecord, "id" | "status">>>,
+  task: Effect.Effect<Option.Option<Pick<TaskRecord, "id" | "status">>, StoreError>,
   now: number
-): Effect.Effect<Option.Option<Ledger.LedgerEntry>, Cause.Cause<never>> =>
+): Effect.Effect<Option.Option<Ledger.LedgerEntry>, StoreError> =>
   task.pipe(
     Effect.flatMap(Option.match({ onNone: () => Effect.succeedNone, onSome: (record) => settle(ledger, ids, record, now) })),
-    Effect.sandbox,
     Effect.retry(retrySchedule)
   )
 

@@ -1,13 +1,16 @@
 /**
  * The use cases: submit a task and query it (spec sections 4.1 and 4.2), list and cancel
- * tasks, and look at or redeliver a task's callbacks.
+ * tasks, and look at or redeliver a task's callbacks. Submit under an Idempotency-Key
+ * (`IdempotentSubmit`) and watching a task (`TaskWatch`) have modules of their own.
  */
-import { Clock, Context, Duration, Effect, Either, Option, Queue, Schema, Stream } from "effect"
+import { Clock, Context, Duration, Effect, Either, Option, Schema } from "effect"
 import type { Account } from "../services/Accounts.js"
 import type { ListQuery, SubmitRequest } from "../api/Api.js"
+import type { StoreError } from "../domain/Errors.js"
 import { ModerationRejected, ModerationUnavailable, shortened, TaskNotCancellable, TaskNotFound, ValidationError } from "../domain/Errors.js"
 import * as Credits from "./Credits.js"
-import * as IdempotencyKeys from "../services/IdempotencyKeys.js"
+import type * as IdempotencyKeys from "../services/IdempotencyKeys.js"
+import * as IdempotentSubmit from "./IdempotentSubmit.js"
 import { Ids, TaskId } from "../domain/Ids.js"
 import { Ledger } from "../services/Ledger.js"
 import { ModelCatalog } from "../models/ModelCatalog.js"
@@ -18,12 +21,12 @@ import { Prices } from "../models/Pricing.js"
 import type { Task, TaskInput, UpstreamJob } from "../domain/Task.js"
 import * as Transition from "../domain/Transition.js"
 import { isTerminal, TaskRecord, TaskStatus, toWire } from "../domain/Task.js"
-import * as TaskChanges from "../services/TaskChanges.js"
 import { CallbackWakeup, TaskWakeup } from "../services/TaskEvents.js"
 import type { CallbackAttempt, CallbackState } from "../services/TaskStore.js"
 import { TaskStore } from "../services/TaskStore.js"
 import { type InboundWebhook, Upstream } from "../services/Upstream.js"
-import * as TaskWrites from "./TaskWrites.js"
+import * as TaskWatch from "./TaskWatch.js"
+import { TaskWrites } from "./TaskWrites.js"
 import { checkUrl } from "../domain/UrlPolicy.js"
 
 /** What the submit use case accepts beyond the model's own rules. */
@@ -126,32 +129,22 @@ export interface SubmitOptions {
 }
 
 /**
- * How often a waiter reads its task again when no change was published: the safety net for
- * writes this process does not see (another node on the same database).
+ * Submit and query, independent of any transport. Everything it works with is in its type:
+ * a composition without an engine or a deliverer in this process provides the wake-ups'
+ * `layerNone`, one without credits `Ledger.layerUnbilled`.
  */
-export const recheckInterval = Duration.seconds(5)
-
-/** Submit and query, independent of any transport. */
 export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/TaskService", {
   effect: Effect.gen(function*() {
     const store = yield* TaskStore
     const ids = yield* Ids
     const catalog = yield* ModelCatalog
     const moderation = yield* Moderation
-    const wakeup = yield* Effect.serviceOption(TaskWakeup)
-    const deliverer = yield* Effect.serviceOption(CallbackWakeup)
-    const upstream = yield* Effect.serviceOption(Upstream)
-    const ledger = yield* Effect.serviceOption(Ledger)
+    const wakeup = yield* TaskWakeup
+    const deliverer = yield* CallbackWakeup
+    const upstream = yield* Upstream
+    const ledger = yield* Ledger
     const deadlines = yield* Deadlines
-    // Waiters subscribe where the writers publish: the composition's TaskChanges, or one of
-    // our own (then only this service's writes are seen at once, the rest at the re-read).
-    const changes = yield* Effect.serviceOption(TaskChanges.TaskChanges).pipe(
-      Effect.flatMap(Option.match({ onSome: Effect.succeed, onNone: () => TaskChanges.make }))
-    )
-    const keys = yield* Effect.serviceOption(IdempotencyKeys.IdempotencyKeys).pipe(
-      Effect.flatMap(Option.match({ onSome: Effect.succeed, onNone: () => IdempotencyKeys.makeMemory }))
-    )
-    const writes = yield* TaskWrites.make.pipe(Effect.provideService(TaskChanges.TaskChanges, changes))
+    const writes = yield* TaskWrites
     const prices = yield* Prices
     // An incomplete price table is the host's configuration bug: stop at start, not at a submit.
     yield* Either.match(Pricing.validate(catalog.models, prices), {
@@ -202,7 +195,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
           leaseOwner: null,
           leaseUntil: null,
           version: 1,
-          provider: Option.isSome(upstream) && upstream.value.provider !== undefined ? upstream.value.provider(job) : null
+          provider: upstream.provider !== undefined ? upstream.provider(job) : null
         })
       // Rules the spec says fail the task (not the call): the task is accepted and fails at
       // once. Otherwise its price is held before it is stored, so a stored running task always
@@ -211,76 +204,17 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       // INSUFFICIENT_POINTS, as the spec's failure table has it.
       const record = normalized.rejection !== undefined
         ? yield* Effect.orDie(Transition.apply(pending, { to: "FAILURE", reason: "INVALID_PARAMETERS", message: normalized.rejection }, now))
-        : Option.isNone(ledger)
-        ? pending
-        : yield* Credits.reserve(ledger.value, ids, pending, now).pipe(
+        : yield* Credits.reserve(ledger, ids, pending, now).pipe(
           Effect.as(pending),
           Effect.catchTag("InsufficientCredits", (error) =>
             Effect.orDie(Transition.apply(pending, { to: "FAILURE", reason: "INSUFFICIENT_POINTS", message: Credits.insufficientMessage(error) }, now)))
         )
       yield* writes.create(record)
-      if (Option.isSome(wakeup) && record.status === "PENDING") yield* wakeup.value.wake
+      if (record.status === "PENDING") yield* wakeup.wake
       return taskId
     })
 
-    /** When expired keys were last deleted: at most once an hour, by a submit that carries one. */
-    let nextPrune = Number.NEGATIVE_INFINITY
-
-    /**
-     * Submit under an Idempotency-Key. The key is reserved for the task this request will
-     * create, then bound to it; a request that created nothing frees it. A reservation whose
-     * request died is taken over once its lease ends, unless its task exists: then the key
-     * is bound to that task, so a crash between the two writes never yields a second task.
-     */
-    const submitOnce = (account: Account, request: SubmitRequest, key: string, fingerprint: string) =>
-      Effect.gen(function*() {
-        const taskId = yield* ids.taskId
-        const now = yield* Clock.currentTimeMillis
-        if (now >= nextPrune) {
-          nextPrune = now + Duration.toMillis("1 hour")
-          yield* keys.prune(now - IdempotencyKeys.keyLifetimeMs + 1).pipe(
-            Effect.catchAllCause((cause) => Effect.logWarning("idempotency: expired keys were not pruned", cause))
-          )
-        }
-        const reservation: IdempotencyKeys.Reservation = {
-          owner: account.id,
-          key,
-          fingerprint,
-          taskId,
-          now,
-          leaseUntil: now + IdempotencyKeys.reservationLeaseMs,
-          // A key has expired once 24 hours have passed since its first use.
-          expiredBefore: now - IdempotencyKeys.keyLifetimeMs + 1
-        }
-        const run = create(account, request, taskId).pipe(
-          // A rule or moderation refused it: nothing was created, so the key may be sent again.
-          // (Interrupted or died: the reservation runs out and the next request looks for the task.)
-          Effect.tapError(() => keys.release(account.id, key, taskId)),
-          Effect.tap(() => keys.complete(account.id, key, taskId)),
-          Effect.map((created) => ({ taskId: created, replayed: false }))
-        )
-        const mismatch = new IdempotencyKeys.IdempotencyKeyMismatch({ key })
-        for (let round = 0; round < 3; round++) {
-          const found = yield* keys.begin(reservation)
-          switch (found._tag) {
-            case "Reserved":
-              return yield* run
-            case "Completed":
-              return found.sameBody ? { taskId: found.taskId, replayed: true } : yield* mismatch
-            case "InProgress":
-              return yield* (found.sameBody ? new IdempotencyKeys.IdempotencyKeyInUse({ key }) : mismatch)
-            case "Stale": {
-              if (Option.isSome(yield* store.getOwned(found.taskId, account.id))) {
-                yield* keys.complete(account.id, key, found.taskId)
-                return found.sameBody ? { taskId: found.taskId, replayed: true } : yield* mismatch
-              }
-              if (yield* keys.takeOver(reservation, found.taskId)) return yield* run
-            }
-          }
-        }
-        // Other requests kept moving the key: one of them is being processed.
-        return yield* new IdempotencyKeys.IdempotencyKeyInUse({ key })
-      })
+    const submitOnce = yield* IdempotentSubmit.make(create)
 
     /**
      * Validates, moderates and stores a new PENDING task; returns its id, and whether it is
@@ -324,7 +258,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
         )
         if (Option.isSome(cancelled)) {
           // Its running slot is free now: the engine may start waiting work at once.
-          if (Option.isSome(wakeup)) yield* wakeup.value.wake
+          yield* wakeup.wake
           yield* stopUpstreamJob(record)
           return toWire(cancelled.value)
         }
@@ -337,9 +271,9 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
      * flight is abandoned by its worker, whose heartbeat finds the task cancelled.
      */
     const stopUpstreamJob = (record: TaskRecord) => {
-      const cancelJob = Option.flatMap(upstream, (service) => Option.fromNullable(service.cancel))
-      if (record.upstreamId === null || Option.isNone(cancelJob)) return Effect.void
-      return cancelJob.value(record.upstreamId, record.job).pipe(
+      const cancelJob = upstream.cancel
+      if (record.upstreamId === null || cancelJob === undefined) return Effect.void
+      return cancelJob(record.upstreamId, record.job).pipe(
         Effect.timeout("10 seconds"),
         Effect.catchAllCause((cause) => Effect.logWarning(`cancel: the upstream job of task ${record.id} was not stopped`, cause)),
         Effect.forkDaemon,
@@ -369,8 +303,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
      * is accepted and left alone (the provider need not send it again).
      */
     const receiveWebhook = Effect.fn("TaskService.receiveWebhook", spanOptions)(function*(webhook: InboundWebhook) {
-      const verify = Option.flatMap(upstream, (service) => Option.fromNullable(service.verifyWebhook))
-      if (Option.isNone(verify) || !(yield* verify.value(webhook))) return false
+      if (upstream.verifyWebhook === undefined || !(yield* upstream.verifyWebhook(webhook))) return false
       const found = yield* store.get(TaskId.make(webhook.token))
       if (Option.isNone(found) || found.value.dueAt === null || found.value.upstreamId === null) return true
       const now = yield* Clock.currentTimeMillis
@@ -378,12 +311,12 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
         // The engine moving the task meanwhile is as good: it is being looked at.
         yield* writes.reschedule(found.value, now).pipe(Effect.catchTags({ TaskConflict: () => Effect.void, IllegalTransition: () => Effect.void }))
       }
-      if (Option.isSome(wakeup)) yield* wakeup.value.wake
+      yield* wakeup.wake
       return true
     })
 
     /** A task's callbacks, each with its attempts. */
-    const deliveries = (taskId: TaskId): Effect.Effect<ReadonlyArray<CallbackDelivery>> =>
+    const deliveries = (taskId: TaskId): Effect.Effect<ReadonlyArray<CallbackDelivery>, StoreError> =>
       Effect.flatMap(store.callbacks(taskId), (callbacks) =>
         Effect.forEach(callbacks, (callback) => Effect.map(store.callbackAttempts(callback.id), (attempts) => ({ callback, attempts }))))
 
@@ -408,53 +341,11 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       if ((yield* store.redeliverCallbacks(taskId, yield* Clock.currentTimeMillis)) === 0) {
         return yield* Effect.dieMessage(`task ${taskId} ended with a callBackUrl but owes no callback`)
       }
-      if (Option.isSome(deliverer)) yield* deliverer.value.wake
+      yield* deliverer.wake
       return yield* deliveries(taskId)
     })
 
-    /** The caller's task, read again, as its waiter last saw it or newer. */
-    const reread = (account: Account, last: TaskRecord) =>
-      Effect.map(store.getOwned(last.id, account.id), (found) => Option.getOrElse(Option.filter(found, (task) => task.version > last.version), () => last))
-
-    /** Whether a waiter shows `next` after `last`: its status or its last update differ. */
-    const shows = (last: TaskRecord, next: TaskRecord) =>
-      next.version > last.version && (next.status !== last.status || next.updatedAt !== last.updatedAt)
-
-    /**
-     * The caller's task as it changes: its state now, then every new status (or update),
-     * ending with a terminal state. Woken by the writes of this process (TaskChanges), and
-     * read again every `recheckInterval` when nothing came, for writes of other nodes.
-     */
-    const watch = Effect.fn("TaskService.watch", spanOptions)(function*(account: Account, taskId: TaskId) {
-      if (Option.isNone(yield* store.getOwned(taskId, account.id))) return yield* new TaskNotFound({ taskId })
-      return Stream.unwrapScoped(Effect.gen(function*() {
-        // Subscribed before the read, so no write falls between them.
-        const queue = yield* changes.subscribe(taskId)
-        const first = yield* store.getOwned(taskId, account.id)
-        if (Option.isNone(first)) return Stream.empty
-        const next = (last: TaskRecord): Effect.Effect<TaskRecord> =>
-          Queue.take(queue).pipe(
-            Effect.timeout(recheckInterval),
-            Effect.catchTag("TimeoutException", () => reread(account, last)),
-            Effect.flatMap((seen) => (shows(last, seen) ? Effect.succeed(seen) : next(seen.version > last.version ? seen : last)))
-          )
-        return Stream.concat(
-          Stream.succeed(first.value),
-          Stream.unfoldEffect(first.value, (last) =>
-            isTerminal(last.status) ? Effect.succeedNone : Effect.map(next(last), (seen) => Option.some([seen, seen] as const)))
-        ).pipe(Stream.map(toWire))
-      }))
-    })
-
-    /**
-     * The caller's task once it has ended, or after `wait` with its state then: answered as
-     * soon as a write ends it, not at the next look.
-     */
-    const wait = Effect.fn("TaskService.wait", spanOptions)(function*(account: Account, taskId: TaskId, wait: Duration.DurationInput) {
-      const changes = yield* watch(account, taskId)
-      const last = yield* changes.pipe(Stream.interruptWhen(Effect.sleep(wait)), Stream.runLast)
-      return Option.isSome(last) && isTerminal(last.value.status) ? last.value : yield* query(account, taskId)
-    })
+    const { wait, watch } = yield* TaskWatch.make(query)
 
     return { submit, query, wait, watch, list, cancel, receiveWebhook, callbacks, redeliver } as const
   })
@@ -462,6 +353,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
 
 /** Re-exported so handlers can name every failure of submit. */
 export type SubmitError =
+  | StoreError
   | ValidationError
   | ModerationRejected
   | ModerationUnavailable

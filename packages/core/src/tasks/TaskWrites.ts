@@ -2,16 +2,16 @@
  * The one write path of task state. A change goes through the state machine, the callback
  * it owes is worked out here (a task that reaches a terminal state with a callBackUrl owes
  * exactly one), and the record and its callback are written together, all or nothing. The
- * write that ends a task then settles its credits (`Credits.settle`, when a Ledger is in
- * context), trying again in the background when that fails; a crash between the two is
- * finished by the settlement sweep. The API (submit,
- * cancel) and the engine write through this module alone; each write is published to the
- * task's waiters (`TaskChanges`, when in context).
+ * write that ends a task then settles its credits (`Credits.settle`; nothing to settle under
+ * `Ledger.layerUnbilled`), trying again in the background when the ledger fails; a crash
+ * between the two is finished by the settlement sweep. The API (submit, cancel) and the
+ * engine write through the one `TaskWrites` of their composition; each write is published to
+ * the task's waiters (`TaskChanges`) and wakes the deliverer when it owes a callback.
  */
 import * as Metrics from "../services/Metrics.js"
-import { Effect, Either, Option } from "effect"
+import { Context, Effect, Either, Layer, Option } from "effect"
 import * as Credits from "./Credits.js"
-import type { IllegalTransition, TaskConflict } from "../domain/Errors.js"
+import type { IllegalTransition, StoreError, TaskConflict } from "../domain/Errors.js"
 import { Ledger } from "../services/Ledger.js"
 import type { UpstreamId } from "../domain/Ids.js"
 import { Ids } from "../domain/Ids.js"
@@ -38,37 +38,38 @@ export interface WriteOptions {
   readonly lease?: { readonly owner: string; readonly until: number }
 }
 
-/** Writes task state; see the module comment. */
-export interface TaskWrites {
+/** Writes task state; see the module comment. One per composition, shared by the use cases and the engine. */
+export class TaskWrites extends Context.Tag("@mediagate/core/TaskWrites")<TaskWrites, {
   /** Stores a new task (PENDING, or already ended by a rule of its model) with the callback it owes. */
-  readonly create: (record: TaskRecord) => Effect.Effect<void>
+  readonly create: (record: TaskRecord) => Effect.Effect<void, StoreError>
   /** Applies `change` to `current` at `now` and writes it if `current` is still the stored version. */
   readonly apply: (
     current: TaskRecord,
     change: TaskChange,
     now: number,
     options?: WriteOptions
-  ) => Effect.Effect<TaskRecord, IllegalTransition | TaskConflict>
+  ) => Effect.Effect<TaskRecord, IllegalTransition | TaskConflict | StoreError>
   /** Moves a non-terminal task's next look to `dueAt` (same status), optionally with a new job or upstream id. */
   readonly reschedule: (
     current: TaskRecord,
     dueAt: number,
     patch?: { readonly job?: UpstreamJob; readonly upstreamId?: UpstreamId | null; readonly provider?: string | null } & WriteOptions
-  ) => Effect.Effect<TaskRecord, IllegalTransition | TaskConflict>
-}
+  ) => Effect.Effect<TaskRecord, IllegalTransition | TaskConflict | StoreError>
+}>() {}
 
-/** The write path on the TaskStore in context; callback ids come from Ids. */
-export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.gen(function*() {
+/**
+ * The write path on the TaskStore in context; callback ids come from Ids. Every collaborator
+ * is required: a host without credits, a deliverer or waiters says so with `Ledger.layerUnbilled`,
+ * `CallbackWakeup.layerNone` and a `TaskChanges` nobody subscribes to.
+ */
+export const make: Effect.Effect<TaskWrites["Type"], never, TaskStore | Ids | Ledger | TaskChanges | CallbackWakeup> = Effect.gen(function*() {
   const store = yield* TaskStore
   const ids = yield* Ids
-  const deliverer = yield* Effect.serviceOption(CallbackWakeup)
-  const ledger = yield* Effect.serviceOption(Ledger)
-  const changes = yield* Effect.serviceOption(TaskChanges)
-  /** After a write: the task's waiters (`?wait=`, events) see it now. */
-  const changed = (record: TaskRecord) => (Option.isSome(changes) ? changes.value.publish(record) : Effect.void)
+  const deliverer = yield* CallbackWakeup
+  const ledger = yield* Ledger
+  const changes = yield* TaskChanges
   /** After a callback row is written: the deliverer sends it now rather than at its next scan. */
-  const owed = (callbacks: ReadonlyArray<CallbackRow>) =>
-    callbacks.length > 0 && Option.isSome(deliverer) ? deliverer.value.wake : Effect.void
+  const owed = (callbacks: ReadonlyArray<CallbackRow>) => (callbacks.length > 0 ? deliverer.wake : Effect.void)
 
   const callbacksOwed = (before: TaskStatus | null, after: TaskRecord) =>
     owesCallback(before, after)
@@ -87,10 +88,10 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
    * (`settleLater`); the task's own write stands either way.
    */
   const settled = (before: TaskStatus, after: TaskRecord, now: number) =>
-    Option.isNone(ledger) || isTerminal(before) || !isTerminal(after.status)
+    isTerminal(before) || !isTerminal(after.status)
       ? Effect.void
-      : Credits.settle(ledger.value, ids, after, now).pipe(
-        Effect.catchAllCause((cause) =>
+      : Credits.settle(ledger, ids, after, now).pipe(
+        Effect.catchTag("StoreError", (cause) =>
           Effect.logWarning(`credits: task ${after.id} ended ${after.status} but its reservation was not settled; trying again`, cause).pipe(
             Effect.zipRight(settleLater(after.id, Effect.succeedSome(after), now))
           )
@@ -105,8 +106,8 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
    * step, a request) goes on and ends at once, which would interrupt a child, and the tries
    * are bounded in time.
    */
-  const settleLater = (taskId: TaskRecord["id"], task: Effect.Effect<Option.Option<TaskRecord>>, now: number) =>
-    Option.isNone(ledger) ? Effect.void : Credits.settleRetrying(ledger.value, ids, task, now).pipe(
+  const settleLater = (taskId: TaskRecord["id"], task: Effect.Effect<Option.Option<TaskRecord>, StoreError>, now: number) =>
+    Credits.settleRetrying(ledger, ids, task, now).pipe(
       Effect.flatMap((entry) =>
         Option.isSome(entry) ? Effect.logInfo(`credits: task ${taskId} settled (${entry.value.kind}) on a later try`) : Effect.void
       ),
@@ -118,7 +119,7 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
     )
 
   /**
-   * A write that would end a task and died (its connection dropped) may have been stored all
+   * A write that would end a task and failed on the store (its connection dropped) may have been stored all
    * the same, and then nobody else settles it: the engine reads an ended task back and has
    * nothing left to write. So its settlement is owed as the stored task says.
    */
@@ -131,9 +132,11 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
     Effect.flatMap(next, (record) =>
       callbacksOwed(current.status, record).pipe(
         Effect.tap((callbacks) =>
-          store.update(record, current.version, callbacks).pipe(Effect.tapDefect(() => maybeEnded(current.status, record, now)))
+          store.update(record, current.version, callbacks).pipe(
+            Effect.tapErrorTag("StoreError", () => maybeEnded(current.status, record, now))
+          )
         ),
-        Effect.tap(() => changed(record)),
+        Effect.tap(() => changes.publish(record)),
         Effect.tap(() => settled(current.status, record, now)),
         Effect.tap(() => (!isTerminal(current.status) && isTerminal(record.status) ? Metrics.taskEnded(record) : Effect.void)),
         Effect.flatMap(owed),
@@ -155,3 +158,6 @@ export const make: Effect.Effect<TaskWrites, never, TaskStore | Ids> = Effect.ge
       write(current, Either.map(Transition.reschedule(current, dueAt, patch), (next) => leased(next, lease)), dueAt)
   }
 })
+
+/** The write path as a layer: one per composition, so that the use cases and the engine share it. */
+export const layer: Layer.Layer<TaskWrites, never, TaskStore | Ids | Ledger | TaskChanges | CallbackWakeup> = Layer.effect(TaskWrites, make)
