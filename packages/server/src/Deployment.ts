@@ -177,7 +177,7 @@ const upstream = (
 }
 
 /** What `services` provides: the standard composition's services and the backends under them. */
-export type Services = Layer.Layer.Success<ReturnType<typeof Mediagate.services>> | Mediagate.Backends
+export type Services = Layer.Layer.Success<ReturnType<typeof Mediagate.services>> | Mediagate.Requirements
 
 /** The services of a deployment, without the HTTP server: the standard composition over these backends. */
 export const services = (

@@ -15,8 +15,11 @@ import { Deliverer, Engine, Settlements } from "@mediagate/scheduler"
 import type { Scope } from "effect"
 import { Context, Duration, Effect, Layer } from "effect"
 
-/** What a host provides: the concrete backends of a deployment. */
-export type Backends =
+/**
+ * What a host provides: the services the standard composition needs and does not make
+ * itself (for ready-made layers of these, see `Backends` and `Deployment`).
+ */
+export type Requirements =
   | TaskStore.TaskStore
   | Accounts.Accounts
   | Ledger.Ledger
@@ -84,7 +87,7 @@ const relayed = <I extends TaskEvents.TaskWakeup | TaskEvents.CallbackWakeup, S 
 /** The services of a deployment, without the HTTP server, with the engine and the deliverer running. */
 export const services = (
   options: Options = {}
-): Layer.Layer<TaskService | ModelCatalog.ModelCatalog | SubmitPolicy | Ids.Ids | Accounts.Accounts | Health.EngineStatus, StoreError, Backends> => {
+): Layer.Layer<TaskService | ModelCatalog.ModelCatalog | SubmitPolicy | Ids.Ids | Accounts.Accounts | Health.EngineStatus, StoreError, Requirements> => {
   // One deliverer, one write path and one engine (layers are memoised by reference): the
   // deliverer's wake-up reaches the write path, which the engine and the use cases share, so
   // an owed callback is sent at once; the engine's wake-up reaches submit, so an accepted task
@@ -126,7 +129,7 @@ export const services = (
 /** The whole API served on the HttpServer in context. */
 export const layer = (
   options: Options = {}
-): Layer.Layer<never, StoreError, Backends | HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices> =>
+): Layer.Layer<never, StoreError, Requirements | HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices> =>
   MediagateHttp.serve.pipe(Layer.provide(services(options)))
 
 /**
@@ -135,5 +138,5 @@ export const layer = (
  * under `/api/v1/` and `/media/`). Given the host's `server`, requests Node itself refuses
  * (oversized headers, malformed request lines) are answered in the envelope too.
  */
-export const makeNodeHandler = <E>(backends: Layer.Layer<Backends, E>, options: Options & MediagateHttp.NodeHandlerOptions = {}) =>
-  MediagateHttp.makeNodeHandler(services(options).pipe(Layer.provideMerge(backends)), options.server === undefined ? {} : { server: options.server })
+export const makeNodeHandler = <E>(requirements: Layer.Layer<Requirements, E>, options: Options & MediagateHttp.NodeHandlerOptions = {}) =>
+  MediagateHttp.makeNodeHandler(services(options).pipe(Layer.provideMerge(requirements)), options.server === undefined ? {} : { server: options.server })
