@@ -26,7 +26,7 @@ const server = Layer.unwrapEffect(
     const address = (yield* HttpServer.HttpServer).address
     const backends = Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}` }, [])
     return MediagateHttp.serve.pipe(
-      Layer.provide(Deployment.services({ simulatorProfile: "instant", allowPrivateUrls: false }, { ...backends, accounts: counting }))
+      Layer.provide(Deployment.services({ simulatorProfile: "instant", allowPrivateUrls: false, backends: { ...backends, accounts: counting } }))
     )
   })
 ).pipe(Layer.provideMerge(NodeHttpServer.layerTest))

@@ -37,7 +37,11 @@ const loopbackServer = Layer.unwrapEffect(
     const server = yield* HttpServer.HttpServer
     const port = server.address._tag === "TcpAddress" ? server.address.port : 0
     return MediagateHttp.serve.pipe(
-      Layer.provide(Deployment.services({ simulatorProfile: "instant", allowPrivateUrls: false }, Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [])))
+      Layer.provide(Deployment.services({
+        simulatorProfile: "instant",
+        allowPrivateUrls: false,
+        backends: Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [])
+      }))
     )
   })
 ).pipe(Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" })))

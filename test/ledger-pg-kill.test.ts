@@ -51,12 +51,13 @@ describe.skipIf(pgUrl === undefined)("ledger on PostgreSQL while its connections
   it.live(`${tasksCount} tasks: every ended task is settled within seconds, nothing stays held`, () =>
     Effect.gen(function*() {
       const url = yield* freshPgDatabase(pgUrl!, "ledger_kill")
-      const composition = Deployment.services(
-        { simulatorProfile: "demo", allowPrivateUrls: true },
-        Backends.sqlBackends({ publicUrl: "http://127.0.0.1:1", databaseUrl: url, mediaDir: join(dir, "media") }),
+      const composition = Deployment.services({
+        simulatorProfile: "demo",
+        allowPrivateUrls: true,
+        backends: Backends.sqlBackends({ publicUrl: "http://127.0.0.1:1", databaseUrl: url, mediaDir: join(dir, "media") }),
         // A short lease, so that a task whose write died with its connection is taken up again soon.
-        { leaseDuration: "2 seconds", heartbeatWindow: "2 seconds" }
-      )
+        engine: { leaseDuration: "2 seconds", heartbeatWindow: "2 seconds" }
+      })
       const context = yield* Layer.build(composition)
       const ledger = Context.get(context, Ledger.Ledger)
       const store = Context.get(context, TaskStore.TaskStore)

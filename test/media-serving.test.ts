@@ -34,10 +34,11 @@ const serverWith = (media: MediaLayer) =>
       const publicUrl = `http://127.0.0.1:${server.address._tag === "TcpAddress" ? server.address.port : 0}`
       return MediagateHttp.serve.pipe(
         Layer.provideMerge(
-          Deployment.services(
-            { simulatorProfile: "instant", allowPrivateUrls: false },
-            { ...Backends.memoryBackends({ publicUrl }, []), media: media(`${publicUrl}${Routes.mediaPrefix}`) }
-          )
+          Deployment.services({
+            simulatorProfile: "instant",
+            allowPrivateUrls: false,
+            backends: { ...Backends.memoryBackends({ publicUrl }, []), media: media(`${publicUrl}${Routes.mediaPrefix}`) }
+          })
         )
       )
     })

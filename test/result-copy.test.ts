@@ -94,13 +94,13 @@ const front = (base: string) =>
               relay: Option.some({ baseUrl: base, key: "gateway-key", webhookSecret: Option.none() })
             }
           },
-          mediaRules: { mediaBaseUrl: `${publicUrl}/media` }
-        },
-        Backends.memoryBackends({ publicUrl }, [{ id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits }]),
-        // The engine wakes for its due times and the deliverer for its callbacks (there are
-        // none); their periodic scans (the safety net) would only add TestClock sleepers.
-        { pollInterval: "10 minutes" },
-        { pollInterval: "10 minutes" }
+          mediaRules: { mediaBaseUrl: `${publicUrl}/media` },
+          backends: Backends.memoryBackends({ publicUrl }, [{ id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits }]),
+          // The engine wakes for its due times and the deliverer for its callbacks (there are
+          // none); their periodic scans (the safety net) would only add TestClock sleepers.
+          engine: { pollInterval: "10 minutes" },
+          deliverer: { pollInterval: "10 minutes" }
+        }
       )))
     })
   ).pipe(Layer.provideMerge(NodeHttpServer.layerTest))

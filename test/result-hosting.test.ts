@@ -89,11 +89,11 @@ const frontServer = (gateway: string, deadlines: Readonly<Record<string, Duratio
             }
           },
           mediaRules: { mediaBaseUrl: `${publicUrl}/media` },
-          deadlines
-        },
-        Backends.memoryBackends({ publicUrl }, [{ id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits }]),
-        // Milliseconds instead of seconds between retries; the number of retries is the default.
-        { retry: { baseDelay: 5, maxDelay: 20 } }
+          deadlines,
+          backends: Backends.memoryBackends({ publicUrl }, [{ id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits }]),
+          // Milliseconds instead of seconds between retries; the number of retries is the default.
+          engine: { retry: { baseDelay: 5, maxDelay: 20 } }
+        }
       )))
     })
   ).pipe(

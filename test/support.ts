@@ -47,18 +47,16 @@ export const testServer = (options: {
         (served) => engineStatus === undefined ? served : Layer.provide(served, Layer.succeed(Health.EngineStatus, engineStatus)),
         (served) => options.metrics === true ? Layer.provide(served, Layer.succeed(Prometheus.Enabled, true)) : served,
         Layer.provide(
-          Deployment.services(
-            {
-              simulatorProfile: options.profile ?? "instant",
-              allowPrivateUrls: options.allowPrivateUrls ?? false,
-              ...(options.simulatorStats === undefined ? {} : { simulatorStats: options.simulatorStats })
-            },
-            Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
+          Deployment.services({
+            simulatorProfile: options.profile ?? "instant",
+            allowPrivateUrls: options.allowPrivateUrls ?? false,
+            ...(options.simulatorStats === undefined ? {} : { simulatorStats: options.simulatorStats }),
+            backends: Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
               { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), webhookSecret: Redacted.make(webhookSecret), credits: options.credits ?? testCredits },
               { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey), credits: testCredits }
             ]),
-            options.engine
-          )
+            ...(options.engine === undefined ? {} : { engine: options.engine })
+          })
         )
       )
     })

@@ -42,7 +42,7 @@ const backends = Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}`
 ])
 const api = await MediagateHttp.makeNodeHandler(
   // Loopback callbacks need private addresses allowed (development and tests only).
-  Deployment.services({ simulatorProfile: "instant", allowPrivateUrls: true }, backends)
+  Deployment.services({ simulatorProfile: "instant", allowPrivateUrls: true, backends })
 )
 server.on("request", (request, response) => {
   const path = (request.url ?? "/").split("?")[0]

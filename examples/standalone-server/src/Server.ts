@@ -69,9 +69,11 @@ export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | 
 export const layer = (config: LayerConfig, backends: Backends, http?: NodeServer) =>
   MediagateHttp.serve.pipe(
     Layer.provide(Deployment.edgeLimits(config)),
-    Layer.provide(Deployment.services({ ...config, mediaRules: { mediaBaseUrl: `${config.publicUrl}${Routes.mediaPrefix}` } }, backends, {
-      ...Deployment.engineOptions(config),
-      ...(config.stepSpans === true ? { stepSpans: true } : {})
+    Layer.provide(Deployment.services({
+      ...config,
+      mediaRules: { mediaBaseUrl: `${config.publicUrl}${Routes.mediaPrefix}` },
+      backends,
+      engine: { ...Deployment.engineOptions(config), ...(config.stepSpans === true ? { stepSpans: true } : {}) }
     })),
     // The OpenAPI document names MEDIAGATE_PUBLIC_URL (or its default) in `servers`.
     Layer.provide(Layer.succeed(Routes.PublicUrl, Option.some(config.publicUrl))),

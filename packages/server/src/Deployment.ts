@@ -61,7 +61,7 @@ export interface Routing {
   readonly webhookBaseUrl?: string
 }
 
-/** Settings of `services`. */
+/** The settings of `services` that come from the configuration. */
 export interface Config {
   readonly simulatorProfile: Simulator.Profile
   /** Accept localhost and private addresses in callBackUrl and media URLs (development and tests only). */
@@ -179,31 +179,44 @@ const upstream = (
 /** What `services` provides: the standard composition's services and the backends under them. */
 export type Services = Layer.Layer.Success<ReturnType<typeof Mediagate.services>> | Mediagate.Requirements
 
+/** What `services` takes: the settings, the backends, and the engine's and the deliverer's tunables. */
+export interface Options extends Config {
+  /** Where tasks, accounts, credits and files live (`Backends.memoryBackends`, `Backends.sqlBackends`). */
+  readonly backends: Backends
+  /** The engine's settings (`engineOptions(config)` from the configuration); default: the library's. */
+  readonly engine?: Engine.Options
+  /** The callback deliverer's settings; default: the library's. */
+  readonly deliverer?: Deliverer.Options
+}
+
 /** The services of a deployment, without the HTTP server: the standard composition over these backends. */
 export const services = (
-  config: Config,
-  backends: Backends,
-  engine: Engine.Options = {},
-  deliverer: Deliverer.Options = {}
+  options: Options
 ): Layer.Layer<Services, StoreError | MediaError | StartupError | Layer.Layer.Error<ReturnType<typeof Mediagate.services>>> => {
-  const inner = upstream(config, config.routing).pipe(Layer.provide(backends.media))
+  const { backends } = options
+  const inner = upstream(options, options.routing).pipe(Layer.provide(backends.media))
   const concrete = Layer.mergeAll(
     backends.store,
     backends.accounts,
     backends.ledger,
     backends.media,
-    config.mediaRules === undefined
+    options.mediaRules === undefined
       ? inner
-      : mediaRules(config.mediaRules, config.allowPrivateUrls).pipe(Layer.provide(inner), Layer.provide(backends.media)),
-    moderation(config.moderation),
-    outbound(config)
+      : mediaRules(options.mediaRules, options.allowPrivateUrls).pipe(Layer.provide(inner), Layer.provide(backends.media)),
+    moderation(options.moderation),
+    outbound(options)
   ).pipe(Layer.provide(Ids.layer))
   const relay = backends.relay === undefined ? {} : { relay: backends.relay }
   const keys = backends.idempotencyKeys === undefined ? {} : { idempotencyKeys: backends.idempotencyKeys }
-  const deadlines = config.deadlines === undefined ? {} : { deadlines: config.deadlines }
-  return Mediagate.services({ engine, deliverer, allowPrivateUrls: config.allowPrivateUrls, ...relay, ...keys, ...deadlines }).pipe(
-    Layer.provideMerge(concrete)
-  )
+  const deadlines = options.deadlines === undefined ? {} : { deadlines: options.deadlines }
+  return Mediagate.services({
+    engine: options.engine ?? {},
+    deliverer: options.deliverer ?? {},
+    allowPrivateUrls: options.allowPrivateUrls,
+    ...relay,
+    ...keys,
+    ...deadlines
+  }).pipe(Layer.provideMerge(concrete))
 }
 
 /**
