@@ -2,12 +2,9 @@
  * An existing node:http application with routes of its own that mounts the mediagate API.
  * Requests under /api/v1/ and /media/ go to mediagate; everything else stays the host's.
  */
-import { Ids, Moderation } from "@mediagate/core"
-import { NodeOutbound, NodeResolver } from "@mediagate/media"
-import { Mediagate } from "@mediagate/server"
-import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
-import { Simulator } from "@mediagate/upstream"
-import { Layer, Redacted } from "effect"
+import { MediagateHttp } from "@mediagate/http"
+import { Backends, Deployment } from "@mediagate/server"
+import { Redacted } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 
@@ -25,35 +22,32 @@ export interface HostOptions {
   readonly credits?: number
 }
 
-/** The backends this host chooses for mediagate: everything in memory, the simulator, no moderation. */
-const backends = (publicUrl: string, options: HostOptions) => {
-  const media = MemoryMediaStore.layer({ baseUrl: `${publicUrl}/media` })
-  return Layer.mergeAll(
-    MemoryTaskStore.layer,
-    MemoryAccounts.layer([{
-      id: "acct_host",
-      name: "host",
-      apiKey: Redacted.make(options.apiKey),
-      ...(options.webhookSecret === undefined ? {} : { webhookSecret: Redacted.make(options.webhookSecret) })
-    }]),
-    // Credits: the host's account starts with $10 (micro-USD); a task's price is held when it
-    // is accepted and charged only when it succeeds.
-    MemoryLedger.layerWithCredits([{ accountId: "acct_host", amount: options.credits ?? 10_000_000 }]),
-    media,
-    Simulator.layer({ profile: options.simulatorProfile ?? "demo" }).pipe(Layer.provide(media)),
-    Moderation.layerAllowAll,
-    NodeOutbound.layer({ allowPrivate: options.allowPrivateUrls ?? false }).pipe(Layer.provide(NodeResolver.layer))
-  ).pipe(Layer.provide(Ids.layer))
-}
-
 /** Starts the host application; resolves once it listens. */
 export const start = async (options: HostOptions) => {
   const server = Http.createServer()
   await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve))
   const { port } = server.address() as AddressInfo
   const publicUrl = `http://${options.host}:${port}`
-  // The standard composition: engine, callback deliverer and API over this host's backends.
-  const api = await Mediagate.makeNodeHandler(backends(publicUrl, options), { allowPrivateUrls: options.allowPrivateUrls ?? false, server })
+  // Where mediagate keeps tasks, accounts, credits and files: in memory. The host's account
+  // starts with $10 (micro-USD); a task's price is held when it is accepted and charged only
+  // when it succeeds.
+  const backends = Backends.memoryBackends({ publicUrl }, [{
+    id: "acct_host",
+    name: "host",
+    apiKey: Redacted.make(options.apiKey),
+    ...(options.webhookSecret === undefined ? {} : { webhookSecret: Redacted.make(options.webhookSecret) }),
+    credits: options.credits ?? 10_000_000
+  }])
+  // The standard services over them: the simulator, the built-in moderation rules, callbacks,
+  // the engine and the deliverer.
+  const services = Deployment.services({
+    simulatorProfile: options.simulatorProfile ?? "demo",
+    allowPrivateUrls: options.allowPrivateUrls ?? false,
+    backends
+  })
+  // Given the host's server, requests Node itself refuses (431, a malformed request line)
+  // are answered in mediagate's envelope too.
+  const api = await MediagateHttp.makeNodeHandler(services, { server })
 
   server.on("request", (request, response) => {
     const path = (request.url ?? "/").split("?")[0]!
@@ -72,6 +66,8 @@ export const start = async (options: HostOptions) => {
     close: async () => {
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
+      // Stops the engine, the deliverer and the settlement sweep, and takes the envelope for
+      // Node's own errors off the server.
       await api.dispose()
     }
   }
@@ -84,4 +80,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     apiKey: process.env["MEDIAGATE_API_KEY"] ?? "host-demo-key"
   })
   console.log(`host app on ${app.url}: GET /health is the host's, /api/v1/* is mediagate's`)
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => void app.close().then(() => process.exit(0)))
+  }
 }

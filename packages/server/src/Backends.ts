@@ -1,7 +1,7 @@
 /**
  * Where a deployment keeps tasks, accounts, credits and files: everything in memory, or a
  * SQL database (SQLite or PostgreSQL) with files on disk. The standalone server and an
- * embedding host choose one of these and hand it to `Deployment.services`.
+ * embedding host choose one of these and hand it to `Deployment.services({ backends, ... })`.
  */
 import type { Accounts, IdempotencyKeys, Ids, Ledger, MediaError, MediaStore, TaskStore } from "@mediagate/core"
 import { StoreError } from "@mediagate/core"
