@@ -5,6 +5,10 @@
  * no deliverer here: they find the work at their next scan), tasks are not billed
  * (`Ledger.layerUnbilled`), Idempotency-Keys live in memory, and the waiters see this
  * service's own writes at once (one `TaskChanges` for both).
+ *
+ * The API over memory with no engine, where a task stays PENDING until a request changes it:
+ * `TaskServiceAlone.layer.pipe(Layer.provide([MemoryTaskStore.layer, Ids.layer,
+ * ModelCatalog.layer, Moderation.layerAllowAll, TaskServiceAlone.noUpstream]))`.
  */
 import { Effect, Layer } from "effect"
 import { UpstreamError } from "../domain/Errors.js"
@@ -21,8 +25,8 @@ import { TaskService } from "./TaskService.js"
 import * as TaskWrites from "./TaskWrites.js"
 
 /**
- * The write path over the TaskStore in context, with the choices above: what an engine run
- * without the use cases writes through (tests, benchmarks).
+ * The write path over the TaskStore in context, with the choices above (not billed, no
+ * deliverer to wake), for an engine run without the use cases (tests, benchmarks).
  */
 export const writes: Layer.Layer<TaskWrites.TaskWrites, never, TaskStore | Ids> = TaskWrites.layer.pipe(
   Layer.provide([TaskChanges.layer, Ledger.layerUnbilled, CallbackWakeup.layerNone])
