@@ -9,6 +9,7 @@
 import type { StoreError } from "@mediagate/core"
 import { Accounts, Api, Metrics, Outbound, RetryAfter, Task, TaskEvents, TaskStore } from "@mediagate/core"
 import { Clock, Deferred, Duration, Effect, FiberSet, Layer, Option, Queue, Random, Redacted, Ref } from "effect"
+import * as Loops from "./Loops.js"
 import * as Webhooks from "./Webhooks.js"
 
 /** The user-agent of our callbacks. */
@@ -211,6 +212,8 @@ export const make = (options: Options = {}) =>
       }).pipe(
         // The store failed (its database is down): the lease runs out and the callback is claimed again.
         Effect.catchTag("StoreError", (error) => Effect.logError(`deliverer: callback ${callback.id} could not be processed`, error)),
+        // A bug: logged, not recovered from; the lease runs out and the callback is claimed again.
+        Effect.tapDefect((defect) => Effect.logError(`deliverer: sending callback ${callback.id} died (a bug); it is claimed again once its lease runs out`, defect)),
         Effect.withSpan("Deliverer.deliver", { attributes: { callbackId: callback.id }, captureStackTrace: false })
       )
 
@@ -250,6 +253,8 @@ export const make = (options: Options = {}) =>
         full > 0 ? Effect.void : Effect.race(Effect.sleep(options.pollInterval ?? "1 second"), wakeups.take)
       ),
       Effect.forever,
+      // A bug in a claim must not stop this node's callbacks for good (Loops.supervised).
+      (rounds) => Loops.supervised("deliverer", rounds),
       Effect.forkScoped,
       Effect.interruptible
     )

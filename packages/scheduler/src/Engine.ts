@@ -95,6 +95,8 @@ export const make = (options: Options = {}) =>
       Effect.tap((claim) => spinGuard.round(claim !== undefined && claim.claimed > 0)),
       Effect.flatMap((claim) => idle(claim?.at)),
       Effect.forever,
+      // A bug in a claim must not stop this node's work for good (Loops.supervised).
+      (rounds) => Loops.supervised("engine", rounds),
       Effect.forkScoped,
       Effect.interruptible
     )

@@ -17,7 +17,7 @@
  * - A loop that goes round many times at one instant without doing anything gives the event
  *   loop a turn and says so: a bug of that kind then costs a log line, not a hung process.
  */
-import { Clock, Duration, Effect, Scheduler } from "effect"
+import { Cause, Clock, Duration, Effect, Scheduler, Schedule } from "effect"
 
 /** Sleeps until `at` (epoch milliseconds, by the Clock that read `now`), never waking before it. */
 export const sleepUntil = (at: number, now: number): Effect.Effect<void> =>
@@ -61,3 +61,40 @@ export const makeSpinGuard = (name: string) =>
       })
     return { round }
   })
+
+/** The first pause before a loop that died starts again; it doubles at each death in a row. */
+const restartPause: Duration.DurationInput = "1 second"
+/** The longest pause between restarts. */
+const maxRestartPause: Duration.DurationInput = "1 minute"
+/** The doubling starts over this long after it began: a death after a quiet spell waits only the first pause. */
+const restartReset: Duration.DurationInput = "10 minutes"
+
+/**
+ * Runs the background loop `name` for ever, restarting it after a pause when it dies.
+ *
+ * This is supervision, not control flow: the loops handle every failure they expect (a store
+ * that is down is a typed StoreError, handled by name where it happens), so whatever reaches
+ * here is a defect, a bug. The defect is not recovered from or hidden: it is logged with its
+ * cause, and the round it broke is abandoned. But one bad task or one bad scan must not stop
+ * all work on the node for good (the engine loop ending left /readyz saying "not running"
+ * until a restart), so, as a process supervisor would, the loop starts afresh after a pause
+ * (1 s, doubling to at most 1 min, starting over every 10 min): never a tight loop.
+ * Interruption (the scope closing) ends the loop as before.
+ */
+export const supervised = <R>(name: string, loop: Effect.Effect<never, never, R>): Effect.Effect<never, never, R> =>
+  loop.pipe(
+    Effect.tapErrorCause((cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.void
+        : Effect.logError(`${name}: the loop died (a bug); it starts again after a pause`, cause)
+    ),
+    Effect.sandbox,
+    Effect.retry({
+      schedule: Schedule.exponential(restartPause).pipe(
+        Schedule.union(Schedule.spaced(maxRestartPause)),
+        Schedule.resetAfter(restartReset)
+      ),
+      while: (cause) => !Cause.isInterruptedOnly(cause)
+    }),
+    Effect.unsandbox
+  )

@@ -12,6 +12,7 @@
 import type { StoreError } from "@mediagate/core"
 import { Credits, Ids, Ledger, Task, TaskStore } from "@mediagate/core"
 import { Clock, Duration, Effect, Layer, Option } from "effect"
+import * as Loops from "./Loops.js"
 
 /** Sweep settings. */
 export interface Options {
@@ -78,13 +79,18 @@ export const sweep = (grace: Duration.DurationInput = "10 minutes"): Effect.Effe
     Effect.withSpan("Settlements.sweep", { captureStackTrace: false })
   )
 
-/** Runs the sweep at start and every `interval` while the layer's scope is open; a failed sweep is logged and tried again next time. */
+/**
+ * Runs the sweep at start and every `interval` while the layer's scope is open; a failed sweep
+ * is logged and tried again next time, and one that died (a bug) is logged and the sweeps start
+ * again after a pause (`Loops.supervised`).
+ */
 export const layer = (options: Options = {}): Layer.Layer<never, never, Ledger.Ledger | TaskStore.TaskStore | Ids.Ids> =>
   Layer.scopedDiscard(
     sweep(options.grace).pipe(
       Effect.catchTag("StoreError", (error) => Effect.logWarning("credits: the settlement sweep failed; it runs again at its next interval", error)),
       Effect.zipRight(Effect.sleep(options.interval ?? "5 minutes")),
       Effect.forever,
+      (sweeps) => Loops.supervised("credits: settlement sweep", sweeps),
       Effect.forkScoped
     )
   )

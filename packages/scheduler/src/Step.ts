@@ -348,6 +348,10 @@ export const make = (options: Options = {}, worker = "worker"): Effect.Effect<
       }).pipe(
         // The store failed (its database is down): log it; the lease expires and the task is tried again.
         Effect.catchTag("StoreError", (error) => Effect.logError(`engine: step of task ${record.id} failed`, Cause.fail(error)).pipe(Effect.as(record))),
+        // A bug in the step: logged, not recovered from. The step's fiber ends with it and the
+        // task keeps the lease of its claim (or heartbeat) until that runs out; then a worker
+        // claims it again. Only this task's step is lost, not the engine's loop.
+        Effect.tapDefect((defect) => Effect.logError(`engine: step of task ${record.id} died (a bug); it is tried again once its lease runs out`, defect)),
         // Every line a step logs names its task and model (what the client asked for).
         Effect.annotateLogs({ taskId: record.id, model: String(record.input["model"] ?? record.job.model) }),
         (effect) =>
