@@ -69,14 +69,14 @@ export const make = (options: Options = {}): Effect.Effect<
           ON CONFLICT (account_id) DO UPDATE SET balance = ${balances}.balance + ${entry.amount}, reserved = ${balances}.reserved + ${entry.held}`),
         Effect.zipRight(
           entry.kind === "reserve"
-            ? sql`INSERT INTO ${openTable} (task_id, entry_id, at) VALUES (${entry.taskId}, ${entry.id}, ${entry.at})`
+            ? Effect.asVoid(sql`INSERT INTO ${openTable} (task_id, entry_id, at) VALUES (${entry.taskId}, ${entry.id}, ${entry.at})`)
             : entry.kind === "credit"
             ? Effect.void
-            : sql`DELETE FROM ${openTable} WHERE task_id = ${entry.taskId}`
+            : Effect.asVoid(sql`DELETE FROM ${openTable} WHERE task_id = ${entry.taskId}`)
         ),
         Effect.as(entry)
       )
-    const lockTask = (taskId: string) => (isPg ? sql`SELECT pg_advisory_xact_lock(hashtext(${`ledger:${taskId}`}))` : Effect.void)
+    const lockTask = (taskId: string) => (isPg ? Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtext(${`ledger:${taskId}`}))`) : Effect.void)
     const ofTask = (taskId: string, kinds: ReadonlyArray<string>) =>
       sql<Row>`SELECT * FROM ${entries} WHERE task_id = ${taskId} AND ${sql.in("kind", kinds)}`.pipe(
         Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), entryOf))
@@ -92,7 +92,7 @@ export const make = (options: Options = {}): Effect.Effect<
      * (SQLITE_BUSY) whenever another connection, such as the task store's, wrote in between.
      * Taking the lock first, it waits its turn (busy timeout) and reads the latest sums.
      */
-    const writeLock = isPg ? Effect.void : sql`UPDATE ${balances} SET balance = balance WHERE 1 = 0`
+    const writeLock = isPg ? Effect.void : Effect.asVoid(sql`UPDATE ${balances} SET balance = balance WHERE 1 = 0`)
 
     /**
      * One movement in one transaction that, once begun, runs to its commit or rollback: an
