@@ -11,7 +11,7 @@
  */
 import { SqlError } from "@effect/sql"
 import { StoreError } from "@mediagate/core"
-import { Effect, Predicate } from "effect"
+import { Effect, Option, Predicate } from "effect"
 
 const isSqlError = (error: unknown): error is SqlError.SqlError => Predicate.hasProperty(error, SqlError.SqlErrorTypeId)
 
@@ -21,14 +21,25 @@ const brokeConstraint = (error: SqlError.SqlError): boolean => {
   return code.startsWith("SQLITE_CONSTRAINT") || /^23[0-9A-Z]{3}$/.test(code)
 }
 
-/** Pipeable: `component`'s `operation` fails with StoreError where the driver failed, after logging it. */
+/** `component`'s `operation` failed in the driver: logged, then a StoreError (a defect for a broken constraint). */
+const failed = (component: string, operation: string, error: SqlError.SqlError) =>
+  Effect.logError(`${component}: ${operation} failed`, error).pipe(
+    Effect.zipRight(
+      brokeConstraint(error)
+        ? Effect.die(new StoreError({ message: `${operation} failed: ${error.message}`, cause: error }))
+        : StoreError.refail(operation)(Effect.fail(error))
+    )
+  )
+
+/**
+ * Pipeable: `component`'s `operation` fails with StoreError where the driver failed, after
+ * logging it. @effect/sql's `withTransaction` dies (rather than fails) when its COMMIT or
+ * ROLLBACK fails, as it does when the database drops the connection at that moment: that is
+ * the driver failing, not a bug of ours, so a SqlError defect is a StoreError too.
+ */
 export const refail = (component: string, operation: string) =>
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, SqlError.SqlError> | StoreError, R> =>
-  Effect.catchIf(effect, isSqlError as Predicate.Refinement<E, E & SqlError.SqlError>, (error) =>
-    Effect.logError(`${component}: ${operation} failed`, error).pipe(
-      Effect.zipRight(
-        brokeConstraint(error)
-          ? Effect.die(new StoreError({ message: `${operation} failed: ${error.message}`, cause: error }))
-          : StoreError.refail(operation)(Effect.fail(error))
-      )
-    )) as Effect.Effect<A, Exclude<E, SqlError.SqlError> | StoreError, R>
+  effect.pipe(
+    Effect.catchIf(isSqlError as Predicate.Refinement<E, E & SqlError.SqlError>, (error) => failed(component, operation, error)),
+    Effect.catchSomeDefect((defect) => (isSqlError(defect) ? Option.some(failed(component, operation, defect)) : Option.none()))
+  ) as Effect.Effect<A, Exclude<E, SqlError.SqlError> | StoreError, R>
