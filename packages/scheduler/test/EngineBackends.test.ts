@@ -49,17 +49,49 @@ const timed = (seconds: number, starts: Ref.Ref<ReadonlyArray<readonly [string, 
     poll: () => Effect.succeed({ _tag: "Running" as const })
   })
 
+/** Store operations of the engine under test still waiting for their answer (see `counted`). */
+let inFlight = 0
+
+/** `store` with every operation counted in `inFlight` while it runs. */
+const counted = (store: Context.Context<TaskStore.TaskStore>): Context.Context<TaskStore.TaskStore> => {
+  const track = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.acquireUseRelease(Effect.sync(() => inFlight++), () => effect, () => Effect.sync(() => inFlight--))
+  const service = Context.get(store, TaskStore.TaskStore)
+  const wrapped = Object.fromEntries(Object.entries(service).map(([name, value]) => [
+    name,
+    Effect.isEffect(value)
+      ? track(value)
+      : typeof value === "function"
+      ? (...args: Array<unknown>) => {
+        const result = (value as (...args: Array<unknown>) => unknown)(...args)
+        return Effect.isEffect(result) ? track(result) : result
+      }
+      : value
+  ]))
+  return Context.make(TaskStore.TaskStore, wrapped as unknown as Context.Tag.Service<TaskStore.TaskStore>)
+}
+
+/**
+ * Virtual time in steps of 250 ms. After each step, event-loop turns until the engine's store
+ * operations have all been answered and stayed so for a few turns: PostgreSQL's answers
+ * arrive as I/O, which the TestClock does not hold still, and on a loaded machine they take
+ * more turns than an idle one (a fixed number of turns let virtual time run past them).
+ * Bounded, so a stuck operation fails the test rather than hanging it.
+ */
 const advance = (seconds: number) =>
   Effect.gen(function*() {
     for (let i = 0; i < seconds * 4; i++) {
       yield* TestClock.adjust("250 millis")
-      // Event-loop turns, not timed waits: PostgreSQL's answers arrive as I/O.
-      for (let j = 0; j < 5; j++) yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      let quiet = 0
+      for (let turn = 0; quiet < 5 && turn < 100_000; turn++) {
+        yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+        quiet = inFlight === 0 ? quiet + 1 : 0
+      }
     }
   })
 
 const engine = (store: Context.Context<TaskStore.TaskStore>, upstream: Layer.Layer<Upstream.Upstream>, options: Engine.Options) =>
-  Engine.layer(options).pipe(Layer.provide(TaskServiceAlone.writes), Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(store)]))
+  Engine.layer(options).pipe(Layer.provide(TaskServiceAlone.writes), Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(counted(store))]))
 
 for (const [name, backend] of backends) {
   describe(`Engine on ${name}`, () => {
