@@ -1,6 +1,7 @@
 /**
- * The query's own path (`MediagateHttp.httpApp` answers `GET /api/v1/task/{id}` beside
- * HttpApi, for speed) gives exactly what HttpApi alone (`MediagateHttp.apiApp`) gives: the
+ * The query through `MediagateHttp.httpApp` (HttpApi with the limits in front; it once
+ * answered the query on a path of its own) gives exactly what HttpApi alone
+ * (`MediagateHttp.apiApp`) gives: the
  * same status, content type and body, request by request, for good and bad keys, ids in any
  * case, other owners' tasks, unknown and malformed ids, and the paths next to it.
  */

@@ -7,7 +7,7 @@ import { HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse } f
 import type { HttpApiGroup, HttpApp } from "@effect/platform"
 import type { CallbackDelivery, CallbackNotRedeliverable } from "@mediagate/core"
 import { Accounts, Api, IdempotencyKeys, Ids, Ledger, ModelCatalog, ModelInfo, Pricing, TaskService } from "@mediagate/core"
-import { Duration, Effect, Layer, Schedule, Schema, Stream } from "effect"
+import { Duration, Effect, Layer, Schedule, Stream } from "effect"
 import { answerErrors } from "./Envelope.js"
 import * as JsonDepth from "./JsonDepth.js"
 
@@ -79,28 +79,12 @@ const idempotencyError = <E>(error: E) =>
 
 /**
  * The query of a task, at once or, with `wait` (seconds), held until the task ends or the
- * wait is over. `taskId` is the path's as the client wrote it. Shared by HttpApi's handler
- * and the fast path (`MediagateHttp`).
+ * wait is over. `taskId` is the path's as the client wrote it.
  */
 export const queryTask = (tasks: TaskService, account: Accounts.Account, taskId: string, params: Api.QueryParams) => {
   const id = Ids.TaskId.make(taskId.toLowerCase())
   return params.wait === undefined ? tasks.query(account, id) : tasks.wait(account, id, Duration.seconds(params.wait))
 }
-
-const decodeQuery = Schema.decodeUnknown(Api.QueryParams)
-
-/**
- * The query string of a task query, decoded as HttpApi decodes the endpoint's (same schema,
- * same 400): for the fast path, which answers the query beside HttpApi.
- */
-export const decodeQueryParams = (url: string): Effect.Effect<Api.QueryParams, Api.BadRequest> =>
-  // Most queries carry no query string: nothing to parse.
-  url.includes("?")
-    ? decodeQuery(HttpServerRequest.searchParamsFromURL(new URL(url, "http://localhost"))).pipe(
-      Effect.catchTag("ParseError", HttpApiError.HttpApiDecodeError.refailParseError),
-      Effect.mapError(Api.decodeFailure)
-    )
-    : Effect.succeed({})
 
 /**
  * HttpApi's decode failures as the contract's 400 (`Api.decodeFailure`: the field and its

@@ -2,7 +2,7 @@
  * The mediagate HTTP app, ready to serve on its own server or inside a host's.
  */
 import type { HttpApi, HttpApp } from "@effect/platform"
-import { HttpApiBuilder, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpRouter, HttpServer, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Ledger, MediaStore, ModelCatalog } from "@mediagate/core"
 import { Accounts, Api, TaskService } from "@mediagate/core"
@@ -30,25 +30,7 @@ export const layer: Layer.Layer<HttpApi.Api, never, Requirements> = HttpApiBuild
   Layer.merge(Handlers.decodeFailures)
 )
 
-/** `GET /api/v1/task/{id}[?...]`: the path of the query, the request clients repeat most (`?wait=` included). */
-const queryPath = /^\/api\/v1\/task\/([0-9A-Za-z-]{1,64})(\?[^#]*)?$/
-
-/**
- * The query, answered beside HttpApi: the same authentication, decoding (`decodeQueryParams`),
- * use case (`queryTask`), envelope and errors, without the router, middleware chain and
- * Schema encoding of the answer, which cost more than the query itself (docs/benchmarks.md).
- * `test/query-path.test.ts` checks that it answers exactly as HttpApi does.
- */
-const fastQuery = (tasks: TaskService, accounts: Accounts.Accounts["Type"], request: HttpServerRequest.HttpServerRequest, taskId: string) =>
-  Auth.authenticate.pipe(
-    Effect.flatMap((account) =>
-      Effect.flatMap(Handlers.decodeQueryParams(request.url), (params) => Envelope.answerErrors(Handlers.queryTask(tasks, account, taskId, params)))
-    ),
-    Effect.map((task) => HttpServerResponse.unsafeJson(Api.ok(task))),
-    Effect.provideService(Accounts.Accounts, accounts)
-  )
-
-/** The API through HttpApi alone, every request, in the envelope (`httpApp` answers the same, faster). */
+/** The API through HttpApi alone, every request, in the envelope, without the limits `httpApp` puts in front. */
 export const apiApp: Effect.Effect<
   HttpApp.Default<never, Accounts.Accounts | HttpRouter.HttpRouter.DefaultServices>,
   never,
@@ -59,8 +41,7 @@ export const apiApp: Effect.Effect<
 const heldRetryAfterSeconds = 5
 
 /**
- * The HttpApp of the API, for hosts that route requests to it themselves: HttpApi, with the
- * query on a path of its own. Before a request under /api/v1/ with a key reaches them, in
+ * The HttpApp of the API, for hosts that route requests to it themselves: HttpApi. Before a request under /api/v1/ with a key reaches them, in
  * this order: the limit on failed authentications from its address (`AuthFailures`), the
  * key's rate limit when there is one (`RateLimit`), and for a request held open (events,
  * `?wait=`) the caps on those (`HeldRequests`). Each refusal is 429 in the envelope with
@@ -69,37 +50,32 @@ const heldRetryAfterSeconds = 5
 export const httpApp: Effect.Effect<
   HttpApp.Default<never, Accounts.Accounts | HttpRouter.HttpRouter.DefaultServices | Scope.Scope>,
   never,
-  HttpApi.Api | HttpApiBuilder.Router | HttpApiBuilder.Middleware | TaskService | Accounts.Accounts
+  HttpApi.Api | HttpApiBuilder.Router | HttpApiBuilder.Middleware
 > = Effect.gen(function*() {
+  // Every request goes through HttpApi: the query once had a path of its own beside it, which
+  // stopped paying for itself when HttpApi came to decode its parameters (docs/benchmarks.md).
   const app = yield* HttpApiBuilder.httpApp
-  const tasks = yield* TaskService
-  const accounts = yield* Accounts.Accounts
   // Optional by nature, as before: a host that wants no rate limit provides none.
   const limit = yield* Effect.serviceOption(RateLimit.RateLimit)
   const failures = Option.map(yield* AuthFailures.Settings, AuthFailures.make)
   const heldLimits = yield* HeldRequests.Settings
   const held = HeldRequests.make(heldLimits)
-  const route = (request: HttpServerRequest.HttpServerRequest) => {
-    const match = request.method === "GET" ? queryPath.exec(request.url) : null
-    // `/api/v1/task/submit` is the submit endpoint's path: GET there is HttpApi's 405.
-    return match === null || match[1] === "submit" ? app : fastQuery(tasks, accounts, request, match[1]!)
-  }
   const tooMany = (msg: string, seconds: number, headers: Record<string, string> = {}) =>
     Effect.succeed(Envelope.envelope(429, msg, undefined, { "retry-after": String(seconds), ...headers }))
-  /** Routes the request, and tells the failure limit how its authentication went. */
-  const routeRecorded = (request: HttpServerRequest.HttpServerRequest, address: Option.Option<string>, digest: string) =>
+  /** Answers the request, and tells the failure limit how its authentication went. */
+  const answerRecorded = (address: Option.Option<string>, digest: string) =>
     Option.isNone(failures) || Option.isNone(address)
-      ? route(request)
-      : Effect.tap(route(request), (response) =>
+      ? app
+      : Effect.tap(app, (response) =>
         // 401 is the one answer to a key that names no account; a server error says nothing about the key.
         response.status < 500 ? failures.value.record(address.value, digest, response.status !== 401) : Effect.void)
   return Envelope.middleware(
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
       Effect.gen(function*() {
-        if (!isApiPath(Envelope.requestPath(request))) return yield* route(request)
+        if (!isApiPath(Envelope.requestPath(request))) return yield* app
         const key = Auth.bearerKey(request.headers["authorization"])
         // Without a key the answer is 401 at once: nothing to limit, count or hold.
-        if (Option.isNone(key)) return yield* route(request)
+        if (Option.isNone(key)) return yield* app
         const digest = RateLimit.keyDigest(Redacted.value(key.value))
         const address = request.remoteAddress
         if (Option.isSome(failures) && Option.isSome(address)) {
@@ -124,7 +100,7 @@ export const httpApp: Effect.Effect<
             return yield* tooMany(`too many requests held open on this server (at most ${heldLimits.total}); try again later`, heldRetryAfterSeconds)
           }
         }
-        return yield* routeRecorded(request, address, digest)
+        return yield* answerRecorded(address, digest)
       }))
   )
 })

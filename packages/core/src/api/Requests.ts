@@ -3,7 +3,7 @@
  * list): the submit body and its Idempotency-Key header, the query's `wait`, the list's
  * filters, a path's task id. The OpenAPI document is derived from them. Each broken rule
  * becomes one 400 whose `msg` names the field and the rule, whoever decoded it: HttpApi
- * (`decodeFailure`), the submit handler (`decodeSubmitRequest`) or the fast query path.
+ * (`decodeFailure`) or the submit handler (`decodeSubmitRequest`).
  */
 import type { HttpApiError } from "@effect/platform"
 import { Either, Option, ParseResult, Schema } from "effect"
