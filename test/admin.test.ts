@@ -14,6 +14,7 @@ import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
 import { freePort } from "./ports.js"
 import { api, awaitTerminal, killAll, startServer, stop } from "./standalone-process.js"
+import { clientAt } from "./support.js"
 
 const root = new URL("..", import.meta.url).pathname
 let dir: string
@@ -38,7 +39,7 @@ const admin = (args: ReadonlyArray<string>, databaseUrl = `sqlite:${database}`) 
 }
 
 const submit = (port: number, key: string) =>
-  api(port, key, "/api/v1/task/submit", { method: "POST", body: JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "a kite" } }) })
+  clientAt(port, key).submit({ model: "alpha-image-2/text-to-image", input: { prompt: "a kite" } })
 
 describe("admin CLI", () => {
   it("--help needs no database; unknown commands, accounts and keys are one line and exit 1", { timeout: 60_000 }, () => {

@@ -12,6 +12,7 @@ import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
 import { Effect, Exit, Scope } from "effect"
 import { freePort } from "./ports.js"
 import { api, killAll, startServer, stop } from "./standalone-process.js"
+import { clientAt } from "./support.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-idempotency-restart-"))
 const key = "mg_idempotency_restart_key_0123456789"
@@ -25,7 +26,7 @@ afterAll(async () => {
 
 const body = { model: "alpha-image-2/text-to-image", input: { prompt: "a lighthouse at dusk" } }
 const submit = (port: number, idempotencyKey: string, payload: unknown = body) =>
-  api(port, key, "/api/v1/task/submit", { method: "POST", body: JSON.stringify(payload), headers: { "idempotency-key": idempotencyKey } })
+  clientAt(port, key).call("POST", "/api/v1/task/submit", { body: payload, headers: { "idempotency-key": idempotencyKey } })
 
 const databases: ReadonlyArray<readonly [string, () => Promise<string>]> = [
   ["SQLite", async () => `sqlite:${join(dir, "mediagate.db")}`],

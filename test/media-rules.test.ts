@@ -14,7 +14,8 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { freePort } from "./ports.js"
-import { api, awaitTerminal, killAll, startServer } from "./standalone-process.js"
+import { awaitTerminal, killAll, startServer } from "./standalone-process.js"
+import { clientAt } from "./support.js"
 
 const fixtures = join(import.meta.dirname, "../packages/media/test/fixtures")
 const dir = mkdtempSync(join(tmpdir(), "mediagate-media-rules-"))
@@ -69,7 +70,7 @@ afterAll(() => {
 })
 
 const submit = async (model: string, input: Record<string, unknown>) => {
-  const answer = await api(port, key, "/api/v1/task/submit", { method: "POST", body: JSON.stringify({ model, input: { prompt: "the scene comes alive", ...input } }) })
+  const answer = await clientAt(port, key).submit({ model, input: { prompt: "the scene comes alive", ...input } })
   expect(answer.status).toBe(200)
   return answer.body.data.taskId as string
 }

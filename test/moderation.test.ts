@@ -13,6 +13,7 @@ import * as FakeOpenAi from "../packages/upstream/test/fakes/FakeOpenAi.js"
 import type * as FakeServer from "../packages/upstream/test/fakes/FakeServer.js"
 import { freePort } from "./ports.js"
 import { api, killAll, startServer, stop } from "./standalone-process.js"
+import { clientAt } from "./support.js"
 
 const key = "mg-moderation-test-key"
 const categories = [
@@ -45,7 +46,7 @@ const serve = async (env: Record<string, string>) => {
 }
 
 const submit = (port: number, prompt: string) =>
-  api(port, key, "/api/v1/task/submit", { method: "POST", body: JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt } }) })
+  clientAt(port, key).submit({ model: "alpha-image-2/text-to-image", input: { prompt } })
 
 const tasksOf = async (port: number) => (await api(port, key, "/api/v1/tasks")).body.data.tasks as Array<unknown>
 

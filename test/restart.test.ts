@@ -11,6 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
 import { freePort } from "./ports.js"
+import { api as shared } from "./standalone-process.js"
 
 const root = new URL("..", import.meta.url).pathname
 const dir = mkdtempSync(join(tmpdir(), "mediagate-restart-"))
@@ -53,11 +54,7 @@ const start = (port: number) =>
     child.on("exit", (code) => reject(new Error(`server exited with ${code}: ${output}`)))
   })
 
-const api = (port: number, path: string, init: RequestInit = {}) =>
-  fetch(`http://127.0.0.1:${port}${path}`, {
-    ...init,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers }
-  }).then(async (response) => ({ status: response.status, body: await response.json() as any }))
+const api = (port: number, path: string, init: { readonly method?: "GET" | "POST"; readonly body?: string } = {}) => shared(port, key, path, init)
 
 const killed = (child: ChildProcess) =>
   new Promise<void>((resolve) => {

@@ -2,9 +2,11 @@
  * The standalone server as a child process, for the suites that kill or stop it: started
  * with node itself (tsx as a loader), so a signal reaches the server, not a wrapper.
  */
+import type { HttpMethod } from "@effect/platform"
 import { type ChildProcess, spawn } from "node:child_process"
 import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
+import { clientAt, Raw } from "./support.js"
 
 const root = new URL("..", import.meta.url).pathname
 
@@ -63,19 +65,16 @@ export const stop = (server: Server, signal: NodeJS.Signals) => {
   return server.exited
 }
 
-/** A call to the API of the server on `port` with `key`; the body parsed as JSON. */
-export const api = (port: number, key: string, path: string, init: RequestInit = {}) =>
-  fetch(`http://127.0.0.1:${port}${path}`, {
-    ...init,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers }
-  }).then(async (response) => ({ status: response.status, body: await response.json() as any }))
+/** A call to the API of the server on `port` with `key` (the shared client's `call`); the body parsed as JSON. */
+export const api = (
+  port: number,
+  key: string,
+  path: string,
+  init: { readonly method?: HttpMethod.HttpMethod; readonly body?: string; readonly headers?: Record<string, string> } = {}
+) => clientAt(port, key).call(init.method ?? "GET", path, { body: init.body === undefined ? undefined : new Raw(init.body), headers: init.headers })
 
 /** Submits a task; resolves with its id once the server acknowledged it. */
-export const submit = async (port: number, key: string, model: string, prompt: string) => {
-  const answer = await api(port, key, "/api/v1/task/submit", { method: "POST", body: JSON.stringify({ model, input: { prompt } }) })
-  if (answer.status !== 200) throw new Error(`submit answered ${answer.status}: ${JSON.stringify(answer.body)}`)
-  return answer.body.data.taskId as string
-}
+export const submit = (port: number, key: string, model: string, prompt: string) => clientAt(port, key).submitId({ model, input: { prompt } })
 
 /** Statuses a task never leaves. */
 export const terminal = new Set(["SUCCESS", "FAILURE", "TIMEOUT", "CANCELLED"])

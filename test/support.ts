@@ -2,7 +2,7 @@
  * Shared pieces of the black-box suites: the standalone composition on a loopback test server.
  */
 import type { Headers, HttpMethod } from "@effect/platform"
-import { HttpBody, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
+import { FetchHttpClient, HttpBody, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Api, Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@mediagate/core"
 import type { Engine } from "@mediagate/scheduler"
@@ -163,5 +163,24 @@ export const client = (key: string | null = apiKey) => {
       const { wait, ...rest } = options
       return call<Queried>("GET", `/api/v1/task/${taskId}${wait === undefined ? "" : `?wait=${wait}`}`, rest)
     }
+  }
+}
+
+/**
+ * The same client for a server in another process (the standalone server the process suites
+ * start), on `port` of the loopback: every call a Promise.
+ */
+export const clientAt = (port: number, key: string | null = apiKey) => {
+  const api = client(key)
+  const http = Layer.effect(
+    HttpClient.HttpClient,
+    Effect.map(HttpClient.HttpClient, HttpClient.mapRequest(HttpClientRequest.prependUrl(`http://127.0.0.1:${port}`)))
+  ).pipe(Layer.provide(FetchHttpClient.layer))
+  const run = <A, E>(effect: Effect.Effect<A, E, HttpClient.HttpClient>) => Effect.runPromise(Effect.provide(effect, http))
+  return {
+    call: <A = any>(method: HttpMethod.HttpMethod, path: string, options: CallOptions = {}) => run(api.call<A>(method, path, options)),
+    submit: (...args: Parameters<typeof api.submit>) => run(api.submit(...args)),
+    submitId: (...args: Parameters<typeof api.submitId>) => run(api.submitId(...args)),
+    query: (...args: Parameters<typeof api.query>) => run(api.query(...args))
   }
 }

@@ -16,6 +16,7 @@ import { UrlPolicy } from "@mediagate/core"
 import { refusedUrls } from "../packages/core/test/AddressCorpus.js"
 import { freePort } from "./ports.js"
 import { api, awaitTerminal, killAll, startServer } from "./standalone-process.js"
+import { clientAt } from "./support.js"
 
 const key = "mg_url_corpus_key_0123456789"
 const notPublic = UrlPolicy.notPublicMessage
@@ -50,7 +51,7 @@ afterAll(async () => {
   await new Promise<void>((done) => receiver.close(() => done()))
 })
 
-const submit = (body: unknown) => api(port, key, "/api/v1/task/submit", { method: "POST", body: JSON.stringify(body) })
+const submit = (body: unknown) => clientAt(port, key).call("POST", "/api/v1/task/submit", { body })
 
 /** The fields a client URL can sit in, each with a request that puts `url` there. */
 const fields: ReadonlyArray<readonly [string, (url: string) => unknown, string]> = [
