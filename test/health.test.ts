@@ -42,7 +42,7 @@ describe("public paths", () => {
     it.effect("/metrics is the envelope's 404 while metrics are off (the default)", () =>
       Effect.gen(function*() {
         const answer = yield* get("/metrics")
-        expect([answer.status, answer.body]).toEqual([404, { code: 404, msg: "not found" }])
+        expect([answer.status, answer.body]).toEqual([404, { code: 404, msg: "not found: /metrics" }])
       }))
 
     it.effect("/healthz answers 200 while serving, without a key", () =>
@@ -77,8 +77,8 @@ describe("public paths", () => {
 
     it.effect("unknown paths are still the envelope 404, and a wrong method on a public path is 405", () =>
       Effect.gen(function*() {
-        expect(yield* get("/nope")).toMatchObject({ status: 404, body: { code: 404, msg: "not found" } })
-        expect(yield* get("/healthz/x")).toMatchObject({ status: 404, body: { code: 404, msg: "not found" } })
+        expect(yield* get("/nope")).toMatchObject({ status: 404, body: { code: 404, msg: "not found: /nope" } })
+        expect(yield* get("/healthz/x")).toMatchObject({ status: 404, body: { code: 404, msg: "not found: /healthz/x" } })
         const client = yield* HttpClient.HttpClient
         const posted = yield* client.execute(HttpClientRequest.post("/readyz"))
         expect([posted.status, posted.headers["allow"], yield* posted.json]).toEqual([

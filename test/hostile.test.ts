@@ -270,9 +270,9 @@ const nodeRefusals = (key: string): ReadonlyArray<readonly [string, string, numb
   ["a control character in a header", `GET /api/v1/tasks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\x01\r\n\r\n`, 400, "the request could not be read"],
   ["a space in a header name", "GET /api/v1/tasks HTTP/1.1\r\nHo st: x\r\n\r\n", 400, "the request could not be read"],
   ["an unknown method on a known path", `FOO /api/v1/tasks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`, 405, "method FOO is not allowed here; use GET", { allow: "GET" }],
-  ["an unknown method elsewhere", "FOO /nowhere HTTP/1.1\r\nHost: x\r\n\r\n", 404, "not found"],
+  ["an unknown method elsewhere", "FOO /nowhere HTTP/1.1\r\nHost: x\r\n\r\n", 404, "not found: /nowhere"],
   ["a method in lower case", "get /api/v1/tasks HTTP/1.1\r\nHost: x\r\n\r\n", 405, "method get is not allowed here; use GET", { allow: "GET" }],
-  ["CONNECT", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 404, "not found"],
+  ["CONNECT", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 404, "not found: example.com:443"],
   ["a method Node knows and we do not", `PROPFIND /api/v1/tasks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`, 405, "method PROPFIND is not allowed here; use GET", { allow: "GET" }],
   ["the same without a key", "PROPFIND /api/v1/tasks HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 401, "unauthorized"],
   ["an Expect other than 100-continue", "GET /api/v1/tasks HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n", 417, "only Expect: 100-continue is supported"]

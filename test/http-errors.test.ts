@@ -87,13 +87,13 @@ describe("HTTP errors", () => {
 
     it.effect("404 on unknown routes, 405 on a wrong method; 401 first under /api/v1/ without a key", () =>
       Effect.gen(function*() {
-        expectEnvelope(yield* api.call("GET", "/api/v1/nope"), 404, "not found")
+        expectEnvelope(yield* api.call("GET", "/api/v1/nope"), 404, "not found: /api/v1/nope")
         expectEnvelope(yield* anonymous.call("GET", "/api/v1/nope"), 401, "unauthorized")
-        expectEnvelope(yield* anonymous.call("GET", "/nope"), 404, "not found")
+        expectEnvelope(yield* anonymous.call("GET", "/nope"), 404, "not found: /nope")
         expectEnvelope(yield* api.call("PUT", "/api/v1/task/submit"), 405, "method PUT is not allowed here; use POST")
         expectEnvelope(yield* api.call("DELETE", "/api/v1/task/abc"), 405, "method DELETE is not allowed here; use GET")
-        expectEnvelope(yield* api.call("GET", "/api/v1/task/abc/cancel/x"), 404, "not found")
-        expectEnvelope(yield* anonymous.call("GET", "/media/nothing-here.png"), 404, "not found")
+        expectEnvelope(yield* api.call("GET", "/api/v1/task/abc/cancel/x"), 404, "not found: /api/v1/task/abc/cancel/x")
+        expectEnvelope(yield* anonymous.call("GET", "/media/nothing-here.png"), 404, "not found: /media/nothing-here.png")
       }))
 
     it.effect("400 'model is required' when model is missing, and other envelope problems", () =>

@@ -11,7 +11,8 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import type { Accounts, StoreError } from "@mediagate/core"
 import { Ids, Ledger, Task, TaskService, TaskStore } from "@mediagate/core"
-import { Backends, Deployment } from "@mediagate/server"
+import { Deployment } from "@mediagate/server"
+import { SqlBackends } from "@mediagate/server/sql"
 import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
 import { Context, Effect, Fiber, HashSet, Layer, Logger, Option } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -54,7 +55,7 @@ describe.skipIf(pgUrl === undefined)("ledger on PostgreSQL while its connections
       const composition = Deployment.services({
         simulatorProfile: "demo",
         allowPrivateUrls: true,
-        backends: Backends.sqlBackends({ publicUrl: "http://127.0.0.1:1", databaseUrl: url, mediaDir: join(dir, "media") }),
+        backends: SqlBackends.make({ publicUrl: "http://127.0.0.1:1", databaseUrl: url, mediaDir: join(dir, "media") }),
         // A short lease, so that a task whose write died with its connection is taken up again soon.
         engine: { leaseDuration: "2 seconds", heartbeatWindow: "2 seconds" }
       })

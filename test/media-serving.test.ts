@@ -211,7 +211,7 @@ stores.forEach(([label, media]) =>
         for (const path of [`/media/${"0".repeat(32)}.png`, `/media/${hashOf(png)}.txt`, "/media/secret.txt", `/media/${hashOf(png).toUpperCase()}.png`]) {
           const answer = yield* get(path)
           expect([path, answer.status]).toEqual([path, 404])
-          expect(envelopeOf(answer)).toEqual({ code: 404, msg: "not found" })
+          expect(envelopeOf(answer)).toEqual({ code: 404, msg: `not found: ${path}` })
         }
       })))
   })
@@ -241,7 +241,7 @@ describe("/media/<key> on the file store, over time and failures", () => {
       yield* TestClock.adjust("600 millis")
       expect(yield* FileMediaStore.sweep({ directory, retention: "1 second" })).toBe(1)
       expect((yield* get(old)).status).toBe(404)
-      expect(envelopeOf(yield* get(old))).toEqual({ code: 404, msg: "not found" })
+      expect(envelopeOf(yield* get(old))).toEqual({ code: 404, msg: `not found: ${old}` })
       expect((yield* get(young)).status).toBe(200)
     }).pipe(Effect.provide(serverWith((baseUrl) => FileMediaStore.layerWith({ directory, baseUrl }))))
   })

@@ -8,6 +8,7 @@ import { NodeRuntime } from "@effect/platform-node"
 import { ApiKeys, Ids, Ledger } from "@mediagate/core"
 import { Webhooks } from "@mediagate/scheduler"
 import { Backends } from "@mediagate/server"
+import { SqlBackends } from "@mediagate/server/sql"
 import { SqlAccounts } from "@mediagate/store-sql"
 import { RoutesFile } from "@mediagate/upstream"
 import { Clock, Console, ConfigError, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
@@ -144,7 +145,7 @@ const runOnSql = (config: Configured, routing: Routing | undefined) =>
     Effect.gen(function*() {
       // The default folder is ours to create; any other path must exist (a typo should not make folders).
       if (config.databaseUrl === defaultDatabaseUrl) yield* Effect.sync(() => mkdirSync("./data", { recursive: true }))
-      const backends = Backends.sqlBackends(config)
+      const backends = SqlBackends.make(config)
       const built = yield* Layer.build(Layer.mergeAll(backends.store, backends.accounts, backends.ledger))
       const accounts = Context.get(built, SqlAccounts.SqlAccountsService)
       const ledger = Context.get(built, Ledger.Ledger)

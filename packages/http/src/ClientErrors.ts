@@ -9,7 +9,7 @@
 import type * as Http from "node:http"
 import { STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
-import { allowedMethods } from "./Paths.js"
+import { allowedMethods, notFoundMessage } from "./Paths.js"
 
 /** What a client error answers. */
 export interface Answer {
@@ -27,7 +27,7 @@ export const methodAnswer = (method: string, target: string): Answer => {
   const named = token.test(method) ? `method ${method}` : "this method"
   return allowed.length > 0
     ? { code: 405, msg: `${named} is not allowed here; use ${allowed.join(" or ")}`, headers: { allow: allowed.join(", ") } }
-    : { code: 404, msg: "not found" }
+    : { code: 404, msg: notFoundMessage(path) }
 }
 
 /** The answer to a parse error of node:http (`clientError`). */

@@ -18,7 +18,7 @@ import {
 import type { Accounts } from "@mediagate/core"
 import { Cause, Effect, Option } from "effect"
 import { authenticate } from "./Auth.js"
-import { allowedMethods, isApiPath } from "./Paths.js"
+import { allowedMethods, isApiPath, notFoundMessage } from "./Paths.js"
 
 /** A JSON envelope response. */
 export const envelope = (code: number, msg: string, data?: unknown, headers?: Record<string, string>) =>
@@ -88,6 +88,9 @@ const isErrorEnvelope = (error: unknown): error is { readonly code: number; read
 export const methodNotAllowed = (method: string, allowed: ReadonlyArray<string>) =>
   envelope(405, `method ${method} is not allowed here; use ${allowed.join(" or ")}`, undefined, { allow: allowed.join(", ") })
 
+/** 404 naming the path it saw (`Paths.notFoundMessage`). */
+export const notFound = (path: string) => envelope(404, notFoundMessage(path))
+
 /** The path of a request, without its query. */
 export const requestPath = (request: HttpServerRequest.HttpServerRequest) => request.url.split("?")[0] ?? ""
 
@@ -103,7 +106,7 @@ const unrouted = Effect.gen(function*() {
   if (allowed.length > 0 && !allowed.includes(request.method)) return methodNotAllowed(request.method, allowed)
   // A task id the router would not take (too long, odd characters) is still an unknown task.
   if (request.method === "GET" && /^\/api\/v1\/task\/[^/]+$/.test(path)) return envelope(404, "task not found")
-  return envelope(404, "not found")
+  return notFound(path)
 })
 
 const answer = (error: { readonly code: number; readonly msg: string; readonly data?: unknown }) =>

@@ -1,17 +1,18 @@
 /**
  * The mediagate HTTP app, ready to serve on its own server or inside a host's.
  */
-import type { HttpApi, HttpApp } from "@effect/platform"
-import { HttpApiBuilder, HttpRouter, HttpServer, HttpServerRequest } from "@effect/platform"
+import type { HttpApi } from "@effect/platform"
+import { HttpApiBuilder, HttpApp, HttpRouter, HttpServer, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Ledger, MediaStore, ModelCatalog } from "@mediagate/core"
 import { Accounts, Api, TaskService } from "@mediagate/core"
 import type { Scope } from "effect"
-import { Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
+import { Context, Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
 import type * as Http from "node:http"
 import * as Auth from "./Auth.js"
 import * as AuthFailures from "./AuthFailures.js"
 import * as ClientErrors from "./ClientErrors.js"
+import * as Embedding from "./Embedding.js"
 import * as Envelope from "./Envelope.js"
 import * as Handlers from "./Handlers.js"
 import * as HeldRequests from "./HeldRequests.js"
@@ -118,14 +119,36 @@ export const serve: Layer.Layer<
   Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer])
 )
 
-/** A `node:http` request listener and its disposal, built from a layer that provides the requirements. */
+/** A `node:http` request listener for a host's server, its adapters and its disposal. */
 export interface NodeHandler {
+  /**
+   * The `node:http` listener. Where the host mounted it under a path (Express's `app.use(path,
+   * ...)`), it answers for the whole URL (`originalUrl`); where the host's body parser read
+   * the body first, it takes the body from `request.rawBody` or `request.body`.
+   */
   readonly handler: (request: Http.IncomingMessage, response: Http.ServerResponse) => void
+  /** Express 4 or 5: `app.use(api.express)` serves mediagate's paths and passes every other request on. */
+  readonly express: Embedding.ExpressMiddleware
+  /** Fastify: `app.register(api.fastify)` serves mediagate's paths, in a scope that leaves their bodies unread. */
+  readonly fastify: Embedding.FastifyPlugin
+  /** Whether a request path is one mediagate answers (`paths`). */
+  readonly owns: (path: string) => boolean
+  /** Stops the engine, the deliverer and the sweeps, and releases the backends. */
   readonly dispose: () => Promise<void>
 }
 
+/** Settings of `makeNodeHandler` and `makeWebHandler`. */
+export interface HandlerOptions {
+  /**
+   * The paths the adapters (`express`, `fastify`, `owns`) hand to mediagate: a pattern ending
+   * in `/*` takes every path under it. Default `Embedding.defaultPaths`: the API, result
+   * files, provider webhooks, the docs page and OpenAPI document, health and metrics.
+   */
+  readonly paths?: ReadonlyArray<string>
+}
+
 /** Settings of `makeNodeHandler`. */
-export interface NodeHandlerOptions {
+export interface NodeHandlerOptions extends HandlerOptions {
   /**
    * The host's server, to answer Node's own errors on it in the envelope (`ClientErrors`):
    * oversized headers, unparsable requests, unknown methods. It concerns every request the
@@ -134,30 +157,71 @@ export interface NodeHandlerOptions {
   readonly server?: Http.Server
 }
 
-/**
- * Builds a `node:http` listener for an existing server. The host decides which requests
- * reach it (usually every path under `/api/v1/` and `/media/`). The caps on held requests
- * and the limit on failed authentications are the library's defaults unless `requirements`
- * provides `HeldRequests.layer(...)` or `AuthFailures.layer(...)`.
- */
-export const makeNodeHandler = async <E>(requirements: Layer.Layer<Requirements, E>, options: NodeHandlerOptions = {}): Promise<NodeHandler> => {
-  const runtime = ManagedRuntime.make(
+/** The runtime of an embedded API: its layers over the host's requirements. */
+const embeddedRuntime = <E>(requirements: Layer.Layer<Requirements, E>) =>
+  ManagedRuntime.make(
     Layer.mergeAll(layer, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer, NodeHttpServer.layerContext).pipe(
       Layer.provideMerge(requirements)
     )
   )
-  const handler = await runtime.runPromise(
-    Effect.gen(function*() {
-      const app = yield* httpApp
-      return yield* NodeHttpServer.makeHandler(app)
-    })
-  )
+
+/**
+ * Builds a `node:http` listener for an existing server, with the engine and the deliverer
+ * running until `dispose`. The caps on held requests and the limit on failed
+ * authentications are the library's defaults unless `requirements` provides
+ * `HeldRequests.layer(...)` or `AuthFailures.layer(...)`.
+ */
+export const makeNodeHandler = async <E>(requirements: Layer.Layer<Requirements, E>, options: NodeHandlerOptions = {}): Promise<NodeHandler> => {
+  const runtime = embeddedRuntime(requirements)
+  const listener = await runtime.runPromise(Effect.flatMap(httpApp, (app) => NodeHttpServer.makeHandler(app)))
+  const handler = (request: Http.IncomingMessage, response: Http.ServerResponse) => {
+    const prepared = Embedding.prepare(request)
+    return prepared === "Consumed" ? Embedding.answerConsumed(response) : listener(prepared, response)
+  }
   const uninstall = options.server === undefined ? () => {} : ClientErrors.install(options.server)
   return {
     handler,
+    ...Embedding.adapters(handler, options.paths ?? Embedding.defaultPaths),
     dispose: () => {
       uninstall()
       return runtime.dispose()
     }
+  }
+}
+
+/** A web-standard handler (`Request` in, `Response` out) and its disposal. */
+export interface WebHandler {
+  /**
+   * Answers a request. `remoteAddress`, where the runtime knows it, feeds the limit on
+   * failed authentications per address; without it that limit does not apply.
+   */
+  readonly handler: (request: Request, info?: { readonly remoteAddress?: string | undefined }) => Promise<Response>
+  /** Whether a request path is one mediagate answers (`paths`). */
+  readonly owns: (path: string) => boolean
+  /** Stops the engine, the deliverer and the sweeps, and releases the backends. */
+  readonly dispose: () => Promise<void>
+}
+
+/** The client address a web runtime gave with a request. */
+class WebRemoteAddress extends Context.Tag("@mediagate/http/WebRemoteAddress")<WebRemoteAddress, string>() {}
+
+/**
+ * Builds a web-standard handler for runtimes on `fetch`: Hono, Next.js route handlers, Bun,
+ * Deno, Cloudflare-style workers running Node. It serves what the node listener serves: the
+ * API, result files, provider webhooks, the docs page, OpenAPI and health.
+ */
+export const makeWebHandler = async <E>(requirements: Layer.Layer<Requirements, E>, options: HandlerOptions = {}): Promise<WebHandler> => {
+  const runtime = embeddedRuntime(requirements)
+  const app = await runtime.runPromise(httpApp)
+  const addressed = Effect.flatMap(Effect.serviceOption(WebRemoteAddress), (address) =>
+    Option.isNone(address)
+      ? app
+      : Effect.updateService(app, HttpServerRequest.HttpServerRequest, (request) => request.modify({ remoteAddress: address.value })))
+  const handle = HttpApp.toWebHandlerRuntime(await runtime.runtime())(addressed)
+  return {
+    handler: (request, info) =>
+      info?.remoteAddress === undefined ? handle(request) : handle(request, Context.make(WebRemoteAddress, info.remoteAddress) as Context.Context<never>),
+    owns: Embedding.owns(options.paths ?? Embedding.defaultPaths),
+    dispose: () => runtime.dispose()
   }
 }

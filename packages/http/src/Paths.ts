@@ -71,3 +71,9 @@ export const allowedMethods = (path: string): ReadonlyArray<string> => {
 
 /** Whether `path` is under /api/v1/, where every answer needs the key. */
 export const isApiPath = (path: string): boolean => path.startsWith(apiPrefix) || path === apiPrefix.slice(0, -1)
+
+/**
+ * The message of a 404: it names the path it saw, so a host that mounted mediagate under a
+ * prefix it strips (Express's `app.use(path, ...)`) sees which path arrived. Cut to 200 characters.
+ */
+export const notFoundMessage = (path: string): string => `not found: ${path.length > 200 ? `${path.slice(0, 200)}...` : path}`

@@ -7,7 +7,7 @@ import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse, Open
 import { Accounts, MediaStore, TaskService } from "@mediagate/core"
 import { Context, Effect, Layer, Option, Stream } from "effect"
 import { authenticate } from "./Auth.js"
-import { envelope, methodNotAllowed, requestPath } from "./Envelope.js"
+import { envelope, methodNotAllowed, notFound, requestPath } from "./Envelope.js"
 import * as Docs from "./Docs.js"
 import * as Health from "./Health.js"
 import * as Prometheus from "./Prometheus.js"
@@ -122,7 +122,7 @@ export const media = HttpApiBuilder.Router.use((router) =>
         const { key = "" } = yield* HttpRouter.params
         const request = yield* HttpServerRequest.HttpServerRequest
         const found = yield* store.stat(key)
-        if (Option.isNone(found)) return envelope(404, "not found")
+        if (Option.isNone(found)) return notFound(`${mediaPrefix}/${key}`)
         const { contentType, hash, size } = found.value
         const etag = `"${hash}"`
         const headers = { etag, "cache-control": "public, max-age=31536000, immutable", "accept-ranges": "bytes" }

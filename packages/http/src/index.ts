@@ -28,3 +28,5 @@ export * as JsonDepth from "./JsonDepth.js"
 export * as TokenBuckets from "./TokenBuckets.js"
 /** Node's own answers (oversized headers, unparsable requests, unknown methods) in the envelope. */
 export * as ClientErrors from "./ClientErrors.js"
+/** What a host server needs to hand requests to mediagate: its paths, the Express and Fastify adapters. */
+export * as Embedding from "./Embedding.js"

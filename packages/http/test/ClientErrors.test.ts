@@ -13,7 +13,7 @@ describe("ClientErrors", () => {
       msg: "method FOO is not allowed here; use GET",
       headers: { allow: "GET" }
     })
-    expect(ClientErrors.answerFor(parseError("HPE_INVALID_METHOD", "FOO /nowhere HTTP/1.1\r\n\r\n"))).toEqual({ code: 404, msg: "not found" })
+    expect(ClientErrors.answerFor(parseError("HPE_INVALID_METHOD", "FOO /nowhere HTTP/1.1\r\n\r\n"))).toEqual({ code: 404, msg: "not found: /nowhere" })
     // A method that is no token is not echoed.
     expect(ClientErrors.answerFor(parseError("HPE_INVALID_METHOD", "F\"O /api/v1/tasks HTTP/1.1\r\n\r\n")).msg).toBe("this method is not allowed here; use GET")
     expect(ClientErrors.answerFor(parseError("HPE_INVALID_METHOD", "garbage"))).toEqual({ code: 400, msg: "the request could not be read" })

@@ -133,10 +133,14 @@ export const layer = (
   MediagateHttp.serve.pipe(Layer.provide(services(options)))
 
 /**
- * A `node:http` request listener for an existing server, with the engine and the deliverer
- * running until `dispose`. The host decides which requests reach it (usually every path
- * under `/api/v1/` and `/media/`). Given the host's `server`, requests Node itself refuses
- * (oversized headers, malformed request lines) are answered in the envelope too.
+ * A `node:http` request listener for an existing server, with its Express and Fastify
+ * adapters, the engine and the deliverer running until `dispose` (`MediagateHttp.NodeHandler`).
+ * Given the host's `server`, requests Node itself refuses (oversized headers, malformed
+ * request lines) are answered in the envelope too.
  */
 export const makeNodeHandler = <E>(requirements: Layer.Layer<Requirements, E>, options: Options & MediagateHttp.NodeHandlerOptions = {}) =>
-  MediagateHttp.makeNodeHandler(services(options).pipe(Layer.provideMerge(requirements)), options.server === undefined ? {} : { server: options.server })
+  MediagateHttp.makeNodeHandler(services(options).pipe(Layer.provideMerge(requirements)), options)
+
+/** A web-standard handler (`Request` in, `Response` out) over the standard composition (`MediagateHttp.WebHandler`). */
+export const makeWebHandler = <E>(requirements: Layer.Layer<Requirements, E>, options: Options & MediagateHttp.HandlerOptions = {}) =>
+  MediagateHttp.makeWebHandler(services(options).pipe(Layer.provideMerge(requirements)), options)

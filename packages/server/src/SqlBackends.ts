@@ -1,0 +1,56 @@
+/**
+ * Tasks, accounts, credits and idempotency keys in a SQL database (SQLite or PostgreSQL),
+ * files on disk. This module is `@mediagate/server/sql`, apart from the package's main entry,
+ * so that a host that keeps everything in memory neither installs `@mediagate/store-sql`
+ * and its drivers nor sees them named in the declarations it typechecks.
+ */
+import type { Accounts } from "@mediagate/core"
+import type { StoreError } from "@mediagate/core"
+import { Routes } from "@mediagate/http"
+import { FileMediaStore } from "@mediagate/media"
+import { Database, PgNotify, SqlAccounts, SqlIdempotencyKeys, SqlLedger, SqlTaskStore } from "@mediagate/store-sql"
+import type { Duration } from "effect"
+import { Layer, Option, Redacted } from "effect"
+import type { Backends } from "./Backends.js"
+
+/** Settings of `make`. */
+export interface Config {
+  /** Where media URLs point: `<publicUrl>/media/...`. */
+  readonly publicUrl: string
+  /** `sqlite:<path>` or `postgres://...`. */
+  readonly databaseUrl: string
+  /** The folder result files are kept in. */
+  readonly mediaDir: string
+  /** How long a file is kept after it was last stored; none: forever. */
+  readonly mediaRetention?: Option.Option<Duration.Duration>
+}
+
+/** The SQL backends: their accounts layer also gives the admin side (creating accounts, keys and secrets). */
+export interface SqlBackends extends Backends {
+  readonly accounts: Layer.Layer<Accounts.Accounts | Accounts.AccountAdmin | SqlAccounts.SqlAccountsService, StoreError>
+}
+
+/**
+ * Tasks and accounts in the SQL database of `databaseUrl`; files under `mediaDir`. On
+ * PostgreSQL, several servers may share the database: they wake each other with
+ * LISTEN/NOTIFY.
+ */
+export const make = (config: Config): SqlBackends => {
+  // Two clients: on SQLite the task store keeps its connection to itself; accounts, the
+  // ledger and the idempotency keys share the other (one layer, memoised by reference, so
+  // each of these layers must be the same object wherever it is provided).
+  const shared = Database.layerFromUrl(config.databaseUrl)
+  const postgres = /^postgres(ql)?:\/\//.test(config.databaseUrl)
+  return {
+    store: SqlTaskStore.layer.pipe(Layer.provide(Database.layerFromUrl(config.databaseUrl))),
+    accounts: SqlAccounts.layer.pipe(Layer.provide(shared)),
+    ledger: SqlLedger.layer.pipe(Layer.provide(shared)),
+    idempotencyKeys: SqlIdempotencyKeys.layer.pipe(Layer.provide(shared)),
+    media: FileMediaStore.layerWith({
+      directory: config.mediaDir,
+      baseUrl: `${config.publicUrl}${Routes.mediaPrefix}`,
+      ...Option.match(config.mediaRetention ?? Option.none(), { onNone: () => ({}), onSome: (retention) => ({ retention }) })
+    }),
+    ...(postgres ? { relay: PgNotify.make({ url: Redacted.make(config.databaseUrl) }) } : {})
+  }
+}
