@@ -180,8 +180,10 @@ const upstream = (
 export type Services = Layer.Layer.Success<ReturnType<typeof Mediagate.services>> | Mediagate.Requirements
 
 /** What `services` takes: the settings, the backends, and the engine's and the deliverer's tunables. */
-export interface Options extends Config {
-  /** Where tasks, accounts, credits and files live (`Backends.memoryBackends`, `Backends.sqlBackends`). */
+export interface Options extends Omit<Config, "allowPrivateUrls"> {
+  /** Accept localhost and private addresses in callBackUrl and media URLs (development and tests only); default false. */
+  readonly allowPrivateUrls?: boolean
+  /** Where tasks, accounts, credits and files live (`Backends.memoryBackends`, `SqlBackends.make` of `@mediagate/server/sql`). */
   readonly backends: Backends
   /** The engine's settings (`engineOptions(config)` from the configuration); default: the library's. */
   readonly engine?: Engine.Options
@@ -194,6 +196,7 @@ export const services = (
   options: Options
 ): Layer.Layer<Services, StoreError | MediaError | StartupError | Layer.Layer.Error<ReturnType<typeof Mediagate.services>>> => {
   const { backends } = options
+  const allowPrivateUrls = options.allowPrivateUrls ?? false
   const inner = upstream(options, options.routing).pipe(Layer.provide(backends.media))
   const concrete = Layer.mergeAll(
     backends.store,
@@ -202,9 +205,9 @@ export const services = (
     backends.media,
     options.mediaRules === undefined
       ? inner
-      : mediaRules(options.mediaRules, options.allowPrivateUrls).pipe(Layer.provide(inner), Layer.provide(backends.media)),
+      : mediaRules(options.mediaRules, allowPrivateUrls).pipe(Layer.provide(inner), Layer.provide(backends.media)),
     moderation(options.moderation),
-    outbound(options)
+    outbound({ allowPrivateUrls })
   ).pipe(Layer.provide(Ids.layer))
   const relay = backends.relay === undefined ? {} : { relay: backends.relay }
   const keys = backends.idempotencyKeys === undefined ? {} : { idempotencyKeys: backends.idempotencyKeys }
@@ -212,7 +215,7 @@ export const services = (
   return Mediagate.services({
     engine: options.engine ?? {},
     deliverer: options.deliverer ?? {},
-    allowPrivateUrls: options.allowPrivateUrls,
+    allowPrivateUrls,
     ...relay,
     ...keys,
     ...deadlines

@@ -1,0 +1,193 @@
+/**
+ * mediagate embedded in the servers Node apps live in, inside the workspace: Express 5,
+ * Fastify 5 and Hono (web-standard handler), each with a route of its own
+ * (test/pack/hosts.ts, the same hosts test/pack.test.ts runs from the packed tarballs).
+ * Through each: the host's route, a 404 naming the full path, submit, the events stream,
+ * the query, the result file and the signed callback. Then what hosts get wrong: Express's
+ * mount path, a body parser that ran first (parsed body used; consumed body named as the
+ * cause), Fastify's own JSON errors kept off mediagate's paths.
+ */
+import { MediagateHttp } from "@mediagate/http"
+import { Backends, Deployment } from "@mediagate/server"
+import { Redacted } from "effect"
+import express from "express"
+import Fastify from "fastify"
+import type { Server } from "node:http"
+import { afterEach, describe, expect, it } from "vitest"
+import { exercise, freePort } from "./pack/exercise.js"
+import type { Host } from "./pack/hosts.js"
+import { startExpress, startFastify, startHono } from "./pack/hosts.js"
+
+const apiKey = "mg_embed_key_0123456789"
+const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+const auth = { authorization: `Bearer ${apiKey}` }
+
+const cleanups: Array<() => Promise<void>> = []
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+const started = async (start: (options: { port: number; apiKey: string; webhookSecret: string }) => Promise<Host>) => {
+  const host = await start({ port: await freePort(), apiKey, webhookSecret })
+  cleanups.push(host.close)
+  return host
+}
+
+describe("the frameworks, as the README mounts them", () => {
+  for (const [name, start] of [["Express 5", startExpress], ["Fastify 5", startFastify], ["Hono (web handler)", startHono]] as const) {
+    it(`${name}: own route, 404 with the path, submit, events, query, file, signed callback`, { timeout: 60_000 }, async () => {
+      const host = await started(start)
+      const seen = await exercise(host.url, { apiKey, webhookSecret, own: host.own })
+      expect(seen.events.at(-1)).toBe("SUCCESS")
+      expect(seen.file.contentType).toBe("image/png")
+      expect(seen.callback).toBe(`${seen.taskId} SUCCESS`)
+      // The docs page, the OpenAPI document and health are mediagate's too.
+      for (const path of ["/docs", "/openapi.json", "/healthz"]) {
+        expect([path, (await fetch(`${host.url}${path}`)).status]).toEqual([path, 200])
+      }
+    })
+  }
+})
+
+/** A bare Express app around the node handler, built by `build`. */
+const expressApp = async (build: (app: express.Express, api: MediagateHttp.NodeHandler) => void) => {
+  const port = await freePort()
+  const api = await MediagateHttp.makeNodeHandler(
+    Deployment.services({
+      simulatorProfile: "instant",
+      backends: Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
+        { id: "acct_host", name: "host", apiKey: Redacted.make(apiKey), credits: 100_000_000 }
+      ])
+    })
+  )
+  const app = express()
+  build(app, api)
+  const server = await new Promise<Server>((resolve) => {
+    const listening = app.listen(port, "127.0.0.1", () => resolve(listening))
+  })
+  cleanups.push(async () => {
+    server.closeAllConnections()
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+    await api.dispose()
+  })
+  return `http://127.0.0.1:${port}`
+}
+
+const submit = (url: string, body: string, headers: Record<string, string> = {}) =>
+  fetch(`${url}/api/v1/task/submit`, { method: "POST", headers: { ...auth, "content-type": "application/json", ...headers }, body }).then(
+    async (response) => ({ status: response.status, body: await response.json() as { code: number; msg: string; data?: { taskId: string } } })
+  )
+
+const prompt = JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "a lighthouse" } })
+
+describe("what a host gets wrong", () => {
+  it("Express: mounted under a path it strips (app.use('/api/v1', api.handler)), mediagate still sees the whole path", async () => {
+    const url = await expressApp((app, api) => {
+      app.use(["/api/v1", "/media"], api.handler)
+    })
+    const answer = await submit(url, prompt)
+    expect(answer.status).toBe(200)
+    expect((await fetch(`${url}/api/v1/task/${answer.body.data!.taskId}`, { headers: auth })).status).toBe(200)
+    // The 404 names the path as the client sent it, not what Express left of it.
+    expect(await (await fetch(`${url}/api/v1/nope`, { headers: auth })).json()).toEqual({ code: 404, msg: "not found: /api/v1/nope" })
+  })
+
+  it("Express: mediagate before the body parser reads its own body, and broken JSON is its own 400 envelope", async () => {
+    const url = await expressApp((app, api) => {
+      app.use(api.express)
+      app.use(express.json())
+      app.post("/echo", (request, response) => {
+        response.json(request.body)
+      })
+    })
+    expect((await submit(url, prompt)).status).toBe(200)
+    expect(await submit(url, "{ not json")).toEqual({ status: 400, body: { code: 400, msg: "request body is not valid JSON" } })
+    // The host's own route still gets its parsed body.
+    const echoed = await fetch(`${url}/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "{\"a\":1}" })
+    expect(await echoed.json()).toEqual({ a: 1 })
+  })
+
+  it("Express: a body the host's express.text() or express.raw() read is replayed as it was", async () => {
+    for (const parser of [express.text({ type: "*/*" }), express.raw({ type: "*/*" })]) {
+      const url = await expressApp((app, api) => {
+        app.use(parser)
+        app.use(api.express)
+      })
+      const answer = await submit(url, prompt)
+      expect(answer.status).toBe(200)
+      expect(answer.body.data!.taskId).toMatch(/^[0-9a-f-]{36}$/)
+    }
+  })
+
+  it("a body the host read and kept nothing of is a 400 naming the likely cause, not 'request body is required'", async () => {
+    const url = await expressApp((app, api) => {
+      // A host middleware that drains the body and keeps nothing.
+      app.use((request, _response, next) => {
+        request.resume()
+        request.on("end", () => next())
+      })
+      app.use(api.express)
+    })
+    const answer = await submit(url, prompt)
+    expect(answer.status).toBe(400)
+    expect(answer.body.msg).toContain("the request body was read by the host server before mediagate saw it")
+    expect(answer.body.msg).toContain("express.json()")
+  })
+
+  it("Fastify: the host's JSON parser stays on its routes; mediagate's paths get their own envelope for broken JSON", async () => {
+    const port = await freePort()
+    const api = await MediagateHttp.makeNodeHandler(
+      Deployment.services({
+        simulatorProfile: "instant",
+        backends: Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
+          { id: "acct_host", name: "host", apiKey: Redacted.make(apiKey), credits: 100_000_000 }
+        ])
+      })
+    )
+    const app = Fastify()
+    app.post("/echo", async (request) => request.body)
+    await app.register(api.fastify)
+    await app.listen({ port, host: "127.0.0.1" })
+    cleanups.push(async () => {
+      await app.close()
+      await api.dispose()
+    })
+    const url = `http://127.0.0.1:${port}`
+    expect(await submit(url, "{ not json")).toEqual({ status: 400, body: { code: 400, msg: "request body is not valid JSON" } })
+    // A content type Fastify has no parser for: mediagate's answer, not Fastify's 415.
+    expect(await submit(url, prompt, { "content-type": "text/plain" })).toEqual({
+      status: 400,
+      body: { code: 400, msg: "Content-Type must be application/json" }
+    })
+    const echoed = await fetch(`${url}/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "{\"a\":1}" })
+    expect(await echoed.json()).toEqual({ a: 1 })
+    // The 405 of a known path comes from mediagate, not Fastify.
+    const wrong = await fetch(`${url}/api/v1/task/submit`, { method: "PUT", headers: auth })
+    expect(wrong.status).toBe(405)
+    expect(wrong.headers.get("allow")).toBe("POST")
+  })
+
+  it("the web handler: a known remote address reaches the failed-authentication limit", async () => {
+    const port = await freePort()
+    const api = await MediagateHttp.makeWebHandler(
+      Deployment.services({
+        simulatorProfile: "instant",
+        backends: Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
+          { id: "acct_host", name: "host", apiKey: Redacted.make(apiKey), credits: 100_000_000 }
+        ])
+      })
+    )
+    cleanups.push(api.dispose)
+    const wrongKey = () =>
+      api.handler(new Request("http://127.0.0.1/api/v1/account", { headers: { authorization: `Bearer mg_wrong_${Math.random()}` } }), { remoteAddress: "127.0.0.9" })
+    const statuses: Array<number> = []
+    for (let i = 0; i < 40; i++) statuses.push((await wrongKey()).status)
+    expect(statuses[0]).toBe(401)
+    expect(statuses).toContain(429)
+    // Another address is not limited.
+    const other = await api.handler(new Request("http://127.0.0.1/api/v1/account", { headers: { authorization: `Bearer mg_wrong` } }), { remoteAddress: "127.0.0.10" })
+    expect(other.status).toBe(401)
+    expect(api.owns("/api/v1/task/x")).toBe(true)
+    expect(api.owns("/hello")).toBe(false)
+  })
+})
