@@ -2,8 +2,8 @@
  * The `mediagate` command line against the standalone server as a child process on
  * loopback (memory database, instant simulator), run with node and tsx as its bin does:
  * `run --out` downloads real PNG files, `--json` prints one parseable task, `models` lists
- * the catalog, and failures (a bad model, a wrong or missing key) are one line on stderr and
- * a non-zero exit.
+ * the catalog, and failures (a bad model, a wrong or missing key, a mistyped option) are one
+ * line on stderr and a non-zero exit; `--help` piped is plain text.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
@@ -134,13 +134,36 @@ describe("mediagate CLI", () => {
     expect(badInput.stderr + badInput.stdout).toContain("--input is not valid JSON")
   })
 
-  it("--help on each command, through the bin as npm links it", { timeout: 60_000 }, async () => {
+  it("--help on each command, through the bin as npm links it: plain text when piped, no built-ins, the key by its variable", { timeout: 60_000 }, async () => {
     const bin = [join(root, "packages/cli/bin/mediagate.mjs")]
     const top = await mediagate(["--help"], {}, bin)
     expect(top.code).toBe(0)
-    for (const command of ["run", "models", "get", "cancel", "list"]) expect(top.stdout).toContain(command)
-    const run = await mediagate(["run", "--help"], {}, bin)
+    for (const command of ["run", "models", "get", "cancel", "list"]) expect(top.stdout).toMatch(new RegExp(`^  ${command} +\\S`, "m"))
+    // The key in the environment is never shown, only the variable's name.
+    const run = await mediagate(["run", "--help"], { MEDIAGATE_API_KEY: key }, bin)
     expect(run.code).toBe(0)
-    for (const option of ["--prompt", "--input", "--out", "--json", "--no-wait", "--timeout", "--url", "--key"]) expect(run.stdout).toContain(option)
+    for (const option of ["--prompt <text>", "--input <json>", "--out <dir>", "--json", "--no-wait", "--timeout <duration>", "--url <url>"]) {
+      expect(run.stdout).toContain(`  ${option} `)
+    }
+    expect(run.stdout).toMatch(/^ {2}--key <key> +The API key \(default: \$MEDIAGATE_API_KEY\)$/m)
+    for (const help of [top, run]) {
+      expect(help.stderr).toBe("")
+      expect(help.stdout).not.toContain("\x1b")
+      for (const noise of ["--wizard", "--completions", "--log-level", "redacted", key]) expect(help.stdout).not.toContain(noise)
+    }
+  })
+
+  it("a mistyped option or command is one line naming what was meant, exit 1", { timeout: 60_000 }, async () => {
+    expect(await mediagate(["run", "dream-4", "--inptu", "{}"])).toEqual({ code: 1, stdout: "", stderr: "mediagate: unknown option --inptu for run; did you mean --input?\n" })
+    expect(await mediagate(["submit", "--inptu", "{}"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "mediagate: unknown command submit; the commands are run, models, get, cancel, list (mediagate --help)\n"
+    })
+    expect(await mediagate(["models", "--limit", "3"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "mediagate: unknown option --limit for models (mediagate models --help lists its options)\n"
+    })
   })
 })

@@ -9,26 +9,31 @@
  *
  * Each takes `--url` (else MEDIAGATE_URL, else http://127.0.0.1:8080) and `--key` (else
  * MEDIAGATE_API_KEY). A failure prints one line to stderr and exits 1; so does a task that
- * ends other than SUCCESS.
+ * ends other than SUCCESS, and a mistyped command or option. `--help` (Help.ts) is plain text
+ * unless stdout is a terminal and NO_COLOR is unset.
  */
 import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { FetchHttpClient, FileSystem, HttpClient, HttpClientRequest, Path } from "@effect/platform"
 import type { Client, InputOf, ModelId, Task } from "@mediagate/client"
 import { MediagateClient } from "@mediagate/client"
 import { Config, Console, Data, Duration, Effect, Option, Redacted, Stream } from "effect"
+import * as CommandLine from "./CommandLine.js"
+import * as Help from "./Help.js"
 import * as Progress from "./Progress.js"
 
 /** A failure the user can act on: one line on stderr, exit 1. */
 export class CliError extends Data.TaggedError("CliError")<{ readonly message: string }> {}
 
 const url = Options.text("url").pipe(
-  Options.withDescription("The server's address (default: MEDIAGATE_URL, else http://127.0.0.1:8080)"),
+  Options.withDescription("The server's address (default: $MEDIAGATE_URL, else http://127.0.0.1:8080)"),
+  Options.withPseudoName("url"),
   Options.withDefault("http://127.0.0.1:8080"),
   Options.withFallbackConfig(Config.string("MEDIAGATE_URL"))
 )
 
 const key = Options.redacted("key").pipe(
-  Options.withDescription("The API key (default: MEDIAGATE_API_KEY)"),
+  Options.withDescription("The API key (default: $MEDIAGATE_API_KEY)"),
+  Options.withPseudoName("key"),
   Options.optional
 )
 
@@ -63,6 +68,7 @@ const taskText = (task: Task) =>
 
 const inputJson = Options.text("input").pipe(
   Options.withDescription(`The model's other input fields as a JSON object, e.g. '{"ratio":"16:9","n":2}'`),
+  Options.withPseudoName("json"),
   Options.mapEffect((raw) => {
     try {
       const value: unknown = JSON.parse(raw)
@@ -78,6 +84,7 @@ const inputJson = Options.text("input").pipe(
 
 const timeout = Options.text("timeout").pipe(
   Options.withDescription("Stop waiting after this long: 90s, 10m, 1h (the task goes on at the server)"),
+  Options.withPseudoName("duration"),
   Options.mapEffect((raw) => {
     const match = /^(\d+)(s|m|h)$/.exec(raw)
     return match === null
@@ -124,10 +131,11 @@ const run = Command.make(
     model: Args.text({ name: "model" }).pipe(Args.withDescription("A model id, e.g. alpha-image-2/text-to-image (`mediagate models` lists them)")),
     prompt: Options.text("prompt").pipe(Options.withDescription("input.prompt: what to generate"), Options.optional),
     input: inputJson,
-    out: Options.directory("out").pipe(Options.withDescription("Download the result files into this directory"), Options.optional),
+    out: Options.directory("out").pipe(Options.withDescription("Download the result files into this directory"), Options.withPseudoName("dir"), Options.optional),
     noWait: Options.boolean("no-wait").pipe(Options.withDescription("Submit and print the task id without waiting")),
     idempotencyKey: Options.text("idempotency-key").pipe(
       Options.withDescription("Submit with this Idempotency-Key: sent again within 24 hours with the same input, it answers the same task"),
+      Options.withPseudoName("key"),
       Options.optional
     ),
     timeout,
@@ -189,9 +197,13 @@ const cancel = Command.make("cancel", { taskId, json, url, key }, (options) =>
 const list = Command.make(
   "list",
   {
-    limit: Options.integer("limit").pipe(Options.withDescription("Tasks to show, 1 to 100"), Options.withDefault(20)),
-    status: Options.text("status").pipe(Options.withDescription("Only tasks in these statuses, separated by commas: SUCCESS,FAILURE"), Options.optional),
-    model: Options.text("model").pipe(Options.withDescription("Only tasks of this model"), Options.optional),
+    limit: Options.integer("limit").pipe(Options.withDescription("Tasks to show, 1 to 100 (default: 20)"), Options.withPseudoName("n"), Options.withDefault(20)),
+    status: Options.text("status").pipe(
+      Options.withDescription("Only tasks in these statuses, separated by commas: SUCCESS,FAILURE"),
+      Options.withPseudoName("statuses"),
+      Options.optional
+    ),
+    model: Options.text("model").pipe(Options.withDescription("Only tasks of this model"), Options.withPseudoName("model"), Options.optional),
     json,
     url,
     key
@@ -210,14 +222,44 @@ const list = Command.make(
           page.tasks.length === 0 ? "no tasks" : page.tasks.map((task) => taskText(task).split("\n")[0]).join("\n"))))
 ).pipe(Command.withDescription("List your tasks, newest first"))
 
+const commands = [run, models, get, cancel, list] as const
+
 /** The `mediagate` command. */
 export const command = Command.make("mediagate").pipe(
   Command.withDescription("mediagate on the command line: run a model and download its files, list models, get, cancel and list tasks"),
-  Command.withSubcommands([run, models, get, cancel, list])
+  Command.withSubcommands(commands)
 )
 
-/** Runs the command line `argv` (as process.argv: node and the script first). */
-export const cli = Command.run(command, { name: "mediagate", version: "0.1.0" })
+const version = "0.1.0"
+
+const parseAndRun = Command.run(command, { name: "mediagate", version })
+
+/** What `--help` shows, read once from the commands. */
+export const help: Help.ProgramHelp = Help.programHelp("mediagate", command, commands)
+
+/**
+ * Runs the command line `argv` (as process.argv: node and the script first). Help and
+ * mistyped commands and options are answered here; the rest is @effect/cli's to parse.
+ */
+export const cli = (argv: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const reading = CommandLine.read(help, argv.slice(2))
+    switch (reading._tag) {
+      case "Help": {
+        const noColor = yield* Effect.orDie(Config.option(Config.string("NO_COLOR")))
+        const columns = process.stdout.columns ?? 0
+        // Lines as wide as the terminal, up to 100; 80 when it is not one (or says 0 columns).
+        const style = { color: Help.wantsColor(process.stdout.isTTY, Option.getOrUndefined(noColor)), width: columns >= 40 ? Math.min(columns, 100) : 80 }
+        return yield* Console.log(
+          reading.command === undefined ? Help.renderProgram(help, version, style) : Help.renderCommand(help.program, reading.command, style)
+        )
+      }
+      case "Mistake":
+        return yield* new CliError({ message: reading.message })
+      case "Parse":
+        return yield* parseAndRun(argv)
+    }
+  })
 
 /** One line for a failure: the server's `msg`, or what went wrong. */
 export const describeFailure = (error: unknown): string => {

@@ -1,0 +1,4 @@
+import { defineConfig, mergeConfig } from "vitest/config"
+import shared from "../../vitest.shared.js"
+
+export default mergeConfig(shared, defineConfig({ test: { name: "@mediagate/cli" } }))
