@@ -1,12 +1,18 @@
 import { defineConfig } from "vitest/config"
 
 /**
- * The whole run's settings (the projects are in vitest.workspace.ts): besides the default
- * reporter, the watchdog that stops a test file whose worker no longer answers (see
- * scripts/watchdog/reporter.ts).
+ * The whole run: its projects, each with its own vitest.config.ts (every package and example
+ * that has tests, and the black-box suites in test/), and, besides the default reporter, the
+ * watchdog that stops a test file whose worker no longer answers (see
+ * scripts/watchdog/reporter.ts). Reporters are the run's, not a project's, so they are set here.
  */
 export default defineConfig({
   test: {
+    projects: [
+      "packages/*/vitest.config.ts",
+      "examples/*/vitest.config.ts",
+      "test/vitest.config.ts"
+    ],
     reporters: ["default", "./scripts/watchdog/reporter.ts"]
   }
 })
