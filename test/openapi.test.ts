@@ -149,10 +149,13 @@ describe("the OpenAPI document", () => {
 
 /** The document as served, with the few shapes these tests read. */
 interface Document {
+  readonly security?: ReadonlyArray<unknown>
   readonly paths: Record<string, Record<string, Operation>>
-  readonly components: { readonly schemas: Record<string, JsonSchema> }
+  readonly components: { readonly schemas: Record<string, JsonSchema>; readonly securitySchemes?: Record<string, JsonSchema> }
 }
 interface Operation {
+  readonly summary?: string
+  readonly description?: string
   readonly parameters?: ReadonlyArray<{ readonly name: string; readonly in: string; readonly schema: JsonSchema }>
   readonly security?: ReadonlyArray<unknown>
   readonly responses: Record<string, {
@@ -255,6 +258,39 @@ const asParameter = (schema: JsonSchema, value: string | number) =>
 /** The string member of `anyOf` (a nullable field), or the schema itself. */
 const stringMember = (schema: JsonSchema): JsonSchema =>
   (schema["anyOf"] as ReadonlyArray<JsonSchema> | undefined)?.find((member) => member["type"] === "string") ?? schema
+
+describe("the OpenAPI document's key and titles", () => {
+  it.effect("declares the bearer key: the scheme, the document's default, and on every operation under /api/v1/", () =>
+    Effect.gen(function*() {
+      const document = yield* getDocument
+      expect(document.components.securitySchemes).toEqual({
+        bearer: { type: "http", scheme: "bearer", description: expect.stringContaining("Authorization: Bearer <key>") }
+      })
+      // The default is what viewers (the docs page's authentication box) offer.
+      expect(document.security).toEqual([{ bearer: [] }])
+      const all = operations(document, unknownTask)
+      expect(all.length).toBe(9)
+      for (const { method, operation, path } of all) {
+        // None under /api/v1/ is public; a public operation would say `security: []`.
+        expect(path.startsWith("/api/v1/")).toBe(true)
+        expect({ path, method, security: operation.security }).toEqual({ path, method, security: [{ bearer: [] }] })
+      }
+      // Declaring it changed nothing the server answers: no key is still the 401 envelope.
+      const answer = yield* send(HttpClientRequest.get("/api/v1/models"), null)
+      expect([answer.status, answer.body]).toEqual([401, { code: 401, msg: "unauthorized" }])
+    }).pipe(Effect.provide(idleServer)))
+
+  it.effect("titles are plain: no remark in parentheses; what the spec lacks says so in the description", () =>
+    Effect.gen(function*() {
+      const document = yield* getDocument
+      for (const { method, operation, path } of operations(document, unknownTask)) {
+        expect({ path, method, summary: operation.summary }).toEqual({ path, method, summary: expect.stringMatching(/^[A-Z][^()]*$/) })
+        const inSpec = path === "/api/v1/task/submit" || (path === "/api/v1/task/{taskId}" && method === "get")
+        expect({ path, method, additive: operation.description?.startsWith("Additive: not in the spec.") ?? false })
+          .toEqual({ path, method, additive: !inSpec })
+      }
+    }).pipe(Effect.provide(idleServer)))
+})
 
 describe("the OpenAPI document says exactly what the server enforces", () => {
   it.effect("every bound and pattern of a parameter or of the submit body: a value just inside is accepted, just outside is 400", () =>

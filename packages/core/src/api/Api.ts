@@ -31,12 +31,27 @@ import { ListParams, QueryParams, SubmitHeaders, SubmitRequest, TaskIdPath } fro
 export * from "./Envelope.js"
 export * from "./Requests.js"
 
+/**
+ * The API key as a bearer token. The description is the OpenAPI document's (its security
+ * scheme `bearer`, which the docs page's authentication field offers); it changes nothing the
+ * server does, and `@mediagate/http`'s Auth reads the header itself.
+ */
+const bearerKey = HttpApiSecurity.bearer.pipe(
+  HttpApiSecurity.annotate(
+    OpenApi.Description,
+    "Your API key (`mg_...`), sent as `Authorization: Bearer <key>`. A missing, unknown, revoked or expired key is answered 401 on every `/api/v1/` path."
+  )
+)
+
 /** Bearer-key authentication; provides the caller's account. */
 export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("@mediagate/core/Authorization", {
   failure: Unauthorized,
   provides: CurrentAccount,
-  security: { bearer: HttpApiSecurity.bearer }
+  security: { bearer: bearerKey }
 }) {}
+
+/** Said of an endpoint the spec does not have, in its description (never in its title). */
+const additive = "Additive: not in the spec."
 
 /** 200 answer of submit. */
 export const SubmitResponse = okSchema(Schema.Struct({ taskId: Schema.String })).annotations({ identifier: "SubmitResponse" })
@@ -70,10 +85,10 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
       .setUrlParams(ListParams)
       .addSuccess(TaskListResponse)
       .addError(BadRequest)
-      .annotate(OpenApi.Summary, "List your tasks, newest first (additive: not in the spec)")
+      .annotate(OpenApi.Summary, "List your tasks, newest first")
       .annotate(
         OpenApi.Description,
-        "Each parameter may be given once; a parameter not listed here, or one given twice, is refused with 400."
+        `${additive} Each parameter may be given once; a parameter not listed here, or one given twice, is refused with 400.`
       )
   )
   .add(
@@ -82,7 +97,8 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
       .addSuccess(TaskResponse)
       .addError(NotFound)
       .addError(Conflict)
-      .annotate(OpenApi.Summary, "Cancel a task that has not ended (additive: not in the spec)")
+      .annotate(OpenApi.Summary, "Cancel a task that has not ended")
+      .annotate(OpenApi.Description, `${additive} A task that has ended is 409.`)
   )
   .add(
     HttpApiEndpoint.get("events", "/task/:taskId/events")
@@ -92,7 +108,8 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
           "Server-sent events: a `task` event whose data is the task (as `data` of the query answer) at once and after every change of status, then the stream ends after a terminal status; a `: keep-alive` comment every 15 seconds."
       }))
       .addError(NotFound)
-      .annotate(OpenApi.Summary, "Follow a task as it changes, as server-sent events (additive: not in the spec)")
+      .annotate(OpenApi.Summary, "Follow a task as it changes")
+      .annotate(OpenApi.Description, `${additive} The answer is a stream of server-sent events.`)
   )
   .add(
     HttpApiEndpoint.get("query", "/task/:taskId")
@@ -159,7 +176,8 @@ export class CallbacksGroup extends HttpApiGroup.make("callbacks")
       .setPath(Schema.Struct({ taskId: TaskIdPath }))
       .addSuccess(CallbacksResponse)
       .addError(NotFound)
-      .annotate(OpenApi.Summary, "A task's callbacks and every delivery attempt (additive: not in the spec)")
+      .annotate(OpenApi.Summary, "List a task's callbacks and every delivery attempt")
+      .annotate(OpenApi.Description, additive)
   )
   .add(
     HttpApiEndpoint.post("redeliver", "/task/:taskId/callbacks/redeliver")
@@ -167,7 +185,8 @@ export class CallbacksGroup extends HttpApiGroup.make("callbacks")
       .addSuccess(CallbacksResponse)
       .addError(NotFound)
       .addError(Conflict)
-      .annotate(OpenApi.Summary, "Send an ended task's callback again, now, with the same webhook-id (additive: not in the spec)")
+      .annotate(OpenApi.Summary, "Send an ended task's callback again")
+      .annotate(OpenApi.Description, `${additive} The callback is sent now, with the same webhook-id.`)
   )
   .middleware(Authorization)
   .prefix("/api/v1")
@@ -182,6 +201,7 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
     HttpApiEndpoint.get("models", "/models")
       .addSuccess(ModelsResponse)
       .annotate(OpenApi.Summary, "List the models with the JSON Schema of their input")
+      .annotate(OpenApi.Description, additive)
   )
   .middleware(Authorization)
   .prefix("/api/v1")
@@ -228,7 +248,8 @@ export class AccountGroup extends HttpApiGroup.make("account")
   .add(
     HttpApiEndpoint.get("account", "/account")
       .addSuccess(AccountResponse)
-      .annotate(OpenApi.Summary, "Your balance, reserved credits and latest ledger entries (additive: not in the spec)")
+      .annotate(OpenApi.Summary, "Show your balance, reserved credits and latest ledger entries")
+      .annotate(OpenApi.Description, additive)
   )
   .middleware(Authorization)
   .prefix("/api/v1")

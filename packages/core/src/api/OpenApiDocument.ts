@@ -3,7 +3,8 @@
  * framework's own decode error (`{issues, message, _tag}`) is never returned (every 400 is
  * `{code, msg}`: what HttpApi cannot decode is answered as `BadRequest`), and the titles and
  * ids Schema derives from code (`between(4, 15)`, `int`) are not names of the API. The
- * headers of a 429, which HttpApi cannot declare, are added.
+ * headers of a 429, which HttpApi cannot declare, are added, and so is the bearer key as the
+ * document's default security, which HttpApi writes on each operation only.
  */
 import type { OpenApi } from "@effect/platform"
 
@@ -85,6 +86,19 @@ const headerName = (parameter: OpenApi.OpenAPISpecParameter): OpenApi.OpenAPISpe
     ? { ...parameter, name: parameter.name.replace(/(^|-)([a-z])/g, (_, dash: string, letter: string) => dash + letter.toUpperCase()) }
     : parameter
 
+/**
+ * The document's default security: every distinct requirement it states, at the top or on
+ * an operation. HttpApi writes a group's security middleware on each of its operations and
+ * nothing at the top, and viewers read the top: Scalar's docs page offered "No authentication
+ * selected" without it. Each operation keeps its own `security`, which overrides the default
+ * (`[]` on a public one), so the default changes what no operation requires.
+ */
+const defaultSecurity = (spec: OpenApi.OpenAPISpec): Array<OpenApi.OpenAPISecurityRequirement> => {
+  const operations = Object.values(spec.paths).flatMap((item) => Object.values(item) as Array<OpenApi.OpenAPISpecOperation>)
+  const requirements = [spec.security, ...operations.map((operation) => operation.security)].flat()
+  return [...new Map(requirements.map((requirement) => [JSON.stringify(requirement), requirement])).values()]
+}
+
 /** The document as it is served (the `servers` entry is added per request). */
 export const clean = (spec: OpenApi.OpenAPISpec): OpenApi.OpenAPISpec => {
   const paths = Object.fromEntries(Object.entries(spec.paths).map(([path, item]) => [
@@ -103,6 +117,7 @@ export const clean = (spec: OpenApi.OpenAPISpec): OpenApi.OpenAPISpec => {
   const schemas = Object.fromEntries(Object.entries(spec.components.schemas).filter(([name]) => !frameworkSchemas.has(name)))
   return {
     ...spec,
+    security: defaultSecurity(spec),
     paths: withoutTitles(paths) as OpenApi.OpenAPISpec["paths"],
     components: withoutTitles({ ...spec.components, schemas }) as OpenApi.OpenAPISpec["components"]
   }
