@@ -1,8 +1,12 @@
 /**
- * The packages as a user installs them: built (`npm run build`), packed with `npm pack`,
- * installed with npm into a scratch project outside the workspace, and used from plain
- * node (no TypeScript loader, no workspace links): `test/pack/embed.mjs` serves the API,
- * submits a task with a callBackUrl and exits 0 once the signed callback verifies.
+ * The packages as a user installs them: `npm run pack:all` builds and packs them, and its
+ * install line is checked; the tarballs are installed with npm into a scratch project
+ * outside the workspace, and used from plain node (no TypeScript loader, no workspace links):
+ * - `test/pack/embed.mjs`, a plain `node:http` host, serves the API, submits a task with a
+ *   callBackUrl and exits 0 once the signed callback verifies;
+ * - `test/pack/{hosts,exercise,main}.ts`, Express 5, Fastify 5 and Hono hosts, are typechecked
+ *   with `skipLibCheck: false` (our declarations must not name packages a memory-only host
+ *   lacks), compiled, and run: through each, submit, events, query, file, signed callback.
  *
  * Third-party packages are pinned to the versions of the workspace's package-lock.json (the
  * scratch project gets a lockfile cut from it), so npm takes them from its cache, the one
@@ -12,7 +16,7 @@
 import { execFile } from "node:child_process"
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { basename, join } from "node:path"
 import { promisify } from "node:util"
 import { afterAll, describe, expect, it } from "vitest"
 
@@ -100,31 +104,48 @@ const lockEntryOf = ({ dependencies, peerDependencies, peerDependenciesMeta, ver
   ...(peerDependenciesMeta === undefined ? {} : { peerDependenciesMeta })
 })
 
+/** What `npm run pack:all -- --json` prints. */
+interface PackAll {
+  readonly dest: string
+  readonly tarballs: Record<string, { readonly file: string; readonly files: ReadonlyArray<string> }>
+  readonly embedding: ReadonlyArray<string>
+  readonly peers: Record<string, string>
+  readonly install: string
+}
+
+/** Runs a file of the scratch project with plain node and nothing but PATH. */
+const runNode = (args: ReadonlyArray<string>, cwd: string, timeout: number) =>
+  new Promise<{ code: number | null; output: string }>((done) => {
+    execFile(process.execPath, args, { cwd, timeout, env: { PATH: process.env["PATH"] ?? "" } }, (error, stdout, stderr) =>
+      done({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, output: stdout + stderr })
+    )
+  })
+
+/** Host frameworks and types the scratch project installs beside our tarballs, at the workspace's versions. */
+const hostPackages = ["express", "fastify", "hono", "@hono/node-server", "@types/express", "@types/node"]
+
 describe("the packages as a user installs them", () => {
-  it("build, pack, install outside the workspace and embed with plain node: the signed callback arrives", { timeout: 600_000 }, async () => {
-    await sh("npm", ["run", "build"], root)
-
-    // Pack every built package; each tarball carries its JavaScript, declarations and LICENSE.
+  it("pack:all, install outside the workspace, then plain node: node:http, Express 5, Fastify 5 and Hono hosts", { timeout: 900_000 }, async () => {
     const tarballs = join(scratch, "tarballs")
-    mkdirSync(tarballs)
-    const packed = JSON.parse(
-      await sh("npm", ["pack", "--json", "--pack-destination", tarballs, ...built.map((dir) => `./${dir}`)], root)
-    ) as Array<{ readonly name: string; readonly filename: string; readonly files: Array<{ readonly path: string }> }>
-    expect(packed.map((entry) => entry.name).sort()).toEqual(built.map((dir) => manifest(dir).name).sort())
-    for (const entry of packed) {
-      const files = entry.files.map((file) => file.path)
-      expect(files, entry.name).toEqual(expect.arrayContaining(["LICENSE", "package.json", "dist/index.js", "dist/index.d.ts"]))
-      expect(files.filter((file) => file.startsWith("test/") || file.endsWith(".tsbuildinfo")), entry.name).toEqual([])
+    const pack = JSON.parse(await sh(process.execPath, ["scripts/pack-all.mjs", "--json", "--dest", tarballs], root)) as PackAll
+    expect(Object.keys(pack.tarballs).sort()).toEqual(built.map((dir) => manifest(dir).name).sort())
+    for (const [name, { files }] of Object.entries(pack.tarballs)) {
+      expect(files, name).toEqual(expect.arrayContaining(["LICENSE", "package.json", "dist/index.js", "dist/index.d.ts"]))
+      expect(files.filter((file) => file.startsWith("test/") || file.endsWith(".tsbuildinfo")), name).toEqual([])
     }
+    // The one install line: the eight tarballs an embedding needs and the peers at working ranges.
+    for (const name of pack.embedding) expect(pack.install).toContain(pack.tarballs[name]!.file)
+    expect(pack.peers).toEqual({ effect: "^3.22.0", "@effect/platform": "^0.97.0", "@effect/platform-node": "^0.108.0" })
+    expect(pack.install).toMatch(/^npm install /)
 
-    // The scratch project: our tarballs, and the peers a host installs itself, at the workspace's versions.
+    // The scratch project: our tarballs, and the peers and frameworks a host installs itself, at the workspace's versions.
     const app = join(scratch, "app")
     mkdirSync(app)
     const lock = (JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as { packages: Record<string, LockEntry> }).packages
-    const ours = new Map(built.map((dir) => [manifest(dir).name, { dir, manifest: manifest(dir), tarball: packed.find((entry) => entry.name === manifest(dir).name)!.filename }]))
-    const peers = ["effect", "@effect/platform", "@effect/platform-node"]
+    const ours = new Map(built.map((dir) => [manifest(dir).name, { dir, manifest: manifest(dir), tarball: `../tarballs/${basename(pack.tarballs[manifest(dir).name]!.file)}` }]))
+    const peers = ["effect", "@effect/platform", "@effect/platform-node", ...hostPackages]
     const dependencies: Record<string, string> = Object.fromEntries([
-      ...[...ours].map(([name, { tarball }]) => [name, `file:../tarballs/${tarball}`]),
+      ...[...ours].map(([name, { tarball }]) => [name, `file:${tarball}`]),
       ...peers.map((name) => [name, lock[`node_modules/${name}`]!.version!])
     ])
     const third = lockClosure(lock, [
@@ -140,7 +161,7 @@ describe("the packages as a user installs them", () => {
         requires: true,
         packages: {
           "": { name: "mediagate-pack-app", dependencies },
-          ...Object.fromEntries([...ours].map(([name, { manifest, tarball }]) => [`node_modules/${name}`, lockEntryOf(manifest, `file:../tarballs/${tarball}`)])),
+          ...Object.fromEntries([...ours].map(([name, { manifest, tarball }]) => [`node_modules/${name}`, lockEntryOf(manifest, `file:${tarball}`)])),
           ...Object.fromEntries(
             [...third].map(([location, entry]) => [location.replace(/^packages\/([^/]+)\//, "node_modules/@mediagate/$1/"), entry])
           )
@@ -149,26 +170,45 @@ describe("the packages as a user installs them", () => {
     )
     await sh("npm", ["install", "--prefer-offline", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"], app)
 
-    // Plain node, outside the workspace: only what npm installed is there.
+    // A plain node:http host, outside the workspace: only what npm installed is there.
     copyFileSync(join(root, "test/pack/embed.mjs"), join(app, "embed.mjs"))
-    const { code, output } = await new Promise<{ code: number | null; output: string }>((done) => {
-      execFile(process.execPath, ["embed.mjs"], { cwd: app, timeout: 120_000, env: { PATH: process.env["PATH"] ?? "" } }, (error, stdout, stderr) =>
-        done({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, output: stdout + stderr })
-      )
-    })
-    expect(code, output).toBe(0)
-    const taskId = /^submitted (\S+)$/m.exec(output)?.[1]
-    expect(taskId, output).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/)
-    expect(output).toContain(`callback verified: ${taskId} SUCCESS`)
+    const embedded = await runNode(["embed.mjs"], app, 120_000)
+    expect(embedded.code, embedded.output).toBe(0)
+    const taskId = /^submitted (\S+)$/m.exec(embedded.output)?.[1]
+    expect(taskId, embedded.output).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+    expect(embedded.output).toContain(`callback verified: ${taskId} SUCCESS`)
+
+    // Express 5, Fastify 5 and Hono hosts in TypeScript: typechecked against the installed
+    // declarations with skipLibCheck false, compiled, and run with plain node.
+    mkdirSync(join(app, "src"))
+    for (const file of ["hosts.ts", "exercise.ts", "main.ts"]) copyFileSync(join(root, "test/pack", file), join(app, "src", file))
+    writeFileSync(
+      join(app, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          target: "ES2022",
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          strict: true,
+          skipLibCheck: false,
+          types: ["node"],
+          rootDir: "src",
+          outDir: "dist"
+        },
+        include: ["src"]
+      }, null, 2)
+    )
+    await sh(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], app)
+    const hosts = await runNode(["dist/main.js"], app, 180_000)
+    expect(hosts.code, hosts.output).toBe(0)
+    for (const name of ["express", "fastify", "hono"]) {
+      expect(hosts.output).toMatch(new RegExp(`^${name}: task \\S+ events \\S*SUCCESS file image/png \\d+ bytes, callback verified: \\S+ SUCCESS$`, "m"))
+    }
 
     // The installed command line runs its built JavaScript with plain node (no tsx here).
-    const cli = await new Promise<{ code: number | null; output: string }>((done) => {
-      execFile(process.execPath, [join(app, "node_modules/@mediagate/cli/bin/mediagate.mjs"), "--help"], { cwd: app, timeout: 60_000, env: { PATH: process.env["PATH"] ?? "" } }, (error, stdout, stderr) =>
-        done({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, output: stdout + stderr })
-      )
-    })
+    const cli = await runNode([join(app, "node_modules/@mediagate/cli/bin/mediagate.mjs"), "--version"], app, 60_000)
     expect(cli.code, cli.output).toBe(0)
-    expect(cli.output).toContain("mediagate 0.1.0")
+    expect(cli.output).toContain("0.1.0")
     expect(existsSync(join(app, "node_modules/tsx"))).toBe(false)
   })
 })

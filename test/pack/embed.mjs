@@ -4,7 +4,7 @@
 // script; exits 0 once the signed callback arrives and verifies. test/pack.test.ts copies
 // this file into a scratch project outside the workspace.
 import { MediagateHttp } from "@mediagate/http"
-import { verifyCallback } from "@mediagate/scheduler"
+import { verifyCallback } from "@mediagate/client"
 import { Backends, Deployment } from "@mediagate/server"
 import { Either, Redacted } from "effect"
 import { createServer } from "node:http"
