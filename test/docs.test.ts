@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { variables } from "@mediagate/example-standalone-server/Config"
-import { ModelCatalog, ModelDocs } from "@mediagate/core"
+import { MediaStore, ModelCatalog, ModelDocs } from "@mediagate/core"
+import { Effect } from "effect"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 
@@ -55,6 +56,17 @@ describe("docs", () => {
     for (const file of readdirSync(join(root, "bench"))) {
       expect(scripts.includes(`bench/${file}`), `bench/${file} is not run by any npm script`).toBe(true)
     }
+  })
+
+  it("media file names are described as what they are: a content hash, the same for the same bytes, not random", async () => {
+    const bytes = new TextEncoder().encode("the same bytes")
+    const [first, second] = await Effect.runPromise(Effect.all([MediaStore.keyOf(bytes, "png"), MediaStore.keyOf(bytes, "png")]))
+    expect(first).toBe(second)
+    const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))
+    expect(first).toBe(`${Buffer.from(hash.subarray(0, 16)).toString("hex")}.png`)
+    expect(read("docs/api.md")).toContain("the first 32 hex characters\n(128 bits) of the SHA-256 of its bytes")
+    // decisions.md is a log: it quotes the old claim when it says why it was wrong.
+    for (const path of docs.filter((path) => path !== "docs/decisions.md")) expect(read(path), path).not.toMatch(/random bits/)
   })
 
   it("the secrets the standalone server shows are described as shown once", () => {
