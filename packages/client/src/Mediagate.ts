@@ -34,7 +34,11 @@ export class Mediagate {
     )
   }
 
-  /** Submits a task and resolves with its id; `input` is type-checked against the model's input. */
+  /**
+   * Submits a task and resolves with its id as a plain string, not the `{ taskId }` object
+   * the HTTP answer's `data` is: `const taskId = await mediagate.submit(model, input)`, with
+   * no `.taskId` after it. `input` is type-checked against the model's input.
+   */
   submit<M extends ModelId>(model: M, input: InputOf<M>, options?: SubmitOptions): Promise<string> {
     return run(this.#client.submit(model, input, options))
   }

@@ -57,7 +57,11 @@ export interface TaskPage {
 
 /** The calls of a mediagate client. */
 export interface Client {
-  /** Submits a task and answers its id. `input` is type-checked against the model's input. */
+  /**
+   * Submits a task and answers its id as a plain string, not the `{ taskId }` object the
+   * HTTP answer's `data` is: `const taskId = yield* client.submit(model, input)`, with no
+   * `.taskId` after it. `input` is type-checked against the model's input.
+   */
   readonly submit: <M extends ModelId>(model: M, input: InputOf<M>, options?: SubmitOptions) => Effect.Effect<string, ClientError>
   /** The task as it is now; with `wait` (seconds, at most 60) the server holds the answer until the task ends or the wait is over. */
   readonly get: (taskId: string, options?: { readonly wait?: number }) => Effect.Effect<Task.Task, ClientError>
