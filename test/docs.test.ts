@@ -64,7 +64,7 @@ describe("docs", () => {
     expect(first).toBe(second)
     const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))
     expect(first).toBe(`${Buffer.from(hash.subarray(0, 16)).toString("hex")}.png`)
-    expect(read("docs/api.md")).toContain("the first 32 hex characters\n(128 bits) of the SHA-256 of its bytes")
+    expect(read("docs/api.md").replace(/\s+/g, " ")).toContain("the first 32 hex characters (128 bits) of the SHA-256 of its bytes")
     // decisions.md is a log: it quotes the old claim when it says why it was wrong.
     for (const path of docs.filter((path) => path !== "docs/decisions.md")) expect(read(path), path).not.toMatch(/random bits/)
   })
