@@ -13,12 +13,13 @@
  * the workspace was installed from, and installs the same versions every run. Install
  * scripts are skipped: nothing the memory backends use needs one (sharp ships prebuilt).
  */
-import { execFile } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { basename, join } from "node:path"
 import { promisify } from "node:util"
 import { afterAll, describe, expect, it } from "vitest"
+import { freePort } from "./ports.js"
 
 const run = promisify(execFile)
 const root = new URL("..", import.meta.url).pathname
@@ -121,6 +122,42 @@ const runNode = (args: ReadonlyArray<string>, cwd: string, timeout: number) =>
     )
   })
 
+/**
+ * Starts the README's `server.mjs` with plain node on a free port, and does what the README
+ * does next with curl: submit, query with `?wait=30` until SUCCESS, then downloads the file.
+ */
+const readmeServer = async (app: string) => {
+  const port = await freePort()
+  const child = spawn(process.execPath, ["server.mjs"], { cwd: app, env: { PATH: process.env["PATH"] ?? "", PORT: String(port) } })
+  let output = ""
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
+  try {
+    for (let waited = 0; !output.includes(`listening on http://localhost:${port}`); waited += 100) {
+      if (waited > 60_000 || child.exitCode !== null) throw new Error(`server.mjs did not start: ${output}`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const base = `http://localhost:${port}`
+    const auth = { authorization: "Bearer demo-key" }
+    expect(await (await fetch(`${base}/hello`)).json()).toEqual({ hello: "from the host" })
+    const submitted = await fetch(`${base}/api/v1/task/submit`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "a lighthouse" } })
+    })
+    const { data } = await submitted.json() as { data: { taskId: string } }
+    let task: { status: string; result: { urls: Array<string> } | null } = { status: "PENDING", result: null }
+    for (let round = 0; round < 4 && task.status !== "SUCCESS"; round++) {
+      task = (await (await fetch(`${base}/api/v1/task/${data.taskId}?wait=30`, { headers: auth })).json() as { data: typeof task }).data
+    }
+    expect(task.status, output).toBe("SUCCESS")
+    const file = await fetch(task.result!.urls[0]!)
+    expect([file.status, file.headers.get("content-type")]).toEqual([200, "image/png"])
+  } finally {
+    child.kill("SIGKILL")
+  }
+}
+
 /** Host frameworks and types the scratch project installs beside our tarballs, at the workspace's versions. */
 const hostPackages = ["express", "fastify", "hono", "@hono/node-server", "@types/express", "@types/node"]
 
@@ -142,7 +179,8 @@ describe("the packages as a user installs them", () => {
     const app = join(scratch, "app")
     mkdirSync(app)
     const lock = (JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as { packages: Record<string, LockEntry> }).packages
-    const ours = new Map(built.map((dir) => [manifest(dir).name, { dir, manifest: manifest(dir), tarball: `../tarballs/${basename(pack.tarballs[manifest(dir).name]!.file)}` }]))
+    // A memory-only host: no @mediagate/store-sql and none of its drivers.
+    const ours = new Map(built.filter((dir) => manifest(dir).name !== "@mediagate/store-sql").map((dir) => [manifest(dir).name, { dir, manifest: manifest(dir), tarball: `../tarballs/${basename(pack.tarballs[manifest(dir).name]!.file)}` }]))
     const peers = ["effect", "@effect/platform", "@effect/platform-node", ...hostPackages]
     const dependencies: Record<string, string> = Object.fromEntries([
       ...[...ours].map(([name, { tarball }]) => [name, `file:${tarball}`]),
@@ -170,6 +208,8 @@ describe("the packages as a user installs them", () => {
     )
     await sh("npm", ["install", "--prefer-offline", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"], app)
 
+    expect(existsSync(join(app, "node_modules/@mediagate/store-sql"))).toBe(false)
+
     // A plain node:http host, outside the workspace: only what npm installed is there.
     copyFileSync(join(root, "test/pack/embed.mjs"), join(app, "embed.mjs"))
     const embedded = await runNode(["embed.mjs"], app, 120_000)
@@ -177,6 +217,13 @@ describe("the packages as a user installs them", () => {
     const taskId = /^submitted (\S+)$/m.exec(embedded.output)?.[1]
     expect(taskId, embedded.output).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/)
     expect(embedded.output).toContain(`callback verified: ${taskId} SUCCESS`)
+
+    // The README's server.mjs, as written there, on a free port: submit, wait, download.
+    const readme = readFileSync(join(root, "README.md"), "utf8")
+    const serverMjs = /```js\n(\/\/ server\.mjs\n[\s\S]*?)```/.exec(readme)?.[1]
+    expect(serverMjs, "README.md has a ```js block starting with // server.mjs").toBeDefined()
+    writeFileSync(join(app, "server.mjs"), serverMjs!)
+    await readmeServer(app)
 
     // Express 5, Fastify 5 and Hono hosts in TypeScript: typechecked against the installed
     // declarations with skipLibCheck false, compiled, and run with plain node.
