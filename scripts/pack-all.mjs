@@ -72,7 +72,8 @@ const peersOf = (name) => {
   return Object.fromEntries(Object.entries(manifest.peerDependencies ?? {}).filter(([peer]) => !peer.startsWith("@mediagate/") && peers[peer] === undefined))
 }
 const extras = {
-  "@mediagate/store-sql": "SQLite or PostgreSQL backends (`@mediagate/server/sql`)",
+  "@mediagate/store-sql":
+    "SQLite or PostgreSQL backends (`@mediagate/server/sql`; better-sqlite3 compiles in its install script, which npm 11 runs once allowed: `npm pkg set allowScripts.better-sqlite3=true --json`)",
   "@mediagate/cli": "the `mediagate` command line"
 }
 
