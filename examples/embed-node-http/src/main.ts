@@ -1,6 +1,7 @@
 /**
  * An existing node:http application with routes of its own that mounts the mediagate API.
- * Requests under /api/v1/ and /media/ go to mediagate; everything else stays the host's.
+ * mediagate's paths (under /api/v1/, /media/, /webhooks/, and /docs, /openapi.json,
+ * /healthz, /readyz) go to mediagate; everything else stays the host's.
  */
 import { MediagateHttp } from "@mediagate/http"
 import { Backends, Deployment } from "@mediagate/server"
@@ -50,8 +51,9 @@ export const start = async (options: HostOptions) => {
   const api = await MediagateHttp.makeNodeHandler(services, { server })
 
   server.on("request", (request, response) => {
+    // mediagate's paths (the API, result files, webhooks, docs, health: `api.owns`) go to it.
+    if (api.owns(request.url ?? "/")) return api.handler(request, response)
     const path = (request.url ?? "/").split("?")[0]!
-    if (path.startsWith("/api/v1/") || path.startsWith("/media/")) return api.handler(request, response)
     // The host's own routes.
     if (request.method === "GET" && path === "/health") {
       response.writeHead(200, { "content-type": "application/json" })
