@@ -7,11 +7,13 @@
  * mount path, a body parser that ran first (parsed body used; consumed body named as the
  * cause), Fastify's own JSON errors kept off mediagate's paths.
  */
-import { MediagateHttp } from "@mediagate/http"
+import { HeldRequests, MediagateHttp } from "@mediagate/http"
 import { Backends, Deployment } from "@mediagate/server"
-import { Redacted } from "effect"
+import { Layer, Redacted } from "effect"
 import express from "express"
 import Fastify from "fastify"
+import { Hono } from "hono"
+import { serve } from "@hono/node-server"
 import type { Server } from "node:http"
 import { afterEach, describe, expect, it } from "vitest"
 import { exercise, freePort } from "./pack/exercise.js"
@@ -189,5 +191,45 @@ describe("what a host gets wrong", () => {
     expect(other.status).toBe(401)
     expect(api.owns("/api/v1/task/x")).toBe(true)
     expect(api.owns("/hello")).toBe(false)
+  })
+
+  it("Hono: an events stream the client abandons gives its held place back (cap 2 per key, 6 streams in turn)", { timeout: 60_000 }, async () => {
+    const port = await freePort()
+    const api = await MediagateHttp.makeWebHandler(
+      Deployment.services({
+        simulatorProfile: "realistic",
+        backends: Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
+          { id: "acct_host", name: "host", apiKey: Redacted.make(apiKey), credits: 100_000_000 }
+        ])
+      }).pipe(Layer.merge(HeldRequests.layer({ perKey: 2, total: 10 })))
+    )
+    const app = new Hono()
+    app.use((context, next) => (api.owns(context.req.path) ? api.handler(context.req.raw) : next()))
+    const server = await new Promise<Server>((resolve) => {
+      const started = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" }, () => resolve(started as Server))
+    })
+    cleanups.push(async () => {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await api.dispose()
+    })
+    const url = `http://127.0.0.1:${port}`
+    const { taskId } = (await submit(url, JSON.stringify({ model: "beta-imagine/text-to-video", input: { prompt: "a long walk" } }))).body.data!
+    for (let round = 0; round < 6; round++) {
+      const abort = new AbortController()
+      const response = await fetch(`${url}/api/v1/task/${taskId}/events`, { headers: auth, signal: abort.signal })
+      expect([round, response.status]).toEqual([round, 200])
+      const reader = response.body!.getReader()
+      await reader.read()
+      abort.abort()
+      await reader.cancel().catch(() => {})
+      // The place comes back when the server sees the connection go; give it a moment.
+      for (let tries = 0; tries < 50; tries++) {
+        const probe = await fetch(`${url}/api/v1/task/${taskId}?wait=1`, { headers: auth })
+        await probe.arrayBuffer()
+        if (probe.status === 200) break
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+    }
   })
 })
