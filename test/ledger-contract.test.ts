@@ -110,9 +110,12 @@ for (const backend of backends) {
       withLedger((ledger) =>
         Effect.gen(function*() {
           const first = yield* ledger.credit({ id: "top-up-1", accountId: alice, amount: 10_000, at: 1, note: "card" })
+          expect(first).toEqual({ entry: { id: "top-up-1", accountId: alice, taskId: null, kind: "credit", amount: 10_000, held: 0, at: 1, note: "card" }, written: true })
+          // Asked again, the answer says so: the entry of the first time, not written now.
           const again = yield* ledger.credit({ id: "top-up-1", accountId: alice, amount: 10_000, at: 2, note: "card" })
-          expect(again).toEqual(first)
-          yield* Effect.all([1, 2, 3].map(() => ledger.credit({ id: "top-up-2", accountId: alice, amount: 5_000, at: 3, note: null })), { concurrency: 3 })
+          expect(again).toEqual({ entry: first.entry, written: false })
+          const racing = yield* Effect.all([1, 2, 3].map(() => ledger.credit({ id: "top-up-2", accountId: alice, amount: 5_000, at: 3, note: null })), { concurrency: 3 })
+          expect(racing.map((answer) => answer.written).sort()).toEqual([false, false, true])
           expect(yield* ledger.balance(alice)).toEqual({ balance: 15_000, reserved: 0 })
           expect(yield* ledger.entries(alice, 10)).toHaveLength(2)
         })

@@ -12,7 +12,7 @@
  *   key revoke <key-id>
  *   secret show <account-id>            the callback signing secret (and the previous one while it signs)
  *   secret rotate <account-id> [--grace <24h>]
- *   credits add <account-id> <amount> [--note <text>] [--id <entry-id>]   US dollars; once per --id
+ *   credits add <account-id> <amount> [--note <text>] [--id <entry-id>]   US dollars; once per --id (a replay says so)
  *   credits show <account-id> [--limit <20>]   balance, reserved, available, latest entries
  *
  * `--json` on each prints one JSON document for scripts. Failures print one line to
@@ -248,15 +248,15 @@ const creditsAdd = Command.make(
       yield* findAccount(id)
       const ledger = yield* Ledger.Ledger
       const now = yield* Clock.currentTimeMillis
-      const entry = yield* ledger.credit({
+      const { entry, written } = yield* ledger.credit({
         id: Option.isSome(entryId) ? entryId.value : yield* Credits.entryId(yield* Ids.Ids),
         accountId: Ids.AccountId.make(id),
         amount,
         at: now,
         note
       })
-      // The same id asked again is the entry already written: it must be this same credit.
-      if (entry.kind !== "credit" || entry.accountId !== id || entry.amount !== amount) {
+      // The id was taken: by this same credit (a replay, fine), or by another entry (a mistake).
+      if (!written && (entry.kind !== "credit" || entry.accountId !== id || entry.amount !== amount)) {
         const of = Credits.formatUsd(entry.kind === "credit" ? entry.amount : Math.abs(entry.held))
         return yield* new AdminError({ message: `entry ${entry.id} is already a ${entry.kind} of ${of} for ${entry.accountId}: nothing credited` })
       }
@@ -267,11 +267,14 @@ const creditsAdd = Command.make(
           account_id: id,
           entry_id: entry.id,
           amount_micro_usd: amount,
+          already_credited: !written,
           balance_micro_usd: view.balance_micro_usd,
           reserved_micro_usd: view.reserved_micro_usd,
           available_micro_usd: view.available_micro_usd
         },
-        `credited ${Credits.formatUsd(amount)} to ${id}; ${balanceText(view)}`
+        written
+          ? `credited ${Credits.formatUsd(amount)} to ${id}; ${balanceText(view)}`
+          : `already credited ${Credits.formatUsd(amount)} to ${id} (${entry.id}): nothing changed; ${balanceText(view)}`
       )
     }))
 ).pipe(Command.withDescription("Add US dollars to an account's credits (once per --id)"))

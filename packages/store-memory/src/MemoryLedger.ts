@@ -50,10 +50,10 @@ export const make = () => {
           ? Effect.dieMessage(`a credit must be a positive whole number of micro-USD (got ${amount})`)
           : Effect.sync(() => {
             const existing = credits.get(id)
-            if (existing !== undefined) return existing
+            if (existing !== undefined) return { entry: existing, written: false }
             const entry = write({ id, accountId, taskId: null, kind: "credit", amount, held: 0, at, note })
             credits.set(id, entry)
-            return entry
+            return { entry, written: true }
           })
       ),
     reserve: ({ accountId, amount, at, id, taskId }) =>

@@ -128,8 +128,9 @@ export const make = (options: Options = {}): Effect.Effect<
             // A credit asked again (a retried top-up) is the entry already written.
             if (isPg) yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`ledger-credit:${id}`}))`
             const existing = yield* sql<Row>`SELECT * FROM ${entries} WHERE id = ${id}`
-            if (existing[0] !== undefined) return entryOf(existing[0])
-            return yield* insert({ id, accountId, taskId: null, kind: "credit", amount, held: 0, at, note })
+            if (existing[0] !== undefined) return { entry: entryOf(existing[0]), written: false }
+            const entry = yield* insert({ id, accountId, taskId: null, kind: "credit", amount, held: 0, at, note })
+            return { entry, written: true }
           })).pipe(refail("credit")),
       reserve: ({ accountId, amount, at, id, taskId }) =>
         transaction(Effect.gen(function*() {

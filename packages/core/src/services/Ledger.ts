@@ -48,6 +48,17 @@ export interface Balance {
   readonly reserved: number
 }
 
+/**
+ * What a credit answers: the entry with the id asked for, and whether this call wrote it. A
+ * credit asked again with the same id (a retried top-up) writes nothing: its answer is the
+ * entry written the first time, which may even be another account's or another kind's.
+ */
+export interface Credited {
+  readonly entry: LedgerEntry
+  /** False when the entry already existed: nothing was credited by this call. */
+  readonly written: boolean
+}
+
 /** A reservation larger than what the account has available. */
 export class InsufficientCredits extends Data.TaggedError("InsufficientCredits")<{
   readonly accountId: AccountId
@@ -60,8 +71,8 @@ export class NoReservation extends Data.TaggedError("NoReservation")<{ readonly 
 
 /** The ledger. Every operation may fail with StoreError when the database does not answer, as in the TaskStore. */
 export class Ledger extends Context.Tag("@mediagate/core/Ledger")<Ledger, {
-  /** Adds `amount` (> 0) to the account's balance, once per entry id: asked again with the same id, the entry already written. */
-  readonly credit: (input: { readonly id: string; readonly accountId: AccountId; readonly amount: number; readonly at: number; readonly note: string | null }) => Effect.Effect<LedgerEntry, StoreError>
+  /** Adds `amount` (> 0) to the account's balance, once per entry id: asked again with the same id, the entry already written, not written now. */
+  readonly credit: (input: { readonly id: string; readonly accountId: AccountId; readonly amount: number; readonly at: number; readonly note: string | null }) => Effect.Effect<Credited, StoreError>
   /** Holds `amount` for the task, once; the existing reservation when there is one. */
   readonly reserve: (input: { readonly id: string; readonly accountId: AccountId; readonly taskId: string; readonly amount: number; readonly at: number }) => Effect.Effect<LedgerEntry, InsufficientCredits | StoreError>
   /** Takes the task's held amount out of the balance, once; the existing charge or release when there is one. */
@@ -94,7 +105,7 @@ export class Ledger extends Context.Tag("@mediagate/core/Ledger")<Ledger, {
  * settlement sweep finds nothing open.
  */
 export const layerUnbilled: Layer.Layer<Ledger> = Layer.succeed(Ledger, {
-  credit: (input) => Effect.succeed({ ...input, taskId: null, kind: "credit", held: 0 }),
+  credit: (input) => Effect.succeed({ entry: { ...input, taskId: null, kind: "credit", held: 0 }, written: true }),
   reserve: ({ accountId, at, id, taskId }) => Effect.succeed({ id, accountId, taskId, kind: "reserve", amount: 0, held: 0, at, note: null }),
   charge: ({ taskId }) => Effect.fail(new NoReservation({ taskId })),
   release: ({ taskId }) => Effect.fail(new NoReservation({ taskId })),
