@@ -3,11 +3,12 @@
  * README shows it, with the server running: an account and its key made by the CLI work at
  * the server; a second key works; a revoked key stops working within the server's 5 s key
  * cache; wrong and mistyped keys are 401; no key is in clear in the database file or the
- * server's output; failures are one line and exit 1. Credits added by the CLI pay for tasks at
- * the server, once per `--id`.
+ * server's output; failures are one line and exit 1. The server's first key is listed with
+ * where it came from. Credits added by the CLI pay for tasks at the server, once per `--id`,
+ * and a second run with the same `--id` says it changed nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { spawnSync } from "node:child_process"
+import { spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -28,50 +29,60 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-/** Runs `npm run admin -- <args>` as the README does (tsx directly, same thing). */
-const admin = (args: ReadonlyArray<string>, databaseUrl = `sqlite:${database}`) => {
-  const result = spawnSync(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", join(root, "examples/standalone-server/src/admin.ts"), ...args], {
-    cwd: root,
-    env: { PATH: process.env["PATH"] ?? "", MEDIAGATE_DATABASE_URL: databaseUrl },
-    encoding: "utf8"
+/**
+ * Runs `npm run admin -- <args>` as the README does (tsx directly, same thing). Not
+ * spawnSync: blocking this process for the seconds a run takes would hold the test runner's
+ * messages and outlast the server's keep-alive under fetch's idle connections.
+ */
+const admin = (args: ReadonlyArray<string>, databaseUrl = `sqlite:${database}`) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", join(root, "examples/standalone-server/src/admin.ts"), ...args], {
+      cwd: root,
+      env: { PATH: process.env["PATH"] ?? "", MEDIAGATE_DATABASE_URL: databaseUrl },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
   })
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr }
-}
 
 const submit = (port: number, key: string) =>
   clientAt(port, key).submit({ model: "alpha-image-2/text-to-image", input: { prompt: "a kite" } })
 
 describe("admin CLI", () => {
-  it("--help needs no database; unknown commands, accounts and keys are one line and exit 1", { timeout: 60_000 }, () => {
-    const help = admin(["--help"], "sqlite:/nonexistent-folder/x.db")
+  // Nine CLI runs, of several seconds each on a loaded machine.
+  it("--help needs no database; unknown commands, accounts and keys are one line and exit 1", { timeout: 120_000 }, async () => {
+    const help = await admin(["--help"], "sqlite:/nonexistent-folder/x.db")
     expect(help.code).toBe(0)
     expect(help.stdout).toContain("account")
     expect(help.stdout).toContain("key")
-    const subHelp = admin(["key", "create", "--help"], "sqlite:/nonexistent-folder/x.db")
+    const subHelp = await admin(["key", "create", "--help"], "sqlite:/nonexistent-folder/x.db")
     expect(subHelp.stdout).toContain("--expires-in")
-    expect(admin(["account", "show", "acct_nope"])).toMatchObject({ code: 1, stderr: "mediagate admin: no account acct_nope\n" })
-    expect(admin(["key", "revoke", "key_nope"])).toMatchObject({ code: 1, stderr: "mediagate admin: no key key_nope\n" })
-    expect(admin(["account", "list"], "memory")).toMatchObject({ code: 1, stderr: "mediagate admin: MEDIAGATE_DATABASE_URL is memory: there is no database to administer\n" })
-    expect(admin(["account", "list"], "sqlite:/nonexistent-folder/x.db").code).toBe(1)
-    expect(admin(["acount", "list"]).code).toBe(1)
+    expect(await admin(["account", "show", "acct_nope"])).toMatchObject({ code: 1, stderr: "mediagate admin: no account acct_nope\n" })
+    expect(await admin(["key", "revoke", "key_nope"])).toMatchObject({ code: 1, stderr: "mediagate admin: no key key_nope\n" })
+    expect(await admin(["account", "list"], "memory")).toMatchObject({ code: 1, stderr: "mediagate admin: MEDIAGATE_DATABASE_URL is memory: there is no database to administer\n" })
+    expect((await admin(["account", "list"], "sqlite:/nonexistent-folder/x.db")).code).toBe(1)
+    expect((await admin(["acount", "list"])).code).toBe(1)
   })
 
   it("accounts and keys made by the CLI work at a running server; a revoked key stops within 5 s", { timeout: 120_000 }, async () => {
-    const created = admin(["account", "create", "--name", "acme", "--json"])
+    const created = await admin(["account", "create", "--name", "acme", "--json"])
     expect(created.code).toBe(0)
     const { account, key, webhook_secret } = JSON.parse(created.stdout)
     expect(key).toMatch(/^mg_[0-9A-Za-z]{38}$/)
     expect(webhook_secret).toMatch(/^whsec_/)
     expect(account).toMatchObject({ name: "acme", keys: [{ state: "active", label: "first key", hint: `${key.slice(0, 7)}...` }] })
 
-    const secret = admin(["secret", "show", account.id, "--json"])
+    const secret = await admin(["secret", "show", account.id, "--json"])
     expect(JSON.parse(secret.stdout)).toEqual({ account_id: account.id, current: webhook_secret, previous: null, previous_signs_until: null })
-    const rotated = JSON.parse(admin(["secret", "rotate", account.id, "--grace", "2h", "--json"]).stdout)
+    const rotated = JSON.parse((await admin(["secret", "rotate", account.id, "--grace", "2h", "--json"])).stdout)
     expect(rotated.current).toMatch(/^whsec_/)
     expect(rotated.current).not.toBe(webhook_secret)
     expect(rotated.previous).toBe(webhook_secret)
     expect(Date.parse(rotated.previous_signs_until) - Date.now()).toBeGreaterThan(7_100_000)
-    expect(admin(["secret", "rotate", account.id, "--grace", "soon"]).code).toBe(1)
+    expect((await admin(["secret", "rotate", account.id, "--grace", "soon"])).code).toBe(1)
 
     const port = await freePort()
     const server = await startServer(port, {
@@ -85,11 +96,11 @@ describe("admin CLI", () => {
       expect(await submit(port, wrong)).toEqual({ status: 401, body: { code: 401, msg: "unauthorized" } })
     }
 
-    const second = JSON.parse(admin(["key", "create", account.id, "--label", "ci", "--expires-in", "30d", "--json"]).stdout)
+    const second = JSON.parse((await admin(["key", "create", account.id, "--label", "ci", "--expires-in", "30d", "--json"])).stdout)
     expect(second).toMatchObject({ account_id: account.id, label: "ci", state: "active" })
     expect((await submit(port, second.key)).status).toBe(200)
 
-    const revoked = admin(["key", "revoke", account.keys[0].id, "--json"])
+    const revoked = await admin(["key", "revoke", account.keys[0].id, "--json"])
     expect(JSON.parse(revoked.stdout)).toMatchObject({ id: account.keys[0].id, state: "revoked" })
     // The server keeps a key's account for 5 s: the revoked key stops working by then.
     let status = 200
@@ -100,7 +111,7 @@ describe("admin CLI", () => {
     expect(status).toBe(401)
     expect((await submit(port, second.key)).status).toBe(200)
 
-    const shown = JSON.parse(admin(["account", "show", account.id, "--json"]).stdout)
+    const shown = JSON.parse((await admin(["account", "show", account.id, "--json"])).stdout)
     expect(shown.keys.map((k: { state: string }) => k.state)).toEqual(["revoked", "active"])
     await stop(server, "SIGTERM")
 
@@ -118,23 +129,37 @@ describe("admin CLI", () => {
     }
   })
 
-  it("credits added by the CLI pay for tasks at a running server, once per --id", { timeout: 120_000 }, async () => {
-    const { account, key } = JSON.parse(admin(["account", "create", "--name", "payer", "--json"]).stdout)
+  it("account list says where the server's first key came from: generated at its first start, or MEDIAGATE_API_KEY", { timeout: 120_000 }, async () => {
+    const cases = [
+      { file: join(dir, "generated.db"), env: {}, label: "generated at first start" },
+      { file: join(dir, "from-env.db"), env: { MEDIAGATE_API_KEY: "label-test-key-0123456789" }, label: "from MEDIAGATE_API_KEY" }
+    ]
+    for (const { env, file, label } of cases) {
+      const server = await startServer(await freePort(), {
+        MEDIAGATE_DATABASE_URL: `sqlite:${file}`,
+        MEDIAGATE_SIMULATOR_PROFILE: "instant",
+        MEDIAGATE_MEDIA_DIR: join(dir, "media"),
+        ...env
+      })
+      await stop(server, "SIGTERM")
+      const listed = JSON.parse((await admin(["account", "list", "--json"], `sqlite:${file}`)).stdout)
+      expect(listed).toEqual([expect.objectContaining({ name: "default", keys: [expect.objectContaining({ label, state: "active" })] })])
+      const text = await admin(["account", "list"], `sqlite:${file}`)
+      expect(text).toMatchObject({ code: 0, stdout: expect.stringMatching(new RegExp(`^  key_\\S+  \\S+  active  "${label}"$`, "m")) })
+    }
+  })
+
+  // Fifteen CLI runs, of several seconds each on a loaded machine.
+  it("credits added by the CLI pay for tasks at a running server, once per --id", { timeout: 240_000 }, async () => {
+    const { account, key } = JSON.parse((await admin(["account", "create", "--name", "payer", "--json"])).stdout)
     const port = await freePort()
     const server = await startServer(port, {
       MEDIAGATE_DATABASE_URL: `sqlite:${database}`,
       MEDIAGATE_SIMULATOR_PROFILE: "instant",
       MEDIAGATE_MEDIA_DIR: join(dir, "media")
     })
-    // The CLI runs block this process (spawnSync) for seconds, past the server's 5 s keep-alive:
-    // a turn of the event loop before each call lets fetch see its idle connection closed
-    // rather than write to it.
-    const held = async () => {
-      await pause(50)
-      return (await api(port, key, "/api/v1/account")).body
-    }
+    const held = async () => (await api(port, key, "/api/v1/account")).body
     const run = async () => {
-      await pause(50)
       const answer = await submit(port, key)
       expect(answer.status).toBe(200)
       const taskId: string = answer.body.data.taskId
@@ -146,22 +171,31 @@ describe("admin CLI", () => {
     expect(await run()).toMatchObject({ status: "FAILURE", failure_reason: "INSUFFICIENT_POINTS" })
     expect((await held()).data).toMatchObject({ balance_micro_usd: 0, reserved_micro_usd: 0, available_micro_usd: 0 })
 
-    // The same --id twice credits once.
-    for (let i = 0; i < 2; i++) {
-      const added = admin(["credits", "add", account.id, "1.5", "--id", "topup-1", "--json"])
+    // The same --id twice credits once, and the second run says it changed nothing.
+    for (const already of [false, true]) {
+      const added = await admin(["credits", "add", account.id, "1.5", "--id", "topup-1", "--json"])
       expect(added.code).toBe(0)
       expect(JSON.parse(added.stdout)).toEqual({
         account_id: account.id,
         entry_id: "topup-1",
         amount_micro_usd: 1_500_000,
+        already_credited: already,
         balance_micro_usd: 1_500_000,
         reserved_micro_usd: 0,
         available_micro_usd: 1_500_000
       })
     }
-    const human = admin(["credits", "add", account.id, "1.5", "--id", "topup-1"])
-    expect(human).toMatchObject({ code: 0, stdout: `credited $1.50 to ${account.id}; balance $1.50, reserved $0.00, available $1.50\n` })
-    const shown = JSON.parse(admin(["credits", "show", account.id, "--json"]).stdout)
+    const human = await admin(["credits", "add", account.id, "1.5", "--id", "topup-1"])
+    expect(human).toMatchObject({
+      code: 0,
+      stdout: `already credited $1.50 to ${account.id} (topup-1): nothing changed; balance $1.50, reserved $0.00, available $1.50\n`
+    })
+    // The id of another amount is a mistake, not a replay.
+    expect(await admin(["credits", "add", account.id, "2", "--id", "topup-1"])).toMatchObject({
+      code: 1,
+      stderr: `mediagate admin: entry topup-1 is already a credit of $1.50 for ${account.id}: nothing credited\n`
+    })
+    const shown = JSON.parse((await admin(["credits", "show", account.id, "--json"])).stdout)
     expect(shown).toMatchObject({ account_id: account.id, balance_micro_usd: 1_500_000, reserved_micro_usd: 0, available_micro_usd: 1_500_000 })
     expect(shown.entries.filter((entry: { kind: string }) => entry.kind === "credit")).toEqual([
       { id: "topup-1", kind: "credit", task_id: null, amount_micro_usd: 1_500_000, held_micro_usd: 0, created_at: expect.any(String), note: "added by admin" }
@@ -180,28 +214,34 @@ describe("admin CLI", () => {
     })
 
     // `credits show --json` has the account endpoint's fields, the charge newest.
-    const listed = admin(["credits", "show", account.id, "--json", "--limit", "5"])
+    const listed = await admin(["credits", "show", account.id, "--json", "--limit", "5"])
     expect(listed.code).toBe(0)
     const view = JSON.parse(listed.stdout)
     expect(Object.keys(view)).toEqual(["account_id", "balance_micro_usd", "reserved_micro_usd", "available_micro_usd", "entries"])
     expect(view).toMatchObject({ account_id: account.id, balance_micro_usd: after.balance_micro_usd, reserved_micro_usd: 0 })
     expect(view.entries[0]).toMatchObject({ kind: "charge", task_id: task.taskId, amount_micro_usd: -task.price_micro_usd })
     expect(view.entries).toEqual(after.entries)
-    const table = admin(["credits", "show", account.id])
+    const table = await admin(["credits", "show", account.id])
     expect(table.code).toBe(0)
     expect(table.stdout).toContain("balance $")
     expect(table.stdout).toMatch(/charge\s+-\$/)
 
     // Bad amounts and unknown accounts are one line and exit 1; nothing is credited.
     for (const args of [[account.id, "abc"], [account.id, "0"], [account.id, "1.1234567"], ["acct_nope", "1"]]) {
-      const failed = admin(["credits", "add", ...args])
+      const failed = await admin(["credits", "add", ...args])
       expect(failed.code).toBe(1)
       expect(failed.stderr).toMatch(/^mediagate admin: [^\n]+\n$/)
       expect(failed.stderr).not.toContain("    at ")
     }
-    expect(admin(["credits", "add", "acct_nope", "1"]).stderr).toBe("mediagate admin: no account acct_nope\n")
-    expect(admin(["credits", "show", "acct_nope"])).toMatchObject({ code: 1, stderr: "mediagate admin: no account acct_nope\n" })
+    expect((await admin(["credits", "add", "acct_nope", "1"])).stderr).toBe("mediagate admin: no account acct_nope\n")
+    expect(await admin(["credits", "show", "acct_nope"])).toMatchObject({ code: 1, stderr: "mediagate admin: no account acct_nope\n" })
     expect((await held()).data.balance_micro_usd).toBe(after.balance_micro_usd)
+
+    // A new id credits, and says so.
+    const topUp = await admin(["credits", "add", account.id, "0.5", "--id", "topup-2"])
+    expect(topUp.code).toBe(0)
+    expect(topUp.stdout).toMatch(new RegExp(`^credited \\$0\\.50 to ${account.id}; balance \\$[0-9.]+, reserved \\$0\\.00, available \\$[0-9.]+\n$`))
+    expect((await held()).data.balance_micro_usd).toBe(after.balance_micro_usd + 500_000)
     await stop(server, "SIGTERM")
   })
 })

@@ -152,12 +152,13 @@ const runOnSql = (config: Configured, routing: Routing | undefined) =>
       const now = yield* Clock.currentTimeMillis
       const secret = yield* newSecret
       /** Ensures the account; the secret is new if the account now holds the one made at this start. */
-      const ensure = (apiKey: string) =>
+      const ensure = (apiKey: string, keyLabel: string) =>
         Effect.gen(function*() {
           const account = yield* accounts.ensure({
             id: yield* newAccountId,
             name: "default",
             apiKey: Redacted.make(apiKey),
+            keyLabel,
             webhookSecret: Redacted.make(secret),
             now
           })
@@ -170,10 +171,10 @@ const runOnSql = (config: Configured, routing: Routing | undefined) =>
         })
       let credentials: Credentials = { key: { _tag: "Stored" }, newSecret: Option.none() }
       if (Option.isSome(config.apiKey)) {
-        credentials = { key: { _tag: "Environment" }, newSecret: yield* ensure(config.apiKey.value) }
+        credentials = { key: { _tag: "Environment" }, newSecret: yield* ensure(config.apiKey.value, "from MEDIAGATE_API_KEY") }
       } else if ((yield* accounts.count) === 0) {
         const generated = yield* newKey
-        credentials = { key: { _tag: "Generated", value: generated }, newSecret: yield* ensure(generated) }
+        credentials = { key: { _tag: "Generated", value: generated }, newSecret: yield* ensure(generated, "generated at first start") }
       }
       const reuse = { ...backends, store: Layer.succeedContext(built), accounts: Layer.succeedContext(built), ledger: Layer.succeedContext(built) } as const
       return yield* serve(layer({ ...config, stepSpans: config.telemetry.traces, ...(routing === undefined ? {} : { routing }) }, reuse, http), config, credentials, routing)

@@ -19,6 +19,8 @@ export interface SqlAccounts extends Context.Tag.Service<Accounts.Accounts> {
   /** Creates the account unless one with this key exists; returns the account holding the key. */
   readonly ensure: (account: Accounts.Account & {
     readonly apiKey: Redacted.Redacted<string>
+    /** The key's label if the account is created now: where the key came from, as `account list` shows it. */
+    readonly keyLabel: string
     /** Given to an account that has no secret yet. */
     readonly webhookSecret: Redacted.Redacted<string>
     readonly now: number
@@ -109,7 +111,7 @@ export const make = (options: Options = {}): Effect.Effect<
               : Option.none())
         }).pipe(refail("authenticate"))
       },
-      ensure: ({ apiKey, id, name, now, webhookSecret }) =>
+      ensure: ({ apiKey, id, keyLabel, name, now, webhookSecret }) =>
         Effect.gen(function*() {
           const key = Redacted.value(apiKey)
           const hash = hashKey(key)
@@ -121,7 +123,7 @@ export const make = (options: Options = {}): Effect.Effect<
           }
           yield* sql.withTransaction(Effect.gen(function*() {
             yield* sql`INSERT INTO ${sql(table)} ${sql.insert({ id, name, key_hash: hash, created_at: now, webhook_secret: Redacted.value(webhookSecret) })}`
-            yield* insertKey(id, { id: `key_${id}`, hash, hint: ApiKeys.hint(key), label: "MEDIAGATE_API_KEY", createdAt: now, expiresAt: null })
+            yield* insertKey(id, { id: `key_${id}`, hash, hint: ApiKeys.hint(key), label: keyLabel, createdAt: now, expiresAt: null })
           }))
           return { id, name }
         }).pipe(StoreError.refail("ensure account")),
