@@ -1,0 +1,65 @@
+import { defineConfig } from "vitest/config"
+import shared from "../../vitest.shared.js"
+import blackBox from "../../test/vitest.config.js"
+
+/**
+ * What scripts/node-versions/run.sh runs on each other Node version (docs/testing.md says
+ * why these): the runtime check (runtime.test.ts), every package's and example's own tests
+ * (their vitest configs as the workspace has them), and the black-box suites that start the
+ * standalone server as a process of its own (the "black-box" project of test/vitest.config.ts,
+ * limited to those files). Not part of the workspace: `npm test` does not read it.
+ */
+const root = new URL("../..", import.meta.url).pathname
+
+/**
+ * The black-box suites that start the standalone server (test/standalone-process.ts or a
+ * spawn of their own), run on every version.
+ */
+export const processSuites = [
+  "standalone.test.ts",
+  "restart.test.ts",
+  "crash-cycles.test.ts",
+  "idempotency-restart.test.ts",
+  "moderation.test.ts",
+  "relay.test.ts",
+  "nodes.test.ts",
+  "client.test.ts",
+  "hostile.test.ts",
+  "media-rules.test.ts",
+  "rate-limit.test.ts",
+  "tracing.test.ts",
+  "url-corpus.test.ts",
+  "webhooks.test.ts",
+  "temp-cleanup.test.ts"
+]
+
+/**
+ * The two that also start a server but mostly run a CLI, one process per command (about 30
+ * for admin.test.ts, each loading the server's code through tsx): about 3 minutes of file
+ * time a version. Left out unless MEDIAGATE_NODE_VERSIONS_SUITES=all.
+ */
+export const cliSuites = ["admin.test.ts", "cli.test.ts"]
+
+const blackBoxSuites = process.env["MEDIAGATE_NODE_VERSIONS_SUITES"] === "all" ? [...processSuites, ...cliSuites] : processSuites
+
+export default defineConfig({
+  root,
+  test: {
+    // Two test files at a time, where `npm test` runs one (vitest's default on 2 cores):
+    // these suites mostly wait on servers they started, and a version takes about 4.5
+    // minutes this way instead of 7 to 9 (docs/testing.md).
+    maxWorkers: 2,
+    projects: [
+      {
+        ...shared,
+        test: { ...shared.test, name: "node-versions", include: ["scripts/node-versions/runtime.test.ts"] }
+      },
+      "packages/*/vitest.config.ts",
+      "examples/*/vitest.config.ts",
+      {
+        ...blackBox,
+        test: { ...blackBox.test, root: `${root}test`, include: blackBoxSuites }
+      }
+    ]
+  }
+})
