@@ -51,16 +51,20 @@ describe("the frameworks, as the README mounts them", () => {
   }
 })
 
+/** The standard services over memory backends, the instant simulator and one account, for a host on `port`. */
+const hostServices = (port: number) =>
+  Deployment.services({
+    simulatorProfile: "instant",
+    backends: Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
+      { id: "acct_host", name: "host", apiKey: Redacted.make(apiKey), credits: 100_000_000 }
+    ])
+  })
+
 /** A bare Express app around the node handler, built by `build`. */
 const expressApp = async (build: (app: express.Express, api: MediagateHttp.NodeHandler) => void) => {
   const port = await freePort()
   const api = await MediagateHttp.makeNodeHandler(
-    Deployment.services({
-      simulatorProfile: "instant",
-      backends: Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
-        { id: "acct_host", name: "host", apiKey: Redacted.make(apiKey), credits: 100_000_000 }
-      ])
-    })
+    hostServices(port)
   )
   const app = express()
   build(app, api)
@@ -139,12 +143,7 @@ describe("what a host gets wrong", () => {
   it("Fastify: the host's JSON parser stays on its routes; mediagate's paths get their own envelope for broken JSON", async () => {
     const port = await freePort()
     const api = await MediagateHttp.makeNodeHandler(
-      Deployment.services({
-        simulatorProfile: "instant",
-        backends: Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
-          { id: "acct_host", name: "host", apiKey: Redacted.make(apiKey), credits: 100_000_000 }
-        ])
-      })
+      hostServices(port)
     )
     const app = Fastify()
     app.post("/echo", async (request) => request.body)
@@ -172,12 +171,7 @@ describe("what a host gets wrong", () => {
   it("the web handler: a known remote address reaches the failed-authentication limit", async () => {
     const port = await freePort()
     const api = await MediagateHttp.makeWebHandler(
-      Deployment.services({
-        simulatorProfile: "instant",
-        backends: Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
-          { id: "acct_host", name: "host", apiKey: Redacted.make(apiKey), credits: 100_000_000 }
-        ])
-      })
+      hostServices(port)
     )
     cleanups.push(api.dispose)
     const wrongKey = () =>
