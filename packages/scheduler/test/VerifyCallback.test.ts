@@ -153,9 +153,12 @@ describe("verifyCallback", () => {
       // A real delivery of ours, checked by the library (against the wall clock).
       expect(library.verify(request.body, asStrings)).toEqual(JSON.parse(request.body))
       expect(() => library.verify(request.body.replace("SUCCESS", "FAILURE"), asStrings)).toThrow("No matching signature found")
-      // The library's signature, checked by ours.
-      const now = Date.now()
-      const timestamp = new Date(Math.floor(now / 1000) * 1000)
+      // The library's signature over the delivery's own id, timestamp and body, checked by
+      // ours. The timestamp is the header's (the deliverer's clock, the test clock here), not
+      // the wall clock read again: the two can fall in different seconds.
+      const seconds = Number(request.headers["webhook-timestamp"])
+      const timestamp = new Date(seconds * 1000)
+      const now = seconds * 1000
       const theirs = { ...asStrings, "webhook-signature": library.sign(String(request.headers["webhook-id"]), timestamp, request.body) }
       expect(verifyCallback(secret, theirs, request.body, { now })).toEqual(Either.right(Task.toWire(task)))
       expect(reasonOf(verifyCallback(otherSecret, theirs, request.body, { now }))).toBe("BadSignature")
