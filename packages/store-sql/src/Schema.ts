@@ -214,6 +214,13 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
       yield* sql`CREATE INDEX ${sql(`${t.tasks}_owner_status`)} ON ${sql(t.tasks)} (owner_id, status, id)`
       const model = sql.literal(modelExpression(sql.onDialectOrElse({ pg: () => true, orElse: () => false })))
       yield* sql`CREATE INDEX ${sql(`${t.tasks}_owner_model`)} ON ${sql(t.tasks)} (owner_id, ${model}, id)`
+    }),
+    "0016_ledger_by_task": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // A task's entries by task: the partial unique indexes of 0011 cannot answer
+      // `kind IN (?)` with the kinds bound as parameters (the planner cannot prove the index's
+      // condition), so every settlement scanned the whole ledger.
+      yield* sql`CREATE INDEX ${sql(`${t.ledgerEntries}_task`)} ON ${sql(t.ledgerEntries)} (task_id)`
     })
   }
 }
