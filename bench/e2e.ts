@@ -1,30 +1,30 @@
 /**
- * `npm run bench:e2e`: the standalone server as a new user runs it (a child process,
- * `MEDIAGATE_SIMULATOR_PROFILE=instant`), on SQLite (a file in a temporary folder) and, when
- * MEDIAGATE_TEST_PG_URL is set or `--pg <url>` is given, on a fresh PostgreSQL database;
- * this process is the clients and a loopback `node:http` callback receiver. One server,
- * with a database of its own, per store and model: alpha-image-2 (a sync upstream call) and
- * beta-imagine/text-to-image-standard (async: submit, then poll), both 1024x1024.
+ * `npm run bench:e2e`: mediagate against the bare yardstick, side by side in one run.
+ * Per store (SQLite, a file in a temporary folder; PostgreSQL, a fresh database, when
+ * MEDIAGATE_TEST_PG_URL is set or `--pg <url>` is given) and model (alpha-image-2, a sync
+ * upstream call; beta-imagine/text-to-image-standard, async: submit, then poll; 1024x1024
+ * both), two child processes with a database each: the standalone server as a new user runs
+ * it (`MEDIAGATE_SIMULATOR_PROFILE=instant`) and `bench/bare/server.ts` (node:http and the
+ * database driver, no Effect). This process is the clients of both and the one loopback
+ * `node:http` callback receiver both deliver to.
  *
- * - Idle latencies, one task at a time (`BENCH_IDLE`, default 50, after 20 to warm up):
- *   submit sent -> upstream submit, -> SUCCESS (`updated_at`), and SUCCESS -> callback
- *   arrived. The upstream submit time is the simulator's own: an instant async job's
- *   upstream id is `sim_<time of the submit>_<token>`; a sync call has no id, so it is the
- *   attempt's `started_at`, read from the clock just before the engine calls the simulator.
- * - Throughput (`BENCH_TASKS`, default 200,2000): tasks/s from the first submit sent to
- *   the last callback arrived, and the p50/p99 of submit sent -> callback arrived, under
- *   these loads: 64 clients each submitting its next task when its last one's callback arrived
- *   (`closed`), and every task submitted at once over 64 connections, then every callback
- *   awaited (`burst`); on SQLite also `quiet`: submitted at once without a callBackUrl, done
- *   when the database file holds them all SUCCESS (what callbacks cost is the difference
- *   from `burst`). CPU per task of the server process and of this one (Linux /proc).
- * - The submit path alone (`submits`): a server whose one running slot a task that never
- *   finishes holds, so the submitted tasks stay PENDING; submit round trips and CPU.
+ * - Idle (`BENCH_IDLE`, default 50, after 20 to warm up): one task at a time, the sides
+ *   taking turns; submit sent -> callback arrived for both, and mediagate's split of it:
+ *   -> upstream submit (the simulator's own time for an async job, whose id is
+ *   `sim_<time of the submit>_<token>`; the attempt's `started_at` for a sync call),
+ *   -> SUCCESS (`updated_at`), SUCCESS -> callback arrived.
+ * - Under load (`BENCH_TASKS`, default 2000; `BENCH_CLIENTS`, default 50 connections):
+ *   `closed`, each client submitting its next task when its last one's callback arrived, and
+ *   `burst`, every task submitted at once, then every callback awaited. `BENCH_ROUNDS`
+ *   (default 2) rounds per side, alternating A B A B; the better round of each side.
+ *   Tasks/s (first submit sent -> last callback arrived), in `burst` submits acknowledged
+ *   per second, the ratios mediagate / bare, submit -> callback p50/p99 and each server
+ *   process's CPU per task (Linux /proc).
  *
- * Other settings: `BENCH_MODELS` (sync,async), `BENCH_MODES` (closed,burst,quiet,submits),
- * `BENCH_PROFILE=<dir>` (the server writes its CPU profiles in a folder per run there),
- * `BENCH_SQL_TRACE=1` (the server counts and times every SQL statement; printed per run; with it,
- * `BENCH_SQLITE_PRAGMAS="temp_store = MEMORY"` sets pragmas on the server's SQLite
+ * Other settings: `BENCH_MODELS` (sync,async), `BENCH_MODES` (closed,burst),
+ * `BENCH_PROFILE=<dir>` (both servers write CPU profiles in a folder per run there),
+ * `BENCH_SQL_TRACE=1` (the servers count and time every SQL statement; printed per run; with it,
+ * `BENCH_SQLITE_PRAGMAS="temp_store = MEMORY"` sets pragmas on the servers' SQLite
  * connections, to measure a change to the store before making it),
  * `BENCH_SERVER_ROOT=<checkout>` (run another checkout's standalone server, e.g. an older
  * commit), `BENCH_WRITE=0` (do not write docs/benchmarks.md).
@@ -218,9 +218,10 @@ export const summarize = (path: string, top = 30) => {
 
 const key = "bench-e2e-key-0123456789"
 const idleTasks = Number(env("BENCH_IDLE", "50"))
-const loads = list("BENCH_TASKS", "200,2000").map(Number)
-const modes = list("BENCH_MODES", "closed,burst,quiet,submits") as Array<"closed" | "burst" | "quiet" | "submits">
-const clients = 64
+const loads = list("BENCH_TASKS", "2000").map(Number)
+const modes = list("BENCH_MODES", "closed,burst") as Array<"closed" | "burst">
+const rounds = Number(env("BENCH_ROUNDS", "2"))
+const clients = Number(env("BENCH_CLIENTS", "50"))
 const pgUrl = process.argv.includes("--pg") ? process.argv[process.argv.indexOf("--pg") + 1] : envPgUrl
 const serverRoot = env("BENCH_SERVER_ROOT", ".")
 
@@ -229,6 +230,13 @@ const models = {
   async: { id: "beta-imagine/text-to-image-standard", input: { ratio: "1:1" } }
 } as const
 type ModelName = keyof typeof models
+
+/** The two sides measured in one run: the standalone server, and the bare yardstick (bench/bare). */
+type SideName = "mediagate" | "bare"
+const entries: Record<SideName, { readonly entry: string; readonly cwd: string }> = {
+  mediagate: { entry: "examples/standalone-server/src/main.ts", cwd: serverRoot },
+  bare: { entry: "bench/bare/server.ts", cwd: "." }
+}
 
 const clockTick = (() => {
   try {
@@ -247,10 +255,6 @@ const cpuMillisOf = (pid: number): number => {
     return Number.NaN
   }
 }
-const ownCpuMillis = () => {
-  const usage = process.cpuUsage()
-  return (usage.user + usage.system) / 1000
-}
 
 const listen = (server: Http.Server) =>
   new Promise<number>((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as AddressInfo).port)))
@@ -265,9 +269,10 @@ const freePort = async () => {
 /** A callback's task body and its arrival time (epoch ms). */
 interface Arrival {
   readonly at: number
-  readonly task: { readonly status: string; readonly updated_at: string; readonly attempts: ReadonlyArray<{ readonly started_at: string; readonly upstream_id: string | null }> }
+  readonly task: { readonly status: string; readonly updated_at: string; readonly attempts?: ReadonlyArray<{ readonly started_at: string; readonly upstream_id: string | null }> }
 }
 
+/** The loopback callback receiver both sides deliver to (task ids are UUIDs, unique across them). */
 const receiver = async () => {
   const arrived = new Map<string, Arrival>()
   const waiting = new Map<string, (arrival: Arrival) => void>()
@@ -294,20 +299,22 @@ const receiver = async () => {
 }
 
 interface Server {
+  readonly side: SideName
   readonly port: number
   readonly pid: number
   readonly stop: () => Promise<void>
 }
 
-const startServer = async (databaseUrl: string, dir: string, label: string, extraEnv: Record<string, string> = {}): Promise<Server> => {
+const startServer = async (side: SideName, databaseUrl: string, dir: string, label: string): Promise<Server> => {
   const port = await freePort()
   const profileDir = process.env["BENCH_PROFILE"]
   // A folder per run: tsx's loader thread writes a profile of its own beside the main thread's (the larger file).
   const profile = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, `e2e-${label}`)}`]
   const traceFile = join(dir, "sql-trace.json")
   const trace = process.env["BENCH_SQL_TRACE"] === "1" ? ["--import", fileURLToPath(import.meta.url)] : []
-  const child: ChildProcess = spawn(process.execPath, [...profile, "--conditions=@mediagate/source", "--import", "tsx", ...trace, "examples/standalone-server/src/main.ts"], {
-    cwd: serverRoot,
+  const { cwd, entry } = entries[side]
+  const child: ChildProcess = spawn(process.execPath, [...profile, "--conditions=@mediagate/source", "--import", "tsx", ...trace, entry], {
+    cwd,
     env: {
       ...process.env,
       BENCH_E2E_ROLE: trace.length > 0 ? "sql-trace" : "",
@@ -322,22 +329,21 @@ const startServer = async (databaseUrl: string, dir: string, label: string, extr
       // One key submits thousands of tasks at once: the benchmark measures the pipeline, not the limit.
       MEDIAGATE_RATE_LIMIT: "off",
       // Enough credit that no task of a run fails INSUFFICIENT_POINTS.
-      MEDIAGATE_STARTING_CREDITS: "1000000",
-      ...extraEnv
+      MEDIAGATE_STARTING_CREDITS: "1000000"
     },
     stdio: ["ignore", "ignore", "inherit"]
   })
   for (let i = 0; ; i++) {
     const up = await fetch(`http://127.0.0.1:${port}/api/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.ok, () => false)
     if (up) break
-    if (i > 600 || child.exitCode !== null) throw new Error("the server did not start")
+    if (i > 600 || child.exitCode !== null) throw new Error(`the ${side} server did not start`)
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   const stop = async () => {
     await new Promise<void>((resolve) => (child.once("exit", () => resolve()), child.kill("SIGTERM")))
     if (trace.length > 0) printSqlTrace(traceFile, label)
   }
-  return { port, pid: child.pid!, stop }
+  return { side, port, pid: child.pid!, stop }
 }
 
 const printSqlTrace = (file: string, label: string) => {
@@ -349,60 +355,66 @@ const printSqlTrace = (file: string, label: string) => {
   }
 }
 
-/** Keep-alive connections for the submits, at most `clients` at once. */
-const agent = new Http.Agent({ keepAlive: true, maxSockets: clients })
-
-const submitter = (port: number, callBackUrl: string, model: ModelName) => (i: number, withCallback = true) =>
-  new Promise<string>((resolve, reject) => {
-    const body = JSON.stringify({ model: models[model].id, input: { prompt: `bench ${i}`, ...models[model].input }, ...(withCallback ? { callBackUrl } : {}) })
-    const request = Http.request({
-      host: "127.0.0.1",
-      port,
-      path: "/api/v1/task/submit",
-      method: "POST",
-      agent,
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) }
-    }, (response) => {
-      const chunks: Array<Buffer> = []
-      response.on("data", (chunk: Buffer) => chunks.push(chunk))
-      response.on("end", () => {
-        const answer = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { code: number; data: { taskId: string } }
-        if (answer.code === 0) resolve(answer.data.taskId)
-        else reject(new Error(`submit refused: ${JSON.stringify(answer)}`))
+/** Keep-alive connections for the submits, at most `clients` at once (one pool per server). */
+const submitter = (port: number, callBackUrl: string, model: ModelName) => {
+  const agent = new Http.Agent({ keepAlive: true, maxSockets: clients })
+  return (i: number) =>
+    new Promise<string>((resolve, reject) => {
+      const body = JSON.stringify({ model: models[model].id, input: { prompt: `bench ${i}`, ...models[model].input }, callBackUrl })
+      const request = Http.request({
+        host: "127.0.0.1",
+        port,
+        path: "/api/v1/task/submit",
+        method: "POST",
+        agent,
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) }
+      }, (response) => {
+        const chunks: Array<Buffer> = []
+        response.on("data", (chunk: Buffer) => chunks.push(chunk))
+        response.on("end", () => {
+          const answer = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { code: number; data: { taskId: string } }
+          if (answer.code === 0) resolve(answer.data.taskId)
+          else reject(new Error(`submit refused: ${JSON.stringify(answer)}`))
+        })
       })
+      request.on("error", reject)
+      request.end(body)
     })
-    request.on("error", reject)
-    request.end(body)
-  })
+}
 
 const percentile = (values: ReadonlyArray<number>, q: number) => {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
 }
 const figure = (values: ReadonlyArray<number>) =>
-  values.some(Number.isNaN) ? "n/a" : `${percentile(values, 0.5).toFixed(0)} / ${percentile(values, 0.99).toFixed(0)}`
+  values.length === 0 || values.some(Number.isNaN) ? "n/a" : `${percentile(values, 0.5).toFixed(0)} / ${percentile(values, 0.99).toFixed(0)}`
 
 /** When the upstream received the submit: the simulator's time in an async job's id, else the attempt's start. */
 const upstreamSubmitAt = (task: Arrival["task"]) => {
-  // Servers older than the attempts field (BENCH_SERVER_ROOT) do not say.
   const attempt = task.attempts?.[0]
   if (attempt === undefined) return Number.NaN
   const simulated = attempt.upstream_id === null ? null : /^sim_(\d+)_/.exec(attempt.upstream_id)
   return simulated === null ? Date.parse(attempt.started_at) : Number(simulated[1])
 }
 
-/** Tasks SUCCESS in a SQLite file, read beside the server (WAL lets a reader in while it writes). */
-const successCounter = (file: string) => {
-  const Database = createRequire(import.meta.url)("better-sqlite3")
-  const db = new Database(file, { readonly: true })
-  const count = db.prepare(`SELECT count(*) AS n FROM "mediagate_tasks" WHERE status = 'SUCCESS'`)
-  return { count: () => (count.get() as { n: number }).n, close: () => db.close() }
+/** One load round's figures. */
+interface Round {
+  readonly tasksPerSecond: number
+  /** Submits acknowledged per second: from the first submit sent to the last acknowledged. */
+  readonly submitsPerSecond: number
+  readonly latencies: ReadonlyArray<number>
+  readonly serverCpuPerTask: number
 }
 
-const run = async (store: string, databaseUrl: string, dir: string, model: ModelName) => {
+/** Both servers of one store and model, the same clients and receiver, rounds alternating A B A B. */
+const run = async (store: string, model: ModelName, urls: Record<SideName, { url: string; dir: string }>) => {
   const hooks = await receiver()
-  const server = await startServer(databaseUrl, dir, `${store}-${model}`.toLowerCase())
-  const submit = submitter(server.port, hooks.url, model)
+  const servers = {
+    mediagate: await startServer("mediagate", urls.mediagate.url, urls.mediagate.dir, `${store}-${model}`.toLowerCase()),
+    bare: await startServer("bare", urls.bare.url, urls.bare.dir, `${store}-${model}-bare`.toLowerCase())
+  }
+  const sides = ["mediagate", "bare"] as const
+  const submits = { mediagate: submitter(servers.mediagate.port, hooks.url, model), bare: submitter(servers.bare.port, hooks.url, model) }
   const ended = async (taskId: string) => {
     const arrival = await hooks.callback(taskId)
     if (arrival.task.status !== "SUCCESS") throw new Error(`task ${taskId} ended ${arrival.task.status}`)
@@ -410,112 +422,96 @@ const run = async (store: string, databaseUrl: string, dir: string, model: Model
   }
   try {
     // Warm up: the first requests compile code paths and fill the simulator's file cache.
-    for (let i = 0; i < 20; i++) await ended(await submit(i))
-    const toUpstream: Array<number> = []
-    const toSuccess: Array<number> = []
-    const toCallback: Array<number> = []
+    for (const side of sides) for (let i = 0; i < 20; i++) await ended(await submits[side](i))
+    // Idle: one task at a time, the sides taking turns task by task.
+    const idle = { mediagate: { toUpstream: [] as Array<number>, toSuccess: [] as Array<number>, toCallback: [] as Array<number>, total: [] as Array<number> }, bare: { total: [] as Array<number> } }
     for (let i = 0; i < idleTasks; i++) {
-      const sent = Date.now()
-      const { at, task } = await ended(await submit(i))
-      const success = Date.parse(task.updated_at)
-      toUpstream.push(upstreamSubmitAt(task) - sent)
-      toSuccess.push(success - sent)
-      toCallback.push(at - success)
+      for (const side of sides) {
+        const sent = Date.now()
+        const { at, task } = await ended(await submits[side](i))
+        idle[side].total.push(at - sent)
+        if (side === "mediagate") {
+          const success = Date.parse(task.updated_at)
+          idle.mediagate.toUpstream.push(upstreamSubmitAt(task) - sent)
+          idle.mediagate.toSuccess.push(success - sent)
+          idle.mediagate.toCallback.push(at - success)
+        }
+      }
     }
-    const idle = `| ${store} | ${models[model].id} | ${figure(toUpstream)} | ${figure(toSuccess)} | ${figure(toCallback)} |`
-    console.log(idle)
+    const idleRow = `| ${store} | ${models[model].id} | ${figure(idle.mediagate.total)} | ${figure(idle.bare.total)} | ${figure(idle.mediagate.toUpstream)} | ${
+      figure(idle.mediagate.toSuccess)
+    } | ${figure(idle.mediagate.toCallback)} |`
+    console.log(idleRow)
 
+    const loadRound = async (side: SideName, mode: "closed" | "burst", tasks: number): Promise<Round> => {
+      const latencies: Array<number> = []
+      let next = 0
+      let lastAck = 0
+      const serverCpu = cpuMillisOf(servers[side].pid)
+      const started = Date.now()
+      const one = async (i: number) => {
+        const sent = Date.now()
+        const taskId = await submits[side](i)
+        lastAck = Date.now()
+        return async () => latencies.push((await ended(taskId)).at - sent)
+      }
+      if (mode === "closed") {
+        await Promise.all(Array.from({ length: clients }, async () => {
+          while (next < tasks) await (await one(next++))()
+        }))
+      } else {
+        // The agent holds the submits to `clients` connections at once.
+        const waits = await Promise.all(Array.from({ length: tasks }, (_, i) => one(i)))
+        await Promise.all(waits.map((wait) => wait()))
+      }
+      const seconds = (Date.now() - started) / 1000
+      return {
+        tasksPerSecond: tasks / seconds,
+        submitsPerSecond: tasks / ((lastAck - started) / 1000),
+        latencies,
+        serverCpuPerTask: (cpuMillisOf(servers[side].pid) - serverCpu) / tasks
+      }
+    }
     const load: Array<string> = []
     for (const tasks of loads) {
       for (const mode of modes) {
-        const latencies: Array<number> = []
-        let next = 0
-        const serverCpu = cpuMillisOf(server.pid)
-        const ownCpu = ownCpuMillis()
-        const started = Date.now()
-        const one = async (i: number) => {
-          const sent = Date.now()
-          const taskId = await submit(i)
-          return async () => latencies.push((await ended(taskId)).at - sent)
+        const results: Record<SideName, Array<Round>> = { mediagate: [], bare: [] }
+        for (let round = 0; round < rounds; round++) {
+          for (const side of sides) {
+            const result = await loadRound(side, mode, tasks)
+            results[side].push(result)
+            console.log(`  ${store} ${model} ${mode} ${tasks} round ${round + 1} ${side}: ${result.tasksPerSecond.toFixed(0)} tasks/s, ${result.submitsPerSecond.toFixed(0)} submits/s`)
+          }
         }
-        if (mode === "submits") continue
-        if (mode === "quiet") {
-          // No callbacks: tasks submitted at once, done when the database holds them all SUCCESS.
-          if (!databaseUrl.startsWith("sqlite:")) continue
-          const counter = successCounter(databaseUrl.slice("sqlite:".length))
-          const before = counter.count()
-          await Promise.all(Array.from({ length: tasks }, (_, i) => submit(i, false)))
-          while (counter.count() < before + tasks) await new Promise((resolve) => setTimeout(resolve, 5))
-          counter.close()
-        } else if (mode === "closed") {
-          await Promise.all(Array.from({ length: clients }, async () => {
-            while (next < tasks) await (await one(next++))()
-          }))
-        } else {
-          // The agent holds the submits to `clients` connections at once.
-          const waits = await Promise.all(Array.from({ length: tasks }, (_, i) => one(i)))
-          await Promise.all(waits.map((wait) => wait()))
-        }
-        const seconds = (Date.now() - started) / 1000
-        const perTask = (millis: number) => (millis / tasks).toFixed(2)
-        load.push(
-          `| ${store} | ${models[model].id} | ${tasks} | ${mode} | ${(tasks / seconds).toFixed(0)} | ${mode === "quiet" ? "-" : figure(latencies)} | ${
-            perTask(cpuMillisOf(server.pid) - serverCpu)
-          } | ${perTask(ownCpuMillis() - ownCpu)} |`
-        )
+        // The better round of each side, by tasks/s.
+        const best = (side: SideName) => results[side].reduce((a, b) => (b.tasksPerSecond > a.tasksPerSecond ? b : a))
+        const m = best("mediagate")
+        const b = best("bare")
+        const row = [
+          store,
+          models[model].id,
+          tasks,
+          mode,
+          `${m.tasksPerSecond.toFixed(0)} / ${b.tasksPerSecond.toFixed(0)}`,
+          `**${(m.tasksPerSecond / b.tasksPerSecond).toFixed(3)}**`,
+          ...(mode === "burst"
+            ? [`${m.submitsPerSecond.toFixed(0)} / ${b.submitsPerSecond.toFixed(0)}`, `**${(m.submitsPerSecond / b.submitsPerSecond).toFixed(3)}**`]
+            : ["-", "-"]),
+          figure(m.latencies),
+          figure(b.latencies),
+          `${m.serverCpuPerTask.toFixed(2)} / ${b.serverCpuPerTask.toFixed(2)}`
+        ]
+        load.push(`| ${row.join(" | ")} |`)
         console.log(load[load.length - 1])
       }
     }
-    return { idle, load }
+    return { idle: idleRow, load }
   } finally {
-    await server.stop()
+    await servers.mediagate.stop()
+    await servers.bare.stop()
     hooks.close()
   }
 }
-
-/**
- * The submit path alone: MEDIAGATE_MAX_RUNNING=1 and one sync task that never finishes
- * (`[sim:timeout]`) holding that slot, so every task submitted after it waits PENDING; the
- * engine still wakes on each submit and finds nothing it may claim. Submit round trips and
- * CPU per submit.
- */
-const submitsOnly = async (store: string, databaseUrl: string, dir: string) => {
-  const server = await startServer(databaseUrl, dir, `${store}-submits`.toLowerCase(), { MEDIAGATE_MAX_RUNNING: "1" })
-  try {
-    const submit = submitter(server.port, "", "sync")
-    await submitPrompt(server.port, "held [sim:timeout]")
-    for (let i = 0; i < 20; i++) await submit(i, false)
-    const rows: Array<string> = []
-    for (const tasks of loads) {
-      const latencies: Array<number> = []
-      const serverCpu = cpuMillisOf(server.pid)
-      const ownCpu = ownCpuMillis()
-      const started = Date.now()
-      await Promise.all(Array.from({ length: tasks }, async (_, i) => {
-        const sent = Date.now()
-        await submit(i, false)
-        latencies.push(Date.now() - sent)
-      }))
-      const seconds = (Date.now() - started) / 1000
-      rows.push(
-        `| ${store} | ${models.sync.id} | ${tasks} | submits only | ${(tasks / seconds).toFixed(0)} | ${figure(latencies)} | ${
-          ((cpuMillisOf(server.pid) - serverCpu) / tasks).toFixed(2)
-        } | ${((ownCpuMillis() - ownCpu) / tasks).toFixed(2)} |`
-      )
-      console.log(rows[rows.length - 1])
-    }
-    return rows
-  } finally {
-    await server.stop()
-  }
-}
-
-const submitPrompt = (port: number, prompt: string) =>
-  fetch(`http://127.0.0.1:${port}/api/v1/task/submit`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ model: models.sync.id, input: { prompt, ...models.sync.input } })
-  }).then((response) => response.json())
 
 /** Runs `f` on a database of its own: a SQLite file in a temporary folder, or a fresh PostgreSQL database. */
 const withDatabase = <A>(store: "SQLite" | "PostgreSQL", name: string, f: (url: string, dir: string) => Promise<A>): Promise<A> => {
@@ -534,51 +530,51 @@ const withDatabase = <A>(store: "SQLite" | "PostgreSQL", name: string, f: (url: 
 
 const main = async () => {
   const results: Array<{ idle: string; load: Array<string> }> = []
-  const submits: Array<string> = []
   const stores: Array<"SQLite" | "PostgreSQL"> = pgUrl === undefined ? ["SQLite"] : ["SQLite", "PostgreSQL"]
   for (const store of stores) {
     for (const model of list("BENCH_MODELS", "sync,async") as Array<ModelName>) {
-      results.push(await withDatabase(store, model, (url, dir) => run(store, url, dir, model)))
+      results.push(
+        await withDatabase(store, model, (url, dir) =>
+          withDatabase(store, `${model}_bare`, (bareUrl, bareDir) => run(store, model, { mediagate: { url, dir }, bare: { url: bareUrl, dir: bareDir } })))
+      )
     }
-    if (modes.includes("submits")) submits.push(...await withDatabase(store, "submits", (url, dir) => submitsOnly(store, url, dir)))
   }
-  if (env("BENCH_WRITE", "1") !== "0") write(results, submits)
+  if (env("BENCH_WRITE", "1") !== "0") write(results)
   process.exit(0)
 }
 
-const write = (results: ReadonlyArray<{ idle: string; load: ReadonlyArray<string> }>, submits: ReadonlyArray<string>) => {
+const write = (results: ReadonlyArray<{ idle: string; load: ReadonlyArray<string> }>) => {
   const section = [
     "<!-- bench:e2e:start -->",
-    "## End to end: the standalone server",
+    "## End to end: mediagate against the bare yardstick",
     "",
-    "Command: `npm run bench:e2e` (PostgreSQL too when `MEDIAGATE_TEST_PG_URL` is set). The",
-    "standalone server in a child process as a new user starts it (instant simulator), with a",
-    "database of its own per store and model; this process is the clients and a loopback",
-    "callback receiver. Every task has a `callBackUrl`; alpha-image-2 is one sync upstream",
-    "call, beta-imagine an async job (submit, then poll), 1024x1024 both. Times in",
-    "milliseconds, p50 / p99.",
+    "Command: `npm run bench:e2e` (PostgreSQL too when `MEDIAGATE_TEST_PG_URL` is set). Two",
+    "child processes per store and model, each with a database of its own: the standalone",
+    "server as a new user starts it (instant simulator), and the bare yardstick",
+    "(`bench/bare/server.ts`, no Effect; what it does and skips is in its header). This process",
+    "is the clients and the one loopback callback receiver both deliver to. Every task has a",
+    "`callBackUrl`; alpha-image-2 is one sync upstream call, beta-imagine an async job (submit,",
+    "then poll); the bare side treats both alike (an instant upstream).",
     "",
-    `Idle, one task at a time (${idleTasks} tasks after 20 to warm up). The upstream submit is`,
-    "the simulator's own time for beta-imagine (carried in its job id), the attempt's start",
-    "(read just before the engine calls the simulator) for alpha-image-2:",
+    `Idle, one task at a time, the sides taking turns (${idleTasks} tasks each after 20 to warm up),`,
+    "milliseconds p50 / p99. mediagate's submit -> callback is split into submit -> upstream",
+    "submit (the simulator's own time for beta-imagine, the attempt's start for alpha-image-2),",
+    "submit -> SUCCESS and SUCCESS -> callback:",
     "",
-    "| store | model | submit -> upstream submit | submit -> SUCCESS | SUCCESS -> callback |",
-    "|---|---|---|---|---|",
+    "| store | model | submit -> callback, mediagate | submit -> callback, bare | mediagate: submit -> upstream | submit -> SUCCESS | SUCCESS -> callback |",
+    "|---|---|---|---|---|---|---|",
     ...results.map((result) => result.idle),
     "",
-    `Under load: \`closed\`, ${clients} clients each submitting its next task when its last one's callback`,
-    `arrived; \`burst\`, every task submitted at once over ${clients} connections, then every callback`,
-    "awaited; `quiet` (SQLite), every task submitted at once without a `callBackUrl`, done when the",
-    "database file holds them all SUCCESS. Tasks/s from the first submit to the last callback (or",
-    "SUCCESS); CPU per task of the server process and of the benchmark process (clients and",
-    "receiver), which share the machine's two cores. `submits only`: the submit path alone, on a",
-    "server with `MEDIAGATE_MAX_RUNNING=1` whose one slot a task that never finishes holds (the",
-    "others stay PENDING), each figure the submit's round trip:",
+    `Under load, ${clients} connections: \`closed\`, ${clients} clients each submitting its next task when its`,
+    "last one's callback arrived; `burst`, every task submitted at once, then every callback",
+    `awaited. ${rounds} rounds per side, alternating (mediagate, bare, mediagate, bare); the better round`,
+    "of each side. Tasks/s from the first submit to the last callback; in `burst` also submits",
+    "acknowledged per second (first submit sent to last acknowledged). Ratios are mediagate /",
+    "bare. Latency is submit -> callback, p50 / p99 ms; CPU is the server process's per task.",
     "",
-    "| store | model | tasks | load | tasks/s | submit -> callback | server CPU ms/task | clients CPU ms/task |",
-    "|---|---|---|---|---|---|---|---|",
+    "| store | model | tasks | load | tasks/s (mediagate / bare) | ratio | submits/s (mediagate / bare) | ratio | submit -> callback ms, mediagate | bare | server CPU ms/task (mediagate / bare) |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
     ...results.flatMap((result) => result.load),
-    ...submits,
     "<!-- bench:e2e:end -->"
   ].join("\n")
   writeSection(section)
