@@ -91,12 +91,6 @@ export interface Options {
   readonly jitter?: number
 }
 
-/** Resumes in the event loop's next turn, after the I/O callbacks of this one (not a timer). */
-const nextTurn: Effect.Effect<void> = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
-
 /** Builds the deliverer loop; it runs for the scope's lifetime. */
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
@@ -144,7 +138,7 @@ export const make = (options: Options = {}) =>
     yield* Queue.take(written).pipe(
       // Answers that arrive together are handled in one turn of the event loop, one after the
       // other: the next turn's write takes all of them.
-      Effect.zipLeft(nextTurn),
+      Effect.zipLeft(Loops.nextTurn),
       Effect.flatMap((first) => Effect.map(Queue.takeAll(written), (rest) => [first, ...rest])),
       Effect.flatMap((batch) =>
         store.recordCallbackAttempts(batch.map(([attempt]) => attempt)).pipe(
@@ -247,10 +241,12 @@ export const make = (options: Options = {}) =>
 
     // A full claim: go again at once; otherwise wait for a wake-up (a callback was just owed
     // or a slot freed) or, as the safety net for retries coming due and other nodes'
-    // callbacks, the next periodic scan.
+    // callbacks, the next periodic scan. A wake-up claims in the event loop's next turn, so
+    // the callbacks owed and the slots freed together are claimed in one round.
+    const woken = wakeups.take.pipe(Effect.zipRight(Loops.nextTurn), Effect.zipRight(Queue.takeAll(wakeups)))
     yield* round.pipe(
       Effect.flatMap((full) =>
-        full > 0 ? Effect.void : Effect.race(Effect.sleep(options.pollInterval ?? "1 second"), wakeups.take)
+        full > 0 ? Effect.void : Effect.race(Effect.sleep(options.pollInterval ?? "1 second"), woken)
       ),
       Effect.forever,
       // A bug in a claim must not stop this node's callbacks for good (Loops.supervised).

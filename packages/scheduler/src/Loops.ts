@@ -33,6 +33,16 @@ const stalledRounds = 1_000
 export const eventLoopTurn: Effect.Effect<void> = Effect.yieldNow().pipe(Effect.withScheduler(Scheduler.timer(0)))
 
 /**
+ * Resumes in the event loop's next turn, after the I/O callbacks of this one (not a timer, so
+ * no Clock): work that arrives together (submits read from several sockets, answers on
+ * several connections) is then handled by one round of a loop instead of one round each.
+ */
+export const nextTurn: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
+/**
  * A guard for a loop named `name`: call `round(progressed)` once per round. After
  * `stalledRounds` rounds in a row at one instant of the Clock with no progress, it takes an
  * event-loop turn and logs a warning (once per stall).

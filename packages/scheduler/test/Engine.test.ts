@@ -52,7 +52,10 @@ const statusOf = (id: string) =>
     Effect.map(Option.getOrThrow)
   )
 
+/** Lets the fibers run: microtasks, then an event-loop turn (a woken engine claims in the next turn), then microtasks. */
 const settle = Effect.gen(function*() {
+  for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
+  yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
   for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
 })
 
