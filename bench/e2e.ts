@@ -21,7 +21,7 @@
  *   per second, the ratios mediagate / bare, submit -> callback p50/p99 and each server
  *   process's CPU per task (Linux /proc).
  *
- * Other settings: `BENCH_MODELS` (sync,async), `BENCH_MODES` (closed,burst),
+ * Other settings: `BENCH_STORES` (SQLite,PostgreSQL), `BENCH_MODELS` (sync,async), `BENCH_MODES` (closed,burst),
  * `BENCH_PROFILE=<dir>` (both servers write CPU profiles in a folder per run there),
  * `BENCH_SQL_TRACE=1` (the servers count and time every SQL statement; printed per run; with it,
  * `BENCH_SQLITE_PRAGMAS="temp_store = MEMORY"` sets pragmas on the servers' SQLite
@@ -530,7 +530,9 @@ const withDatabase = <A>(store: "SQLite" | "PostgreSQL", name: string, f: (url: 
 
 const main = async () => {
   const results: Array<{ idle: string; load: Array<string> }> = []
-  const stores: Array<"SQLite" | "PostgreSQL"> = pgUrl === undefined ? ["SQLite"] : ["SQLite", "PostgreSQL"]
+  const stores = (pgUrl === undefined ? ["SQLite"] : ["SQLite", "PostgreSQL"]).filter((store) =>
+    list("BENCH_STORES", "SQLite,PostgreSQL").includes(store)
+  ) as Array<"SQLite" | "PostgreSQL">
   for (const store of stores) {
     for (const model of list("BENCH_MODELS", "sync,async") as Array<ModelName>) {
       results.push(
