@@ -55,10 +55,20 @@ const sqlite = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlE
     return executor
   })
 
-/** PostgreSQL: a pooled connection per operation; row locks order concurrent writers. */
+/**
+ * PostgreSQL: a pooled connection per operation; row locks order concurrent writers.
+ *
+ * The whole operation is uninterruptible. @effect/sql-pg's `reserve` never gives back a
+ * connection that the pool hands over after the waiting fiber was interrupted, so every
+ * request whose client went away while it waited for the pool leaked a connection, until
+ * none was left and the node answered nothing that needed the database. And an interrupted
+ * statement is cancelled with `pg_cancel_backend` through the same exhausted pool. The
+ * statements are short: an interrupted caller waits for its statement, not for the pool to
+ * leak.
+ */
 const pg = (sql: SqlClient.SqlClient): Executor => ({
-  run: (text, params) => Effect.scoped(Effect.flatMap(sql.reserve, (connection) => connection.execute(text, params, undefined))),
-  transaction: (body) => Effect.scoped(Effect.flatMap(sql.reserve, (connection) => transaction(connection, "BEGIN", body)))
+  run: (text, params) => Effect.uninterruptible(Effect.scoped(Effect.flatMap(sql.reserve, (connection) => connection.execute(text, params, undefined)))),
+  transaction: (body) => Effect.uninterruptible(Effect.scoped(Effect.flatMap(sql.reserve, (connection) => transaction(connection, "BEGIN", body))))
 })
 
 /** The executor for `sql`'s dialect; on SQLite it keeps a connection for the scope's lifetime. */
