@@ -186,16 +186,7 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         // All or nothing: check everything before changing anything.
         const clash = duplicate(callbacks)
         if (clash) return Effect.dieMessage(`callback ${clash.id} exists`)
-        // What create fixed stays as created (TaskStore.update), as on SQL.
-        put(new Task.TaskRecord({
-          ...next,
-          ownerId: current.ownerId,
-          input: current.input,
-          callBackUrl: current.callBackUrl,
-          userId: current.userId,
-          createdAt: current.createdAt,
-          deadlineAt: current.deadlineAt
-        }, true))
+        put(next)
         record(callbacks)
         return Effect.void
       }),

@@ -43,11 +43,7 @@ export const make = (options: Options = {}): Effect.Effect<
     const modelOf = modelExpression(isPg)
     const columns = TaskRow.columns
     const insertTask = compile(`INSERT INTO ${tasks} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`)
-    // An update writes the task's state, never what create fixed (TaskStore.update):
-    // SQLite rewrites the entries of every index on a column an UPDATE sets, whether its value
-    // changed or not, and the model index of migration 0015 parses the input's JSON to do it.
-    const fixed = new Set<string>(["id", "owner_id", "input", "callback_url", "user_id", "created_at", "deadline_at"])
-    const updateColumns = columns.filter((column) => !fixed.has(column))
+    const updateColumns = columns.filter((column) => column !== "id")
     const updateTask = compile(
       `UPDATE ${tasks} SET ${updateColumns.map((column) => `${column} = ?`).join(", ")} WHERE id = ? AND version = ? RETURNING id`
     )

@@ -114,8 +114,7 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
   /**
    * Replaces a task with `next` if its stored version is still `expectedVersion`, and
    * records `callbacks`, all or nothing; on a stale version fails with TaskConflict and
-   * changes nothing. What `create` fixed stays as created (owner, input, callback URL, user id,
-   * creation and deadline): the store does not write those again.
+   * changes nothing.
    */
   readonly update: (
     next: TaskRecord,
