@@ -10,6 +10,7 @@ import type { StoreError } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer, Option } from "effect"
 import * as Database from "./Database.js"
+import * as Executor from "./internal/Executor.js"
 import { refail as refailAs } from "./internal/refail.js"
 
 /** Settings of the SQL ledger. */
@@ -47,108 +48,114 @@ export const make = (options: Options = {}): Effect.Effect<
   SqlClient.SqlClient
 > =>
   Effect.gen(function*() {
-    const { isPg, sql, tables: t } = yield* Database.prepare("the ledger", options)
+    const { compile, isPg, sql, tables: t } = yield* Database.prepare("the ledger", options)
     const entries = sql(t.ledgerEntries)
-    const balances = sql(t.ledgerBalances)
     const openTable = sql(t.ledgerOpen)
 
-    const insert = (entry: Ledger.LedgerEntry) =>
-      sql`INSERT INTO ${entries} ${
-        sql.insert({
-          id: entry.id,
-          account_id: entry.accountId,
-          task_id: entry.taskId,
-          kind: entry.kind,
-          amount: entry.amount,
-          held: entry.held,
-          at: entry.at,
-          note: entry.note
-        })
-      }`.pipe(
-        Effect.zipRight(sql`INSERT INTO ${balances} (account_id, balance, reserved) VALUES (${entry.accountId}, ${entry.amount}, ${entry.held})
-          ON CONFLICT (account_id) DO UPDATE SET balance = ${balances}.balance + ${entry.amount}, reserved = ${balances}.reserved + ${entry.held}`),
-        Effect.zipRight(
-          entry.kind === "reserve"
-            ? Effect.asVoid(sql`INSERT INTO ${openTable} (task_id, entry_id, at) VALUES (${entry.taskId}, ${entry.id}, ${entry.at})`)
-            : entry.kind === "credit"
-            ? Effect.void
-            : Effect.asVoid(sql`DELETE FROM ${openTable} WHERE task_id = ${entry.taskId}`)
-        ),
-        Effect.as(entry)
-      )
-    const lockTask = (taskId: string) => (isPg ? Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtext(${`ledger:${taskId}`}))`) : Effect.void)
-    const ofTask = (taskId: string, kinds: ReadonlyArray<string>) =>
-      sql<Row>`SELECT * FROM ${entries} WHERE task_id = ${taskId} AND ${sql.in("kind", kinds)}`.pipe(
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), entryOf))
-      )
-    const sums = (accountId: string) =>
-      sql<{ balance: number | string; reserved: number | string }>`SELECT balance, reserved FROM ${balances} WHERE account_id = ${accountId}`.pipe(
-        Effect.map((rows) => ({ balance: Number(rows[0]?.balance ?? 0), reserved: Number(rows[0]?.reserved ?? 0) }))
-      )
-
-    /**
-     * On SQLite a movement takes the database's write lock with its first statement (a write
-     * that changes nothing): a transaction that read first and wrote later would fail at once
-     * (SQLITE_BUSY) whenever another connection, such as the task store's, wrote in between.
-     * Taking the lock first, it waits its turn (busy timeout) and reads the latest sums.
-     */
-    const writeLock = isPg ? Effect.void : Effect.asVoid(sql`UPDATE ${balances} SET balance = balance WHERE 1 = 0`)
+    // The movements' statements, compiled once and run on the transaction's connection
+    // (Executor.perOperation): the query builder's machinery around each statement cost more
+    // than the statement (docs/benchmarks.md), and a movement runs several.
+    const quoted = { entries: `"${t.ledgerEntries}"`, balances: `"${t.ledgerBalances}"`, open: `"${t.ledgerOpen}"` }
+    const insertEntry = compile(`INSERT INTO ${quoted.entries} (id, account_id, task_id, kind, amount, held, at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+    const addToSums = compile(
+      `INSERT INTO ${quoted.balances} (account_id, balance, reserved) VALUES (?, ?, ?)
+       ON CONFLICT (account_id) DO UPDATE SET balance = ${quoted.balances}.balance + excluded.balance, reserved = ${quoted.balances}.reserved + excluded.reserved`
+    )
+    const openReservation = compile(`INSERT INTO ${quoted.open} (task_id, entry_id, at) VALUES (?, ?, ?)`)
+    const closeReservation = compile(`DELETE FROM ${quoted.open} WHERE task_id = ?`)
+    // The kinds written out, not bound: the partial unique indexes of migration 0011 answer these.
+    const reservationOf = compile(`SELECT * FROM ${quoted.entries} WHERE task_id = ? AND kind = 'reserve'`)
+    const endOf = compile(`SELECT * FROM ${quoted.entries} WHERE task_id = ? AND kind IN ('charge', 'release')`)
+    const entryById = compile(`SELECT * FROM ${quoted.entries} WHERE id = ?`)
+    const sumsOf = compile(`SELECT balance, reserved FROM ${quoted.balances} WHERE account_id = ?`)
+    const lockAccount = compile(`SELECT 1 FROM ${quoted.balances} WHERE account_id = ? FOR UPDATE`)
+    const advisoryLock = compile(`SELECT pg_advisory_xact_lock(hashtext(?))`)
 
     /**
      * One movement in one transaction that, once begun, runs to its commit or rollback: an
      * interrupted caller (a sibling failed, a worker stopping) must not leave a transaction
-     * open on a pooled connection, holding its task's lock for whoever comes next.
+     * open on a pooled connection, holding its task's lock for whoever comes next. On SQLite
+     * `BEGIN IMMEDIATE` takes the write lock first: a transaction that read first and wrote
+     * later would fail at once (SQLITE_BUSY) whenever another connection, such as the task
+     * store's, wrote in between; taking it first, it waits its turn (busy timeout) and reads
+     * the latest sums.
      */
-    const transaction = <A, E, R>(body: Effect.Effect<A, E, R>) => Effect.uninterruptible(sql.withTransaction(Effect.zipRight(writeLock, body)))
+    const executor = Executor.perOperation(sql, isPg ? "BEGIN" : "BEGIN IMMEDIATE")
+    const transaction = executor.transaction
+
+    const write = (run: Executor.Run, entry: Ledger.LedgerEntry) =>
+      run(insertEntry, [entry.id, entry.accountId, entry.taskId, entry.kind, entry.amount, entry.held, entry.at, entry.note]).pipe(
+        Effect.zipRight(run(addToSums, [entry.accountId, entry.amount, entry.held])),
+        Effect.zipRight(
+          entry.kind === "reserve"
+            ? run(openReservation, [entry.taskId, entry.id, entry.at])
+            : entry.kind === "credit"
+            ? Effect.void
+            : run(closeReservation, [entry.taskId])
+        ),
+        Effect.as(entry)
+      )
+    const lockTask = (run: Executor.Run, taskId: string) => (isPg ? Effect.asVoid(run(advisoryLock, [`ledger:${taskId}`])) : Effect.void)
+    const first = (rows: ReadonlyArray<Record<string, unknown>>) => Option.map(Option.fromNullable(rows[0] as Row | undefined), entryOf)
+    const sums = (run: Executor.Run, accountId: string) =>
+      run(sumsOf, [accountId]).pipe(
+        Effect.map((rows) => ({ balance: Number(rows[0]?.["balance"] ?? 0), reserved: Number(rows[0]?.["reserved"] ?? 0) }))
+      )
 
     const end = (kind: "charge" | "release") => ({ at, id, taskId }: { readonly id: string; readonly taskId: string; readonly at: number }) =>
-      transaction(Effect.gen(function*() {
-        yield* lockTask(taskId)
-        const done = yield* ofTask(taskId, ["charge", "release"])
-        if (Option.isSome(done)) return done.value
-        const held = yield* ofTask(taskId, ["reserve"])
-        if (Option.isNone(held)) return yield* Effect.fail(new Ledger.NoReservation({ taskId }))
-        return yield* insert({
-          id,
-          accountId: held.value.accountId,
-          taskId,
-          kind,
-          amount: kind === "charge" ? -held.value.held : 0,
-          held: -held.value.held,
-          at,
-          note: null
+      transaction((run) =>
+        Effect.gen(function*() {
+          yield* lockTask(run, taskId)
+          const done = first(yield* run(endOf, [taskId]))
+          if (Option.isSome(done)) return done.value
+          const held = first(yield* run(reservationOf, [taskId]))
+          if (Option.isNone(held)) return yield* Effect.fail(new Ledger.NoReservation({ taskId }))
+          return yield* write(run, {
+            id,
+            accountId: held.value.accountId,
+            taskId,
+            kind,
+            amount: kind === "charge" ? -held.value.held : 0,
+            held: -held.value.held,
+            at,
+            note: null
+          })
         })
-      })).pipe(refail(kind))
+      ).pipe(refail(kind))
 
     return {
       credit: ({ accountId, amount, at, id, note }) =>
         !Number.isSafeInteger(amount) || amount <= 0
           ? Effect.dieMessage(`a credit must be a positive whole number of micro-USD (got ${amount})`)
-          : transaction(Effect.gen(function*() {
-            // A credit asked again (a retried top-up) is the entry already written.
-            if (isPg) yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`ledger-credit:${id}`}))`
-            const existing = yield* sql<Row>`SELECT * FROM ${entries} WHERE id = ${id}`
-            if (existing[0] !== undefined) return { entry: entryOf(existing[0]), written: false }
-            const entry = yield* insert({ id, accountId, taskId: null, kind: "credit", amount, held: 0, at, note })
-            return { entry, written: true }
-          })).pipe(refail("credit")),
+          : transaction((run) =>
+            Effect.gen(function*() {
+              // A credit asked again (a retried top-up) is the entry already written.
+              if (isPg) yield* run(advisoryLock, [`ledger-credit:${id}`])
+              const existing = first(yield* run(entryById, [id]))
+              if (Option.isSome(existing)) return { entry: existing.value, written: false }
+              const entry = yield* write(run, { id, accountId, taskId: null, kind: "credit", amount, held: 0, at, note })
+              return { entry, written: true }
+            })
+          ).pipe(refail("credit")),
       reserve: ({ accountId, amount, at, id, taskId }) =>
-        transaction(Effect.gen(function*() {
-          yield* lockTask(taskId)
-          const existing = yield* ofTask(taskId, ["reserve"])
-          if (Option.isSome(existing)) return existing.value
-          // On PostgreSQL the account's row is locked from here to the commit.
-          if (isPg) yield* sql`SELECT 1 FROM ${balances} WHERE account_id = ${accountId} FOR UPDATE`
-          const { balance, reserved } = yield* sums(accountId)
-          if (amount > balance - reserved) {
-            return yield* Effect.fail(new Ledger.InsufficientCredits({ accountId, requested: amount, available: balance - reserved }))
-          }
-          return yield* insert({ id, accountId, taskId, kind: "reserve", amount: 0, held: amount, at, note: null })
-        })).pipe(refail("reserve")),
+        transaction((run) =>
+          Effect.gen(function*() {
+            yield* lockTask(run, taskId)
+            const existing = first(yield* run(reservationOf, [taskId]))
+            if (Option.isSome(existing)) return existing.value
+            // On PostgreSQL the account's row is locked from here to the commit.
+            if (isPg) yield* run(lockAccount, [accountId])
+            const { balance, reserved } = yield* sums(run, accountId)
+            if (amount > balance - reserved) {
+              return yield* Effect.fail(new Ledger.InsufficientCredits({ accountId, requested: amount, available: balance - reserved }))
+            }
+            return yield* write(run, { id, accountId, taskId, kind: "reserve", amount: 0, held: amount, at, note: null })
+          })
+        ).pipe(refail("reserve")),
       charge: end("charge"),
       release: end("release"),
       // Reads, too, run to their end once begun (see SqlTaskStore's executor on PostgreSQL).
-      balance: (accountId) => sums(accountId).pipe(Effect.uninterruptible, refail("balance")),
+      balance: (accountId) => sums(executor.run, accountId).pipe(refail("balance")),
       entries: (accountId, limit) =>
         sql<Row>`SELECT * FROM ${entries} WHERE account_id = ${accountId} ORDER BY at DESC, id DESC LIMIT ${limit}`.pipe(
           Effect.map((rows) => rows.map(entryOf)),
@@ -157,7 +164,7 @@ export const make = (options: Options = {}): Effect.Effect<
         ),
       forTask: (taskId) =>
         sql<Row>`SELECT * FROM ${entries} WHERE task_id = ${taskId} ORDER BY at, id`.pipe(Effect.map((rows) => rows.map(entryOf)), Effect.uninterruptible, refail("entries")),
-      reservation: (taskId) => ofTask(taskId, ["reserve"]).pipe(Effect.uninterruptible, refail("reservation")),
+      reservation: (taskId) => executor.run(reservationOf, [taskId]).pipe(Effect.map(first), refail("reservation")),
       open: ({ after = { at: -1, taskId: "" }, before, limit }) =>
         sql<Row>`SELECT e.* FROM ${openTable} o JOIN ${entries} e ON e.id = o.entry_id
           WHERE o.at < ${before} AND (o.at > ${after.at} OR (o.at = ${after.at} AND o.task_id > ${after.taskId}))

@@ -66,9 +66,18 @@ const sqlite = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlE
  * statements are short: an interrupted caller waits for its statement, not for the pool to
  * leak.
  */
-const pg = (sql: SqlClient.SqlClient): Executor => ({
+const pg = (sql: SqlClient.SqlClient): Executor => perOperation(sql, "BEGIN")
+
+/**
+ * A connection reserved for each operation and given back after it, the operation run
+ * uninterruptibly (see `pg`). On PostgreSQL a pooled connection; on SQLite the client's one
+ * connection, which a client shared by several backends (the ledger, accounts, idempotency
+ * keys) hands to one operation at a time. Inside a transaction every statement must go
+ * through its `run`: the client's own statements would wait for the connection it holds.
+ */
+export const perOperation = (sql: SqlClient.SqlClient, begin: "BEGIN" | "BEGIN IMMEDIATE"): Executor => ({
   run: (text, params) => Effect.uninterruptible(Effect.scoped(Effect.flatMap(sql.reserve, (connection) => connection.execute(text, params, undefined)))),
-  transaction: (body) => Effect.uninterruptible(Effect.scoped(Effect.flatMap(sql.reserve, (connection) => transaction(connection, "BEGIN", body))))
+  transaction: (body) => Effect.uninterruptible(Effect.scoped(Effect.flatMap(sql.reserve, (connection) => transaction(connection, begin, body))))
 })
 
 /** The executor for `sql`'s dialect; on SQLite it keeps a connection for the scope's lifetime. */
