@@ -1,6 +1,7 @@
 /**
  * The credits ledger on @effect/sql (SQLite and PostgreSQL). Each movement is one
- * transaction: the entry and its account's sums together. On PostgreSQL a transaction about
+ * transaction of statements compiled once (`Executor.perOperation`): the entry and its
+ * account's sums together. On PostgreSQL a transaction about
  * a task first takes an advisory lock on the task, so two nodes asking for the same
  * movement write it once; on SQLite transactions run one at a time anyway.
  */
