@@ -75,11 +75,6 @@ export const make = (options: Options = {}) =>
       return { at: now, claimed: claimed.length }
     }).pipe(Effect.catchTag("StoreError", (error) => Effect.logError("engine: claiming due work failed", error).pipe(Effect.as(undefined))))
 
-    // Woken (a submit, a step done): the claim waits for the event loop's next turn, so the
-    // submits and step ends that arrive together are claimed in one round, not one round each;
-    // the wake-ups offered meanwhile are answered by that same claim.
-    const woken = wakeups.take.pipe(Effect.zipRight(Loops.nextTurn), Effect.zipRight(Queue.takeAll(wakeups)))
-
     // Sleep until the earliest due time this engine knows of, a wake-up (a submit, a step
     // done), or the periodic scan, the safety net for work written by other workers.
     const idle = (claimedAt: number | undefined) =>
@@ -87,13 +82,13 @@ export const make = (options: Options = {}) =>
         const now = yield* Clock.currentTimeMillis
         const scan = Duration.toMillis(settings.pollInterval)
         // Without a free slot, a step that ends wakes the loop.
-        if (claimedAt === undefined) return yield* Effect.race(Effect.sleep(Duration.millis(scan)), woken)
+        if (claimedAt === undefined) return yield* Effect.race(Effect.sleep(Duration.millis(scan)), wakeups.take)
         // Due times the claim looked past were claimed by it; one reached since (while the
         // claim ran) is not, and the loop goes again at once.
         dueTimes.dropUntil(claimedAt)
         // Never before the due time (Loops.sleepUntil): a look a fraction of a millisecond
         // early finds nothing, and under the TestClock it went round at that instant forever.
-        yield* Effect.race(Loops.sleepUntil(Math.min(now + scan, dueTimes.next), now), woken)
+        yield* Effect.race(Loops.sleepUntil(Math.min(now + scan, dueTimes.next), now), wakeups.take)
       })
     const spinGuard = yield* Loops.makeSpinGuard("engine")
     const loop = yield* claimAndRun.pipe(
