@@ -34,15 +34,14 @@
  *
  * One file for the three roles, so that the server can `--import` it for the trace.
  */
-import { freshPgDatabase, pgUrl as envPgUrl } from "@mediagate/store-sql/testing"
-import { Effect } from "effect"
-import { type ChildProcess, execSync, spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { pgUrl as envPgUrl } from "@mediagate/store-sql/testing"
+import { type ChildProcess, spawn } from "node:child_process"
+import { readFileSync, realpathSync, writeFileSync } from "node:fs"
+import { cpuMillisOf, withDatabase } from "../scripts/bench-support.js"
 import { writeSection } from "../scripts/benchmarks-doc.js"
 import * as Http from "node:http"
 import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
@@ -236,24 +235,6 @@ type SideName = "mediagate" | "bare"
 const entries: Record<SideName, { readonly entry: string; readonly cwd: string }> = {
   mediagate: { entry: "examples/standalone-server/src/main.ts", cwd: serverRoot },
   bare: { entry: "bench/bare/server.ts", cwd: "." }
-}
-
-const clockTick = (() => {
-  try {
-    return Number(execSync("getconf CLK_TCK").toString().trim()) || 100
-  } catch {
-    return 100
-  }
-})()
-
-/** CPU milliseconds a process has used so far (Linux), or NaN elsewhere. */
-const cpuMillisOf = (pid: number): number => {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTick
-  } catch {
-    return Number.NaN
-  }
 }
 
 const listen = (server: Http.Server) =>
@@ -513,21 +494,6 @@ const run = async (store: string, model: ModelName, urls: Record<SideName, { url
   }
 }
 
-/** Runs `f` on a database of its own: a SQLite file in a temporary folder, or a fresh PostgreSQL database. */
-const withDatabase = <A>(store: "SQLite" | "PostgreSQL", name: string, f: (url: string, dir: string) => Promise<A>): Promise<A> => {
-  const inFolder = async (url: (dir: string) => string) => {
-    const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-e2e-"))
-    try {
-      return await f(url(dir), dir)
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }
-  return store === "SQLite"
-    ? inFolder((dir) => `sqlite:${join(dir, "bench.db")}`)
-    : Effect.runPromise(Effect.scoped(Effect.flatMap(freshPgDatabase(pgUrl!, `e2e_${name}`), (url) => Effect.promise(() => inFolder(() => url)))))
-}
-
 const main = async () => {
   const results: Array<{ idle: string; load: Array<string> }> = []
   const stores = (pgUrl === undefined ? ["SQLite"] : ["SQLite", "PostgreSQL"]).filter((store) =>
@@ -536,8 +502,8 @@ const main = async () => {
   for (const store of stores) {
     for (const model of list("BENCH_MODELS", "sync,async") as Array<ModelName>) {
       results.push(
-        await withDatabase(store, model, (url, dir) =>
-          withDatabase(store, `${model}_bare`, (bareUrl, bareDir) => run(store, model, { mediagate: { url, dir }, bare: { url: bareUrl, dir: bareDir } })))
+        await withDatabase(store, pgUrl, `e2e_${model}`, (url, dir) =>
+          withDatabase(store, pgUrl, `e2e_${model}_bare`, (bareUrl, bareDir) => run(store, model, { mediagate: { url, dir }, bare: { url: bareUrl, dir: bareDir } })))
       )
     }
   }

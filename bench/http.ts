@@ -27,18 +27,17 @@
  */
 import { HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { freshPgDatabase, pgUrl as envPgUrl } from "@mediagate/store-sql/testing"
+import { pgUrl as envPgUrl } from "@mediagate/store-sql/testing"
 import autocannon from "autocannon"
 import Database from "better-sqlite3"
 import { Effect, Layer } from "effect"
-import { type ChildProcess, execSync, spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { createHash, randomUUID } from "node:crypto"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
+import { cpuMillisOf, withDatabase } from "../scripts/bench-support.js"
 import { writeSection } from "../scripts/benchmarks-doc.js"
 
 const env = (name: string, fallback: string) => process.env[name] ?? fallback
@@ -172,24 +171,6 @@ const freePort = () =>
       probe.close(() => resolve(port))
     })
   })
-
-const clockTick = (() => {
-  try {
-    return Number(execSync("getconf CLK_TCK").toString().trim()) || 100
-  } catch {
-    return 100
-  }
-})()
-
-/** CPU milliseconds a process has used so far (Linux), or NaN elsewhere. */
-const cpuMillisOf = (pid: number): number => {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTick
-  } catch {
-    return Number.NaN
-  }
-}
 
 interface Server {
   readonly side: SideName
@@ -347,27 +328,12 @@ const run = async (store: "SQLite" | "PostgreSQL", databases: Partial<Record<Sid
   }
 }
 
-/** Runs `f` on a database of its own: a SQLite file in a temporary folder, or a fresh PostgreSQL database. */
-const withDatabase = <A>(store: "SQLite" | "PostgreSQL", name: string, f: (url: string, dir: string) => Promise<A>): Promise<A> => {
-  const inFolder = async (url: (dir: string) => string) => {
-    const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-http-"))
-    try {
-      return await f(url(dir), dir)
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }
-  return store === "SQLite"
-    ? inFolder((dir) => `sqlite:${join(dir, "bench.db")}`)
-    : Effect.runPromise(Effect.scoped(Effect.flatMap(freshPgDatabase(pgUrl!, `http_${name}`), (url) => Effect.promise(() => inFolder(() => url)))))
-}
-
 const main = async () => {
   const stores: Array<"SQLite" | "PostgreSQL"> = pgUrl === undefined ? ["SQLite"] : ["SQLite", "PostgreSQL"]
   const results = new Map<"SQLite" | "PostgreSQL", Results>()
   for (const store of stores) {
-    const result = await withDatabase(store, "mediagate", (url, dir) =>
-      withDatabase(store, "bare", (bareUrl, bareDir) => {
+    const result = await withDatabase(store, pgUrl, "http_mediagate", (url, dir) =>
+      withDatabase(store, pgUrl, "http_bare", (bareUrl, bareDir) => {
         const databases = { mediagate: { url, dir }, bare: { url: bareUrl, dir: bareDir } }
         if (store !== "SQLite") return run(store, databases)
         // The floor is about the HTTP stack: SQLite only, a file beside bare's.
