@@ -96,22 +96,138 @@ export const TaskRow = Schema.transform(Row, Schema.typeSchema(Task.TaskRecord),
 const decode = Schema.decodeUnknownEither(TaskRow)
 const encode = Schema.encodeEither(TaskRow)
 
+/** A column `fastFromRow` does not take as it is. */
+const notFast = Symbol("notFast")
+
+/** A number column as the drivers hand it over: a number, a bigint, or PostgreSQL's BIGINT text. */
+const dbNumber = (value: unknown): number | typeof notFast =>
+  typeof value === "number"
+    ? value
+    : typeof value === "bigint"
+    ? Number(value)
+    : typeof value === "string" && /^-?\d{1,16}$/.test(value)
+    ? Number(value)
+    : notFast
+const dbNumberOrNull = (value: unknown): number | null | typeof notFast => (value === null ? null : dbNumber(value))
+const isStringOrNull = (value: unknown): value is string | null => value === null || typeof value === "string"
+const json = (value: unknown): unknown => {
+  if (typeof value !== "string") return notFast
+  try {
+    return JSON.parse(value)
+  } catch {
+    return notFast
+  }
+}
+
+const isStatus = Schema.is(Task.TaskStatus)
+const isFailureReason = Schema.is(Schema.NullOr(Task.FailureReason))
+const isInput = Schema.is(Task.TaskInput)
+const isJob = Schema.is(Task.UpstreamJob)
+const isResult = Schema.is(Schema.NullOr(Task.TaskResult))
+const isAttempts = Schema.is(Schema.Array(Task.UpstreamAttempt))
+
+/**
+ * The row as a record without going through `TaskRow`'s decoder (about half its cost, on a
+ * path every read takes): the same checks of each column, by `Schema.is` of the same
+ * schemas, or undefined for anything it does not take as it is (a malformed row, an unusual
+ * number), which `fromRow` then hands to the decoder. One difference: keys a JSON column
+ * holds beyond its schema's are kept where the decoder drops them; the API's answers are
+ * encoded through their own schemas, which drop them there.
+ */
+export const fastFromRow = (row: unknown): Task.TaskRecord | undefined => {
+  if (typeof row !== "object" || row === null) return undefined
+  const r = row as Record<keyof Row, unknown>
+  const createdAt = dbNumber(r.created_at)
+  const updatedAt = dbNumber(r.updated_at)
+  const deadlineAt = dbNumber(r.deadline_at)
+  const dueAt = dbNumberOrNull(r.due_at)
+  const leaseUntil = dbNumberOrNull(r.lease_until)
+  const version = dbNumber(r.version)
+  if (
+    typeof r.id !== "string" || typeof r.owner_id !== "string" || !isStatus(r.status) || !isFailureReason(r.failure_reason) ||
+    !isStringOrNull(r.error_message) || !isStringOrNull(r.callback_url) || !isStringOrNull(r.user_id) ||
+    !isStringOrNull(r.upstream_id) || !isStringOrNull(r.lease_owner) || !isStringOrNull(r.provider) ||
+    createdAt === notFast || updatedAt === notFast || deadlineAt === notFast || dueAt === notFast || leaseUntil === notFast ||
+    version === notFast || !Number.isInteger(version)
+  ) return undefined
+  const input = json(r.input)
+  const job = json(r.job)
+  const result = r.result === null ? null : json(r.result)
+  const attempts = json(r.attempts)
+  if (!isInput(input) || !isJob(job) || !isResult(result) || !isAttempts(attempts)) return undefined
+  return new Task.TaskRecord({
+    id: Ids.TaskId.make(r.id),
+    ownerId: Ids.AccountId.make(r.owner_id),
+    status: r.status,
+    input,
+    job,
+    result,
+    failureReason: r.failure_reason,
+    errorMessage: r.error_message,
+    callBackUrl: r.callback_url,
+    userId: r.user_id,
+    upstreamId: r.upstream_id === null ? null : Ids.UpstreamId.make(r.upstream_id),
+    createdAt,
+    updatedAt,
+    deadlineAt,
+    dueAt,
+    leaseOwner: r.lease_owner,
+    leaseUntil,
+    version,
+    attempts,
+    provider: r.provider
+  }, true)
+}
+
 /**
  * A row of the tasks table as a TaskRecord. A row that does not decode was not written by
  * this store (or the database was edited by hand): a defect, thrown with the row's id and
  * what is wrong, never a task made of whatever the row held.
  */
-export const fromRow = (row: unknown): Task.TaskRecord =>
-  Either.getOrElse(decode(row), (error) => {
+export const fromRow = (row: unknown): Task.TaskRecord => {
+  const fast = fastFromRow(row)
+  if (fast !== undefined) return fast
+  return Either.getOrElse(decode(row), (error) => {
     const id = typeof row === "object" && row !== null ? String((row as { id?: unknown }).id) : String(row)
     throw new Error(`malformed row ${id} in the tasks table: ${ParseResult.TreeFormatter.formatErrorSync(error)}`)
   })
+}
 
-/** A TaskRecord as a row of the tasks table. */
-export const toRow = (task: Task.TaskRecord): Row =>
-  Either.getOrElse(encode(task), (error) => {
-    throw new Error(`task ${task.id} cannot be written: ${ParseResult.TreeFormatter.formatErrorSync(error)}`)
-  })
+/**
+ * A TaskRecord as a row of the tasks table: `TaskRow`'s encoding written out (JSON columns as
+ * text), about a tenth of its cost. A record is checked when it is made (`TaskRecord`'s
+ * constructor); one that is not a TaskRecord goes through the encoder, which says what is
+ * wrong with it.
+ */
+export const toRow = (task: Task.TaskRecord): Row => {
+  if (!(task instanceof Task.TaskRecord)) {
+    return Either.getOrElse(encode(task), (error) => {
+      throw new Error(`task ${String((task as { id?: unknown }).id)} cannot be written: ${ParseResult.TreeFormatter.formatErrorSync(error)}`)
+    })
+  }
+  return {
+    id: task.id,
+    owner_id: task.ownerId,
+    status: task.status,
+    input: JSON.stringify(task.input),
+    job: JSON.stringify(task.job),
+    result: task.result === null ? null : JSON.stringify(task.result),
+    failure_reason: task.failureReason,
+    error_message: task.errorMessage,
+    callback_url: task.callBackUrl,
+    user_id: task.userId,
+    upstream_id: task.upstreamId,
+    created_at: task.createdAt,
+    updated_at: task.updatedAt,
+    deadline_at: task.deadlineAt,
+    due_at: task.dueAt,
+    lease_owner: task.leaseOwner,
+    lease_until: task.leaseUntil,
+    version: task.version,
+    attempts: JSON.stringify(task.attempts),
+    provider: task.provider
+  }
+}
 
 /** The values of a row in the order of `columns`, as statement parameters. */
 export const values = (row: Row): Array<unknown> => columns.map((column) => row[column])
