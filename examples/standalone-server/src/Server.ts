@@ -5,6 +5,7 @@
  * in `@mediagate/server` (`Backends`, `Deployment`), so an embedding host imports the same
  * ones; this module adds the routes file and the HTTP server.
  */
+import { HttpMiddleware } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ClientErrors, MediagateHttp, Prometheus, Routes } from "@mediagate/http"
 import { Backends as ServerBackends, Deployment } from "@mediagate/server"
@@ -67,7 +68,9 @@ export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | 
  * process closes it first when it is told to stop).
  */
 export const layer = (config: LayerConfig, backends: Backends, http?: NodeServer) =>
-  MediagateHttp.serve.pipe(
+  // Without trace export, the platform's per-request span is not made at all (the URL parse
+  // and attributes it costs would go to a tracer that is off).
+  (config.stepSpans === true ? MediagateHttp.serve : HttpMiddleware.withTracerDisabledWhen(MediagateHttp.serve, () => true)).pipe(
     Layer.provide(Deployment.edgeLimits(config)),
     Layer.provide(Deployment.services({
       ...config,
