@@ -70,6 +70,20 @@ export const make = (options: Options = {}): Effect.Effect<
     const entryById = compile(`SELECT * FROM ${quoted.entries} WHERE id = ?`)
     const sumsOf = compile(`SELECT balance, reserved FROM ${quoted.balances} WHERE account_id = ?`)
     const lockAccount = compile(`SELECT 1 FROM ${quoted.balances} WHERE account_id = ? FOR UPDATE`)
+    // PostgreSQL: the hold in one statement, as the account's row is locked by its UPDATE until
+    // the commit; a submit of the same account waits for one statement and the commit, not
+    // for five round trips. The UPDATE's condition is checked again on the row's latest
+    // version after that wait (READ COMMITTED), so the sums never go below what is held. No
+    // row back: too little credit, or no sums row yet, which the statements below answer.
+    const holdAtOnce = compile(
+      `WITH held AS (
+         UPDATE ${quoted.balances} SET reserved = reserved + ? WHERE account_id = ? AND balance - reserved >= ? RETURNING account_id
+       ), entry AS (
+         INSERT INTO ${quoted.entries} (id, account_id, task_id, kind, amount, held, at, note)
+         SELECT ?, account_id, ?, 'reserve', 0, ?, ?, NULL FROM held RETURNING id
+       )
+       INSERT INTO ${quoted.open} (task_id, entry_id, at) SELECT ?, id, ? FROM entry RETURNING entry_id`
+    )
     const advisoryLock = compile(`SELECT pg_advisory_xact_lock(hashtext(?))`)
 
     /**
@@ -144,13 +158,18 @@ export const make = (options: Options = {}): Effect.Effect<
             yield* lockTask(run, taskId)
             const existing = first(yield* run(reservationOf, [taskId]))
             if (Option.isSome(existing)) return existing.value
+            const entry: Ledger.LedgerEntry = { id, accountId, taskId, kind: "reserve", amount: 0, held: amount, at, note: null }
+            if (isPg && amount > 0) {
+              const held = yield* run(holdAtOnce, [amount, accountId, amount, id, taskId, amount, at, taskId, at])
+              if (held.length > 0) return entry
+            }
             // On PostgreSQL the account's row is locked from here to the commit.
             if (isPg) yield* run(lockAccount, [accountId])
             const { balance, reserved } = yield* sums(run, accountId)
             if (amount > balance - reserved) {
               return yield* Effect.fail(new Ledger.InsufficientCredits({ accountId, requested: amount, available: balance - reserved }))
             }
-            return yield* write(run, { id, accountId, taskId, kind: "reserve", amount: 0, held: amount, at, note: null })
+            return yield* write(run, entry)
           })
         ).pipe(refail("reserve")),
       charge: end("charge"),
