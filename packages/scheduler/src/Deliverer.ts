@@ -8,7 +8,7 @@
  */
 import type { StoreError } from "@mediagate/core"
 import { Accounts, Api, Metrics, Outbound, RetryAfter, Task, TaskEvents, TaskStore } from "@mediagate/core"
-import { Clock, Deferred, Duration, Effect, FiberSet, Layer, Option, Queue, Random, Redacted, Ref } from "effect"
+import { Deferred, Duration, Effect, FiberSet, Layer, Option, Queue, Random, Redacted, Ref } from "effect"
 import * as Loops from "./Loops.js"
 import * as Webhooks from "./Webhooks.js"
 
@@ -161,7 +161,7 @@ export const make = (options: Options = {}) =>
         const scheduled = schedule[attempt - callback.roundStart]
         const record = (started: number, answer: Answer | null, failure: string | null) =>
           Effect.gen(function*() {
-            const at = yield* Clock.currentTimeMillis
+            const at = yield* Loops.currentMillis
             const delay = scheduled === undefined ? undefined : Math.round(scheduled * (yield* Random.nextRange(1 - jitter, 1 + jitter)))
             const error = errorOf(answer, failure)
             const next = outcome(answer, at, delay, retryAfterOptions)
@@ -189,13 +189,13 @@ export const make = (options: Options = {}) =>
               outcome: next
             })
           })
-        if (Option.isNone(task)) return yield* record(yield* Clock.currentTimeMillis, null, "the task no longer exists")
+        if (Option.isNone(task)) return yield* record(yield* Loops.currentMillis, null, "the task no longer exists")
         // The body is the query answer, as it stands now.
         const body = JSON.stringify(Api.ok(Task.toWire(task.value)))
         const secret = accounts.signingSecrets === undefined
           ? Option.toArray(yield* accounts.webhookSecret(task.value.ownerId))
           : yield* accounts.signingSecrets(task.value.ownerId)
-        const started = yield* Clock.currentTimeMillis
+        const started = yield* Loops.currentMillis
         // The attempt must end, at its time limit, with time left in the lease to write it down;
         // if getting here took that long, the lease runs out and the callback is claimed again.
         if (started > claimedAt + sendWithinMillis) {
@@ -229,7 +229,7 @@ export const make = (options: Options = {}) =>
     const round = Effect.gen(function*() {
       const free = concurrency - (yield* Ref.get(inflight))
       if (free < (backlog ? refill : 1)) return 0
-      const now = yield* Clock.currentTimeMillis
+      const now = yield* Loops.currentMillis
       const due = yield* store.claimCallbacks({ now, limit: free, leaseUntil: now + leaseMillis })
       backlog = due.length === free
       for (const callback of due) {

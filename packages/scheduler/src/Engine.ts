@@ -59,7 +59,9 @@ export const make = (options: Options = {}) =>
       if (yield* Ref.get(stopping)) return undefined
       const free = settings.concurrency - (yield* Ref.get(inflight))
       if (free <= 0) return undefined
-      const now = yield* Clock.currentTimeMillis
+      // Whole milliseconds (Loops.currentMillis): a claim at a fraction failed on PostgreSQL,
+      // and the loop, sleeping a scan from that fraction, failed again at the next.
+      const now = yield* Loops.currentMillis
       const claimed = yield* store.claimDue({ now, limit: free, worker, leaseUntil: now + settings.leaseDuration, limits })
       for (const record of claimed) {
         const done = step(record).pipe(Effect.tap(remember), Effect.ensuring(wakeups.offer()))
@@ -75,6 +77,11 @@ export const make = (options: Options = {}) =>
       return { at: now, claimed: claimed.length }
     }).pipe(Effect.catchTag("StoreError", (error) => Effect.logError("engine: claiming due work failed", error).pipe(Effect.as(undefined))))
 
+    // Woken (a submit, a step done): the claim waits for the event loop's next turn, so the
+    // submits and step ends that arrive together are claimed in one round, not one round each;
+    // the wake-ups offered meanwhile are answered by that same claim.
+    const woken = wakeups.take.pipe(Effect.zipRight(Loops.nextTurn), Effect.zipRight(Queue.takeAll(wakeups)))
+
     // Sleep until the earliest due time this engine knows of, a wake-up (a submit, a step
     // done), or the periodic scan, the safety net for work written by other workers.
     const idle = (claimedAt: number | undefined) =>
@@ -82,13 +89,13 @@ export const make = (options: Options = {}) =>
         const now = yield* Clock.currentTimeMillis
         const scan = Duration.toMillis(settings.pollInterval)
         // Without a free slot, a step that ends wakes the loop.
-        if (claimedAt === undefined) return yield* Effect.race(Effect.sleep(Duration.millis(scan)), wakeups.take)
+        if (claimedAt === undefined) return yield* Effect.race(Effect.sleep(Duration.millis(scan)), woken)
         // Due times the claim looked past were claimed by it; one reached since (while the
         // claim ran) is not, and the loop goes again at once.
         dueTimes.dropUntil(claimedAt)
         // Never before the due time (Loops.sleepUntil): a look a fraction of a millisecond
         // early finds nothing, and under the TestClock it went round at that instant forever.
-        yield* Effect.race(Loops.sleepUntil(Math.min(now + scan, dueTimes.next), now), wakeups.take)
+        yield* Effect.race(Loops.sleepUntil(Math.min(now + scan, dueTimes.next), now), woken)
       })
     const spinGuard = yield* Loops.makeSpinGuard("engine")
     const loop = yield* claimAndRun.pipe(

@@ -4,7 +4,8 @@
  */
 import { Task, TaskStore } from "@mediagate/core"
 import type { Scope } from "effect"
-import { Clock, Deferred, Duration, Effect, Either, Fiber, Option, Ref } from "effect"
+import { Deferred, Duration, Effect, Either, Fiber, Option, Ref } from "effect"
+import * as Loops from "./Loops.js"
 import * as TimeLimits from "./TimeLimits.js"
 
 /** A call runs without a heartbeat only if it ends this long before the claim's lease does. */
@@ -38,7 +39,7 @@ export const make = (worker: string, heartbeatWindow: number): Effect.Effect<
      */
     const heartbeat = (current: Ref.Ref<Task.TaskRecord>, lost: Deferred.Deferred<void>) => {
       const beat = Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
+        const now = yield* Loops.currentMillis
         const latest = yield* Ref.get(current)
         const next = new Task.TaskRecord({
           ...latest,
@@ -67,7 +68,7 @@ export const make = (worker: string, heartbeatWindow: number): Effect.Effect<
      */
     const guarded = <A, E>(claimed: Task.TaskRecord, limit: number, call: Effect.Effect<A, E>) =>
       Effect.gen(function*() {
-        const started = yield* Clock.currentTimeMillis
+        const started = yield* Loops.currentMillis
         const budget = Math.max(0, Math.min(claimed.deadlineAt - started, limit))
         const timed = timeLimits.run(Effect.either(call), budget).pipe(
           Effect.map((answer): Guarded<A, E> => Option.isSome(answer) ? { _tag: "Answered", answer: answer.value } : { _tag: "RanOut" })

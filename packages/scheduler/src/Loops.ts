@@ -1,5 +1,6 @@
 /**
- * How the scheduler's background loops wait, and how they stay fair to the event loop.
+ * How the scheduler's background loops wait, how they stay fair to the event loop, and the
+ * time they hand the stores (`currentMillis`).
  *
  * Effect runs a fiber's work in microtasks and, since 3.20, counts how deep that drain has
  * gone per fiber: only a drain that stays busy 2,048 rounds in a row hands over to a timer.
@@ -18,6 +19,16 @@
  *   loop a turn and says so: a bug of that kind then costs a log line, not a hung process.
  */
 import { Cause, Clock, Duration, Effect, Scheduler, Schedule } from "effect"
+
+/**
+ * The Clock's time as the stores keep times: whole milliseconds, rounded up. Every time the
+ * scheduler hands a store (a claim's look and lease, a step's write, a heartbeat) comes from
+ * here. PostgreSQL's BIGINT columns refuse a fraction ("invalid input syntax for type bigint"),
+ * and the TestClock answers one: it stops at every sleep's end, and a third of a heartbeat
+ * window (1,666.666667 ms) is one. Rounded up, as `sleepUntil` is, so a claim never looks
+ * before the time the Clock said and finds whatever was due by then.
+ */
+export const currentMillis: Effect.Effect<number> = Effect.map(Clock.currentTimeMillis, Math.ceil)
 
 /** Sleeps until `at` (epoch milliseconds, by the Clock that read `now`), never waking before it. */
 export const sleepUntil = (at: number, now: number): Effect.Effect<void> =>

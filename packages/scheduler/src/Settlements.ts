@@ -11,7 +11,7 @@
  */
 import type { StoreError } from "@mediagate/core"
 import { Credits, Ids, Ledger, Task, TaskStore } from "@mediagate/core"
-import { Clock, Duration, Effect, Layer, Option } from "effect"
+import { Duration, Effect, Layer, Option } from "effect"
 import * as Loops from "./Loops.js"
 
 /** Sweep settings. */
@@ -47,7 +47,7 @@ export const sweep = (grace: Duration.DurationInput = "10 minutes"): Effect.Effe
     const ledger = yield* Ledger.Ledger
     const store = yield* TaskStore.TaskStore
     const ids = yield* Ids.Ids
-    const now = yield* Clock.currentTimeMillis
+    const now = yield* Loops.currentMillis
     const orphanedBefore = now - Duration.toMillis(grace)
     let settled = 0
     let orphans = 0

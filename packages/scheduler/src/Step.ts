@@ -6,8 +6,9 @@
 import type { IllegalTransition, StoreError, TaskConflict } from "@mediagate/core"
 import { Attempt, Ids, Metrics, ModelCatalog, Task, TaskStore, TaskWrites, Upstream, UpstreamError } from "@mediagate/core"
 import type { Scope } from "effect"
-import { Cause, Clock, Duration, Effect, Either, Option, Random } from "effect"
+import { Cause, Duration, Effect, Either, Option, Random } from "effect"
 import * as GuardedCall from "./GuardedCall.js"
+import * as Loops from "./Loops.js"
 import type { Options } from "./Settings.js"
 import { resolve } from "./Settings.js"
 
@@ -178,7 +179,7 @@ export const make = (options: Options = {}, worker = "worker"): Effect.Effect<
     ) =>
       Effect.gen(function*() {
         const [record, outcome, startedAt] = yield* guarded(claimed, limit, call)
-        const now = yield* Clock.currentTimeMillis
+        const now = yield* Loops.currentMillis
         if (outcome._tag !== "Lost") {
           const provider = upstream.provider?.(record.job) ?? undefined
           const ended = outcome._tag === "RanOut" ? "timeout" : Either.isLeft(outcome.answer) ? "error" : "ok"
@@ -230,7 +231,7 @@ export const make = (options: Options = {}, worker = "worker"): Effect.Effect<
           return yield* copyFailed(claimed, now, message, claimed.attempts)
         }
         const [record, outcome, startedAt] = yield* guarded(claimed, settings.resultCopyTimeout, host(claimed.job, attempt.upstreamResult))
-        const ended = yield* Clock.currentTimeMillis
+        const ended = yield* Loops.currentMillis
         if (outcome._tag === "Lost") return Option.getOrElse(yield* store.get(record.id), () => record)
         if (outcome._tag === "Answered" && Either.isRight(outcome.answer)) {
           yield* Metrics.resultCopy("ok")
@@ -322,7 +323,7 @@ export const make = (options: Options = {}, worker = "worker"): Effect.Effect<
 
     return (record: Task.TaskRecord): Effect.Effect<Task.TaskRecord> =>
       Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
+        const now = yield* Loops.currentMillis
         // A job that succeeded upstream: only its results are copied (past the deadline, the
         // task fails naming them, rather than timing out as if the job had not run).
         const copying = Attempt.awaitingCopy(record)

@@ -4,7 +4,7 @@
  * stores' SQL, so the engine is checked on each of them, timed by the TestClock.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, TaskEvents, TaskServiceAlone, TaskStore, Upstream, UpstreamError } from "@mediagate/core"
+import { Ids, ModelCatalog, StoreError, TaskEvents, TaskServiceAlone, TaskStore, Upstream, UpstreamError } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
@@ -90,6 +90,25 @@ const advance = (seconds: number) =>
     }
   })
 
+/**
+ * `store` refusing a time with a fraction of a millisecond in a claim or a write, as
+ * PostgreSQL's BIGINT columns do ("invalid input syntax for type bigint"), so that memory and
+ * SQLite, which keep the fraction, hold the engine to it too.
+ */
+const wholeMillis = (store: Context.Context<TaskStore.TaskStore>): Context.Context<TaskStore.TaskStore> => {
+  const service = Context.get(store, TaskStore.TaskStore)
+  const whole = (operation: string, times: ReadonlyArray<number | null>) =>
+    times.every((time) => time === null || Number.isInteger(time))
+      ? Effect.void
+      : Effect.fail(new StoreError({ message: `${operation}: a time with a fraction of a millisecond (${times.join(", ")})` }))
+  return Context.make(TaskStore.TaskStore, {
+    ...service,
+    claimDue: (options) => Effect.zipRight(whole("claimDue", [options.now, options.leaseUntil]), service.claimDue(options)),
+    update: (next, version, callbacks) =>
+      Effect.zipRight(whole("update", [next.updatedAt, next.dueAt, next.leaseUntil]), service.update(next, version, callbacks))
+  })
+}
+
 const engine = (store: Context.Context<TaskStore.TaskStore>, upstream: Layer.Layer<Upstream.Upstream>, options: Engine.Options) =>
   Engine.layer(options).pipe(Layer.provide(TaskServiceAlone.writes), Layer.provide([upstream, Ids.layerTest, ModelCatalog.layer, Layer.succeedContext(counted(store))]))
 
@@ -114,6 +133,23 @@ for (const [name, backend] of backends) {
         // (Within half a second: on PostgreSQL a step's writes are I/O, which the TestClock does not hold still.)
         expect(started[single]![1] - firstTurn).toBeLessThanOrEqual(500)
         expect(firstTurn).toBeLessThan(15_000)
+      }))
+
+    it.scoped("tasks run while the clock stands at a fraction of a millisecond (the TestClock stops at each sleep's end, such as a third of a heartbeat window): claims and writes are in whole milliseconds", () =>
+      Effect.gen(function*() {
+        const store = yield* Layer.build(backend)
+        const tasks = Context.get(store, TaskStore.TaskStore)
+        const starts = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
+        const ids = ["f1", "f2", "f3"]
+        for (const id of ids) yield* tasks.create(Testing.record({ id, job }))
+        // A third of the default 15-second heartbeat window; every step after it keeps the fraction.
+        yield* TestClock.adjust(Duration.millis(5_000 / 3))
+        yield* Layer.build(engine(name === "postgres" ? store : wholeMillis(store), timed(1, starts), {}))
+        yield* advance(3)
+        for (const id of ids) {
+          const task = Option.getOrThrow(yield* tasks.get(Ids.TaskId.make(id)))
+          expect([id, task.status, Number.isInteger(task.updatedAt)]).toEqual([id, "SUCCESS", true])
+        }
       }))
 
     it.scoped("transient failures back off honouring Retry-After; permanent ones end FAILURE with their class; a deadline ends TIMEOUT and cancels the job", () =>
