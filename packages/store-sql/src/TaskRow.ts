@@ -42,55 +42,63 @@ export type Row = typeof Row.Encoded
 /** The columns of the tasks table, in the order of `Row`. */
 export const columns: ReadonlyArray<keyof Row> = Object.keys(Row.fields) as Array<keyof Row>
 
+/** A row's columns once decoded: numbers as numbers, JSON columns as their values. */
+type Columns = typeof Row.Type
+
+/** The record of decoded columns; Row has validated every field, so they are not checked twice. */
+const recordOf = (row: Columns): Task.TaskRecord =>
+  new Task.TaskRecord({
+    id: row.id,
+    ownerId: row.owner_id,
+    status: row.status,
+    input: row.input,
+    job: row.job,
+    result: row.result,
+    failureReason: row.failure_reason,
+    errorMessage: row.error_message,
+    callBackUrl: row.callback_url,
+    userId: row.user_id,
+    upstreamId: row.upstream_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    deadlineAt: row.deadline_at,
+    dueAt: row.due_at,
+    leaseOwner: row.lease_owner,
+    leaseUntil: row.lease_until,
+    version: row.version,
+    attempts: row.attempts,
+    provider: row.provider
+  }, true)
+
+/** A record's columns before encoding: the one mapping of fields to columns, as `recordOf` is back. */
+const columnsOf = (task: Task.TaskRecord): Columns => ({
+  id: task.id,
+  owner_id: task.ownerId,
+  status: task.status,
+  input: task.input,
+  job: task.job,
+  result: task.result,
+  failure_reason: task.failureReason,
+  error_message: task.errorMessage,
+  callback_url: task.callBackUrl,
+  user_id: task.userId,
+  upstream_id: task.upstreamId,
+  created_at: task.createdAt,
+  updated_at: task.updatedAt,
+  deadline_at: task.deadlineAt,
+  due_at: task.dueAt,
+  lease_owner: task.leaseOwner,
+  lease_until: task.leaseUntil,
+  version: task.version,
+  attempts: task.attempts,
+  provider: task.provider
+})
+
 /** A row of the tasks table as a TaskRecord and back. */
 export const TaskRow = Schema.transform(Row, Schema.typeSchema(Task.TaskRecord), {
   strict: true,
-  // Row has validated every field already; the record is built without checking them twice.
-  decode: (row) =>
-    new Task.TaskRecord({
-      id: row.id,
-      ownerId: row.owner_id,
-      status: row.status,
-      input: row.input,
-      job: row.job,
-      result: row.result,
-      failureReason: row.failure_reason,
-      errorMessage: row.error_message,
-      callBackUrl: row.callback_url,
-      userId: row.user_id,
-      upstreamId: row.upstream_id,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-      deadlineAt: row.deadline_at,
-      dueAt: row.due_at,
-      leaseOwner: row.lease_owner,
-      leaseUntil: row.lease_until,
-      version: row.version,
-      attempts: row.attempts,
-      provider: row.provider
-    }, true),
-  encode: (task) => ({
-    id: task.id,
-    owner_id: task.ownerId,
-    status: task.status,
-    input: task.input,
-    job: task.job,
-    result: task.result,
-    failure_reason: task.failureReason,
-    error_message: task.errorMessage,
-    callback_url: task.callBackUrl,
-    user_id: task.userId,
-    upstream_id: task.upstreamId,
-    created_at: task.createdAt,
-    updated_at: task.updatedAt,
-    deadline_at: task.deadlineAt,
-    due_at: task.dueAt,
-    lease_owner: task.leaseOwner,
-    lease_until: task.leaseUntil,
-    version: task.version,
-    attempts: task.attempts,
-    provider: task.provider
-  })
+  decode: recordOf,
+  encode: columnsOf
 })
 
 const decode = Schema.decodeUnknownEither(TaskRow)
@@ -155,28 +163,28 @@ export const fastFromRow = (row: unknown): Task.TaskRecord | undefined => {
   const result = r.result === null ? null : json(r.result)
   const attempts = json(r.attempts)
   if (!isInput(input) || !isJob(job) || !isResult(result) || !isAttempts(attempts)) return undefined
-  return new Task.TaskRecord({
+  return recordOf({
     id: Ids.TaskId.make(r.id),
-    ownerId: Ids.AccountId.make(r.owner_id),
+    owner_id: Ids.AccountId.make(r.owner_id),
     status: r.status,
     input,
     job,
     result,
-    failureReason: r.failure_reason,
-    errorMessage: r.error_message,
-    callBackUrl: r.callback_url,
-    userId: r.user_id,
-    upstreamId: r.upstream_id === null ? null : Ids.UpstreamId.make(r.upstream_id),
-    createdAt,
-    updatedAt,
-    deadlineAt,
-    dueAt,
-    leaseOwner: r.lease_owner,
-    leaseUntil,
+    failure_reason: r.failure_reason,
+    error_message: r.error_message,
+    callback_url: r.callback_url,
+    user_id: r.user_id,
+    upstream_id: r.upstream_id === null ? null : Ids.UpstreamId.make(r.upstream_id),
+    created_at: createdAt,
+    updated_at: updatedAt,
+    deadline_at: deadlineAt,
+    due_at: dueAt,
+    lease_owner: r.lease_owner,
+    lease_until: leaseUntil,
     version,
     attempts,
     provider: r.provider
-  }, true)
+  })
 }
 
 /**
@@ -205,27 +213,13 @@ export const toRow = (task: Task.TaskRecord): Row => {
       throw new Error(`task ${String((task as { id?: unknown }).id)} cannot be written: ${ParseResult.TreeFormatter.formatErrorSync(error)}`)
     })
   }
+  const fields = columnsOf(task)
   return {
-    id: task.id,
-    owner_id: task.ownerId,
-    status: task.status,
-    input: JSON.stringify(task.input),
-    job: JSON.stringify(task.job),
-    result: task.result === null ? null : JSON.stringify(task.result),
-    failure_reason: task.failureReason,
-    error_message: task.errorMessage,
-    callback_url: task.callBackUrl,
-    user_id: task.userId,
-    upstream_id: task.upstreamId,
-    created_at: task.createdAt,
-    updated_at: task.updatedAt,
-    deadline_at: task.deadlineAt,
-    due_at: task.dueAt,
-    lease_owner: task.leaseOwner,
-    lease_until: task.leaseUntil,
-    version: task.version,
-    attempts: JSON.stringify(task.attempts),
-    provider: task.provider
+    ...fields,
+    input: JSON.stringify(fields.input),
+    job: JSON.stringify(fields.job),
+    result: fields.result === null ? null : JSON.stringify(fields.result),
+    attempts: JSON.stringify(fields.attempts)
   }
 }
 
