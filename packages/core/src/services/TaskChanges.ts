@@ -1,21 +1,33 @@
 /**
  * Changes of tasks, as the write path makes them: every write of `TaskWrites` publishes the
  * task as written, and a request waiting on a task (`?wait=`, the events stream) subscribes
- * to that task alone. In-process only: a change written by another node sharing the
- * database is seen by the waiter's periodic re-read.
+ * to that task alone. Within a process that is all (`layer`). Nodes sharing a database tell
+ * each other the ids of the tasks whose status they changed (`makeRelayed` over a `Relay`,
+ * `PgNotify` on PostgreSQL): a node that hears of a task someone waits on here reads it
+ * again and publishes it. The waiter's periodic re-read stays the safety net.
  */
 import type { Scope } from "effect"
-import { Context, Effect, Layer, Queue } from "effect"
+import { Context, Effect, Layer, Option, Queue } from "effect"
 import type { TaskId } from "../domain/Ids.js"
 import type { TaskRecord } from "../domain/Task.js"
+import { TaskStore } from "./TaskStore.js"
 
 /** Task changes in this process. */
 export class TaskChanges extends Context.Tag("@mediagate/core/TaskChanges")<TaskChanges, {
-  /** Tells the task's subscribers that it was written as `task`. */
-  readonly publish: (task: TaskRecord) => Effect.Effect<void>
+  /** Tells the task's subscribers that it was written as `task` (over `previous`, the version it replaced). */
+  readonly publish: (task: TaskRecord, previous: TaskRecord) => Effect.Effect<void>
   /** The task's writes from now on, until the scope closes. */
   readonly subscribe: (taskId: TaskId) => Effect.Effect<Queue.Dequeue<TaskRecord>, never, Scope.Scope>
+  /** Of `taskIds` (default: all), those someone here subscribes to now; a map lookup each. */
+  readonly subscribed: (taskIds?: Iterable<string>) => Effect.Effect<ReadonlyArray<TaskId>>
 }>() {}
+
+/**
+ * Whether a waiter shows `next` after `last`: its status or its last update differ. A
+ * reschedule (a poll, a backoff, a lease kept) changes neither.
+ */
+export const shows = (last: TaskRecord, next: TaskRecord): boolean =>
+  next.version > last.version && (next.status !== last.status || next.updatedAt !== last.updatedAt)
 
 /**
  * Subscribers by task id: a write costs one map lookup when nobody waits on its task. Each
@@ -47,9 +59,61 @@ export const make: Effect.Effect<Context.Tag.Service<TaskChanges>> = Effect.sync
             }),
             Queue.shutdown(queue)
           )
+      ),
+    subscribed: (taskIds) =>
+      Effect.sync(() =>
+        (taskIds === undefined ? [...subscribers.keys()] : [...taskIds].filter((id) => subscribers.has(id))) as Array<TaskId>
       )
   }
 })
 
 /** The TaskChanges layer: one per composition, shared by every writer and waiter. */
 export const layer: Layer.Layer<TaskChanges> = Layer.effect(TaskChanges, make)
+
+/**
+ * Carries task changes between the nodes on one store (`PgNotify.changes` on PostgreSQL),
+ * for the scope's lifetime. The answer tells the other nodes that the tasks of these ids
+ * were written; the others' tells run `heard` here with their ids (never this node's own),
+ * and `missed` runs when tells may have been lost (the relay's connection was opened again).
+ */
+export type Relay = (local: {
+  readonly heard: (taskIds: ReadonlyArray<string>) => Effect.Effect<void>
+  readonly missed: Effect.Effect<void>
+}) => Effect.Effect<(taskIds: ReadonlyArray<TaskId>) => Effect.Effect<void>, never, Scope.Scope>
+
+/** How many tasks heard of at once are read again together. */
+const rereadConcurrency = 8
+
+/**
+ * TaskChanges that also tells the other nodes of every write a waiter shows (a change of
+ * status), and publishes here the tasks they tell of that someone waits on here, read again
+ * from the TaskStore. A task nobody here waits on costs a map lookup; a failed read is
+ * logged and left to the waiter's periodic re-read.
+ */
+export const makeRelayed = (relay: Relay): Effect.Effect<Context.Tag.Service<TaskChanges>, never, TaskStore | Scope.Scope> =>
+  Effect.gen(function*() {
+    const local = yield* make
+    const store = yield* TaskStore
+    const reread = (taskIds: ReadonlyArray<TaskId>) =>
+      Effect.forEach(taskIds, (taskId) =>
+        store.get(taskId).pipe(
+          Effect.flatMap(Option.match({
+            onNone: () => Effect.void,
+            // `publish` with the task as its own previous version: nothing is told back.
+            onSome: (task) => local.publish(task, task)
+          })),
+          Effect.catchAll((error) => Effect.logDebug(`task changes: task ${taskId} was written on another node; reading it failed`, error))
+        ), { concurrency: rereadConcurrency, discard: true })
+    const tell = yield* relay({
+      heard: (taskIds) => Effect.flatMap(local.subscribed(taskIds), reread),
+      missed: Effect.flatMap(local.subscribed(), reread)
+    })
+    return {
+      ...local,
+      publish: (task, previous) =>
+        shows(previous, task) ? Effect.zipRight(local.publish(task, previous), tell([task.id])) : local.publish(task, previous)
+    }
+  })
+
+/** `makeRelayed` as a layer. */
+export const layerRelayed = (relay: Relay): Layer.Layer<TaskChanges, never, TaskStore> => Layer.scoped(TaskChanges, makeRelayed(relay))

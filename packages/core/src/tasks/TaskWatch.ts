@@ -1,8 +1,9 @@
 /**
  * Watching a task: its states as they change (the events stream) and the wait for its end
  * (`?wait=`). Woken by the writes of this process (`TaskChanges`, where `TaskWrites`
- * publishes), and read again every `recheckInterval` when nothing came, for the writes of
- * other nodes on the same store.
+ * publishes) and, with a relay between nodes, by the changes of status other nodes write;
+ * read again every `recheckInterval` when nothing came, the safety net for a change no
+ * relay carried.
  */
 import { Duration, Effect, Option, Queue, Stream } from "effect"
 import type { StoreError } from "../domain/Errors.js"
@@ -11,18 +12,15 @@ import type { TaskId } from "../domain/Ids.js"
 import type { Task, TaskRecord } from "../domain/Task.js"
 import { isTerminal, toWire } from "../domain/Task.js"
 import type { Account } from "../services/Accounts.js"
-import { TaskChanges } from "../services/TaskChanges.js"
+import { shows, TaskChanges } from "../services/TaskChanges.js"
 import { TaskStore } from "../services/TaskStore.js"
 
 /**
  * How often a waiter reads its task again when no change was published: the safety net for
- * writes this process does not see (another node on the same database).
+ * writes this process does not hear of (another node on the same database without a relay,
+ * or a notification lost).
  */
 export const recheckInterval = Duration.seconds(5)
-
-/** Whether a waiter shows `next` after `last`: its status or its last update differ. */
-const shows = (last: TaskRecord, next: TaskRecord) =>
-  next.version > last.version && (next.status !== last.status || next.updatedAt !== last.updatedAt)
 
 /** Spans without stack traces: capturing one costs about as much as the span (bench:costs). */
 const spanOptions = { captureStackTrace: false }

@@ -136,7 +136,7 @@ export const make: Effect.Effect<TaskWrites["Type"], never, TaskStore | Ids | Le
             Effect.tapErrorTag("StoreError", () => maybeEnded(current.status, record, now))
           )
         ),
-        Effect.tap(() => changes.publish(record)),
+        Effect.tap(() => changes.publish(record, current)),
         Effect.tap(() => settled(current.status, record, now)),
         Effect.tap(() => (!isTerminal(current.status) && isTerminal(record.status) ? Metrics.taskEnded(record) : Effect.void)),
         Effect.flatMap(owed),
