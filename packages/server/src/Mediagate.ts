@@ -30,13 +30,16 @@ export type Requirements =
 
 /**
  * Carries wake-ups between the nodes on one store (`PgNotify.make` on PostgreSQL): `relay`
- * wraps a local wake-up so that it also wakes the other nodes, and theirs wake this one.
+ * wraps a local wake-up so that it also wakes the other nodes, and theirs wake this one;
+ * `changes`, when given, carries the changes of tasks to the waiters on other nodes
+ * (`TaskChanges.makeRelayed`).
  */
 export interface Relay {
   readonly relay: (
     topic: "tasks" | "callbacks",
     local: Effect.Effect<void>
   ) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
+  readonly changes?: TaskChanges.Relay
 }
 
 class RelayService extends Context.Tag("@mediagate/server/Relay")<RelayService, Relay>() {}
@@ -56,9 +59,10 @@ export interface Options {
   /** Deadlines by model family (`{ motion: "4 hours" }`), replacing the models' defaults (docs/models.md). */
   readonly deadlines?: Readonly<Record<string, Duration.DurationInput>>
   /**
-   * Wakes the other nodes on the same store when a task is submitted or a callback is owed
-   * (`PgNotify.make({ url })` on PostgreSQL). Without it other nodes find the work at their
-   * next periodic scan.
+   * Wakes the other nodes on the same store when a task is submitted, a callback is owed or
+   * a task's status changes (`PgNotify.make({ url })` on PostgreSQL). Without it other
+   * nodes find the work at their next periodic scan, and their waiters the change at their
+   * next re-read.
    */
   readonly relay?: Effect.Effect<Relay, never, Scope.Scope>
   /**
@@ -84,6 +88,13 @@ const relayed = <I extends TaskEvents.TaskWakeup | TaskEvents.CallbackWakeup, S 
     })
   ).pipe(Layer.provide(inner), Layer.provide(relay))
 
+/** TaskChanges told to and by the other nodes through the relay's `changes`, when it has them. */
+const relayedChanges = (relay: Layer.Layer<RelayService>): Layer.Layer<TaskChanges.TaskChanges, never, TaskStore.TaskStore> =>
+  Layer.scoped(
+    TaskChanges.TaskChanges,
+    Effect.flatMap(RelayService, ({ changes }) => (changes === undefined ? TaskChanges.make : TaskChanges.makeRelayed(changes)))
+  ).pipe(Layer.provide(relay))
+
 /** The services of a deployment, without the HTTP server, with the engine and the deliverer running. */
 export const services = (
   options: Options = {}
@@ -95,8 +106,9 @@ export const services = (
   // by reference).
   const relay = options.relay === undefined ? undefined : Layer.scoped(RelayService, options.relay)
   const deliverer = relayed(TaskEvents.CallbackWakeup, "callbacks", Deliverer.layer(options.deliverer), relay)
-  // One TaskChanges: the engine's writes wake the requests that wait on their tasks.
-  const changes = TaskChanges.layer
+  // One TaskChanges: the engine's writes wake the requests that wait on their tasks, and
+  // with a relay, the other nodes' changes of status wake them too.
+  const changes = relay === undefined ? TaskChanges.layer : relayedChanges(relay)
   const writes = TaskWrites.layer.pipe(Layer.provide(deliverer), Layer.provide(changes))
   const engine = relayed(TaskEvents.TaskWakeup, "tasks", Engine.layer(options.engine).pipe(Layer.provide(writes)), relay)
   const tasks = TaskService.Default.pipe(

@@ -1,15 +1,20 @@
 /**
  * Wake-ups between the nodes on one PostgreSQL database, over `LISTEN/NOTIFY`. A submit on
- * one node wakes every engine at once; a callback owed on one node wakes every deliverer.
- * Each node keeps one connection of its own: it LISTENs on two channels named with the
- * table prefix (`<prefix>tasks`, `<prefix>callbacks`) and sends its own NOTIFYs on it.
+ * one node wakes every engine at once; a callback owed on one node wakes every deliverer;
+ * a task whose status changed on one node wakes its waiters (`?wait=`, the events stream)
+ * on every node. Each node keeps one connection of its own: it LISTENs on three channels
+ * named with the table prefix (`<prefix>tasks`, `<prefix>callbacks`, `<prefix>changes`)
+ * and sends its own NOTIFYs on it.
  *
  * A local wake-up runs the local one at once and queues a NOTIFY, sent in the background:
  * the caller (a submit) never waits for the database. NOTIFYs queued while one is being
- * sent are coalesced into one, and a node ignores its own. The connection is opened again
- * after an error, with a backoff; since notifications sent meanwhile are lost, a
- * reconnected node wakes its own engine and deliverer once. The periodic scans of the
- * engine and the deliverer stay the safety net for anything missed.
+ * sent are coalesced into one, and a node ignores its own. A change carries task ids: its
+ * payload is the node's id and the ids, space-separated; the ids told while a NOTIFY is
+ * being sent go together in the next (each once), in as many NOTIFYs as PostgreSQL's 8000
+ * bytes a payload take. The connection is opened again after an error, with a backoff;
+ * since notifications sent meanwhile are lost, a reconnected node wakes its own engine and
+ * deliverer once and has its waiters read their tasks again. The periodic scans of the
+ * engine and the deliverer, and the waiters' re-reads, stay the safety net.
  */
 import { Clock, Deferred, Duration, Effect, Option, Queue, Random, Redacted, Ref } from "effect"
 import type { Scope } from "effect"
@@ -18,6 +23,17 @@ import { defaultPrefix } from "./Database.js"
 
 /** What a wake-up is for: the engine's due work, or the deliverer's owed callbacks. */
 export type Topic = "tasks" | "callbacks"
+
+/** A channel's name under the table prefix: a wake-up's topic, or `changes` for task changes. */
+export type Channel = Topic | "changes"
+
+/** What this node does with the other nodes' task changes (`TaskChanges.Relay` in `@mediagate/core`). */
+export interface ChangesListener {
+  /** The ids of tasks another node changed. */
+  readonly heard: (taskIds: ReadonlyArray<string>) => Effect.Effect<void>
+  /** Changes may have been lost (the connection was opened again, or too many were told at once). */
+  readonly missed: Effect.Effect<void>
+}
 
 /** Settings of the relay. */
 export interface Options {
@@ -38,6 +54,13 @@ export interface PgNotify {
    * tells the other nodes; their wake-ups of `topic` run `local` here.
    */
   readonly relay: (topic: Topic, local: Effect.Effect<void>) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
+  /**
+   * Carries task changes for the scope's lifetime: the answer tells the other nodes that
+   * the tasks of these ids changed (in the background); theirs run `listener` here.
+   */
+  readonly changes: (
+    listener: ChangesListener
+  ) => Effect.Effect<(taskIds: ReadonlyArray<string>) => Effect.Effect<void>, never, Scope.Scope>
   /** Whether the connection is listening now (for health checks and tests). */
   readonly listening: Effect.Effect<boolean>
 }
@@ -48,9 +71,36 @@ const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/
 export const applicationName = "mediagate-notify"
 
 /** The channel of a topic under a table prefix. */
-export const channel = (tablePrefix: string, topic: Topic): string => `${tablePrefix}${topic}`
+export const channel = (tablePrefix: string, topic: Channel): string => `${tablePrefix}${topic}`
 
 const topics: ReadonlyArray<Topic> = ["tasks", "callbacks"]
+const channels: ReadonlyArray<Channel> = [...topics, "changes"]
+
+/** The longest payload of a NOTIFY of changes, in bytes: PostgreSQL takes less than 8000. */
+export const maxPayloadBytes = 7900
+
+/**
+ * Task ids waiting to be told, or heard and not yet handed on, beyond which they are
+ * dropped for one "changes may have been lost" (`*`): a connection that hangs does not
+ * hold every id written meanwhile, and a node flooded with ids reads its waited-on tasks once.
+ */
+const maxPendingIds = 10_000
+
+/** The payloads telling `taskIds` (`*`: changes may have been lost) from `node`, each within `maxPayloadBytes`. */
+export const changePayloads = (node: string, taskIds: Iterable<string>): Array<string> => {
+  const payloads: Array<string> = []
+  let payload = node
+  for (const taskId of taskIds) {
+    const bytes = Buffer.byteLength(taskId) + 1
+    if (Buffer.byteLength(payload) + bytes > maxPayloadBytes && payload !== node) {
+      payloads.push(payload)
+      payload = node
+    }
+    payload += ` ${taskId}`
+  }
+  if (payload !== node) payloads.push(payload)
+  return payloads
+}
 
 /** Where the message of a failed connection comes from, without the URL (it may hold a password). */
 const reason = (error: unknown) => (error instanceof Error ? error.message : String(error))
@@ -80,6 +130,30 @@ export const make = (options: Options): Effect.Effect<PgNotify, never, Scope.Sco
       yield* Queue.take(heard[topic]).pipe(Effect.zipRight(wakeLocals(topic)), Effect.forever, Effect.forkScoped)
     }
 
+    /**
+     * The other nodes' task changes, heard and not yet handed on: the ids heard while the
+     * listeners are busy go to them together, each once. `heardAll`: changes may have been lost.
+     */
+    const listeners: Array<ChangesListener> = []
+    const heardIds = new Set<string>()
+    let heardAll = false
+    const heardChanges = yield* Queue.sliding<void>(1)
+    const hear = (taskIds: ReadonlyArray<string> | "all") => {
+      if (taskIds === "all") heardAll = true
+      else for (const taskId of taskIds) heardIds.add(taskId)
+      if (heardIds.size > maxPendingIds) heardAll = true
+      if (heardAll) heardIds.clear()
+      heardChanges.unsafeOffer(undefined)
+    }
+    const handOn = Effect.suspend(() => {
+      const all = heardAll
+      const taskIds = [...heardIds]
+      heardAll = false
+      heardIds.clear()
+      return Effect.forEach(listeners, (listener) => (all ? listener.missed : listener.heard(taskIds)), { discard: true })
+    })
+    yield* Queue.take(heardChanges).pipe(Effect.zipRight(handOn), Effect.forever, Effect.forkScoped)
+
     const connection = yield* Ref.make(Option.none<pg.Client>())
     const ready = yield* Deferred.make<void>()
 
@@ -108,20 +182,28 @@ export const make = (options: Options): Effect.Effect<PgNotify, never, Scope.Sco
         client.on("end", () => Deferred.unsafeDone(broken, Effect.fail("the connection ended")))
         client.on("notification", (message) => {
           if (message.payload === node) return
+          if (message.channel === channel(prefix, "changes")) {
+            const [from, ...taskIds] = (message.payload ?? "").split(" ")
+            if (from !== node) hear(taskIds.includes("*") ? "all" : taskIds)
+            return
+          }
           for (const topic of topics) {
             if (message.channel === channel(prefix, topic)) heard[topic].unsafeOffer(undefined)
           }
         })
-        for (const topic of topics) {
+        for (const name of channels) {
           yield* Effect.tryPromise({
-            try: () => client.query(`LISTEN ${client.escapeIdentifier(channel(prefix, topic))}`),
+            try: () => client.query(`LISTEN ${client.escapeIdentifier(channel(prefix, name))}`),
             catch: reason
           })
         }
         yield* Ref.set(connection, Option.some(client))
         yield* Deferred.succeed(ready, undefined)
         // Notifications sent while this node was not listening are lost: look once, now.
-        if (reconnected) yield* Effect.forEach(topics, (topic) => heard[topic].offer(undefined), { discard: true })
+        if (reconnected) {
+          yield* Effect.forEach(topics, (topic) => heard[topic].offer(undefined), { discard: true })
+          hear("all")
+        }
         yield* Effect.logDebug("pg-notify: listening")
         return yield* Deferred.await(broken)
       }).pipe(Effect.scoped, Effect.ensuring(Ref.set(connection, Option.none())))
@@ -148,18 +230,18 @@ export const make = (options: Options): Effect.Effect<PgNotify, never, Scope.Sco
     yield* Effect.forkScoped(sessions)
     yield* Deferred.await(ready)
 
-    /** Sends one NOTIFY of `topic`, if connected; a failure only costs the other nodes a scan interval. */
-    const notify = (topic: Topic) =>
+    /** Sends one NOTIFY on `name`'s channel, if connected; a failure only costs the other nodes a scan interval. */
+    const notify = (name: Channel, payload: string = node) =>
       Effect.flatMap(Ref.get(connection), (client) =>
         Option.match(client, {
           onNone: () => Effect.void,
           onSome: (client) =>
             Effect.tryPromise({
-              try: () => client.query("SELECT pg_notify($1, $2)", [channel(prefix, topic), node]),
+              try: () => client.query("SELECT pg_notify($1, $2)", [channel(prefix, name), payload]),
               catch: reason
             }).pipe(
               Effect.asVoid,
-              Effect.catchAll((error) => Effect.logDebug(`pg-notify: NOTIFY ${topic} failed: ${error}`))
+              Effect.catchAll((error) => Effect.logDebug(`pg-notify: NOTIFY ${name} failed: ${error}`))
             )
         }))
 
@@ -172,6 +254,34 @@ export const make = (options: Options): Effect.Effect<PgNotify, never, Scope.Sco
       yield* Queue.take(outbox[topic]).pipe(Effect.zipRight(notify(topic)), Effect.forever, Effect.forkScoped)
     }
 
+    /** Task ids to tell, each once, gathered while a NOTIFY of changes is being sent; `toldAll`: too many, tell `*`. */
+    const toldIds = new Set<string>()
+    let toldAll = false
+    const changesOutbox = yield* Queue.sliding<void>(1)
+    const sendChanges = Effect.suspend(() => {
+      const payloads = toldAll ? [`${node} *`] : changePayloads(node, toldIds)
+      toldAll = false
+      toldIds.clear()
+      return Effect.forEach(payloads, (payload) => notify("changes", payload), { discard: true })
+    })
+    yield* Queue.take(changesOutbox).pipe(Effect.zipRight(sendChanges), Effect.forever, Effect.forkScoped)
+    const tell = (taskIds: ReadonlyArray<string>) =>
+      Effect.suspend(() => {
+        for (const taskId of taskIds) toldIds.add(taskId)
+        if (toldIds.size > maxPendingIds) {
+          toldAll = true
+          toldIds.clear()
+        }
+        return changesOutbox.offer(undefined)
+      }).pipe(Effect.asVoid)
+
+    const changes = (listener: ChangesListener) =>
+      Effect.gen(function*() {
+        listeners.push(listener)
+        yield* Effect.addFinalizer(() => Effect.sync(() => listeners.splice(listeners.indexOf(listener), 1)))
+        return tell
+      })
+
     const relay = (topic: Topic, local: Effect.Effect<void>) =>
       Effect.gen(function*() {
         locals[topic].push(local)
@@ -179,5 +289,5 @@ export const make = (options: Options): Effect.Effect<PgNotify, never, Scope.Sco
         return local.pipe(Effect.zipRight(outbox[topic].offer(undefined)), Effect.asVoid)
       })
 
-    return { relay, listening: Effect.map(Ref.get(connection), Option.isSome) }
+    return { relay, changes, listening: Effect.map(Ref.get(connection), Option.isSome) }
   })
