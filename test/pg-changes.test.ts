@@ -213,6 +213,25 @@ describe("task changes between nodes on one PostgreSQL database", () => {
       expect(readsB).toEqual([task.id])
     })), 30_000)
 
+  it.live.skipIf(pgUrl === undefined)(`a thousand ids told at once reach the other node whole, in NOTIFYs PostgreSQL takes${skip}`, () =>
+    Effect.scoped(Effect.gen(function*() {
+      const prefix = uniquePrefix()
+      const heard = new Set<string>()
+      let missed = 0
+      yield* (yield* relay(prefix)).changes({
+        heard: (taskIds) => Effect.sync(() => taskIds.forEach((id) => heard.add(id))),
+        missed: Effect.sync(() => void missed++)
+      })
+      const tell = yield* (yield* relay(prefix)).changes({ heard: () => Effect.void, missed: Effect.void })
+      const ids = Array.from({ length: 1000 }, (_, i) => `0190c8a4-0000-7000-8000-${i.toString().padStart(12, "0")}`)
+      yield* tell(ids)
+      yield* Effect.sync(() => heard.size).pipe(
+        Effect.repeat({ until: (size) => size >= ids.length, schedule: Schedule.spaced("10 millis") }),
+        Effect.timeout("10 seconds")
+      )
+      expect([heard.size, missed]).toEqual([1000, 0])
+    })), 30_000)
+
   it.live.skipIf(pgUrl === undefined)(`a burst of ends: how many NOTIFYs, and what telling costs the writer${skip}`, () =>
     Effect.scoped(Effect.gen(function*() {
       const n = 500
