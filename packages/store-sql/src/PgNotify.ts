@@ -10,8 +10,8 @@
  * the caller (a submit) never waits for the database. NOTIFYs queued while one is being
  * sent are coalesced into one, and a node ignores its own. A change carries task ids: its
  * payload is the node's id and the ids, space-separated; the ids told while a NOTIFY is
- * being sent go together in the next (each once), in as many NOTIFYs as PostgreSQL's 8000
- * bytes a payload take. The connection is opened again after an error, with a backoff;
+ * being sent go together in the next (each once), split into NOTIFYs of less than 8000
+ * bytes (PostgreSQL's limit); `*` instead of ids says changes may have been lost. The connection is opened again after an error, with a backoff;
  * since notifications sent meanwhile are lost, a reconnected node wakes its own engine and
  * deliverer once and has its waiters read their tasks again. The periodic scans of the
  * engine and the deliverer, and the waiters' re-reads, stay the safety net.
@@ -86,19 +86,23 @@ export const maxPayloadBytes = 7900
  */
 const maxPendingIds = 10_000
 
-/** The payloads telling `taskIds` (`*`: changes may have been lost) from `node`, each within `maxPayloadBytes`. */
+/** The payloads telling `taskIds` from `node`: its id, then the ids, space-separated, each payload within `maxPayloadBytes`. */
 export const changePayloads = (node: string, taskIds: Iterable<string>): Array<string> => {
   const payloads: Array<string> = []
+  const empty = Buffer.byteLength(node)
   let payload = node
+  let bytes = empty
   for (const taskId of taskIds) {
-    const bytes = Buffer.byteLength(taskId) + 1
-    if (Buffer.byteLength(payload) + bytes > maxPayloadBytes && payload !== node) {
+    const more = Buffer.byteLength(taskId) + 1
+    if (bytes + more > maxPayloadBytes && bytes > empty) {
       payloads.push(payload)
       payload = node
+      bytes = empty
     }
     payload += ` ${taskId}`
+    bytes += more
   }
-  if (payload !== node) payloads.push(payload)
+  if (bytes > empty) payloads.push(payload)
   return payloads
 }
 
