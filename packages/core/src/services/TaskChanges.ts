@@ -74,7 +74,8 @@ export const layer: Layer.Layer<TaskChanges> = Layer.effect(TaskChanges, make)
  * Carries task changes between the nodes on one store (`PgNotify.changes` on PostgreSQL),
  * for the scope's lifetime. The answer tells the other nodes that the tasks of these ids
  * were written; the others' tells run `heard` here with their ids (never this node's own),
- * and `missed` runs when tells may have been lost (the relay's connection was opened again).
+ * and `missed` runs when tells may have been lost (the relay's connection was opened again,
+ * or too many came at once).
  */
 export type Relay = (local: {
   readonly heard: (taskIds: ReadonlyArray<string>) => Effect.Effect<void>
@@ -99,7 +100,7 @@ export const makeRelayed = (relay: Relay): Effect.Effect<Context.Tag.Service<Tas
         store.get(taskId).pipe(
           Effect.flatMap(Option.match({
             onNone: () => Effect.void,
-            // `publish` with the task as its own previous version: nothing is told back.
+            // The in-process publish: what another node wrote is not told on again.
             onSome: (task) => local.publish(task, task)
           })),
           Effect.catchAll((error) => Effect.logDebug(`task changes: task ${taskId} was written on another node; reading it failed`, error))
