@@ -29,6 +29,10 @@
  * `BENCH_SERVER_ROOT=<checkout>` (run another checkout's standalone server, e.g. an older
  * commit), `BENCH_WRITE=0` (do not write docs/benchmarks.md).
  *
+ * `BENCH_NODES=1,2,3` (PostgreSQL only): instead of the above, N standalone servers on one
+ * database for each N, submits round-robin over them, against one bare server in the same run;
+ * they share a media folder, or one S3 server (s3rver) with `BENCH_NODES_MEDIA=s3`.
+ *
  * `tsx bench/e2e.ts summarize <file.cpuprofile>...`: where a CPU profile's time went (self
  * time by kind, by package and by function; our modules' inclusive time).
  *
@@ -286,7 +290,13 @@ interface Server {
   readonly stop: () => Promise<void>
 }
 
-const startServer = async (side: SideName, databaseUrl: string, dir: string, label: string): Promise<Server> => {
+const startServer = async (
+  side: SideName,
+  databaseUrl: string,
+  dir: string,
+  label: string,
+  extraEnv: Record<string, string> = {}
+): Promise<Server> => {
   const port = await freePort()
   const profileDir = process.env["BENCH_PROFILE"]
   // A folder per run: tsx's loader thread writes a profile of its own beside the main thread's (the larger file).
@@ -304,18 +314,21 @@ const startServer = async (side: SideName, databaseUrl: string, dir: string, lab
       MEDIAGATE_HOST: "127.0.0.1",
       MEDIAGATE_API_KEY: key,
       MEDIAGATE_DATABASE_URL: databaseUrl,
-      MEDIAGATE_MEDIA_DIR: join(dir, "media"),
+      // An object store instead of the folder when the caller gives one (MEDIAGATE_MEDIA_URL).
+      ...(extraEnv["MEDIAGATE_MEDIA_URL"] === undefined ? { MEDIAGATE_MEDIA_DIR: join(dir, "media") } : {}),
       MEDIAGATE_SIMULATOR_PROFILE: "instant",
       MEDIAGATE_ALLOW_PRIVATE_URLS: "true",
       // One key submits thousands of tasks at once: the benchmark measures the pipeline, not the limit.
       MEDIAGATE_RATE_LIMIT: "off",
       // Enough credit that no task of a run fails INSUFFICIENT_POINTS.
-      MEDIAGATE_STARTING_CREDITS: "1000000"
+      MEDIAGATE_STARTING_CREDITS: "1000000",
+      ...extraEnv
     },
     stdio: ["ignore", "ignore", "inherit"]
   })
+  console.log("starting", side, label, port)
   for (let i = 0; ; i++) {
-    const up = await fetch(`http://127.0.0.1:${port}/api/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.ok, () => false)
+    const up = await fetch(`http://127.0.0.1:${port}/api/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.ok, (e) => (console.log(String(e.cause ?? e)), false))
     if (up) break
     if (i > 600 || child.exitCode !== null) throw new Error(`the ${side} server did not start`)
     await new Promise((resolve) => setTimeout(resolve, 100))
@@ -494,6 +507,152 @@ const run = async (store: string, model: ModelName, urls: Record<SideName, { url
   }
 }
 
+// ---------------------------------------------------------------------------------------
+// Several nodes (`BENCH_NODES=1,2,3`): N standalone servers on one PostgreSQL database,
+// submits round-robin over them, against one bare server in the same run.
+
+/** What the nodes share besides the database: a media folder, or an S3 server (`BENCH_NODES_MEDIA=s3`). */
+const nodesMedia = env("BENCH_NODES_MEDIA", "dir") as "dir" | "s3"
+
+/** N servers on one database and the bare yardstick, the same clients and receiver, rounds alternating. */
+const runNodes = async (count: number, model: ModelName, url: string, dir: string, bareUrl: string, bareDir: string, mediaEnv: Record<string, string>) => {
+  const hooks = await receiver()
+  const nodes: Array<Server> = []
+  // One after another: the first migrates the database.
+  for (let i = 0; i < count; i++) nodes.push(await startServer("mediagate", url, dir, `nodes-${count}-${i}`, mediaEnv))
+  console.log(`  ${count} node(s) started`)
+  const bare = await startServer("bare", bareUrl, bareDir, `nodes-${count}-bare`)
+  const nodeSubmits = nodes.map((node) => submitter(node.port, hooks.url, model))
+  const submits: Record<SideName, (i: number) => Promise<string>> = {
+    mediagate: (i) => nodeSubmits[i % nodeSubmits.length]!(i),
+    bare: submitter(bare.port, hooks.url, model)
+  }
+  const pids: Record<SideName, ReadonlyArray<number>> = { mediagate: nodes.map((node) => node.pid), bare: [bare.pid] }
+  const cpuOf = (side: SideName) => pids[side].reduce((sum, pid) => sum + cpuMillisOf(pid), 0)
+  const ended = async (taskId: string) => {
+    const arrival = await hooks.callback(taskId)
+    if (arrival.task.status !== "SUCCESS") throw new Error(`task ${taskId} ended ${arrival.task.status}`)
+    return arrival
+  }
+  try {
+    for (const side of ["mediagate", "bare"] as const) for (let i = 0; i < 20 * count; i++) await ended(await submits[side](i))
+    const rows: Array<string> = []
+    for (const tasks of loads) {
+      for (const mode of modes) {
+        const results: Record<SideName, Array<Round>> = { mediagate: [], bare: [] }
+        for (let round = 0; round < rounds; round++) {
+          for (const side of ["mediagate", "bare"] as const) {
+            const latencies: Array<number> = []
+            let next = 0
+            let lastAck = 0
+            const cpu = cpuOf(side)
+            const started = Date.now()
+            const one = async (i: number) => {
+              const sent = Date.now()
+              const taskId = await submits[side](i)
+              lastAck = Date.now()
+              return async () => latencies.push((await ended(taskId)).at - sent)
+            }
+            if (mode === "closed") {
+              await Promise.all(Array.from({ length: clients }, async () => {
+                while (next < tasks) await (await one(next++))()
+              }))
+            } else {
+              const waits = await Promise.all(Array.from({ length: tasks }, (_, i) => one(i)))
+              await Promise.all(waits.map((wait) => wait()))
+            }
+            const seconds = (Date.now() - started) / 1000
+            const result = {
+              tasksPerSecond: tasks / seconds,
+              submitsPerSecond: tasks / ((lastAck - started) / 1000),
+              latencies,
+              serverCpuPerTask: (cpuOf(side) - cpu) / tasks
+            }
+            results[side].push(result)
+            console.log(`  ${count} node(s) ${model} ${mode} ${tasks} round ${round + 1} ${side}: ${result.tasksPerSecond.toFixed(0)} tasks/s`)
+          }
+        }
+        const best = (side: SideName) => results[side].reduce((a, b) => (b.tasksPerSecond > a.tasksPerSecond ? b : a))
+        const m = best("mediagate")
+        const b = best("bare")
+        const row = `| ${count} | ${models[model].id} | ${tasks} | ${mode} | ${m.tasksPerSecond.toFixed(0)} / ${b.tasksPerSecond.toFixed(0)} | **${
+          (m.tasksPerSecond / b.tasksPerSecond).toFixed(3)
+        }** | ${figure(m.latencies)} | ${figure(b.latencies)} | ${m.serverCpuPerTask.toFixed(2)} / ${b.serverCpuPerTask.toFixed(2)} |`
+        rows.push(row)
+        console.log(row)
+      }
+    }
+    return rows
+  } finally {
+    for (const node of nodes) await node.stop()
+    await bare.stop()
+    hooks.close()
+  }
+}
+
+const mainNodes = async (counts: ReadonlyArray<number>) => {
+  if (pgUrl === undefined) throw new Error("BENCH_NODES needs PostgreSQL: set MEDIAGATE_TEST_PG_URL or pass --pg <url>")
+  const model = (list("BENCH_MODELS", "sync")[0] ?? "sync") as ModelName
+  const rows: Array<string> = []
+  for (const count of counts) {
+    rows.push(
+      ...(await withDatabase("PostgreSQL", pgUrl, `e2e_nodes_${count}`, (url, dir) =>
+        withDatabase("PostgreSQL", pgUrl, `e2e_nodes_${count}_bare`, async (bareUrl, bareDir) => {
+          if (nodesMedia === "dir") return runNodes(count, model, url, dir, bareUrl, bareDir, {})
+          const s3 = await s3Server(dir)
+          try {
+            return await runNodes(count, model, url, dir, bareUrl, bareDir, s3.env)
+          } finally {
+            await s3.close()
+          }
+        })))
+    )
+  }
+  if (env("BENCH_WRITE", "1") !== "0") {
+    writeSection([
+      "<!-- bench:e2e-nodes:start -->",
+      "## Several nodes on one PostgreSQL database",
+      "",
+      `Command: \`BENCH_NODES=${counts.join(",")} npm run bench:e2e\` with \`MEDIAGATE_TEST_PG_URL\` set${
+        nodesMedia === "s3" ? " and `BENCH_NODES_MEDIA=s3`" : ""
+      }. N`,
+      "standalone servers on one fresh PostgreSQL database, submits sent round-robin over them",
+      `(${clients} connections in all), against one bare server (\`bench/bare/server.ts\`) on a database`,
+      "of its own, alternating rounds (mediagate, bare, mediagate, bare), the better round of each.",
+      nodesMedia === "s3"
+        ? "Result files go to one S3 server (s3rver, in the benchmark's process)."
+        : "The nodes share one media folder (the benchmark measures the database's coordination, not the object store).",
+      "Every task has a `callBackUrl`; tasks/s from the first submit to the last callback; CPU is",
+      "the sum over the nodes per task. The machine has 2 cores, which the nodes, PostgreSQL and",
+      "the clients share: more nodes cannot be faster here, and the figures show what coordinating",
+      "them costs, not how they scale.",
+      "",
+      "| nodes | model | tasks | load | tasks/s (mediagate / bare) | ratio | submit -> callback ms, mediagate | bare | server CPU ms/task (mediagate, all nodes / bare) |",
+      "|---|---|---|---|---|---|---|---|---|",
+      ...rows,
+      "<!-- bench:e2e-nodes:end -->"
+    ].join("\n"))
+  }
+  process.exit(0)
+}
+
+/** An S3 server on loopback for the nodes' results (BENCH_NODES_MEDIA=s3), and the variables that point a node at it. */
+const s3Server = async (dir: string): Promise<{ readonly env: Record<string, string>; readonly close: () => Promise<void> }> => {
+  const { default: S3rver } = await import("s3rver")
+  const server = new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory: join(dir, "s3"), resetOnClose: true, configureBuckets: [{ name: "media", configs: [] }] })
+  const { port } = await server.run()
+  return {
+    env: {
+      MEDIAGATE_MEDIA_URL: "s3://media/results",
+      AWS_ENDPOINT_URL_S3: `http://127.0.0.1:${port}`,
+      AWS_ACCESS_KEY_ID: "S3RVER",
+      AWS_SECRET_ACCESS_KEY: "S3RVER",
+      AWS_REGION: "us-east-1"
+    },
+    close: () => server.close()
+  }
+}
+
 const main = async () => {
   const results: Array<{ idle: string; load: Array<string> }> = []
   const stores = (pgUrl === undefined ? ["SQLite"] : ["SQLite", "PostgreSQL"]).filter((store) =>
@@ -560,6 +719,8 @@ if (process.env["BENCH_E2E_ROLE"] === "sql-trace") {
     const summary = summarize(path)
     console.log(`${path}: ${summary.totalMillis.toFixed(0)} ms sampled\n\nSelf time by kind:\n${summary.kinds.join("\n")}\n\nSelf time by place:\n${summary.places.join("\n")}\n\nSelf time by function:\n${summary.functions.join("\n")}\n\nOur modules on the stack (inclusive, synchronous part):\n${summary.ours.join("\n")}\n`)
   }
+} else if (process.env["BENCH_NODES"] !== undefined) {
+  void mainNodes(list("BENCH_NODES", "1,2,3").map(Number))
 } else {
   void main()
 }

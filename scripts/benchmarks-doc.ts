@@ -13,7 +13,7 @@ const file = new URL("../docs/benchmarks.md", import.meta.url)
  * which move by 40% from run to run on a shared machine: good for comparing two commits in
  * one sitting, not for keeping.
  */
-const recorded: ReadonlySet<string> = new Set(["e2e", "http"])
+const recorded: ReadonlySet<string> = new Set(["e2e", "e2e-nodes", "http"])
 
 /** Writes `section`, which starts and ends with its markers, into docs/benchmarks.md (recorded benchmarks only). */
 export const writeSection = (section: string): void => {
