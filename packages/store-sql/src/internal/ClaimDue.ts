@@ -38,12 +38,14 @@ export const make = (
     `SELECT DISTINCT owner_id FROM ${tasks} WHERE status = 'PENDING' AND due_at <= ? AND ${free()}`
   )
   // Running: in flight, or PENDING under a live lease (claimed, not yet submitted); two
-  // statements, so each reads its own index.
-  const inFlightByOwner = compile(
-    `SELECT owner_id, provider, count(*) AS n FROM ${tasks} WHERE due_at IS NOT NULL AND status <> 'PENDING' GROUP BY owner_id, provider`
-  )
-  const leasedByOwner = compile(
-    `SELECT owner_id, provider, count(*) AS n FROM ${tasks} WHERE status = 'PENDING' AND lease_until > ? GROUP BY owner_id, provider`
+  // SELECTs, so each reads its own index, in one statement, so both read one snapshot. As
+  // two statements, a task another node's step moved from claimed to PROCESSING between them
+  // was counted by neither (PostgreSQL's READ COMMITTED takes a snapshot per statement, and
+  // a step's write does not wait for the claims' lock), and two nodes ran past the limits.
+  const runningByOwner = compile(
+    `SELECT owner_id, provider, count(*) AS n FROM ${tasks} WHERE due_at IS NOT NULL AND status <> 'PENDING' GROUP BY owner_id, provider
+     UNION ALL
+     SELECT owner_id, provider, count(*) AS n FROM ${tasks} WHERE status = 'PENDING' AND lease_until > ? GROUP BY owner_id, provider`
   )
   /** An owner's line, leaving out the tasks of providers that are full (`full` placeholders). */
   const ownersLine = (full: number) =>
@@ -80,7 +82,7 @@ export const make = (
           if (isPg) yield* run(claimLock, [])
           const busy = new Map<string, number>()
           const onProvider = new Map<string, number>()
-          for (const row of [...yield* run(inFlightByOwner, []), ...yield* run(leasedByOwner, [now])]) {
+          for (const row of yield* run(runningByOwner, [now])) {
             busy.set(String(row["owner_id"]), (busy.get(String(row["owner_id"])) ?? 0) + num(row["n"]))
             const provider = strOrNull(row["provider"])
             if (provider !== null) onProvider.set(provider, (onProvider.get(provider) ?? 0) + num(row["n"]))
