@@ -8,7 +8,7 @@
  * share `concurrency` slots. A synchronous upstream's call, which answers with the result
  * and may take a minute, runs beside them, holding no slot: how many calls and jobs run at
  * the upstream at once is the store's running limit (`maxRunning`, `maxRunningPerAccount`,
- * `maxRunningPerProvider`).
+ * `maxRunningPerProvider`, and route targets' own limits, `Upstream.targetLimits`).
  */
 import type { Task } from "@mediagate/core"
 import { Ids, ModelCatalog, TaskEvents, TaskStore, TaskWrites, Upstream } from "@mediagate/core"
