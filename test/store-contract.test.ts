@@ -295,6 +295,28 @@ for (const backend of backends) {
         })
       ))
 
+    it.effect("a target with a limit of its own counts against it and against its provider's; a full provider holds its targets' tasks without hiding other work", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const target = "fal:fal-ai/flux/dev"
+          const perProvider = (provider: string) => (provider === target ? 2 : provider === "fal" ? 3 : 100)
+          const limits = { running: 100, perAccount: 100, perProvider, within: { [target]: "fal" } }
+          yield* store.create(record({ status: "PROCESSING", upstreamId: "up-1", dueAt: 9_000, provider: target }))
+          yield* store.create(record({ status: "PROCESSING", upstreamId: "up-2", dueAt: 9_000, provider: "fal" }))
+          const onTarget = Array.from({ length: 3 }, (_, i) => record({ dueAt: i, provider: target }))
+          const onFal = Array.from({ length: 3 }, (_, i) => record({ dueAt: 10 + i, provider: "fal" }))
+          const replicate = record({ dueAt: 50, provider: "replicate" })
+          for (const task of [...onTarget, ...onFal, replicate]) yield* store.create(task)
+          // The target has room for one (1 of 2), and then fal is full (3 of 3): nothing more on fal.
+          const claimed = yield* store.claimDue({ now: 1_000, limit: 10, worker: "w", leaseUntil: 2_000, limits })
+          expect(claimed.map((t) => t.id)).toEqual([onTarget[0]!.id, replicate.id])
+          // With fal full, the target's tasks wait though the target itself has room (1 of 2).
+          yield* store.create(record({ dueAt: 60, provider: "replicate" }))
+          const more = yield* store.claimDue({ now: 1_000, limit: 1, worker: "w", leaseUntil: 2_000, limits: { ...limits, perProvider: (p: string) => (p === target ? 3 : perProvider(p)) } })
+          expect(more.map((t) => t.provider)).toEqual(["replicate"])
+        })
+      ))
+
     it.effect("released leases free a node's tasks at once, keeping their due times", () =>
       withStore((store) =>
         Effect.gen(function*() {

@@ -8,7 +8,7 @@
  * share `concurrency` slots. A synchronous upstream's call, which answers with the result
  * and may take a minute, runs beside them, holding no slot: how many calls and jobs run at
  * the upstream at once is the store's running limit (`maxRunning`, `maxRunningPerAccount`,
- * `maxRunningPerProvider`).
+ * `maxRunningPerProvider`, and route targets' own limits, `Upstream.targetLimits`).
  */
 import type { Task } from "@mediagate/core"
 import { Ids, ModelCatalog, TaskEvents, TaskStore, TaskWrites, Upstream } from "@mediagate/core"
@@ -48,10 +48,14 @@ export const make = (options: Options = {}) =>
     const dueTimes = new DueTimes()
     const remember = (record: Task.TaskRecord) => (record.dueAt === null ? Effect.void : Effect.sync(() => dueTimes.add(record.dueAt!)))
     const perProvider = settings.maxRunningPerProvider
+    // Route targets with limits of their own count under their names and their providers'.
+    const targets = (yield* Upstream.Upstream).targetLimits ?? {}
     const limits = {
       running: settings.maxRunning,
       perAccount: settings.maxRunningPerAccount,
-      perProvider: (provider: string) => perProvider[provider] ?? perProvider["*"] ?? Number.POSITIVE_INFINITY
+      perProvider: (provider: string) =>
+        targets[provider]?.maxRunning ?? perProvider[provider] ?? perProvider["*"] ?? Number.POSITIVE_INFINITY,
+      within: Object.fromEntries(Object.entries(targets).map(([target, { provider }]) => [target, provider]))
     }
 
     /** Claims and starts due work; answers the time the claim looked at and what it took, none when it did not claim (no free slot). */

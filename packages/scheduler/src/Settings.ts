@@ -21,7 +21,9 @@ export interface Options {
   /**
    * Of those, at most this many on one provider (`Upstream.provider`: `fal`, `replicate`...),
    * by provider name; `"*"` sets it for every provider not named. Default `{ "*": 100 }`.
-   * Tasks whose upstream names no provider (the simulator) have no provider limit.
+   * Tasks whose upstream names no provider (the simulator) have no provider limit. A route
+   * target with a limit of its own (`Upstream.targetLimits`) is held to it and to its
+   * provider's here.
    */
   readonly maxRunningPerProvider?: Readonly<Record<string, number>>
   /** How long a claim holds before another worker may take the task. Default 15 s: a step is short. */

@@ -181,7 +181,9 @@ export const make = (options: Options = {}, worker = "worker"): Effect.Effect<
         const [record, outcome, startedAt] = yield* guarded(claimed, limit, call)
         const now = yield* Loops.currentMillis
         if (outcome._tag !== "Lost") {
-          const provider = upstream.provider?.(record.job) ?? undefined
+          // Labelled by provider (`fal`), also for a target counted under its own name.
+          const named = upstream.provider?.(record.job) ?? undefined
+          const provider = named === undefined ? undefined : upstream.targetLimits?.[named]?.provider ?? named
           const ended = outcome._tag === "RanOut" ? "timeout" : Either.isLeft(outcome.answer) ? "error" : "ok"
           yield* Metrics.upstreamCalled(provider, ended, now - startedAt)
         }

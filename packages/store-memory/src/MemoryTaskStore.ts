@@ -221,10 +221,17 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         let room = Math.min(limit - claimed.length, (limits?.running ?? Infinity) - inFlightTotal - leasedTotal)
         if (room <= 0) return claimed
         const cap = limits?.perAccount ?? Infinity
-        const onProvider = (provider: string) => (inFlightByProvider.get(provider) ?? 0) + (leasedByProvider.get(provider) ?? 0)
-        /** Whether a provider has room for one more task. */
+        const named = (provider: string) => (inFlightByProvider.get(provider) ?? 0) + (leasedByProvider.get(provider) ?? 0)
+        const within = limits?.within ?? {}
+        /** The targets with limits of their own that also count against a provider's. */
+        const under = new Map<string, Array<string>>()
+        for (const [target, provider] of Object.entries(within)) under.set(provider, [...(under.get(provider) ?? []), target])
+        const onProvider = (provider: string) => (under.get(provider) ?? []).reduce((n, target) => n + named(target), named(provider))
+        const hasRoom = (provider: string, perProvider: (provider: string) => number) => onProvider(provider) < perProvider(provider)
+        /** Whether a provider (and the provider a target counts against too) has room for one more task. */
         const roomOn = (provider: string | null) =>
-          provider === null || limits?.perProvider === undefined || onProvider(provider) < limits.perProvider(provider)
+          provider === null || limits?.perProvider === undefined ||
+          (hasRoom(provider, limits.perProvider) && (within[provider] === undefined || hasRoom(within[provider], limits.perProvider)))
         /** The head of an owner's line if it is due, dropping entries of older versions. */
         const head = (owner: string) => {
           const waiting = lines.get(owner)!

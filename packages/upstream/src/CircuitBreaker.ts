@@ -1,5 +1,7 @@
 /**
- * A circuit breaker per provider target. It opens after `threshold` transient failures in a
+ * A circuit breaker per provider target, in this process's memory: each node learns an
+ * outage from its own calls and is never stopped by another node's view (not shared by
+ * design, docs/decisions.md "Circuit breakers stay per node"). It opens after `threshold` transient failures in a
  * row; while open, new jobs are refused without a call (the engine moves them to the next
  * target at once). After `coolDown` it half-opens: one call goes through as a trial, and its
  * outcome closes the circuit or opens it again. Any answer of the provider, even a permanent

@@ -53,6 +53,13 @@ export interface Target {
    * `model` (the relay passes it on as it is).
    */
   readonly input: (job: Task.UpstreamJob, request: Task.TaskInput) => ProviderInput
+  /**
+   * Jobs the target runs at once, over every node on the store; more wait PENDING in line,
+   * fair by account. They count against the provider's limit (`maxRunningPerProvider`) too.
+   * The limit is the target's (`targetName`) in every route that names it. Default: only
+   * the provider's limit.
+   */
+  readonly maxRunning?: number
 }
 
 /**
@@ -84,6 +91,26 @@ export interface Options {
 /** The name of a target in attempts and logs: `fal:fal-ai/flux/dev`. */
 export const targetName = (target: Pick<Target, "provider" | "model">) => `${target.provider}:${target.model}`
 
+/**
+ * The running limits of the targets that set one, by target name, or the first two routes
+ * that give one target different limits.
+ */
+export const targetLimits = (routes: ReadonlyArray<Route>) => {
+  const limits: Record<string, { maxRunning: number; provider: string }> = {}
+  for (const route of routes) {
+    for (const target of route.targets) {
+      if (target.maxRunning === undefined) continue
+      const name = targetName(target)
+      const set = limits[name]
+      if (set !== undefined && set.maxRunning !== target.maxRunning) {
+        return { conflict: `${name} has maxRunning ${set.maxRunning} in one route and ${target.maxRunning} in the route of ${route.model}` }
+      }
+      limits[name] = { maxRunning: target.maxRunning, provider: target.provider }
+    }
+  }
+  return { limits }
+}
+
 export const make = (options: Options): Effect.Effect<Context.Tag.Service<Upstream.Upstream>, never, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     const context = yield* Effect.context<HttpClient.HttpClient>()
@@ -96,6 +123,10 @@ export const make = (options: Options): Effect.Effect<Context.Tag.Service<Upstre
         }
       }
     }
+    const limited = targetLimits(options.routes)
+    // The host's configuration is wrong (the routes file checks this first, with lines).
+    if (limited.limits === undefined) return yield* Effect.dieMessage(limited.conflict)
+    const limits = limited.limits
     const routes = new Map(options.routes.map((route) => [route.model, route]))
     const breaker = CircuitBreaker.make(options.circuit)
     const routeOf = (job: Task.UpstreamJob) => routes.get(`${job.model}/${job.mode}`) ?? routes.get(job.model)
@@ -151,9 +182,12 @@ export const make = (options: Options): Effect.Effect<Context.Tag.Service<Upstre
       },
       provider: (job) => {
         const found = resolve(job)
-        if (found !== undefined) return found.provider.name
+        // A target with a limit of its own is counted under its name (and, through
+        // `targetLimits`, its provider's); a failover moves the job to its next target's name.
+        if (found !== undefined) return limits[found.name] === undefined ? found.provider.name : found.name
         return options.unrouted?.provider === undefined ? null : options.unrouted.provider(job)
       },
+      targetLimits: limits,
       describe: (job) => {
         const found = resolve(job)
         return found === undefined ? options.unroutedName ?? "unrouted" : found.name

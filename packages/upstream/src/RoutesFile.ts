@@ -9,7 +9,7 @@
  *     { "model": "alpha-image-2",
  *       "targets": [
  *         { "provider": "openai", "model": "gpt-image-1" },
- *         { "provider": "fal", "model": "fal-ai/flux/dev",
+ *         { "provider": "fal", "model": "fal-ai/flux/dev", "maxRunning": 4,
  *           "input": { "prompt": "$prompt", "num_images": "$n", "image_size": { "width": "$width", "height": "$height" } } }
  *       ] }
  *   ]
@@ -23,6 +23,10 @@
  * sends `OpenAiImages.defaultInput` and a `relay` target the client's request; `fal` and
  * `replicate` targets need one, since every model there takes its own input.
  *
+ * A target may set `maxRunning`, the jobs it runs at once over every node (a whole number
+ * from 1): they count against the provider's limit too, and one target has one limit in
+ * every route that names it.
+ *
  * A route may name a catalog id, a family or a model a job runs: `routableModels` says what
  * each name stands for, and `expandRoutes` turns the file's routes into the router's, one per
  * model a job runs.
@@ -32,7 +36,7 @@ import { Either, ParseResult, Schema } from "effect"
 import * as Jsonc from "jsonc-parser"
 import * as OpenAiImages from "./OpenAiImages.js"
 import * as Relay from "./Relay.js"
-import type { Route, Target } from "./Router.js"
+import { type Route, type Target, targetName } from "./Router.js"
 
 /** The values a template can name. */
 export const variables: Readonly<Record<string, (job: Task.UpstreamJob, request: Task.TaskInput) => unknown>> = {
@@ -62,8 +66,13 @@ const Template: Schema.Schema<unknown> = Schema.Unknown
 const TargetEntry = Schema.Struct({
   provider: Schema.NonEmptyTrimmedString,
   model: Schema.NonEmptyTrimmedString,
-  input: Schema.optional(Schema.Record({ key: Schema.String, value: Template }))
+  input: Schema.optional(Schema.Record({ key: Schema.String, value: Template })),
+  // Checked below, where the message can name the route and the target.
+  maxRunning: Schema.optional(Schema.Unknown)
 })
+
+/** The largest `maxRunning` a target may set (as `MEDIAGATE_MAX_RUNNING_PER_PROVIDER`). */
+const maxRunningLimit = 1_000_000
 
 const RouteEntry = Schema.Struct({
   model: Schema.NonEmptyTrimmedString,
@@ -144,6 +153,8 @@ export const parse = (text: string, fileName: string, options: ParseOptions): Ei
 
   const routes: Array<Route> = []
   const seen = new Set<string>()
+  /** The targets' running limits so far, with the route that set each. */
+  const limits = new Map<string, { readonly maxRunning: number; readonly route: string }>()
   for (const [r, route] of decoded.right.routes.entries()) {
     if (!options.models.has(route.model)) problems.push(at(["routes", r, "model"], `no model of the catalog is named ${route.model}`))
     if (seen.has(route.model)) problems.push(at(["routes", r, "model"], `${route.model} has a route already`))
@@ -168,7 +179,23 @@ export const parse = (text: string, fileName: string, options: ParseOptions): Ei
         problems.push(at(path, `a ${target.provider} target needs an "input" template: every model there takes its own input`))
         input = () => ({})
       }
-      targets.push({ provider: target.provider, model: target.model, input })
+      const name = targetName(target)
+      let maxRunning: number | undefined
+      if (target.maxRunning !== undefined) {
+        const value = target.maxRunning
+        if (typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= maxRunningLimit) {
+          maxRunning = value
+          const other = limits.get(name)
+          if (other !== undefined && other.maxRunning !== value) {
+            problems.push(at([...path, "maxRunning"], `target ${name} of the route of ${route.model} has maxRunning ${value}, but ${other.maxRunning} in the route of ${other.route}; a target has one limit`))
+          } else {
+            limits.set(name, { maxRunning: value, route: route.model })
+          }
+        } else {
+          problems.push(at([...path, "maxRunning"], `target ${name} of the route of ${route.model}: maxRunning must be a whole number from 1 to ${maxRunningLimit} (got ${JSON.stringify(value)})`))
+        }
+      }
+      targets.push({ provider: target.provider, model: target.model, input, ...(maxRunning === undefined ? {} : { maxRunning }) })
     }
     routes.push({ model: route.model, targets })
   }

@@ -6,7 +6,7 @@ export * as Png from "./Png.js"
 export * as SimulatedModeration from "./SimulatedModeration.js"
 /** The simulated upstream. */
 export * as Simulator from "./Simulator.js"
-/** A circuit breaker per provider target. */
+/** A circuit breaker per provider target, per process (not shared between nodes). */
 export * as CircuitBreaker from "./CircuitBreaker.js"
 /** fal's queue API. */
 export * as Fal from "./Fal.js"

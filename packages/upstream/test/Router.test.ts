@@ -78,6 +78,11 @@ const routes: ReadonlyArray<Router.Route> = [{
     { provider: "replicate", model: "black-forest-labs/flux-dev", input: (job) => ({ prompt: job.prompt }) }
   ]
 }]
+/** The routes with a limit of two jobs at once on the fal target, which a second model's route uses too. */
+const limited: ReadonlyArray<Router.Route> = [
+  { model: "alpha-image-2", targets: [{ ...routes[0]!.targets[0]!, maxRunning: 2 }, routes[0]!.targets[1]!] },
+  { model: "beta-imagine", targets: [routes[0]!.targets[0]!] }
+]
 const router = (options: Partial<Router.Options> = {}) =>
   Router.layer({
     routes,
@@ -114,6 +119,21 @@ describe("Router", () => {
     }).pipe(Effect.provide(router({
       routes: [...routes, { model: "alpha-image-2/image-to-image", targets: [{ provider: "replicate", model: "edit", input: () => ({}) }] }]
     }))))
+
+  it.effect("a target with maxRunning counts its jobs under its name and its provider; a failover moves them to the next target's count", () =>
+    Effect.gen(function*() {
+      const upstream = yield* Upstream.Upstream
+      const job = Testing.job({ sync: false })
+      expect(upstream.targetLimits).toEqual({ "fal:fal-ai/flux/dev": { maxRunning: 2, provider: "fal" } })
+      expect(upstream.provider!(job)).toBe("fal:fal-ai/flux/dev")
+      expect(upstream.provider!(upstream.failover!(job)!)).toBe("replicate")
+      // The limit is the target's in every route that names it.
+      expect(upstream.provider!(Testing.job({ model: "beta-imagine" }))).toBe("fal:fal-ai/flux/dev")
+      const conflicting = yield* Effect.exit(Effect.scoped(Layer.build(router({
+        routes: [...limited, { model: "motion-2.0", targets: [{ ...limited[0]!.targets[0]!, maxRunning: 3 }] }]
+      }))))
+      expect(String(conflicting._tag === "Failure" ? conflicting.cause : "")).toContain("fal:fal-ai/flux/dev has maxRunning 2 in one route and 3")
+    }).pipe(Effect.provide(router({ routes: limited }))))
 
   it.effect("a route naming a provider that is not configured stops the start", () =>
     Effect.gen(function*() {

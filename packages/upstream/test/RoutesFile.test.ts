@@ -76,4 +76,41 @@ describe("routes file", () => {
     expect(found.some((line) => line.startsWith("routes.json:4: routes.1.targets.0.model"))).toBe(true)
     expect(found.some((line) => line.startsWith("routes.json:5: routes.2.targets.0.key"))).toBe(true)
   })
+  it("a target may set maxRunning, a whole number from 1; a wrong one, or two limits for one target, names the route, the target and the line", () => {
+    const parsed = parse(`{
+  "routes": [
+    { "model": "alpha-image-2",
+      "targets": [
+        { "provider": "openai", "model": "gpt-image-1", "maxRunning": 4 },
+        { "provider": "openai", "model": "dall-e-3" }
+      ] }
+  ]
+}`)
+    expect(Either.isRight(parsed) && parsed.right[0]!.targets.map((target) => target.maxRunning)).toEqual([4, undefined])
+    expect(problems(`{
+  "routes": [
+    { "model": "alpha-image-2",
+      "targets": [
+        { "provider": "openai", "model": "gpt-image-1", "maxRunning": 0 },
+        { "provider": "openai", "model": "dall-e-3", "maxRunning": 2.5 }
+      ] },
+    { "model": "beta-imagine",
+      "targets": [{ "provider": "openai", "model": "gpt-image-1", "maxRunning": "4" }] },
+    { "model": "motion-2.0",
+      "targets": [{ "provider": "openai", "model": "dall-e-3", "maxRunning": 3 }] }
+  ]
+}`)).toEqual([
+      "routes.json:5: routes.0.targets.0.maxRunning: target openai:gpt-image-1 of the route of alpha-image-2: maxRunning must be a whole number from 1 to 1000000 (got 0)",
+      "routes.json:6: routes.0.targets.1.maxRunning: target openai:dall-e-3 of the route of alpha-image-2: maxRunning must be a whole number from 1 to 1000000 (got 2.5)",
+      `routes.json:9: routes.1.targets.0.maxRunning: target openai:gpt-image-1 of the route of beta-imagine: maxRunning must be a whole number from 1 to 1000000 (got "4")`
+    ])
+    expect(problems(`{
+  "routes": [
+    { "model": "alpha-image-2", "targets": [{ "provider": "openai", "model": "gpt-image-1", "maxRunning": 4 }] },
+    { "model": "beta-imagine", "targets": [{ "provider": "openai", "model": "gpt-image-1", "maxRunning": 2 }] }
+  ]
+}`)).toEqual([
+      "routes.json:4: routes.1.targets.0.maxRunning: target openai:gpt-image-1 of the route of beta-imagine has maxRunning 2, but 4 in the route of alpha-image-2; a target has one limit"
+    ])
+  })
 })

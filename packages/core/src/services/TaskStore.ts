@@ -19,13 +19,20 @@ export interface ClaimOptions {
    * ends: SUBMITTED, PROCESSING, or PENDING under a live lease. A PENDING task is claimed
    * only while fewer than `running` tasks run in all and fewer than `perAccount` of its
    * owner's, and, for a task with a `provider`, fewer than `perProvider(provider)` of those
-   * with the same provider (default: no such limit). Work in flight (polls, a task whose
-   * worker died) is claimed regardless. Default: no limits.
+   * with the same provider (default: no such limit), and, for a provider named in `within`,
+   * fewer than `perProvider(within[provider])` of those counted under that one. Work in
+   * flight (polls, a task whose worker died) is claimed regardless. Default: no limits.
    */
   readonly limits?: {
     readonly running: number
     readonly perAccount: number
     readonly perProvider?: (provider: string) => number
+    /**
+     * Names that count against a second limit as well as their own: a route target with a
+     * limit of its own (`fal:fal-ai/flux/dev`) to its provider (`fal`). A task whose
+     * `provider` is such a target counts against both, and starts only while both have room.
+     */
+    readonly within?: Readonly<Record<string, string>>
   }
 }
 

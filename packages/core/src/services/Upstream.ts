@@ -76,8 +76,17 @@ export class Upstream extends Context.Tag("@mediagate/core/Upstream")<Upstream, 
    * The name of the provider that runs `job` (`fal`), under which the engine counts running
    * tasks against that provider's limit (`Engine.Options.maxRunningPerProvider`); null for
    * a job no provider limit applies to. Optional: without it (the simulator) none applies.
+   * For a job on a target with a limit of its own (`targetLimits`), the target's name
+   * (`fal:fal-ai/flux/dev`): the job counts against the target's limit and its provider's.
    */
   readonly provider?: (job: UpstreamJob) => string | null
+  /**
+   * The running limits of provider targets that set their own (a route target's
+   * `maxRunning`), by the name `provider` answers for their jobs (`fal:fal-ai/flux/dev`),
+   * each with the provider whose limit those jobs count against as well (`fal`). The engine
+   * adds them to `maxRunningPerProvider`; the store's claim holds both across nodes. Optional.
+   */
+  readonly targetLimits?: Readonly<Record<string, { readonly maxRunning: number; readonly provider: string }>>
   /** The name of the provider target that runs `job` (`fal:fal-ai/flux/dev`), recorded with each attempt. Optional. */
   readonly describe?: (job: UpstreamJob) => string
   /**

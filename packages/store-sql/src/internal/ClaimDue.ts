@@ -38,12 +38,14 @@ export const make = (
     `SELECT DISTINCT owner_id FROM ${tasks} WHERE status = 'PENDING' AND due_at <= ? AND ${free()}`
   )
   // Running: in flight, or PENDING under a live lease (claimed, not yet submitted); two
-  // statements, so each reads its own index.
-  const inFlightByOwner = compile(
-    `SELECT owner_id, provider, count(*) AS n FROM ${tasks} WHERE due_at IS NOT NULL AND status <> 'PENDING' GROUP BY owner_id, provider`
-  )
-  const leasedByOwner = compile(
-    `SELECT owner_id, provider, count(*) AS n FROM ${tasks} WHERE status = 'PENDING' AND lease_until > ? GROUP BY owner_id, provider`
+  // SELECTs, so each reads its own index, in one statement, so both read one snapshot. As
+  // two statements, a task another node's step moved from claimed to PROCESSING between them
+  // was counted by neither (PostgreSQL's READ COMMITTED takes a snapshot per statement, and
+  // a step's write does not wait for the claims' lock), and two nodes ran past the limits.
+  const runningByOwner = compile(
+    `SELECT owner_id, provider, count(*) AS n FROM ${tasks} WHERE due_at IS NOT NULL AND status <> 'PENDING' GROUP BY owner_id, provider
+     UNION ALL
+     SELECT owner_id, provider, count(*) AS n FROM ${tasks} WHERE status = 'PENDING' AND lease_until > ? GROUP BY owner_id, provider`
   )
   /** An owner's line, leaving out the tasks of providers that are full (`full` placeholders). */
   const ownersLine = (full: number) =>
@@ -80,7 +82,7 @@ export const make = (
           if (isPg) yield* run(claimLock, [])
           const busy = new Map<string, number>()
           const onProvider = new Map<string, number>()
-          for (const row of [...yield* run(inFlightByOwner, []), ...yield* run(leasedByOwner, [now])]) {
+          for (const row of yield* run(runningByOwner, [now])) {
             busy.set(String(row["owner_id"]), (busy.get(String(row["owner_id"])) ?? 0) + num(row["n"]))
             const provider = strOrNull(row["provider"])
             if (provider !== null) onProvider.set(provider, (onProvider.get(provider) ?? 0) + num(row["n"]))
@@ -90,11 +92,26 @@ export const make = (
           }
           const cap = limits?.perAccount ?? Number.POSITIVE_INFINITY
           const perProvider = limits?.perProvider
-          /** Whether a provider has room for one more task. */
+          const within = limits?.within ?? {}
+          // A target with a limit of its own counts against its provider's too.
+          for (const [target, provider] of Object.entries(within)) {
+            const n = onProvider.get(target) ?? 0
+            if (n > 0) onProvider.set(provider, (onProvider.get(provider) ?? 0) + n)
+          }
+          const hasRoom = (provider: string, limit: (provider: string) => number) => (onProvider.get(provider) ?? 0) < limit(provider)
+          /** Whether a provider (and the provider a target counts against too) has room for one more task. */
           const roomOn = (provider: string | null) =>
-            provider === null || perProvider === undefined || (onProvider.get(provider) ?? 0) < perProvider(provider)
-          // Lines leave out the tasks of full providers, so they do not hide others' behind them.
-          const full = [...onProvider.keys()].filter((provider) => !roomOn(provider))
+            provider === null || perProvider === undefined ||
+            (hasRoom(provider, perProvider) && (within[provider] === undefined || hasRoom(within[provider], perProvider)))
+          /** Counts a task started in this claim against its provider (and the one a target counts against too). */
+          const countOn = (provider: string) => {
+            for (const key of within[provider] === undefined ? [provider] : [provider, within[provider]]) {
+              onProvider.set(key, (onProvider.get(key) ?? 0) + 1)
+            }
+          }
+          // Lines leave out the tasks of full providers, so they do not hide others' behind them;
+          // the targets under a full provider are full too, whether or not any of theirs runs.
+          const full = [...new Set([...onProvider.keys(), ...Object.keys(within)])].filter((provider) => !roomOn(provider))
           let line = lineStatements.get(full.length)
           if (line === undefined) lineStatements.set(full.length, line = ownersLine(full.length))
           // Each owner's line: its waiting tasks behind its running ones; places are served in
@@ -114,7 +131,7 @@ export const make = (
             if (chosen.length >= room) break
             // A provider may fill up during this claim.
             if (!roomOn(place.provider)) continue
-            if (place.provider !== null) onProvider.set(place.provider, (onProvider.get(place.provider) ?? 0) + 1)
+            if (place.provider !== null) countOn(place.provider)
             chosen.push(place.id)
           }
           if (chosen.length === 0) return inFlight
