@@ -14,16 +14,18 @@
  * so two nodes never both take a key's last place (the per-key cap holds exactly); the
  * total cap is counted in the same statement without a lock over every key, so requests of
  * different keys racing for the very last places may pass it by a few (recorded in
- * docs/decisions.md). Every node renews the expiry of its own places every `renewEvery`; a
+ * docs/decisions.md). Every node renews the expiry of the places it holds now every
+ * `renewEvery` (a place it gave back is no longer renewed, even if deleting it failed); a
  * place lapses `holdLifetime` after its last renewal, so a node that died (SIGKILL) gives its
  * places back within that time. Places not renewed and buckets full again are deleted by
  * the same periodic sweep. Times are whole Clock milliseconds (rounded up): PostgreSQL's
  * BIGINT refuses a fraction.
  */
 import type { SqlClient } from "@effect/sql"
+import { SqlError } from "@effect/sql"
 import { SharedLimits, StoreError } from "@mediagate/core"
 import type { Context, Scope } from "effect"
-import { Clock, Duration, Effect, Layer, Random, Schedule } from "effect"
+import { Clock, Duration, Effect, Layer, Option, Predicate, Random, Schedule } from "effect"
 import * as Database from "./Database.js"
 import type { Row } from "./internal/Rows.js"
 
@@ -64,7 +66,7 @@ export const statements = (prefix: string) => {
       )
       SELECT held.mine, held.every, (SELECT count(*) FROM taken) AS taken FROM held`,
     release: `DELETE FROM ${holds} WHERE id = $1`,
-    renew: `UPDATE ${holds} SET expires_at = $2::bigint WHERE node = $1`,
+    renew: `UPDATE ${holds} SET expires_at = $2::bigint WHERE id = ANY($1::text[])`,
     sweepHolds: `DELETE FROM ${holds} WHERE expires_at <= $1::bigint`,
     sweepBuckets: `DELETE FROM ${buckets} WHERE full_at <= $1::bigint`,
     releaseNode: `DELETE FROM ${holds} WHERE node = $1`
@@ -93,10 +95,12 @@ export const make = (options: Options = {}): Effect.Effect<
   Effect.gen(function*() {
     const { isPg, sql } = yield* Database.prepare("the shared limits", options)
     if (!isPg) return yield* new StoreError({ message: "the shared limits need PostgreSQL" })
-    const s = statements(options.tablePrefix ?? Database.defaultPrefix)
     const prefix = options.tablePrefix ?? Database.defaultPrefix
+    const s = statements(prefix)
     const lifetime = Duration.toMillis(options.holdLifetime ?? Duration.seconds(30))
     const node = yield* randomName
+    // The places this node holds now: the ones it renews.
+    const live = new Set<string>()
     const run = (text: string, params: ReadonlyArray<unknown>) => sql.unsafe<Row>(text, params)
 
     const take = (digest: string, rate: SharedLimits.Rate): Effect.Effect<SharedLimits.Decision, StoreError> =>
@@ -121,23 +125,34 @@ export const make = (options: Options = {}): Effect.Effect<
           return { _tag: "Refused", cap: Number(row?.["mine"]) >= caps.perKey ? "key" : "total" } as const
         }))
       }).pipe(
+        Effect.tap((hold) => {
+          if (hold._tag === "Held") live.add(hold.id)
+        }),
         // withTransaction dies when COMMIT fails (the connection dropped): the database failing, not a bug.
-        Effect.catchAllDefect((defect) => new StoreError({ message: "taking a place for a held request failed", cause: defect })),
+        Effect.catchSomeDefect((defect) =>
+          Predicate.hasProperty(defect, SqlError.SqlErrorTypeId)
+            ? Option.some(Effect.fail(defect as SqlError.SqlError))
+            : Option.none()
+        ),
         StoreError.refail("taking a place for a held request")
       )
 
     const release = (id: string): Effect.Effect<void, StoreError> =>
-      run(s.release, [id]).pipe(Effect.asVoid, StoreError.refail("giving back a place of a held request"))
+      Effect.suspend(() => {
+        live.delete(id)
+        return run(s.release, [id])
+      }).pipe(Effect.asVoid, StoreError.refail("giving back a place of a held request"))
 
     const renewAndSweep = Effect.gen(function*() {
       const now = yield* nowMillis
-      yield* run(s.renew, [node, now + lifetime])
+      if (live.size > 0) yield* run(s.renew, [[...live], now + lifetime])
       yield* run(s.sweepHolds, [now])
       yield* run(s.sweepBuckets, [now])
     }).pipe(
       Effect.catchAll((error) => Effect.logWarning("shared limits: renewing this node's held places failed; trying again later", error))
     )
-    yield* Effect.forkScoped(Effect.repeat(renewAndSweep, Schedule.spaced(options.renewEvery ?? Duration.seconds(10))).pipe(Effect.delay(options.renewEvery ?? Duration.seconds(10))))
+    const every = options.renewEvery ?? Duration.seconds(10)
+    yield* Effect.forkScoped(Effect.repeat(Effect.delay(renewAndSweep, every), Schedule.forever))
     // A node that stops in order gives its places back at once; one that dies lets them lapse.
     yield* Effect.addFinalizer(() => Effect.ignore(run(s.releaseNode, [node])))
     return { take, hold, release }
