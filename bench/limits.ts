@@ -10,9 +10,10 @@
  *                            else 127.0.0.1:5432/test; Redis from MEDIAGATE_BENCH_REDIS, else
  *                            127.0.0.1:6379)
  */
-import { PgLimits, Schema } from "@mediagate/store-sql"
+import { SharedLimits } from "@mediagate/core"
+import { Database, PgLimits, Schema } from "@mediagate/store-sql"
 import { freshPgDatabase } from "@mediagate/store-sql/testing"
-import { Effect } from "effect"
+import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import * as Net from "node:net"
 import pg from "pg"
 import { TokenBuckets } from "@mediagate/http"
@@ -143,12 +144,28 @@ const pgRows = async (url: string): Promise<Array<Row>> =>
     // The database is dropped WITH (FORCE) at the end: idle connections are cut.
     pool.on("error", () => {})
     yield* Effect.addFinalizer(() => Effect.promise(() => pool.end()))
+    // The bare rows' tables; PgLimits's layer below migrates the same prefix (IF NOT EXISTS).
     for (const statement of Schema.limitTables("bench_")) yield* Effect.promise(() => pool.query(statement))
     const take = (i: number) => pool.query({ name: "take", text: PgLimits.statements("bench_").take, values: [digests[i % KEYS], perSecond, burst, now()] })
     const select1 = () => pool.query({ name: "select1", text: "SELECT 1" })
+    // The same take through mediagate's own (PgLimits on @effect/sql's pool), and a held place taken and given back.
+    const runtime = ManagedRuntime.make(PgLimits.layer({ tablePrefix: "bench_" }).pipe(Layer.provide(Database.layerPg(Redacted.make(target)))))
+    yield* Effect.addFinalizer(() => Effect.promise(() => runtime.dispose()))
+    const limits = yield* Effect.promise(() => runtime.runPromise(SharedLimits.SharedLimits))
+    const rate = { perSecond, burst }
+    const caps = { perKey: 1_000_000, total: 1_000_000 }
+    const ownTake = (i: number) => runtime.runPromise(limits.take(digests[i % KEYS]!, rate))
+    const holdAndRelease = (i: number) =>
+      runtime.runPromise(Effect.flatMap(limits.hold(digests[i % KEYS]!, caps), (hold) => hold._tag === "Held" ? limits.release(hold.id) : Effect.void))
     return yield* Effect.promise(async () => {
       await measure(500, 1, take)
-      return [await figures("PostgreSQL SELECT 1 (yardstick)", select1), await figures("PostgreSQL take (INSERT ... ON CONFLICT)", take)]
+      await measure(500, 1, ownTake)
+      return [
+        await figures("PostgreSQL SELECT 1 (yardstick)", select1),
+        await figures("PostgreSQL take (INSERT ... ON CONFLICT)", take),
+        await figures("PostgreSQL take through PgLimits (@effect/sql)", ownTake),
+        await figures("PostgreSQL held place taken and given back (PgLimits)", holdAndRelease)
+      ]
     })
   })))
 

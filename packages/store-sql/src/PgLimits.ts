@@ -22,12 +22,11 @@
  * BIGINT refuses a fraction.
  */
 import type { SqlClient } from "@effect/sql"
-import { SqlError } from "@effect/sql"
 import { SharedLimits, StoreError } from "@mediagate/core"
 import type { Context, Scope } from "effect"
-import { Clock, Duration, Effect, Layer, Option, Predicate, Random, Schedule } from "effect"
+import { Clock, Duration, Effect, Layer, Random, Schedule } from "effect"
 import * as Database from "./Database.js"
-import type { Row } from "./internal/Rows.js"
+import * as Executor from "./internal/Executor.js"
 
 /** Settings of the shared limits. */
 export interface Options extends Database.Options {
@@ -101,7 +100,11 @@ export const make = (options: Options = {}): Effect.Effect<
     const node = yield* randomName
     // The places this node holds now: the ones it renews.
     const live = new Set<string>()
-    const run = (text: string, params: ReadonlyArray<unknown>) => sql.unsafe<Row>(text, params)
+    // Statements on a pooled connection each, as the ledger runs them (`Executor.perOperation`):
+    // uninterruptible, so a request whose client goes away mid-take leaks no connection, and
+    // without the query builder's machinery around each statement.
+    const executor = Executor.perOperation(sql, "BEGIN")
+    const run = executor.run
 
     const take = (digest: string, rate: SharedLimits.Rate): Effect.Effect<SharedLimits.Decision, StoreError> =>
       Effect.flatMap(nowMillis, (now) => run(s.take, [digest, rate.perSecond, rate.burst, now])).pipe(
@@ -118,7 +121,7 @@ export const make = (options: Options = {}): Effect.Effect<
       Effect.gen(function*() {
         const now = yield* nowMillis
         const id = `${node}_${yield* randomName}`
-        return yield* sql.withTransaction(Effect.gen(function*() {
+        return yield* executor.transaction((run) => Effect.gen(function*() {
           yield* run(s.lock, [`${prefix}holds:${digest}`])
           const [row] = yield* run(s.hold, [id, node, digest, now + lifetime, now, caps.perKey, caps.total])
           if (Number(row?.["taken"]) > 0) return { _tag: "Held", id } as const
@@ -128,12 +131,6 @@ export const make = (options: Options = {}): Effect.Effect<
         Effect.tap((hold) => {
           if (hold._tag === "Held") live.add(hold.id)
         }),
-        // withTransaction dies when COMMIT fails (the connection dropped): the database failing, not a bug.
-        Effect.catchSomeDefect((defect) =>
-          Predicate.hasProperty(defect, SqlError.SqlErrorTypeId)
-            ? Option.some(Effect.fail(defect as SqlError.SqlError))
-            : Option.none()
-        ),
         StoreError.refail("taking a place for a held request")
       )
 
