@@ -19,6 +19,7 @@ import { Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import pg from "pg"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-cluster-limits-"))
@@ -80,6 +81,22 @@ const deadNode = async (url: string): Promise<Context.Tag.Service<SharedLimits.S
   )
 }
 
+/** Waits until the database holds `count` places of held requests (at most 5 s). */
+const placesAre = async (url: string, count: number) => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    for (let tries = 0; tries < 100; tries++) {
+      const { rows } = await client.query<{ n: number }>("SELECT count(*)::int AS n FROM mediagate_holds")
+      if (rows[0]!.n === count) return
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    throw new Error(`the database never held ${count} places`)
+  } finally {
+    await client.end()
+  }
+}
+
 const submitLong = async (call: Awaited<ReturnType<typeof node>>) => {
   const response = await call("/api/v1/task/submit", {
     method: "POST",
@@ -118,18 +135,16 @@ describe.skipIf(pgUrl === undefined)(`the edge's limits over two nodes on one Po
     const edge = { rateLimit: Option.none(), heldRequests: { perKey: 2, total: 100 } }
     const [a, b] = [await node(url, edge), await node(url, edge)]
     const taskId = await submitLong(a)
-    // One request held on each node (the task runs for longer than the wait).
-    const held = [a, b].map((call) => call(`/api/v1/task/${taskId}?wait=4`))
-    let refused: Response | undefined
-    for (let tries = 0; tries < 30 && refused === undefined; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      const third = await (tries % 2 === 0 ? a : b)(`/api/v1/task/${taskId}?wait=1`)
-      if (third.status === 429) refused = third
-      else await third.arrayBuffer()
+    // One request held on each node (the task runs for longer than the wait), each once its place is taken.
+    const held: Array<Promise<Response>> = []
+    for (const [i, call] of [a, b].entries()) {
+      held.push(call(`/api/v1/task/${taskId}?wait=4`))
+      await placesAre(url, i + 1)
     }
-    expect(refused).toBeDefined()
-    expect(await refused!.json()).toEqual({ code: 429, msg: "too many requests held open for this key (at most 2); close one first" })
-    expect(refused!.headers.get("retry-after")).toBe("5")
+    const refused = await a(`/api/v1/task/${taskId}?wait=1`)
+    expect(refused.status).toBe(429)
+    expect(await refused.json()).toEqual({ code: 429, msg: "too many requests held open for this key (at most 2); close one first" })
+    expect(refused.headers.get("retry-after")).toBe("5")
     for (const response of await Promise.all(held)) {
       expect(response.status).toBe(200)
       await response.arrayBuffer()
