@@ -68,7 +68,8 @@ export interface SharedOptions extends Options {
 }
 
 /**
- * Buckets shared by every node (`SharedLimits`). A take the store cannot answer (down, or
+ * Buckets shared by every node (`SharedLimits`). A key the store refused is refused by this
+ * node without asking again until its Retry-After. A take the store cannot answer (down, or
  * slower than `timeout`) is taken from this node's own bucket instead: the API stays up,
  * limited per node, while the database is away; a warning is logged once until the store
  * answers again.
@@ -77,28 +78,48 @@ export const makeShared = (options: SharedOptions, shared: Context.Tag.Service<S
   const local = make(options)
   const rate = { perSecond: local.perSecond, burst: local.burst }
   const timeout = options.timeout ?? Duration.seconds(1)
+  const maxKeys = options.maxKeys ?? 10_000
+  // Keys the store refused, until their Retry-After: no node can give a bucket tokens sooner
+  // than its refill does, so these are refused here without a round trip. A key sending far
+  // past its limit would otherwise cost a write on the database every node shares for each
+  // request. Oldest first; at most `maxKeys`.
+  const refusedUntil = new Map<string, number>()
   let degraded = false
+  const fromStore = (key: string, digest: string, now: number) =>
+    shared.take(digest, rate).pipe(
+      Effect.timeoutFail({ duration: timeout, onTimeout: () => "timed out" as const }),
+      Effect.tap((decision) => {
+        if (decision._tag === "Limited") {
+          refusedUntil.set(digest, now + decision.retryAfterMs)
+          if (refusedUntil.size > maxKeys) refusedUntil.delete(refusedUntil.keys().next().value!)
+        }
+        if (!degraded) return Effect.void
+        degraded = false
+        return Effect.logInfo("rate limit: the shared buckets answer again")
+      }),
+      Effect.catchAll((error) =>
+        Effect.suspend(() => {
+          const warn = degraded
+            ? Effect.void
+            : Effect.logWarning("rate limit: the shared buckets cannot be reached; limiting with this node's buckets", error)
+          degraded = true
+          return Effect.zipRight(warn, local.take(key))
+        })
+      )
+    )
   return {
     perSecond: local.perSecond,
     burst: local.burst,
     take: (key) =>
-      shared.take(keyDigest(key), rate).pipe(
-        Effect.timeoutFail({ duration: timeout, onTimeout: () => "timed out" as const }),
-        Effect.tap(() => {
-          if (!degraded) return Effect.void
-          degraded = false
-          return Effect.logInfo("rate limit: the shared buckets answer again")
-        }),
-        Effect.catchAll((error) =>
-          Effect.suspend(() => {
-            const warn = degraded
-              ? Effect.void
-              : Effect.logWarning("rate limit: the shared buckets cannot be reached; limiting with this node's buckets", error)
-            degraded = true
-            return Effect.zipRight(warn, local.take(key))
-          })
-        )
-      ),
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const digest = keyDigest(key)
+        const until = refusedUntil.get(digest)
+        if (until !== undefined) {
+          if (now < until) return Effect.succeed<Decision>({ _tag: "Limited", retryAfterMs: until - now })
+          refusedUntil.delete(digest)
+        }
+        return fromStore(key, digest, now)
+      }),
     size: local.size
   }
 }

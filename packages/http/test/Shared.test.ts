@@ -13,7 +13,7 @@ import { HeldRequests, RateLimit } from "../src/index.js"
 
 /** A stand-in store: `mode` says whether it answers, fails or hangs; what it was asked is recorded. */
 const standIn = () => {
-  const state = { mode: "up" as "up" | "down" | "hung", takes: 0, released: [] as Array<string>, holds: 0 }
+  const state = { mode: "up" as "up" | "limited" | "down" | "hung", takes: 0, released: [] as Array<string>, holds: 0 }
   const answer = <A>(value: () => A): Effect.Effect<A, StoreError> =>
     Effect.suspend(() =>
       state.mode === "down"
@@ -23,7 +23,12 @@ const standIn = () => {
         : Effect.sync(value)
     )
   const store: Context.Tag.Service<SharedLimits.SharedLimits> = {
-    take: () => answer(() => ({ _tag: "Allowed", remaining: 99 - state.takes++ }) as const),
+    take: () =>
+      answer((): SharedLimits.Decision =>
+        state.mode === "limited"
+          ? (state.takes++, { _tag: "Limited", retryAfterMs: 500 })
+          : { _tag: "Allowed", remaining: 99 - state.takes++ }
+      ),
     hold: () => answer(() => ({ _tag: "Held", id: `place-${++state.holds}` }) as const),
     release: (id) => answer(() => void state.released.push(id))
   }
@@ -50,6 +55,24 @@ describe("shared limits", () => {
       state.mode = "up"
       expect(yield* limit.take("k").pipe(logged(logs))).toEqual({ _tag: "Allowed", remaining: 98 })
       expect(logs.filter((line) => line.startsWith("INFO"))).toHaveLength(1)
+    }))
+
+  it.effect("a key the store refused is refused without asking it again until its Retry-After", () =>
+    Effect.gen(function*() {
+      const { state, store } = standIn()
+      const limit = RateLimit.makeShared({ perSecond: 2, burst: 2 }, store)
+      state.mode = "limited"
+      expect(yield* limit.take("k")).toEqual({ _tag: "Limited", retryAfterMs: 500 })
+      yield* TestClock.adjust("200 millis")
+      expect(yield* limit.take("k")).toEqual({ _tag: "Limited", retryAfterMs: 300 })
+      expect(state.takes).toBe(1)
+      // Another key still asks the store.
+      yield* limit.take("other")
+      expect(state.takes).toBe(2)
+      yield* TestClock.adjust("300 millis")
+      state.mode = "up"
+      expect((yield* limit.take("k"))._tag).toBe("Allowed")
+      expect(state.takes).toBe(3)
     }))
 
   it.effect("a store that does not answer within the timeout: this node's bucket decides", () =>
