@@ -4,8 +4,9 @@
  * them (`SqlBackends.make`, `Deployment.edgeLimits(config, backends.limits)`). A key's rate
  * limit holds over both (its burst in total, not twice); the caps on held requests count
  * both nodes' (the per-key cap reached with the places split between them answers 429); a
- * node that died (its places no longer renewed) gives them back once they lapse. Real time
- * passes here (database I/O), so waits poll with a bound.
+ * node that died (its places no longer renewed) gives them back once they lapse. Then two
+ * standalone server processes on one database, with only the rate limit's usual variables:
+ * the burst holds over both. Real time passes here (database I/O), so waits poll with a bound.
  */
 import type { SharedLimits } from "@mediagate/core"
 import { Ids, Ledger } from "@mediagate/core"
@@ -21,13 +22,18 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
+import { freePort } from "./ports.js"
+import { killAll, startServer, stop } from "./standalone-process.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-cluster-limits-"))
 const cleanups: Array<() => Promise<void>> = []
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
+afterAll(() => {
+  killAll()
+  rmSync(dir, { recursive: true, force: true })
+})
 
 const apiKey = "mg_cluster_limits_key_0123456789"
 const auth = { authorization: `Bearer ${apiKey}` }
@@ -165,5 +171,35 @@ describe.skipIf(pgUrl === undefined)(`the edge's limits over two nodes on one Po
     const afterLapse = await a(`/api/v1/task/${taskId}?wait=1`)
     expect(afterLapse.status).toBe(200)
     await afterLapse.arrayBuffer()
+  })
+
+  it("two standalone servers on one database: a key's burst holds over both, with no setting for it", { timeout: 60_000 }, async () => {
+    const db = await freshDatabase(pgUrl!, "cluster_standalone")
+    cleanups.push(db.drop)
+    const env = {
+      MEDIAGATE_DATABASE_URL: db.url,
+      MEDIAGATE_MEDIA_DIR: join(dir, "media"),
+      MEDIAGATE_API_KEY: apiKey,
+      MEDIAGATE_RATE_LIMIT: "1",
+      MEDIAGATE_RATE_LIMIT_BURST: "5"
+    }
+    const portA = await freePort()
+    const serverA = await startServer(portA, env)
+    let portB = await freePort()
+    while (portB === portA) portB = await freePort()
+    const serverB = await startServer(portB, env)
+    const statuses: Array<number> = []
+    for (let i = 0; i < 12; i++) {
+      const response = await fetch(`http://127.0.0.1:${i % 2 === 0 ? portA : portB}/api/v1/task/${missing}`, { headers: auth })
+      await response.arrayBuffer()
+      statuses.push(response.status)
+    }
+    // Five at once, and at 1 a second perhaps one more while the requests go out; not ten.
+    const through = statuses.filter((status) => status === 404).length
+    expect(through).toBeGreaterThanOrEqual(5)
+    expect(through).toBeLessThanOrEqual(6)
+    expect(statuses.filter((status) => status === 429).length).toBe(12 - through)
+    await stop(serverA, "SIGTERM")
+    await stop(serverB, "SIGTERM")
   })
 })
