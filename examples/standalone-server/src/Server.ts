@@ -71,7 +71,7 @@ export const layer = (config: LayerConfig, backends: Backends, http?: NodeServer
   // Without trace export, the platform's per-request span is not made at all (the URL parse
   // and attributes it costs would go to a tracer that is off).
   (config.stepSpans === true ? MediagateHttp.serve : HttpMiddleware.withTracerDisabledWhen(MediagateHttp.serve, () => true)).pipe(
-    Layer.provide(Deployment.edgeLimits(config)),
+    Layer.provide(Deployment.edgeLimits(config, backends.limits)),
     Layer.provide(Deployment.services({
       ...config,
       mediaRules: { mediaBaseUrl: `${config.publicUrl}${Routes.mediaPrefix}` },

@@ -71,6 +71,8 @@ export {
   verifyCallbackEffect,
   type VerifyOptions
 } from "./api/VerifyCallback.js"
+/** The HTTP edge's limits kept for every node on one database: rate-limit buckets, places of held requests. */
+export * as SharedLimits from "./services/SharedLimits.js"
 /** Changes of tasks as they are written, for waiters (`?wait=`, events). */
 export * as TaskChanges from "./services/TaskChanges.js"
 /** Engine nudges. */

@@ -60,7 +60,7 @@ export const httpApp: Effect.Effect<
   const limit = yield* Effect.serviceOption(RateLimit.RateLimit)
   const failures = Option.map(yield* AuthFailures.Settings, AuthFailures.make)
   const heldLimits = yield* HeldRequests.Settings
-  const held = HeldRequests.make(heldLimits)
+  const held = (yield* HeldRequests.Backend)(heldLimits)
   const tooMany = (msg: string, seconds: number, headers: Record<string, string> = {}) =>
     Effect.succeed(Envelope.envelope(429, msg, undefined, { "retry-after": String(seconds), ...headers }))
   /** Answers the request, and tells the failure limit how its authentication went. */

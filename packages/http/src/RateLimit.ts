@@ -1,7 +1,9 @@
 /**
  * Per-key rate limits: a token bucket per API key, `perSecond` requests a second with
- * bursts of up to `burst`, kept in this process (with several nodes, each node allows that
- * much). A request over the limit answers 429 in the envelope, with `Retry-After` (seconds)
+ * bursts of up to `burst`. The buckets are kept in this process (`layer`), or for every node
+ * on the shared store (`layerShared`: `SharedLimits`, PostgreSQL's `PgLimits`), so that a key
+ * gets that much from the whole cluster; when the shared store fails, the node falls back
+ * to its own buckets (fail open, logged). A request over the limit answers 429 in the envelope, with `Retry-After` (seconds)
  * and the IETF draft's `RateLimit-Policy` and `RateLimit` fields
  * (draft-ietf-httpapi-ratelimit-headers): `"per-key";q=<perSecond>;w=1` and
  * `"per-key";r=0;t=<seconds until a request is allowed>`.
@@ -12,7 +14,8 @@
  * A bucket idle long enough to be full again is dropped, and at most `maxKeys` are kept
  * (`TokenBuckets`). Times come from the Clock.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { SharedLimits } from "@mediagate/core"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
 import { createHash } from "node:crypto"
 import * as TokenBuckets from "./TokenBuckets.js"
 
@@ -55,8 +58,75 @@ export const make = (options: Options): Context.Tag.Service<RateLimit> => {
   }
 }
 
-/** Rate limits for the API (see `MediagateHttp.httpApp`). */
+/** Rate limits for the API (see `MediagateHttp.httpApp`), kept in this process. */
 export const layer = (options: Options): Layer.Layer<RateLimit> => Layer.sync(RateLimit, () => make(options))
+
+/** Settings of `makeShared`. */
+export interface SharedOptions extends Options {
+  /** Longest wait for the shared store before a take falls back to this node's bucket. Default 1 s. */
+  readonly timeout?: Duration.DurationInput
+}
+
+/**
+ * Buckets shared by every node (`SharedLimits`). A key the store refused is refused by this
+ * node without asking again until its Retry-After. A take the store cannot answer (down, or
+ * slower than `timeout`) is taken from this node's own bucket instead: the API stays up,
+ * limited per node, while the database is away; a warning is logged once until the store
+ * answers again.
+ */
+export const makeShared = (options: SharedOptions, shared: Context.Tag.Service<SharedLimits.SharedLimits>): Context.Tag.Service<RateLimit> => {
+  const local = make(options)
+  const rate = { perSecond: local.perSecond, burst: local.burst }
+  const timeout = options.timeout ?? Duration.seconds(1)
+  const maxKeys = options.maxKeys ?? 10_000
+  // Keys the store refused, until their Retry-After: no node can give a bucket tokens sooner
+  // than its refill does, so these are refused here without a round trip. A key sending far
+  // past its limit would otherwise cost a write on the database every node shares for each
+  // request. Oldest first; at most `maxKeys`.
+  const refusedUntil = new Map<string, number>()
+  let degraded = false
+  const fromStore = (key: string, digest: string, now: number) =>
+    shared.take(digest, rate).pipe(
+      Effect.timeoutFail({ duration: timeout, onTimeout: () => "timed out" as const }),
+      Effect.tap((decision) => {
+        if (decision._tag === "Limited") {
+          refusedUntil.set(digest, now + decision.retryAfterMs)
+          if (refusedUntil.size > maxKeys) refusedUntil.delete(refusedUntil.keys().next().value!)
+        }
+        if (!degraded) return Effect.void
+        degraded = false
+        return Effect.logInfo("rate limit: the shared buckets answer again")
+      }),
+      Effect.catchAll((error) =>
+        Effect.suspend(() => {
+          const warn = degraded
+            ? Effect.void
+            : Effect.logWarning("rate limit: the shared buckets cannot be reached; limiting with this node's buckets", error)
+          degraded = true
+          return Effect.zipRight(warn, local.take(key))
+        })
+      )
+    )
+  return {
+    perSecond: local.perSecond,
+    burst: local.burst,
+    take: (key) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const digest = keyDigest(key)
+        const until = refusedUntil.get(digest)
+        if (until !== undefined) {
+          if (now < until) return Effect.succeed<Decision>({ _tag: "Limited", retryAfterMs: until - now })
+          refusedUntil.delete(digest)
+        }
+        return fromStore(key, digest, now)
+      }),
+    size: local.size
+  }
+}
+
+/** Rate limits for the API kept for every node on the shared store (`makeShared`). */
+export const layerShared = (options: SharedOptions): Layer.Layer<RateLimit, never, SharedLimits.SharedLimits> =>
+  Layer.effect(RateLimit, Effect.map(SharedLimits.SharedLimits, (shared) => makeShared(options, shared)))
 
 /** The headers of a 429. */
 export const limitedHeaders = (limit: Context.Tag.Service<RateLimit>, retryAfterMs: number): Record<string, string> => {

@@ -4,11 +4,10 @@
  * no different from a new one, so it is dropped (checked at each use, with the caller's
  * Clock time); at most `maxKeys` are kept, the least recently used dropped first.
  */
+import type { SharedLimits } from "@mediagate/core"
 
-/** What a request may do: go on, or wait `retryAfterMs`. */
-export type Decision =
-  | { readonly _tag: "Allowed"; readonly remaining: number }
-  | { readonly _tag: "Limited"; readonly retryAfterMs: number }
+/** What a request may do: go on, or wait `retryAfterMs` (the same as a shared bucket's). */
+export type Decision = SharedLimits.Decision
 
 /** Settings of `make`. */
 export interface Options {

@@ -4,7 +4,7 @@
  * (`SqlBackends.make`), which needs `@mediagate/store-sql` installed. The standalone server
  * and an embedding host choose one and hand it to `Deployment.services({ backends, ... })`.
  */
-import type { Accounts, IdempotencyKeys, Ids, Ledger, MediaError, MediaStore, StoreError, TaskStore } from "@mediagate/core"
+import type { Accounts, IdempotencyKeys, Ids, Ledger, MediaError, MediaStore, SharedLimits, StoreError, TaskStore } from "@mediagate/core"
 import { Routes } from "@mediagate/http"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import type { Layer } from "effect"
@@ -18,6 +18,11 @@ export interface Backends {
   readonly media: Layer.Layer<MediaStore.MediaStore, MediaError, Ids.Ids>
   /** Idempotency keys of submits; without it they live in memory (lost with the process). */
   readonly idempotencyKeys?: Layer.Layer<IdempotencyKeys.IdempotencyKeys, StoreError>
+  /**
+   * The HTTP edge's limits shared with the other nodes on the same database (PostgreSQL
+   * only; `Deployment.edgeLimits` takes them): without it they are kept in this process.
+   */
+  readonly limits?: Layer.Layer<SharedLimits.SharedLimits, StoreError>
   /** Wake-ups to and from the other nodes on the same database (PostgreSQL only). */
   readonly relay?: Mediagate.Options["relay"]
 }

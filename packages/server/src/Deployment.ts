@@ -6,7 +6,7 @@
  * embedding host serves it wherever it likes.
  */
 import { FetchHttpClient } from "@effect/platform"
-import type { MediaError, MediaStore, Outbound, StoreError } from "@mediagate/core"
+import type { MediaError, MediaStore, Outbound, SharedLimits, StoreError } from "@mediagate/core"
 import { Ids, ModelCatalog, Moderation, ModerationRules, Upstream } from "@mediagate/core"
 import { AuthFailures, HeldRequests, RateLimit } from "@mediagate/http"
 import {
@@ -114,16 +114,30 @@ export interface EdgeConfig {
 /**
  * The HTTP edge's limits as layers for `MediagateHttp.serve` (or the requirements of
  * `makeNodeHandler`): the rate limit, the caps on held requests, the limit on failed
- * authentications per address.
+ * authentications per address. With `shared` (the backends' `limits`, on PostgreSQL) the
+ * rate limit and the caps on held requests hold for every node on the database; without
+ * it, in this process. The limit on failed authentications stays per process either way:
+ * it answers guessing from one address, which one node's count already stops.
  */
-export const edgeLimits = (config: EdgeConfig): Layer.Layer<never> =>
-  Layer.mergeAll(
-    Option.match(config.rateLimit ?? Option.none(), { onNone: () => Layer.empty, onSome: RateLimit.layer }),
+export const edgeLimits = (
+  config: EdgeConfig,
+  shared?: Layer.Layer<SharedLimits.SharedLimits, StoreError>
+): Layer.Layer<never, StoreError> => {
+  const rateLimit = config.rateLimit ?? Option.none()
+  const kept: Layer.Layer<never, StoreError> = shared === undefined
+    ? Option.match(rateLimit, { onNone: () => Layer.empty, onSome: RateLimit.layer })
+    : Layer.mergeAll(
+      Option.match(rateLimit, { onNone: () => Layer.empty, onSome: RateLimit.layerShared }),
+      HeldRequests.layerShared
+    ).pipe(Layer.provide(shared))
+  return Layer.mergeAll(
+    kept,
     config.heldRequests === undefined ? Layer.empty : HeldRequests.layer(config.heldRequests),
     config.authFailureLimit === undefined
       ? Layer.empty
       : AuthFailures.layer(Option.map(config.authFailureLimit, (failures) => ({ failures, window: "1 minute" })))
   )
+}
 
 /** The names of the providers whose keys are set. */
 export const configuredProviders = (providers: ProviderConfig): ReadonlySet<string> =>

@@ -8,7 +8,7 @@ import type { Accounts } from "@mediagate/core"
 import type { StoreError } from "@mediagate/core"
 import { Routes } from "@mediagate/http"
 import { FileMediaStore } from "@mediagate/media"
-import { Database, PgNotify, SqlAccounts, SqlIdempotencyKeys, SqlLedger, SqlTaskStore } from "@mediagate/store-sql"
+import { Database, PgLimits, PgNotify, SqlAccounts, SqlIdempotencyKeys, SqlLedger, SqlTaskStore } from "@mediagate/store-sql"
 import type { Duration } from "effect"
 import { Layer, Option, Redacted } from "effect"
 import type { Backends } from "./Backends.js"
@@ -33,7 +33,8 @@ export interface SqlBackends extends Backends {
 /**
  * Tasks and accounts in the SQL database of `databaseUrl`; files under `mediaDir`. On
  * PostgreSQL, several servers may share the database: they wake each other with
- * LISTEN/NOTIFY.
+ * LISTEN/NOTIFY, and the HTTP edge's limits (the per-key rate limit, the caps on held
+ * requests) are kept in the database for all of them (`PgLimits`, as `limits`).
  */
 export const make = (config: Config): SqlBackends => {
   // Two clients: on SQLite the task store keeps its connection to itself; accounts, the
@@ -51,6 +52,6 @@ export const make = (config: Config): SqlBackends => {
       baseUrl: `${config.publicUrl}${Routes.mediaPrefix}`,
       ...Option.match(config.mediaRetention ?? Option.none(), { onNone: () => ({}), onSome: (retention) => ({ retention }) })
     }),
-    ...(postgres ? { relay: PgNotify.make({ url: Redacted.make(config.databaseUrl) }) } : {})
+    ...(postgres ? { relay: PgNotify.make({ url: Redacted.make(config.databaseUrl) }), limits: PgLimits.layer().pipe(Layer.provide(shared)) } : {})
   }
 }

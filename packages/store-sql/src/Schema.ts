@@ -18,8 +18,36 @@ export const tables = (prefix: string) => ({
   ledgerOpen: `${prefix}ledger_open`,
   callbackAttempts: `${prefix}callback_attempts`,
   idempotencyKeys: `${prefix}idempotency_keys`,
+  rateBuckets: `${prefix}rate_buckets`,
+  holds: `${prefix}holds`,
   migrations: `${prefix}migrations`
 })
+
+/**
+ * The tables of the shared limits (`PgLimits`), on PostgreSQL only: UNLOGGED, since a
+ * bucket or a place of a held request is worth nothing after a crash.
+ */
+export const limitTables = (prefix: string): ReadonlyArray<string> => {
+  const t = tables(prefix)
+  return [
+    `CREATE UNLOGGED TABLE IF NOT EXISTS "${t.rateBuckets}" (
+      digest TEXT PRIMARY KEY,
+      tokens DOUBLE PRECISION NOT NULL,
+      at BIGINT NOT NULL,
+      allowed BOOLEAN NOT NULL,
+      full_at BIGINT NOT NULL
+    )`,
+    `CREATE INDEX IF NOT EXISTS "${t.rateBuckets}_full" ON "${t.rateBuckets}" (full_at)`,
+    `CREATE UNLOGGED TABLE IF NOT EXISTS "${t.holds}" (
+      id TEXT PRIMARY KEY,
+      node TEXT NOT NULL,
+      digest TEXT NOT NULL,
+      expires_at BIGINT NOT NULL
+    )`,
+    `CREATE INDEX IF NOT EXISTS "${t.holds}_digest" ON "${t.holds}" (digest, expires_at)`,
+    `CREATE INDEX IF NOT EXISTS "${t.holds}_node" ON "${t.holds}" (node)`
+  ]
+}
 
 /** A task's model as submitted (`input.model`), as the list filter and its index read it. */
 export const modelExpression = (isPg: boolean) => (isPg ? "((input::jsonb) ->> 'model')" : "json_extract(input, '$.model')")
@@ -221,6 +249,14 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
       // `kind IN (?)` with the kinds bound as parameters (the planner cannot prove the index's
       // condition), so every settlement scanned the whole ledger.
       yield* sql`CREATE INDEX ${sql(`${t.ledgerEntries}_task`)} ON ${sql(t.ledgerEntries)} (task_id)`
+    }),
+    "0017_shared_limits": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // PostgreSQL only: the edge's limits are shared between nodes there (PgLimits).
+      yield* sql.onDialectOrElse({
+        pg: () => Effect.forEach(limitTables(prefix), (statement) => sql.unsafe(statement), { discard: true }),
+        orElse: () => Effect.void
+      })
     })
   }
 }

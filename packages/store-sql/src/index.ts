@@ -14,3 +14,5 @@ export * as TaskRow from "./TaskRow.js"
 export * as SqlLedger from "./SqlLedger.js"
 /** Submit's Idempotency-Keys on SQL. */
 export * as SqlIdempotencyKeys from "./SqlIdempotencyKeys.js"
+/** The HTTP edge's limits shared by every node on one PostgreSQL database. */
+export * as PgLimits from "./PgLimits.js"
