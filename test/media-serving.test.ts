@@ -1,16 +1,18 @@
 /**
- * Result files served like a CDN, over a real loopback server, on the memory and the file
- * store alike: content-addressed URLs, content types, validators, caching, HEAD, 304, byte
- * ranges and 416; on the file store, retention and a media folder that vanishes.
+ * Result files served like a CDN, over a real loopback server: content-addressed URLs,
+ * content types, validators, caching, HEAD, 304, byte ranges and 416, on the memory, file
+ * and S3 stores alike (S3 on s3rver on loopback); on the
+ * file store, retention and a media folder that vanishes.
  */
 import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { Ids, MediaError } from "@mediagate/core"
 import { MediaStore } from "@mediagate/core"
 import { Backends, Deployment } from "@mediagate/server"
 import { MediagateHttp, Routes } from "@mediagate/http"
 import { FileMediaStore } from "@mediagate/media"
+import { S3MediaStore } from "@mediagate/media/s3"
 import { MemoryMediaStore } from "@mediagate/store-memory"
 import { Mp4, Png } from "@mediagate/upstream"
 import { Effect, HashMap, Layer, Logger, TestClock } from "effect"
@@ -18,9 +20,17 @@ import { createHash } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { type RunningS3rver, startS3rver } from "../packages/media/test/S3rver.js"
 
 const root = mkdtempSync(join(tmpdir(), "mediagate-serving-"))
-afterAll(() => rmSync(root, { recursive: true, force: true }))
+let s3: RunningS3rver | undefined
+beforeAll(async () => {
+  s3 = await startS3rver()
+})
+afterAll(async () => {
+  await s3?.close()
+  rmSync(root, { recursive: true, force: true })
+})
 let folders = 0
 const freshFolder = () => join(root, `media-${++folders}`)
 
@@ -75,6 +85,10 @@ const stores: ReadonlyArray<readonly [string, () => MediaLayer]> = [
   ["file", () => {
     const directory = freshFolder()
     return (baseUrl) => FileMediaStore.layerWith({ directory, baseUrl })
+  }],
+  ["S3 (s3rver)", () => {
+    const prefix = `serving-${++folders}/`
+    return (baseUrl) => S3MediaStore.layerWith({ bucket: s3!.bucket, prefix, client: s3!.client, baseUrl })
   }]
 ]
 
