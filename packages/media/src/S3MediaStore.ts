@@ -35,6 +35,14 @@ export interface Options extends Location {
   readonly retention?: Duration.DurationInput
   /** How often the layer sweeps when there is a retention; by default the retention, at most an hour. */
   readonly sweepInterval?: Duration.DurationInput
+  /**
+   * How /media/<key> answers: `proxy` (the default) sends the bytes from the bucket, with
+   * ranges; `presigned` answers 302 to a presigned GET URL of the object (needs
+   * `@aws-sdk/s3-request-presigner` installed), so the bytes go from the store to the client.
+   */
+  readonly serve?: "proxy" | "presigned"
+  /** With `presigned`, how long a URL is valid (default an hour); the redirect is cached for half of it. */
+  readonly presignedExpiry?: Duration.DurationInput
 }
 
 /** The SDK client of `options`; path-style with a custom endpoint, checksums only where S3 requires them. */
@@ -121,7 +129,11 @@ const checkBucket = (bucket: Bucket, endpoint: string | undefined) =>
 /** The store over a client the caller owns (`layerWith` builds and closes one). */
 export const makeWith = (
   bucket: Bucket,
-  options: { readonly baseUrl: string; readonly retention?: Duration.DurationInput }
+  options: {
+    readonly baseUrl: string
+    readonly retention?: Duration.DurationInput
+    readonly redirect?: (key: string) => Effect.Effect<MediaStore.MediaRedirect, MediaError>
+  }
 ): Context.Tag.Service<MediaStore.MediaStore> => {
   const { client } = bucket
   const base = options.baseUrl.replace(/\/+$/, "")
@@ -233,9 +245,38 @@ export const makeWith = (
     stream: (key, range) =>
       Option.isNone(MediaStore.parseKey(key))
         ? Stream.fail(new MediaError({ message: `no file ${key}` }))
-        : Stream.suspend(() => read(key, range))
+        : Stream.suspend(() => read(key, range)),
+    ...(options.redirect === undefined ? {} : { redirect: options.redirect })
   }
 }
+
+/**
+ * Presigned GET URLs of the bucket's objects, valid `expiry` from the Clock's now, cached
+ * for half of that. The presigner is an optional peer, loaded only here.
+ */
+export const presigner = (
+  bucket: Bucket,
+  expiry: Duration.DurationInput
+): Effect.Effect<(key: string) => Effect.Effect<MediaStore.MediaRedirect, MediaError>, MediaError> =>
+  Effect.map(
+    Effect.tryPromise({
+      try: () => import("@aws-sdk/s3-request-presigner"),
+      catch: (cause) => new MediaError({ message: "presigned media URLs need @aws-sdk/s3-request-presigner installed", cause })
+    }),
+    ({ getSignedUrl }) => {
+      const seconds = Math.max(2, Math.floor(Duration.toSeconds(expiry)))
+      return (key: string) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          send(
+            () =>
+              getSignedUrl(bucket.client, new GetObjectCommand({ Bucket: bucket.bucket, Key: `${bucket.prefix}${key}` }), {
+                expiresIn: seconds,
+                signingDate: new Date(now)
+              }),
+            `cannot presign ${key}`
+          )).pipe(Effect.map((url) => ({ url, maxAge: Math.floor(seconds / 2) })))
+    }
+  )
 
 /** Names under the prefix that `sweep` may delete: our keys, nothing else in the bucket. */
 const sweepable = /^[0-9a-f]{32}\.[a-z0-9]+$/
@@ -304,10 +345,22 @@ export const acquireClient = (options: Location & { readonly client: ClientOptio
     Effect.tap((bucket) => checkBucket(bucket, options.client.endpoint))
   )
 
+/** The client and the store over it. */
+const build = (options: Options) =>
+  Effect.gen(function*() {
+    const bucket = yield* acquireClient(options)
+    const redirect = options.serve === "presigned" ? yield* presigner(bucket, options.presignedExpiry ?? Duration.hours(1)) : undefined
+    const store = makeWith(bucket, {
+      baseUrl: options.baseUrl,
+      ...(options.retention === undefined ? {} : { retention: options.retention }),
+      ...(redirect === undefined ? {} : { redirect })
+    })
+    return { bucket, store }
+  })
+
 /** A MediaStore in the bucket of `options` (without the sweep: see `layerWith` and `sweep`). */
 export const make = (options: Options): Effect.Effect<Context.Tag.Service<MediaStore.MediaStore>, MediaError, Scope.Scope> =>
-  Effect.map(acquireClient(options), (bucket) =>
-    makeWith(bucket, { baseUrl: options.baseUrl, ...(options.retention === undefined ? {} : { retention: options.retention }) }))
+  Effect.map(build(options), ({ store }) => store)
 
 /**
  * The S3 MediaStore. With a `retention`, a sweep runs when the layer starts and then every
@@ -318,7 +371,7 @@ export const layerWith = (options: Options): Layer.Layer<MediaStore.MediaStore, 
   Layer.scoped(
     MediaStore.MediaStore,
     Effect.gen(function*() {
-      const bucket = yield* acquireClient(options)
+      const { bucket, store } = yield* build(options)
       const { retention } = options
       if (retention !== undefined) {
         const interval = options.sweepInterval ?? Duration.min(Duration.decode(retention), Duration.hours(1))
@@ -329,7 +382,7 @@ export const layerWith = (options: Options): Layer.Layer<MediaStore.MediaStore, 
           Effect.forkScoped
         )
       }
-      return makeWith(bucket, { baseUrl: options.baseUrl, ...(retention === undefined ? {} : { retention }) })
+      return store
     })
   )
 
