@@ -79,6 +79,8 @@ export interface ServerConfig {
 /** MEDIAGATE_MEDIA_URL's bucket and prefix, and how the S3 client reaches the store (AWS_REGION, AWS_ENDPOINT_URL_S3...). */
 export interface MediaBucket extends S3Location.Location {
   readonly client: S3Location.ClientOptions
+  /** MEDIAGATE_MEDIA_REDIRECT: `proxy` sends the bytes through /media/ (the default); `presigned` answers 302 to a presigned URL. */
+  readonly serve: "proxy" | "presigned"
 }
 
 /** MEDIAGATE_LOG_FORMAT's values. */
@@ -109,6 +111,7 @@ export const variables = [
   "MEDIAGATE_DATABASE_URL",
   "MEDIAGATE_MEDIA_DIR",
   "MEDIAGATE_MEDIA_URL",
+  "MEDIAGATE_MEDIA_REDIRECT",
   "MEDIAGATE_MEDIA_RETENTION",
   "MEDIAGATE_LEASE",
   "MEDIAGATE_SHUTDOWN_GRACE",
@@ -248,10 +251,23 @@ const databaseUrl = variable("MEDIAGATE_DATABASE_URL", (raw) =>
     : Either.left(`must be sqlite:<path>, postgres://... or memory (got ${shown(raw)})`))
 
 /** `s3://bucket/prefix`, with the client from AWS_* read only then. */
-const mediaBucket: Config.Config<Option.Option<MediaBucket>> = Config.option(Config.all({
-  location: variable("MEDIAGATE_MEDIA_URL", (raw) => Either.mapLeft(S3Location.parseMediaUrl(raw), (rule) => `${rule} (got ${shown(raw)})`)),
-  client: S3Location.clientConfig
-}).pipe(Config.map(({ client, location }) => ({ ...location, client }))))
+const mediaBucket: Config.Config<Option.Option<MediaBucket>> = Config.all({
+  bucket: Config.option(Config.all({
+    location: variable("MEDIAGATE_MEDIA_URL", (raw) => Either.mapLeft(S3Location.parseMediaUrl(raw), (rule) => `${rule} (got ${shown(raw)})`)),
+    client: S3Location.clientConfig
+  })),
+  redirect: Config.option(oneOf("MEDIAGATE_MEDIA_REDIRECT", ["off", "presigned"]))
+}).pipe(
+  Config.mapOrFail(({ bucket, redirect }): Either.Either<Option.Option<MediaBucket>, ConfigError.ConfigError> =>
+    Option.isNone(bucket) && Option.isSome(redirect)
+      ? Either.left(ConfigError.InvalidData([], "MEDIAGATE_MEDIA_REDIRECT needs MEDIAGATE_MEDIA_URL: only a bucket can serve its files itself"))
+      : Either.right(Option.map(bucket, ({ client, location }) => ({
+        ...location,
+        client,
+        serve: Option.getOrElse(redirect, () => "off") === "presigned" ? "presigned" as const : "proxy" as const
+      })))
+  )
+)
 
 const apiKey = variable("MEDIAGATE_API_KEY", (raw) =>
   raw.length > 0 ? Either.right(raw) : Either.left("must not be empty (unset it to have a key generated)"))

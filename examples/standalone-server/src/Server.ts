@@ -43,12 +43,13 @@ export const bucketMedia = (
 ): Effect.Effect<Option.Option<Backends["media"]>> =>
   Option.match(config.mediaBucket, {
     onNone: () => Effect.succeedNone,
-    onSome: ({ bucket, client, prefix }) =>
+    onSome: ({ bucket, client, prefix, serve }) =>
       Effect.map(Effect.promise(() => import("@mediagate/media/s3")), ({ S3MediaStore }) =>
         Option.some(S3MediaStore.layerWith({
           bucket,
           prefix,
           client,
+          serve,
           baseUrl: `${config.publicUrl}${Routes.mediaPrefix}`,
           ...Option.match(config.mediaRetention, { onNone: () => ({}), onSome: (retention) => ({ retention }) })
         })))
