@@ -108,8 +108,8 @@ const slice = <E>(stream: Stream.Stream<Uint8Array, E>, skip: number, length: nu
     Stream.filter((bytes) => bytes.length > 0)
   )
 
-/** A client and its bucket, for `make` and `sweep`. */
-interface Bucket extends Location {
+/** A client and its bucket, for `makeWith` and `sweep`. */
+export interface Bucket extends Location {
   readonly client: S3Client
 }
 
@@ -120,8 +120,14 @@ const send = <A>(run: (signal: AbortSignal) => Promise<A>, message: string): Eff
 const checkBucket = (bucket: Bucket, endpoint: string | undefined) =>
   send((abortSignal) => bucket.client.send(new HeadBucketCommand({ Bucket: bucket.bucket }), { abortSignal }), "").pipe(
     Effect.mapError((error) => {
-      const { name, status } = describe(error.cause)
-      const why = status === 404 ? "no such bucket" : status === 403 ? "access denied (check the credentials)" : `${name}${status === undefined ? "" : ` (HTTP ${status})`}`
+      const { message, name, status } = describe(error.cause)
+      const why = status === 404
+        ? "no such bucket"
+        : status === 403
+        ? "access denied (check the credentials)"
+        : status === undefined
+        ? message.split("\n")[0]
+        : `${name} (HTTP ${status})`
       return new MediaError({ message: `cannot use bucket ${bucket.bucket} at ${endpoint ?? "AWS S3"}: ${why}`, cause: error.cause })
     })
   )

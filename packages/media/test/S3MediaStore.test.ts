@@ -148,6 +148,7 @@ describe("S3MediaStore", () => {
       for (const error of Object.values(result)) expect(error).toBeInstanceOf(MediaError)
       const down = yield* Effect.flip(Layer.build(S3MediaStore.layerWith(options)).pipe(Effect.scoped))
       expect(down.message).toMatch(new RegExp(`^cannot use bucket media at ${other.endpoint}: `))
+      expect(down.message).toContain("ECONNREFUSED")
       expect(down.message).not.toContain("\n")
     }))
 
