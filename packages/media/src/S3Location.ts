@@ -20,6 +20,8 @@ export interface ClientOptions {
   readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string; readonly sessionToken?: string }
   /** Attempts per request, the first included; the SDK's default (3) when not given. */
   readonly maxAttempts?: number
+  /** Milliseconds a connection may take to open (default 10 s) and a socket may stay silent (default 60 s) before the request fails. */
+  readonly timeouts?: { readonly connect: number; readonly idle: number }
 }
 
 /** S3's rule for a bucket name (3 to 63 lowercase letters, digits, dots and hyphens, a letter or digit at each end). */

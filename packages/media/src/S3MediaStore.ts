@@ -59,6 +59,9 @@ export const makeClient = (options: ClientOptions): S3Client => {
       // loopback address do not have; path-style works on every S3-compatible store.
       forcePathStyle: true
     }),
+    // The SDK waits forever by default: a store that accepts and never answers would hold
+    // every /media/ request and every result copy.
+    requestHandler: { connectionTimeout: options.timeouts?.connect ?? 10_000, socketTimeout: options.timeouts?.idle ?? 60_000 },
     ...(options.credentials === undefined ? {} : { credentials: { ...options.credentials } }),
     ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts })
   }

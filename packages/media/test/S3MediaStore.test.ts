@@ -13,6 +13,7 @@ import {
   PutObjectCommand
 } from "@aws-sdk/client-s3"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { type AddressInfo, createServer, type Socket } from "node:net"
 import { MediaError, MediaStore } from "@mediagate/core"
 import { ConfigProvider, Effect, Either, HashMap, Layer, Logger, Option, Stream, TestClock } from "effect"
 import { S3MediaStore } from "../src/s3.js"
@@ -150,6 +151,20 @@ describe("S3MediaStore", () => {
       expect(down.message).toMatch(new RegExp(`^cannot use bucket media at ${other.endpoint}: `))
       expect(down.message).toContain("ECONNREFUSED")
       expect(down.message).not.toContain("\n")
+    }))
+
+  it.effect("a store that accepts connections and never answers fails the request after the idle timeout", () =>
+    Effect.gen(function*() {
+      const sockets: Array<Socket> = []
+      const silent = createServer((socket) => void sockets.push(socket))
+      yield* Effect.promise(() => new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve)))
+      const { port } = silent.address() as AddressInfo
+      const client = { ...s3.client, endpoint: `http://127.0.0.1:${port}`, timeouts: { connect: 1_000, idle: 300 } }
+      const error = yield* Effect.flip(Layer.build(S3MediaStore.layerWith({ bucket: "media", prefix: "", client, baseUrl })).pipe(Effect.scoped))
+      for (const socket of sockets) socket.destroy()
+      silent.close()
+      expect(error).toBeInstanceOf(MediaError)
+      expect(error.message).toMatch(new RegExp(`^cannot use bucket media at http://127.0.0.1:${port}: `))
     }))
 
   it.effect("objects go under the prefix with the extension's Content-Type", () =>
