@@ -1,8 +1,8 @@
 /**
  * An S3-speaking server on loopback for the tests: s3rver, on a free port, its objects in a
  * temporary folder, with one bucket. It does not check SigV4 signatures; s3rver's gaps
- * (bytes=0-0 answered whole, CopyObject onto itself keeping LastModified, paged listings
- * needing node's legacy OpenSSL provider) are in docs/decisions.md.
+ * (bytes=0-0 answered whole, CopyObject onto itself keeping LastModified, a listing longer
+ * than one page failing without node's --openssl-legacy-provider) are in docs/decisions.md.
  */
 import S3rver from "s3rver"
 import { mkdtempSync, rmSync, utimesSync } from "node:fs"
