@@ -4,6 +4,7 @@
  * allows and what it got, so an operator can fix it without reading code.
  */
 import { Credits, ModelCatalog } from "@mediagate/core"
+import { S3Location } from "@mediagate/media"
 import type { Deployment } from "@mediagate/server"
 import { Database } from "@mediagate/store-sql"
 import { Config, ConfigError, Duration, Either, Option } from "effect"
@@ -29,6 +30,11 @@ export interface ServerConfig {
   readonly simulatorProfile: SimulatorProfile
   readonly databaseUrl: string
   readonly mediaDir: string
+  /**
+   * Result files in an S3-compatible bucket (MEDIAGATE_MEDIA_URL, `s3://bucket/prefix`) instead
+   * of `mediaDir` or memory, with the client from the SDK's AWS_* variables.
+   */
+  readonly mediaBucket: Option.Option<MediaBucket>
   /** How long a node's claim on a task holds: another node takes over a dead node's tasks after it. */
   readonly lease: Duration.Duration
   /** On SIGTERM, how long the steps in flight may take before they are interrupted and given back. */
@@ -70,6 +76,13 @@ export interface ServerConfig {
   readonly metrics: boolean
 }
 
+/** MEDIAGATE_MEDIA_URL's bucket and prefix, and how the S3 client reaches the store (AWS_REGION, AWS_ENDPOINT_URL_S3...). */
+export interface MediaBucket extends S3Location.Location {
+  readonly client: S3Location.ClientOptions
+  /** MEDIAGATE_MEDIA_REDIRECT: `proxy` sends the bytes through /media/ (the default); `presigned` answers 302 to a presigned URL. */
+  readonly serve: "proxy" | "presigned"
+}
+
 /** MEDIAGATE_LOG_FORMAT's values. */
 export type LogFormat = "logfmt" | "json"
 
@@ -97,6 +110,8 @@ export const variables = [
   "MEDIAGATE_UPSTREAM",
   "MEDIAGATE_DATABASE_URL",
   "MEDIAGATE_MEDIA_DIR",
+  "MEDIAGATE_MEDIA_URL",
+  "MEDIAGATE_MEDIA_REDIRECT",
   "MEDIAGATE_MEDIA_RETENTION",
   "MEDIAGATE_LEASE",
   "MEDIAGATE_SHUTDOWN_GRACE",
@@ -235,6 +250,25 @@ const databaseUrl = variable("MEDIAGATE_DATABASE_URL", (raw) =>
     ? Either.right(raw)
     : Either.left(`must be sqlite:<path>, postgres://... or memory (got ${shown(raw)})`))
 
+/** `s3://bucket/prefix`, with the client from AWS_* read only then. */
+const mediaBucket: Config.Config<Option.Option<MediaBucket>> = Config.all({
+  bucket: Config.option(Config.all({
+    location: variable("MEDIAGATE_MEDIA_URL", (raw) => Either.mapLeft(S3Location.parseMediaUrl(raw), (rule) => `${rule} (got ${shown(raw)})`)),
+    client: S3Location.clientConfig
+  })),
+  redirect: Config.option(oneOf("MEDIAGATE_MEDIA_REDIRECT", ["off", "presigned"]))
+}).pipe(
+  Config.mapOrFail(({ bucket, redirect }): Either.Either<Option.Option<MediaBucket>, ConfigError.ConfigError> =>
+    Option.isNone(bucket) && Option.isSome(redirect)
+      ? Either.left(ConfigError.InvalidData([], "MEDIAGATE_MEDIA_REDIRECT needs MEDIAGATE_MEDIA_URL: only a bucket can serve its files itself"))
+      : Either.right(Option.map(bucket, ({ client, location }) => ({
+        ...location,
+        client,
+        serve: Option.getOrElse(redirect, () => "off") === "presigned" ? "presigned" as const : "proxy" as const
+      })))
+  )
+)
+
 const apiKey = variable("MEDIAGATE_API_KEY", (raw) =>
   raw.length > 0 ? Either.right(raw) : Either.left("must not be empty (unset it to have a key generated)"))
 
@@ -366,7 +400,8 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
     Config.withDefault("demo" as const)
   ),
   databaseUrl: databaseUrl.pipe(Config.withDefault(defaultDatabaseUrl)),
-  mediaDir: nonEmpty("MEDIAGATE_MEDIA_DIR").pipe(Config.withDefault("./data/media")),
+  mediaDir: Config.option(nonEmpty("MEDIAGATE_MEDIA_DIR")),
+  mediaBucket,
   mediaRetention: Config.option(duration("MEDIAGATE_MEDIA_RETENTION", [Duration.minutes(1), "1m"], [Duration.days(3650), "3650d"])),
   lease: duration("MEDIAGATE_LEASE", [Duration.seconds(1), "1s"], [Duration.hours(1), "60m"]).pipe(Config.withDefault(Duration.seconds(15))),
   shutdownGrace: duration("MEDIAGATE_SHUTDOWN_GRACE", [Duration.zero, "0s"], [Duration.minutes(10), "10m"]).pipe(
@@ -384,6 +419,11 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   logLevel: oneOf("MEDIAGATE_LOG_LEVEL", ["debug", "info", "warning", "error", "none"]).pipe(Config.withDefault("info" as const)),
   metrics: boolean("MEDIAGATE_METRICS").pipe(Config.withDefault(false))
 }).pipe(
+  Config.mapOrFail((config) =>
+    Option.isSome(config.mediaDir) && Option.isSome(config.mediaBucket)
+      ? Either.left(ConfigError.InvalidData([], "MEDIAGATE_MEDIA_URL and MEDIAGATE_MEDIA_DIR are both set: files go to a bucket or to a folder, unset one"))
+      : Either.right({ ...config, mediaDir: Option.getOrElse(config.mediaDir, () => "./data/media") })
+  ),
   Config.map((config) => ({
     ...config,
     webhooks: Option.isSome(config.publicUrl),

@@ -1,6 +1,7 @@
 /**
  * The standalone server: the standard composition (`@mediagate/server`) over a task store
- * (SQLite by default, PostgreSQL or memory), the simulator and files on disk, on one
+ * (SQLite by default, PostgreSQL or memory), the simulator and files on disk or in an
+ * S3-compatible bucket, on one
  * node:http server. Tests build the same composition. The backends and the services live
  * in `@mediagate/server` (`Backends`, `Deployment`), so an embedding host imports the same
  * ones; this module adds the routes file and the HTTP server.
@@ -33,6 +34,27 @@ export const loadRoutes = (file: string, providers: ProviderConfig) =>
     return RoutesFile.expandRoutes(routes, names)
   })
 
+/**
+ * The S3 MediaStore of MEDIAGATE_MEDIA_URL, with MEDIAGATE_MEDIA_RETENTION; none without a
+ * bucket. The S3 SDK is loaded only then, so a server keeping files on disk never loads it.
+ */
+export const bucketMedia = (
+  config: Pick<ServerConfig, "publicUrl" | "mediaBucket" | "mediaRetention">
+): Effect.Effect<Option.Option<Backends["media"]>> =>
+  Option.match(config.mediaBucket, {
+    onNone: () => Effect.succeedNone,
+    onSome: ({ bucket, client, prefix, serve }) =>
+      Effect.map(Effect.promise(() => import("@mediagate/media/s3")), ({ S3MediaStore }) =>
+        Option.some(S3MediaStore.layerWith({
+          bucket,
+          prefix,
+          client,
+          serve,
+          baseUrl: `${config.publicUrl}${Routes.mediaPrefix}`,
+          ...Option.match(config.mediaRetention, { onNone: () => ({}), onSome: (retention) => ({ retention }) })
+        })))
+  })
+
 /** The HTTP server on `host:port`: `http`, or a new one; Node's own errors answered in the envelope. */
 export const server = (config: Pick<ServerConfig, "host" | "port">, http: NodeServer = createServer()) =>
   NodeHttpServer.layer(() => {
@@ -56,6 +78,7 @@ type Tunables =
   | "authFailureLimit"
   | "startingCredits"
   | "mediaRetention"
+  | "mediaBucket"
   | "metrics"
 export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | "providers" | "webhooks" | "logFormat" | "logLevel"> & Partial<Pick<ServerConfig, Tunables>> & {
   readonly routing?: Routing

@@ -19,7 +19,7 @@ import { configErrorLines, defaultDatabaseUrl, serverConfig } from "./Config.js"
 import * as Logging from "./Logging.js"
 import * as Telemetry from "./Telemetry.js"
 import type { Routing } from "./Server.js"
-import { layer, loadRoutes } from "./Server.js"
+import { bucketMedia, layer, loadRoutes } from "./Server.js"
 
 /**
  * What the banner may say about the key and the signing secret. A secret is shown once,
@@ -51,7 +51,9 @@ const banner = (config: ServerConfig, credentials: Credentials, routing: Routing
   const store = config.databaseUrl === "memory" ? "memory" : config.databaseUrl.replace(/\/\/[^@/]*@/, "//***@")
   return [
     "",
-    `mediagate listening on ${config.publicUrl} (${upstreamLine(config, routing)}, store: ${store})`,
+    `mediagate listening on ${config.publicUrl} (${upstreamLine(config, routing)}, store: ${store}${
+      Option.match(config.mediaBucket, { onNone: () => "", onSome: ({ bucket, prefix }) => `, media: s3://${bucket}/${prefix}` })
+    })`,
     ...(config.allowPrivateUrls
       ? ["warning: MEDIAGATE_ALLOW_PRIVATE_URLS is on: callbacks and media fetches may reach localhost and private addresses (development and tests only)"]
       : []),
@@ -126,9 +128,13 @@ const runInMemory = (config: Configured, routing: Routing | undefined) =>
   Effect.gen(function*() {
     const key = Option.isSome(config.apiKey) ? config.apiKey.value : yield* newKey
     const secret = yield* newSecret
-    const backends = Backends.memoryBackends(config, [
-      { id: yield* newAccountId, name: "default", apiKey: Redacted.make(key), webhookSecret: Redacted.make(secret), credits: config.startingCredits }
-    ])
+    const media = yield* bucketMedia(config)
+    const backends = {
+      ...Backends.memoryBackends(config, [
+        { id: yield* newAccountId, name: "default", apiKey: Redacted.make(key), webhookSecret: Redacted.make(secret), credits: config.startingCredits }
+      ]),
+      ...Option.match(media, { onNone: () => ({}), onSome: (layer) => ({ media: layer }) })
+    }
     const credentials: Credentials = {
       key: Option.isSome(config.apiKey) ? { _tag: "Environment" } : { _tag: "Generated", value: key },
       newSecret: Option.some(secret)
@@ -145,7 +151,8 @@ const runOnSql = (config: Configured, routing: Routing | undefined) =>
     Effect.gen(function*() {
       // The default folder is ours to create; any other path must exist (a typo should not make folders).
       if (config.databaseUrl === defaultDatabaseUrl) yield* Effect.sync(() => mkdirSync("./data", { recursive: true }))
-      const backends = SqlBackends.make(config)
+      const media = yield* bucketMedia(config)
+      const backends = SqlBackends.make({ ...config, ...Option.match(media, { onNone: () => ({}), onSome: (layer) => ({ media: layer }) }) })
       const built = yield* Layer.build(Layer.mergeAll(backends.store, backends.accounts, backends.ledger))
       const accounts = Context.get(built, SqlAccounts.SqlAccountsService)
       const ledger = Context.get(built, Ledger.Ledger)

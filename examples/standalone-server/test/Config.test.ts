@@ -109,6 +109,37 @@ describe("serverConfig", () => {
       expect(yield* problems({ MEDIAGATE_MEDIA_RETENTION: "forever" })).toEqual([rule("forever")])
     }))
 
+  it.effect("MEDIAGATE_MEDIA_URL: unset by default; s3://bucket/prefix with the client from AWS_*; never with MEDIAGATE_MEDIA_DIR", () =>
+    Effect.gen(function*() {
+      const bucket = (env: Record<string, string>) => Effect.map(read(env), (config) => Either.getOrThrow(config).mediaBucket)
+      expect(yield* bucket({})).toEqual(Option.none())
+      expect(yield* bucket({ MEDIAGATE_MEDIA_URL: "s3://results/mediagate/" })).toEqual(
+        Option.some({ bucket: "results", prefix: "mediagate/", client: { region: "us-east-1" }, serve: "proxy" })
+      )
+      expect(yield* bucket({ MEDIAGATE_MEDIA_URL: "s3://results", AWS_REGION: "auto", AWS_ENDPOINT_URL_S3: "https://x.r2.cloudflarestorage.com" })).toEqual(
+        Option.some({ bucket: "results", prefix: "", client: { region: "auto", endpoint: "https://x.r2.cloudflarestorage.com" }, serve: "proxy" })
+      )
+      // The folder's default stays for a server that keeps files on disk.
+      expect(Either.getOrThrow(yield* read({ MEDIAGATE_MEDIA_URL: "s3://results" })).mediaDir).toBe("./data/media")
+      expect(yield* problems({ MEDIAGATE_MEDIA_URL: "results" })).toEqual([`MEDIAGATE_MEDIA_URL must be s3://bucket or s3://bucket/prefix (got "results")`])
+      expect(yield* problems({ MEDIAGATE_MEDIA_URL: "s3://Results" })).toEqual([`MEDIAGATE_MEDIA_URL names a bucket S3 does not allow ("Results") (got "s3://Results")`])
+      expect(Option.map(yield* bucket({ MEDIAGATE_MEDIA_URL: "s3://results", MEDIAGATE_MEDIA_REDIRECT: "presigned" }), ({ serve }) => serve)).toEqual(
+        Option.some("presigned")
+      )
+      expect(Option.map(yield* bucket({ MEDIAGATE_MEDIA_URL: "s3://results", MEDIAGATE_MEDIA_REDIRECT: "off" }), ({ serve }) => serve)).toEqual(
+        Option.some("proxy")
+      )
+      expect(yield* problems({ MEDIAGATE_MEDIA_REDIRECT: "presigned" })).toEqual([
+        "MEDIAGATE_MEDIA_REDIRECT needs MEDIAGATE_MEDIA_URL: only a bucket can serve its files itself"
+      ])
+      expect(yield* problems({ MEDIAGATE_MEDIA_URL: "s3://results", MEDIAGATE_MEDIA_REDIRECT: "yes" })).toEqual([
+        `MEDIAGATE_MEDIA_REDIRECT must be one of off, presigned (got "yes")`
+      ])
+      expect(yield* problems({ MEDIAGATE_MEDIA_URL: "s3://results", MEDIAGATE_MEDIA_DIR: "/var/media" })).toEqual([
+        "MEDIAGATE_MEDIA_URL and MEDIAGATE_MEDIA_DIR are both set: files go to a bucket or to a folder, unset one"
+      ])
+    }))
+
   it.effect("running limits are whole numbers; deadlines are family=duration pairs of known families", () =>
     Effect.gen(function*() {
       const defaults = Either.getOrThrow(yield* read({}))

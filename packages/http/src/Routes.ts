@@ -127,6 +127,15 @@ export const media = HttpApiBuilder.Router.use((router) =>
         const etag = `"${hash}"`
         const headers = { etag, "cache-control": "public, max-age=31536000, immutable", "accept-ranges": "bytes" }
         if (namesEtag(request.headers["if-none-match"], etag)) return HttpServerResponse.empty({ status: 304, headers })
+        if (store.redirect !== undefined) {
+          // The store serves the bytes (and the ranges) itself at an address that expires: the
+          // redirect is cached for less than that, the file's own answer for a year as ever.
+          const target = yield* store.redirect(key)
+          return HttpServerResponse.empty({
+            status: 302,
+            headers: { location: target.url, "cache-control": `public, max-age=${target.maxAge}` }
+          })
+        }
         // If-Range names the version a client holds a part of: with a date or another tag, the whole file (RFC 9110 13.1.5).
         const ifRange = request.headers["if-range"]
         const wanted = ifRange === undefined || ifRange.trim() === etag ? wantedPart(request.headers["range"], size) : whole

@@ -12,3 +12,5 @@ export * as MediaProbe from "./MediaProbe.js"
 export * as Transcoder from "./Transcoder.js"
 /** The spec's media rules around an Upstream: WebP to JPEG, motion materials checked, results hosted. */
 export * as MediaUpstream from "./MediaUpstream.js"
+/** An S3 media store's bucket, prefix and client settings, without the SDK (the store itself is `@mediagate/media/s3`). */
+export * as S3Location from "./S3Location.js"

@@ -19,8 +19,14 @@ export interface Config {
   readonly publicUrl: string
   /** `sqlite:<path>` or `postgres://...`. */
   readonly databaseUrl: string
-  /** The folder result files are kept in. */
+  /** The folder result files are kept in (unless `media` says otherwise). */
   readonly mediaDir: string
+  /**
+   * Result files somewhere else than `mediaDir`: another MediaStore layer, such as
+   * `S3MediaStore.layerWith` from `@mediagate/media/s3` (given here rather than imported, so
+   * that this module never needs the S3 SDK installed).
+   */
+  readonly media?: Backends["media"]
   /** How long a file is kept after it was last stored; none: forever. */
   readonly mediaRetention?: Option.Option<Duration.Duration>
 }
@@ -31,7 +37,8 @@ export interface SqlBackends extends Backends {
 }
 
 /**
- * Tasks and accounts in the SQL database of `databaseUrl`; files under `mediaDir`. On
+ * Tasks and accounts in the SQL database of `databaseUrl`; files under `mediaDir`, or in
+ * the `media` layer given. On
  * PostgreSQL, several servers may share the database: they wake each other with
  * LISTEN/NOTIFY, and the HTTP edge's limits (the per-key rate limit, the caps on held
  * requests) are kept in the database for all of them (`PgLimits`, as `limits`).
@@ -47,7 +54,7 @@ export const make = (config: Config): SqlBackends => {
     accounts: SqlAccounts.layer.pipe(Layer.provide(shared)),
     ledger: SqlLedger.layer.pipe(Layer.provide(shared)),
     idempotencyKeys: SqlIdempotencyKeys.layer.pipe(Layer.provide(shared)),
-    media: FileMediaStore.layerWith({
+    media: config.media ?? FileMediaStore.layerWith({
       directory: config.mediaDir,
       baseUrl: `${config.publicUrl}${Routes.mediaPrefix}`,
       ...Option.match(config.mediaRetention ?? Option.none(), { onNone: () => ({}), onSome: (retention) => ({ retention }) })

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, MediaStore, Task, TaskConflict, TaskStore } from "@mediagate/core"
+import { Ids, Task, TaskConflict, TaskStore } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { Effect, Option, Redacted } from "effect"
-import { MemoryAccounts, MemoryMediaStore, MemoryTaskStore } from "../src/index.js"
+import { MemoryAccounts, MemoryTaskStore } from "../src/index.js"
 
 const record = (id: string, owner: string, dueAt: number | null = 0) =>
   Testing.record({ id, ownerId: owner, status: dueAt === null ? "SUCCESS" : "PENDING", dueAt, deadlineAt: 1_000_000 })
@@ -107,15 +107,4 @@ describe("MemoryAccounts", () => {
     }))
 })
 
-describe("MemoryMediaStore", () => {
-  it.effect("put returns a URL under the base whose key get finds", () =>
-    Effect.gen(function*() {
-      const media = yield* MediaStore.MediaStore
-      const bytes = new Uint8Array([1, 2, 3])
-      const url = yield* media.put({ bytes, contentType: "image/png", extension: "png" })
-      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:8080\/media\/[0-9a-f]{32}\.png$/)
-      const stored = yield* media.get(url.split("/").pop()!)
-      expect(Option.getOrThrow(stored)).toEqual({ bytes, contentType: "image/png" })
-      expect(Option.isNone(yield* media.get(Ids.TaskId.make("missing.png")))).toBe(true)
-    }).pipe(Effect.provide(MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1:8080/media/" })), Effect.provide(Ids.layerTest)))
-})
+// MemoryMediaStore runs the MediaStore contract with the file and S3 stores: test/media-store-contract.test.ts.

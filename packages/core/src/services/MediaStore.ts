@@ -31,6 +31,13 @@ export interface ByteRange {
   readonly end: number
 }
 
+/** Where a client may fetch a file itself, for how long the address may be cached. */
+export interface MediaRedirect {
+  readonly url: string
+  /** Seconds a cache may keep the redirect: shorter than the address stays valid. */
+  readonly maxAge: number
+}
+
 /** The extensions a file may be stored under, with the content type each is served as. */
 export const contentTypes: Readonly<Record<string, string>> = {
   png: "image/png",
@@ -95,4 +102,10 @@ export class MediaStore extends Context.Tag("@mediagate/core/MediaStore")<MediaS
    * file gone since `stat` fails the stream.
    */
   readonly stream: (key: string, range?: ByteRange) => Stream.Stream<Uint8Array, MediaError>
+  /**
+   * Only for a store that serves its files itself (an S3 bucket with presigned URLs, when its
+   * host chooses that): an address the HTTP layer redirects a GET of a file `stat` found to,
+   * instead of sending its bytes. Without it, the HTTP layer always sends the bytes.
+   */
+  readonly redirect?: (key: string) => Effect.Effect<MediaRedirect, MediaError>
 }>() {}

@@ -1,0 +1,40 @@
+/**
+ * The MediaStore contract (packages/media/test/MediaStoreContract.ts), one suite run unchanged
+ * against the memory store, the file store and the S3 store, the last on s3rver started on
+ * loopback by this file. Each test gets a store of its own: a fresh store, folder or prefix.
+ */
+import { afterAll, beforeAll } from "@effect/vitest"
+import { Ids } from "@mediagate/core"
+import { FileMediaStore } from "@mediagate/media"
+import { S3MediaStore } from "@mediagate/media/s3"
+import { MemoryMediaStore } from "@mediagate/store-memory"
+import { Effect, Layer } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { mediaStoreContract } from "../packages/media/test/MediaStoreContract.js"
+import { type RunningS3rver, startS3rver } from "../packages/media/test/S3rver.js"
+
+const root = mkdtempSync(join(tmpdir(), "mediagate-media-contract-"))
+let s3: RunningS3rver | undefined
+beforeAll(async () => {
+  s3 = await startS3rver()
+})
+afterAll(async () => {
+  await s3?.close()
+  rmSync(root, { recursive: true, force: true })
+})
+let count = 0
+
+const provide = <A, E>(effect: Effect.Effect<A, E, Ids.Ids>) => Effect.provide(effect, Ids.layerTest)
+
+mediaStoreContract("memory", () => (baseUrl) => MemoryMediaStore.layer({ baseUrl }), provide)
+mediaStoreContract("file", () => {
+  const directory = join(root, `store-${++count}`)
+  return (baseUrl) => FileMediaStore.layerWith({ directory, baseUrl })
+}, provide)
+mediaStoreContract("S3 (s3rver)", () => {
+  const prefix = `contract-${++count}/`
+  return (baseUrl) =>
+    Layer.suspend(() => S3MediaStore.layerWith({ bucket: s3!.bucket, prefix, client: s3!.client, baseUrl }))
+}, provide)
