@@ -326,9 +326,8 @@ const startServer = async (
     },
     stdio: ["ignore", "ignore", "inherit"]
   })
-  console.log("starting", side, label, port)
   for (let i = 0; ; i++) {
-    const up = await fetch(`http://127.0.0.1:${port}/api/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.ok, (e) => (console.log(String(e.cause ?? e)), false))
+    const up = await fetch(`http://127.0.0.1:${port}/api/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.ok, () => false)
     if (up) break
     if (i > 600 || child.exitCode !== null) throw new Error(`the ${side} server did not start`)
     await new Promise((resolve) => setTimeout(resolve, 100))
@@ -400,6 +399,49 @@ interface Round {
   readonly serverCpuPerTask: number
 }
 
+/**
+ * One load round on one side: `closed`, `clients` clients each submitting its next task when
+ * its last one's callback arrived; `burst`, every task submitted at once (the agent holds
+ * them to `clients` connections), then every callback awaited.
+ */
+const measureRound = async (
+  side: {
+    readonly submit: (i: number) => Promise<string>
+    readonly ended: (taskId: string) => Promise<Arrival>
+    /** CPU milliseconds the side's server processes have used so far. */
+    readonly cpu: () => number
+  },
+  mode: "closed" | "burst",
+  tasks: number
+): Promise<Round> => {
+  const latencies: Array<number> = []
+  let next = 0
+  let lastAck = 0
+  const serverCpu = side.cpu()
+  const started = Date.now()
+  const one = async (i: number) => {
+    const sent = Date.now()
+    const taskId = await side.submit(i)
+    lastAck = Date.now()
+    return async () => latencies.push((await side.ended(taskId)).at - sent)
+  }
+  if (mode === "closed") {
+    await Promise.all(Array.from({ length: clients }, async () => {
+      while (next < tasks) await (await one(next++))()
+    }))
+  } else {
+    const waits = await Promise.all(Array.from({ length: tasks }, (_, i) => one(i)))
+    await Promise.all(waits.map((wait) => wait()))
+  }
+  const seconds = (Date.now() - started) / 1000
+  return {
+    tasksPerSecond: tasks / seconds,
+    submitsPerSecond: tasks / ((lastAck - started) / 1000),
+    latencies,
+    serverCpuPerTask: (side.cpu() - serverCpu) / tasks
+  }
+}
+
 /** Both servers of one store and model, the same clients and receiver, rounds alternating A B A B. */
 const run = async (store: string, model: ModelName, urls: Record<SideName, { url: string; dir: string }>) => {
   const hooks = await receiver()
@@ -437,35 +479,8 @@ const run = async (store: string, model: ModelName, urls: Record<SideName, { url
     } | ${figure(idle.mediagate.toCallback)} |`
     console.log(idleRow)
 
-    const loadRound = async (side: SideName, mode: "closed" | "burst", tasks: number): Promise<Round> => {
-      const latencies: Array<number> = []
-      let next = 0
-      let lastAck = 0
-      const serverCpu = cpuMillisOf(servers[side].pid)
-      const started = Date.now()
-      const one = async (i: number) => {
-        const sent = Date.now()
-        const taskId = await submits[side](i)
-        lastAck = Date.now()
-        return async () => latencies.push((await ended(taskId)).at - sent)
-      }
-      if (mode === "closed") {
-        await Promise.all(Array.from({ length: clients }, async () => {
-          while (next < tasks) await (await one(next++))()
-        }))
-      } else {
-        // The agent holds the submits to `clients` connections at once.
-        const waits = await Promise.all(Array.from({ length: tasks }, (_, i) => one(i)))
-        await Promise.all(waits.map((wait) => wait()))
-      }
-      const seconds = (Date.now() - started) / 1000
-      return {
-        tasksPerSecond: tasks / seconds,
-        submitsPerSecond: tasks / ((lastAck - started) / 1000),
-        latencies,
-        serverCpuPerTask: (cpuMillisOf(servers[side].pid) - serverCpu) / tasks
-      }
-    }
+    const loadRound = (side: SideName, mode: "closed" | "burst", tasks: number) =>
+      measureRound({ submit: submits[side], ended, cpu: () => cpuMillisOf(servers[side].pid) }, mode, tasks)
     const load: Array<string> = []
     for (const tasks of loads) {
       for (const mode of modes) {
@@ -542,32 +557,7 @@ const runNodes = async (count: number, model: ModelName, url: string, dir: strin
         const results: Record<SideName, Array<Round>> = { mediagate: [], bare: [] }
         for (let round = 0; round < rounds; round++) {
           for (const side of ["mediagate", "bare"] as const) {
-            const latencies: Array<number> = []
-            let next = 0
-            let lastAck = 0
-            const cpu = cpuOf(side)
-            const started = Date.now()
-            const one = async (i: number) => {
-              const sent = Date.now()
-              const taskId = await submits[side](i)
-              lastAck = Date.now()
-              return async () => latencies.push((await ended(taskId)).at - sent)
-            }
-            if (mode === "closed") {
-              await Promise.all(Array.from({ length: clients }, async () => {
-                while (next < tasks) await (await one(next++))()
-              }))
-            } else {
-              const waits = await Promise.all(Array.from({ length: tasks }, (_, i) => one(i)))
-              await Promise.all(waits.map((wait) => wait()))
-            }
-            const seconds = (Date.now() - started) / 1000
-            const result = {
-              tasksPerSecond: tasks / seconds,
-              submitsPerSecond: tasks / ((lastAck - started) / 1000),
-              latencies,
-              serverCpuPerTask: (cpuOf(side) - cpu) / tasks
-            }
+            const result = await measureRound({ submit: submits[side], ended, cpu: () => cpuOf(side) }, mode, tasks)
             results[side].push(result)
             console.log(`  ${count} node(s) ${model} ${mode} ${tasks} round ${round + 1} ${side}: ${result.tasksPerSecond.toFixed(0)} tasks/s`)
           }
