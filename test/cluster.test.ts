@@ -160,7 +160,8 @@ describe("three standalone servers, one PostgreSQL database, one S3 server, no s
     const { nodes } = await threeNodes({ MEDIAGATE_RATE_LIMIT: "2", MEDIAGATE_RATE_LIMIT_BURST: "10", MEDIAGATE_MAX_HELD_PER_KEY: "2" })
 
     // Two requests held, on two nodes: the third, on the third node, is over the key's cap.
-    const taskId = await submit(nodes[0]!.port, key, "beta-imagine/text-to-video", "held")
+    // Slow (20 to 40 s): the task must still run while the places are held.
+    const taskId = await submit(nodes[0]!.port, key, "beta-imagine/text-to-video", "held [sim:slow]")
     const controller = new AbortController()
     const holds = [0, 1].map((i) =>
       fetch(`http://127.0.0.1:${nodes[i]!.port}/api/v1/task/${taskId}?wait=60`, {
@@ -169,15 +170,17 @@ describe("three standalone servers, one PostgreSQL database, one S3 server, no s
       }).catch(() => undefined)
     )
     let refused: Response | undefined
+    const seen: Array<string> = []
     for (const until = Date.now() + 10_000; Date.now() < until;) {
       const third = await fetch(`http://127.0.0.1:${nodes[2]!.port}/api/v1/task/${taskId}?wait=1`, { headers: { authorization: `Bearer ${key}` } })
       if (third.status === 429) {
         refused = third
         break
       }
-      await third.arrayBuffer()
+      seen.push(`${third.status} ${(await third.text()).slice(0, 120)}`)
       await pause(200)
     }
+    if (refused === undefined) console.log(`cluster: the third held request was answered ${seen.join("; ")}\n${nodes.map((node) => node.output().slice(-2000)).join("\n---\n")}`)
     expect(refused?.status).toBe(429)
     expect(Number(refused!.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
     expect((await refused!.json()).code).toBe(429)

@@ -23,7 +23,6 @@ export const processSuites = [
   "moderation.test.ts",
   "relay.test.ts",
   "nodes.test.ts",
-  "cluster.test.ts",
   "cluster-limits.test.ts",
   "standalone-s3.test.ts",
   "client.test.ts",
