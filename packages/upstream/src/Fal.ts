@@ -3,7 +3,11 @@
  *
  * - submit `POST {base}/{model_id}` with the input as JSON and `Authorization: Key <key>`;
  *   the answer carries `request_id` (and status, response and cancel URLs);
- * - status `GET {base}/{app}/requests/{id}/status`: `IN_QUEUE`, `IN_PROGRESS` or `COMPLETED`;
+ * - status `GET {base}/{app}/requests/{id}/status?logs=1`: `IN_QUEUE` (with `queue_position`,
+ *   the requests ahead), `IN_PROGRESS` (with `logs`, every line so far as `{message, level,
+ *   source, timestamp}`, which `?logs=1` asks for as the client's `status({ logs: true })`
+ *   does) or `COMPLETED`. A running job's progress is its queue position, then its log
+ *   messages, with a percent where a progress-bar line states one (`Progress`);
  * - result `GET {base}/{app}/requests/{id}`: images as `images[].url` (or `image.url`), a
  *   video as `video.url`; a job that failed answers here with its error (422 and its
  *   `detail`, a content-policy refusal among them);
@@ -31,6 +35,7 @@ import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Ids, type Upstream, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
 import { createHash, createPublicKey, type KeyObject, verify } from "node:crypto"
+import * as Progress from "./Progress.js"
 import * as ProviderHttp from "./ProviderHttp.js"
 import type { Provider, ProviderJob } from "./Router.js"
 
@@ -102,6 +107,15 @@ export const filesOf = (body: unknown): { readonly urls: ReadonlyArray<string>; 
   return { urls: [], flagged: 0 }
 }
 
+/** What a status answer says of a job not yet done: its `queue_position`, its `logs` messages. */
+export const progressOf = (status: unknown) => {
+  const logs = ProviderHttp.field(status, "logs")
+  const lines = Array.isArray(logs)
+    ? logs.flatMap((log) => Option.match(ProviderHttp.stringField(log, "message"), { onNone: () => [], onSome: Progress.linesOf }))
+    : []
+  return Progress.fromLogs(Progress.position(ProviderHttp.field(status, "queue_position")), lines)
+}
+
 export const make = (options: Options): Provider => {
   const name = options.name ?? "fal"
   const base = (options.baseUrl ?? "https://queue.fal.run").replace(/\/+$/, "")
@@ -160,10 +174,10 @@ export const make = (options: Options): Provider => {
       }),
     poll: (upstreamId, job) =>
       Effect.gen(function*() {
-        const answer = yield* ProviderHttp.send(name, { method: "GET", url: `${requestUrl(job, upstreamId)}/status`, headers })
+        const answer = yield* ProviderHttp.send(name, { method: "GET", url: `${requestUrl(job, upstreamId)}/status?logs=1`, headers })
         const status = ProviderHttp.stringField(answer.body, "status")
         if (Option.isNone(status)) return yield* Effect.fail(ProviderHttp.malformed(name, "a status", answer.body))
-        if (status.value !== "COMPLETED") return { _tag: "Running" } satisfies Upstream.PollOutcome
+        if (status.value !== "COMPLETED") return Progress.running(progressOf(answer.body))
         const result = yield* fetchResult(upstreamId, job)
         return { _tag: "Completed", result } satisfies Upstream.PollOutcome
       }),

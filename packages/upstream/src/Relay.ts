@@ -9,6 +9,10 @@
  *   `failure_reason` through with its `error` message; TIMEOUT and CANCELLED there end the
  *   attempt with no class.
  * - Cancel is its `POST /api/v1/task/{id}/cancel`.
+ * - A task still running there reports its `progress` (`{stage, queue_position, percent,
+ *   logs_tail, updated_at}`, or null): `queue_position`, `percent` and `logs_tail` are passed
+ *   on as they are (the lines bounded again), never parsed again; a gateway that reports
+ *   none (an older one) gives none.
  *
  * Callbacks: with a webhook URL the submit sets it as `callBackUrl`; the gateway's callback
  * wakes the task. With `webhookSecret` (that gateway's signing secret for our account) a
@@ -17,6 +21,7 @@
  */
 import { Ids, StandardWebhooks, type Task, type Upstream, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
+import * as Progress from "./Progress.js"
 import * as ProviderHttp from "./ProviderHttp.js"
 import type { Provider } from "./Router.js"
 
@@ -35,6 +40,17 @@ export interface Options {
 export const defaultInput = (_job: Task.UpstreamJob, request: Task.TaskInput): Readonly<Record<string, unknown>> => request
 
 const failureReasons = new Set(["CONTENT_MODERATION", "INVALID_PARAMETERS", "INSUFFICIENT_POINTS"])
+
+/** What the other gateway's running task says of its progress (its `progress`, snake_case). */
+export const progressOf = (task: unknown) => {
+  const progress = ProviderHttp.field(task, "progress")
+  const tail = ProviderHttp.field(progress, "logs_tail")
+  return Progress.of({
+    queuePosition: Progress.position(ProviderHttp.field(progress, "queue_position")),
+    percent: Progress.percent(ProviderHttp.field(progress, "percent")),
+    logs: Array.isArray(tail) ? tail.filter((line): line is string => typeof line === "string") : undefined
+  })
+}
 
 export const make = (options: Options): Provider => {
   const name = options.name ?? "relay"
@@ -69,7 +85,7 @@ export const make = (options: Options): Provider => {
       case "CANCELLED":
         return Effect.fail(new UpstreamError({ message: `${name}: the task ended ${status.value}${said === "" ? "" : `: ${said}`}`, reason: null, retryable: false }))
       default:
-        return Effect.succeed({ _tag: "Running" })
+        return Effect.succeed(Progress.running(progressOf(task)))
     }
   }
 

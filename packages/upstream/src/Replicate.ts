@@ -12,6 +12,10 @@
  *   takes `https:` or `data:`): it is decoded, at most `maxDataBytes`, and stored in the
  *   MediaStore, so the task returns our URL, never a data: URI (docs/decisions.md);
  * - status `GET {base}/v1/predictions/{id}`; cancel `POST {base}/v1/predictions/{id}/cancel`.
+ *   A prediction still `starting` or `processing` reports its `logs` (one text, every line
+ *   so far) as its progress, with a percent where a progress-bar line states one
+ *   (`Progress`, the rule of the official client's `parseProgressFromLogs`). Replicate gives
+ *   no queue position. `metrics.predict_time` comes only with the end, so it is no progress.
  *
  * A failed prediction whose error says the content policy refused it (NSFW, the safety
  * checker, flagged as sensitive: `ProviderHttp.isContentPolicy`, every adapter's one match) is
@@ -19,12 +23,15 @@
  * `Idempotency-Key`; whether Replicate honours it is Replicate's.
  *
  * Webhooks: with a webhook URL the prediction is created with `webhook` and
- * `webhook_events_filter: ["completed"]`. Replicate signs them in the Standard Webhooks
+ * `webhook_events_filter: ["completed"]` (`webhookEvents`: a `logs` event, which Replicate
+ * sends up to twice a second, wakes the task for a poll each time, so it is asked for only
+ * when the host says so). Replicate signs them in the Standard Webhooks
  * scheme with the account's webhook secret (`webhookSecret`, or fetched once from
  * `GET /v1/webhooks/default/secret`).
  */
 import { Ids, MediaStore, StandardWebhooks, type Task, type Upstream, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
+import * as Progress from "./Progress.js"
 import * as ProviderHttp from "./ProviderHttp.js"
 import type { Provider, ProviderJob } from "./Router.js"
 
@@ -46,6 +53,18 @@ export interface Options {
   readonly media?: MediaStore.MediaStore["Type"]
   /** The largest `data:` output decoded, in bytes. Default 32 MiB. */
   readonly maxDataBytes?: number
+  /**
+   * The events a prediction's webhook is sent for. Default `["completed"]`. Each genuine
+   * webhook wakes its task for a poll: `logs` (at most twice a second while a model prints)
+   * makes the task's progress follow the logs, at the price of that many polls.
+   */
+  readonly webhookEvents?: ReadonlyArray<"start" | "output" | "logs" | "completed">
+}
+
+/** What a prediction not yet ended says of its job: its `logs`, as lines. */
+export const progressOf = (prediction: unknown) => {
+  const logs = ProviderHttp.field(prediction, "logs")
+  return Progress.fromLogs(undefined, typeof logs === "string" ? Progress.linesOf(logs) : [])
 }
 
 /** The files of a prediction's output: a URL, or a list of them. */
@@ -125,7 +144,7 @@ export const make = (options: Options): Provider => {
       case "aborted":
         return Effect.fail(permanent(`the prediction was ${status.value}`))
       default:
-        return Effect.succeed({ _tag: "Running" })
+        return Effect.succeed(Progress.running(progressOf(prediction)))
     }
   }
 
@@ -157,7 +176,7 @@ export const make = (options: Options): Provider => {
           body: {
             ...(version === undefined ? {} : { version }),
             input,
-            ...(context.webhookUrl === undefined ? {} : { webhook: context.webhookUrl, webhook_events_filter: ["completed"] })
+            ...(context.webhookUrl === undefined ? {} : { webhook: context.webhookUrl, webhook_events_filter: options.webhookEvents ?? ["completed"] })
           }
         })
         const id = ProviderHttp.stringField(answer.body, "id")

@@ -16,6 +16,8 @@ export * as OpenAiImages from "./OpenAiImages.js"
 export * as OpenAiModeration from "./OpenAiModeration.js"
 /** What the provider adapters share: JSON calls and the classification of failures. */
 export * as ProviderHttp from "./ProviderHttp.js"
+/** Progress as providers report it: queue positions, bounded log lines, percents from progress bars. */
+export * as Progress from "./Progress.js"
 /** A relay to another gateway of this spec. */
 export * as Relay from "./Relay.js"
 /** Replicate predictions. */

@@ -169,3 +169,67 @@ describe("fal queue adapter", () => {
     expect(error.message).toContain("without a request_id")
   })
 })
+
+describe("fal progress", () => {
+  /** What the job has logged by each IN_PROGRESS status call: tqdm redraws after a first line. */
+  const printed = [
+    "Loading pipeline",
+    "  0%|          | 0/20 [00:00<?, ?it/s]",
+    " 45%|████▌     | 9/20 [00:02<00:02,  4.12it/s]",
+    "100%|██████████| 20/20 [00:04<00:00,  4.30it/s]"
+  ]
+  let queue: Awaited<ReturnType<typeof FakeFal.start>>
+  beforeAll(async () => {
+    queue = await FakeFal.start({
+      key: "fal-key",
+      queued: 3,
+      steps: 6,
+      logs: (job, step) => (job.input["prompt"] === "quiet" ? [] : job.input["prompt"] === "chatty" ? Array.from({ length: 40 }, (_, i) => `line ${i} ${"x".repeat(600)}`) : printed.slice(0, step + 2))
+    })
+  })
+  afterAll(() => queue.close())
+
+  const polls = async (prompt: string, count: number) => {
+    const provider = Fal.make({ key: "fal-key", baseUrl: queue.url })
+    const work = { job: Testing.job({ sync: false }), model: "fal-ai/flux/dev" }
+    const submitted = await run(provider.submit(work, { prompt }, context(`k-progress-${prompt}`)))
+    if (submitted._tag !== "Accepted") return expect.fail("fal accepts")
+    const outcomes: Array<unknown> = []
+    for (let i = 0; i < count; i++) outcomes.push(await run(provider.poll(submitted.upstreamId, work)))
+    return outcomes
+  }
+
+  it("queued: the queue position counts down; running: the log messages, with the percent of the last bar line", async () => {
+    const outcomes = await polls("a cat", 6)
+    expect(outcomes).toEqual([
+      { _tag: "Running", progress: { queuePosition: 2 } },
+      { _tag: "Running", progress: { queuePosition: 1 } },
+      { _tag: "Running", progress: { queuePosition: 0 } },
+      { _tag: "Running", progress: { percent: 0, logs: printed.slice(0, 2) } },
+      { _tag: "Running", progress: { percent: 45, logs: printed.slice(0, 3) } },
+      { _tag: "Running", progress: { percent: 100, logs: printed } }
+    ])
+    // The status is asked with its logs, as the official client's status({ logs: true }).
+    expect(queue.requests.filter((r) => r.path.endsWith("/status")).every((r) => r.query === "?logs=1")).toBe(true)
+  })
+
+  it("a job that logs nothing while running has no progress; a long log passes its last 20 lines, cut to 500 characters", async () => {
+    expect((await polls("quiet", 4)).at(-1)).toEqual({ _tag: "Running" })
+    const chatty = (await polls("chatty", 4)).at(-1) as { progress: { logs: ReadonlyArray<string>; percent?: number } }
+    expect(chatty.progress.logs).toHaveLength(20)
+    expect(chatty.progress.logs[0]).toMatch(/^line 20 /)
+    expect(chatty.progress.logs.every((line) => line.length === 500)).toBe(true)
+    expect(chatty.progress.percent).toBeUndefined()
+  })
+
+  it("a status without queue_position or logs (an older answer) is Running with no progress", async () => {
+    const provider = Fal.make({ key: "fal-key", baseUrl: queue.url })
+    const work = { job: Testing.job({ sync: false }), model: "fal-ai/flux/dev" }
+    const submitted = await run(provider.submit(work, { prompt: "x" }, context("k-progress-bare")))
+    if (submitted._tag !== "Accepted") return expect.fail("fal accepts")
+    queue.failNext({ status: 200, body: { status: "IN_PROGRESS", request_id: submitted.upstreamId, logs: null } }, { path: /\/status$/ })
+    expect(await run(provider.poll(submitted.upstreamId, work))).toEqual({ _tag: "Running" })
+    queue.failNext({ status: 200, body: { status: "IN_QUEUE", request_id: submitted.upstreamId, queue_position: -1 } }, { path: /\/status$/ })
+    expect(await run(provider.poll(submitted.upstreamId, work))).toEqual({ _tag: "Running" })
+  })
+})

@@ -56,6 +56,30 @@ describe("relay adapter", () => {
     expect(await run(poll("down-1"))).toEqual({ _tag: "Completed", result: { type: "image", urls: ["https://down/a.png", "https://down/b.png"] } })
   })
 
+  it("a running task's progress there is its progress here: queue_position, percent, logs_tail (bounded); null or absent is none", async () => {
+    await run(submit(Relay.defaultInput(Testing.job(), request)))
+    const id = `down-${tasks.size}`
+    const at = (progress: unknown) => tasks.set(id, { ...tasks.get(id), status: "RUNNING", progress })
+    at({ stage: "queued", queue_position: 3, percent: null, logs_tail: [], updated_at: "2026-01-01T00:00:00Z" })
+    expect(await run(poll(id))).toEqual({ _tag: "Running", progress: { queuePosition: 3 } })
+    at({ stage: "running", queue_position: null, percent: 45, logs_tail: ["Using seed 42", " 45%|████▌     | 9/20"], updated_at: "2026-01-01T00:00:02Z" })
+    expect(await run(poll(id))).toEqual({ _tag: "Running", progress: { percent: 45, logs: ["Using seed 42", " 45%|████▌     | 9/20"] } })
+    // Lines it did not bound are bounded here; its logs are never parsed again for a percent.
+    at({ stage: "running", logs_tail: Array.from({ length: 30 }, (_, i) => (i === 29 ? " 50%|█████     | 10/20" : "y".repeat(700))) })
+    const long = await run(poll(id))
+    expect(long).toMatchObject({ _tag: "Running", progress: { logs: expect.any(Array) } })
+    const logs = (long as { progress: { logs: ReadonlyArray<string> } }).progress.logs
+    expect([logs.length, Math.max(...logs.map((line) => line.length))]).toEqual([20, 500])
+    expect(long).not.toHaveProperty("progress.percent")
+    // What is not a queue position or a percent is not known.
+    at({ stage: "running", queue_position: -2, percent: 140, logs_tail: [7] })
+    expect(await run(poll(id))).toEqual({ _tag: "Running" })
+    at(null)
+    expect(await run(poll(id))).toEqual({ _tag: "Running" })
+    tasks.set(id, { taskId: id, status: "RUNNING" })
+    expect(await run(poll(id))).toEqual({ _tag: "Running" })
+  })
+
   it("an input without a model is sent with the target's", async () => {
     await run(relay().submit({ job: Testing.job(), model: "beta-imagine/text-to-image-lite" }, { prompt: "p" }, { taskId: Ids.TaskId.make("t2"), idempotencyKey: "t2.1", request: {} }))
     expect(FakeServer.json(gateway.requests.at(-1)!)).toEqual({ model: "beta-imagine/text-to-image-lite", input: { prompt: "p" } })

@@ -13,6 +13,8 @@ import * as Testing from "@mediagate/core/testing"
 import { MemoryMediaStore } from "@mediagate/store-memory"
 import { Png, Replicate } from "@mediagate/upstream"
 import { Effect, Option } from "effect"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
 import * as FakeReplicate from "./fakes/FakeReplicate.js"
 import * as Drive from "./fakes/Drive.js"
 import * as FakeServer from "./fakes/FakeServer.js"
@@ -148,5 +150,80 @@ describe("Replicate adapter", () => {
     const again = await run(provider.submit({ job: Testing.job({ sync: false }), model: "o/m" }, { prompt: "x" }, context("t7.1")))
     expect(again).toEqual(first)
     expect([...fake.predictions.values()].filter((p) => p.input["prompt"] === "x" && p.id === (first as { upstreamId: string }).upstreamId)).toHaveLength(1)
+  })
+})
+
+describe("Replicate progress", () => {
+  /** A model's logs by the prediction's gets: a line, then tqdm bars, as cog streams them. */
+  const printed = [
+    "Using seed: 42",
+    "  0%|          | 0/4 [00:00<?, ?it/s]",
+    " 50%|█████     | 2/4 [00:00<00:00,  4.12it/s]",
+    "100%|██████████| 4/4 [00:00<00:00,  4.30it/s]"
+  ]
+  let logging: Awaited<ReturnType<typeof FakeReplicate.start>>
+  beforeAll(async () => {
+    logging = await FakeReplicate.start({
+      token: "r8_token",
+      processing: 3,
+      logs: (p) => (p.input["prompt"] === "quiet" ? "" : `${printed.slice(0, p.gets + 1).join("\n")}\n`)
+    })
+  })
+  afterAll(() => logging.close())
+
+  const polls = async (prompt: string, count: number, options: Partial<Replicate.Options> = {}, webhookUrl?: string) => {
+    const provider = Replicate.make({ token: "r8_token", baseUrl: logging.url, webhookSecret: logging.webhookSecret, ...options })
+    const work = { job: Testing.job({ sync: false }), model: "o/m" }
+    const submitted = await run(provider.submit(work, { prompt }, { ...context(`k-progress-${prompt}`), ...(webhookUrl === undefined ? {} : { webhookUrl }) }))
+    if (submitted._tag !== "Accepted") return expect.fail("Replicate accepts")
+    const outcomes: Array<unknown> = []
+    for (let i = 0; i < count; i++) outcomes.push(await run(provider.poll(submitted.upstreamId, work)))
+    return { provider, outcomes, id: submitted.upstreamId }
+  }
+
+  it("a running prediction's logs are its progress lines, with the percent of the last bar line; no queue position", async () => {
+    const { outcomes } = await polls("a cat", 4)
+    expect(outcomes.slice(0, 3)).toEqual([
+      { _tag: "Running", progress: { percent: 0, logs: printed.slice(0, 2) } },
+      { _tag: "Running", progress: { percent: 50, logs: printed.slice(0, 3) } },
+      { _tag: "Running", progress: { percent: 100, logs: printed } }
+    ])
+    expect(outcomes[3]).toMatchObject({ _tag: "Completed" })
+  })
+
+  it("no logs is no progress", async () => {
+    const { outcomes } = await polls("quiet", 1)
+    expect(outcomes).toEqual([{ _tag: "Running" }])
+  })
+
+  it("a logs webhook (when asked for) is genuine, so it wakes the task, and the poll it causes carries the progress", async () => {
+    const received: Array<{ headers: Record<string, string>; body: Buffer }> = []
+    const receiver = Http.createServer((request, response) => {
+      const chunks: Array<Buffer> = []
+      request.on("data", (chunk: Buffer) => chunks.push(chunk))
+      request.on("end", () => {
+        received.push({ headers: Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k, String(v)])), body: Buffer.concat(chunks) })
+        response.writeHead(200).end()
+      })
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/webhooks/replicate/t1`
+      const { id, provider } = await polls("a dog", 1, { webhookEvents: ["logs", "completed"] }, url)
+      expect(FakeServer.json(logging.requests.find((r) => r.method === "POST" && r.headers["idempotency-key"] === "k-progress-a dog")!))
+        .toMatchObject({ webhook: url, webhook_events_filter: ["logs", "completed"] })
+      expect(await logging.logged(id)).toBe(200)
+      const event = received[0]!
+      expect(await run(provider.verifyWebhook!({ provider: "replicate", token: "t1", headers: event.headers, body: new Uint8Array(event.body) }))).toBe(true)
+      expect(await run(provider.poll(id, { job: Testing.job({ sync: false }), model: "o/m" }))).toEqual({
+        _tag: "Running",
+        progress: { percent: 50, logs: printed.slice(0, 3) }
+      })
+      // By default only the end is asked for: a logs event is never sent.
+      const quiet = await polls("a bird", 0, {}, url)
+      expect(await logging.logged(quiet.id)).toBeUndefined()
+    } finally {
+      await new Promise<void>((resolve) => receiver.close(() => resolve()))
+    }
   })
 })

@@ -193,3 +193,31 @@ describe("failover through the engine", () => {
       expect(fal.requests.filter((r) => r.method === "POST").length).toBe(falSubmits)
     }))
 })
+
+describe("Router and progress", () => {
+  const bar = " 45%|████▌     | 9/20 [00:02<00:02,  4.12it/s]"
+  let queued: Awaited<ReturnType<typeof FakeFal.start>>
+  let logging: Awaited<ReturnType<typeof FakeReplicate.start>>
+  beforeAll(async () => {
+    queued = await FakeFal.start({ key: "fal-key", queued: 2, steps: 9 })
+    logging = await FakeReplicate.start({ token: "r8", processing: 5, logs: () => `${bar}\n` })
+  })
+  afterAll(() => Promise.all([queued.close(), logging.close()]))
+
+  it.effect("a provider's progress passes through the router (and its circuit breaker), on the first target and after a failover", () =>
+    Effect.gen(function*() {
+      const upstream = yield* Upstream.Upstream
+      const context = { taskId: Ids.TaskId.make("t"), idempotencyKey: "t.1", request: {} }
+      const job = Testing.job({ sync: false })
+      const onFal = yield* upstream.submit(job, context)
+      if (onFal._tag !== "Accepted") return expect.fail("fal accepts")
+      expect(yield* upstream.poll(onFal.upstreamId, job)).toEqual({ _tag: "Running", progress: { queuePosition: 1 } })
+      const next = upstream.failover!(job)!
+      const onReplicate = yield* upstream.submit(next, { ...context, idempotencyKey: "t.2" })
+      if (onReplicate._tag !== "Accepted") return expect.fail("Replicate accepts")
+      expect(yield* upstream.poll(onReplicate.upstreamId, next)).toEqual({ _tag: "Running", progress: { percent: 45, logs: [bar] } })
+    }).pipe(Effect.provide(Router.layer({
+      routes,
+      providers: [Fal.make({ key: "fal-key", baseUrl: queued.url }), Replicate.make({ token: "r8", baseUrl: logging.url })]
+    }).pipe(Layer.provide(FetchHttpClient.layer)))))
+})

@@ -12,9 +12,16 @@ export type SubmitOutcome =
   | { readonly _tag: "Completed"; readonly result: TaskResult }
   | { readonly _tag: "Accepted"; readonly upstreamId: UpstreamId }
 
+/** What an upstream says of a job still running (every field optional; absent = not known). */
+export interface UpstreamProgress {
+  readonly queuePosition?: number
+  readonly percent?: number
+  readonly logs?: ReadonlyArray<string>
+}
+
 /** What polling a job gave. */
 export type PollOutcome =
-  | { readonly _tag: "Running" }
+  | { readonly _tag: "Running"; readonly progress?: UpstreamProgress }
   | { readonly _tag: "Completed"; readonly result: TaskResult }
 
 /**

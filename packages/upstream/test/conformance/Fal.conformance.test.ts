@@ -183,3 +183,44 @@ describe("fal's client against FakeFal", () => {
     }
   })
 })
+
+describe("fal's client reads FakeFal's progress", () => {
+  const printed = ["Loading pipeline", " 45%|████▌     | 9/20 [00:02<00:02,  4.12it/s]"]
+  let queue: Awaited<ReturnType<typeof FakeFal.start>>
+  beforeAll(async () => {
+    queue = await FakeFal.start({ key: "fal-key", queued: 2, steps: 4, logs: () => printed })
+  })
+  afterAll(() => queue.close())
+  const on = () =>
+    createFalClient({
+      credentials: "fal-key",
+      requestMiddleware: (request) => Promise.resolve({ ...request, url: request.url.replace(/^https:\/\/(queue\.)?fal\.run/, queue.url) })
+    })
+
+  it("status({ logs: true }): queue_position while queued, then RequestLogs; the adapter reads what the client reads", async () => {
+    const fal = on()
+    const submitted = await fal.queue.submit("fal-ai/flux/dev", { input: { prompt: "x" } })
+    expect(submitted).toMatchObject({ status: "IN_QUEUE", queue_position: 1 })
+    const statuses: Array<QueueStatus> = []
+    for (let i = 0; i < 3; i++) statuses.push(await fal.queue.status("fal-ai/flux/dev", { requestId: submitted.request_id, logs: true }))
+    expect(queue.requests.filter((r) => r.path.endsWith("/status")).map((r) => r.query)).toEqual(["?logs=1", "?logs=1", "?logs=1"])
+    const [first, second, running] = statuses
+    expect(first).toMatchObject({ status: "IN_QUEUE", queue_position: 1 })
+    expect(second).toMatchObject({ status: "IN_QUEUE", queue_position: 0 })
+    if (running?.status !== "IN_PROGRESS") return expect.fail("IN_PROGRESS third")
+    expect(running.logs.map((log) => log.message)).toEqual(printed)
+    expect(running.logs[0]).toEqual({ message: printed[0], level: "INFO", source: "USER", timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) })
+    expect(statuses.map(Fal.progressOf)).toEqual([{ queuePosition: 1 }, { queuePosition: 0 }, { percent: 45, logs: printed }])
+    // Without logs: true the client asks ?logs=0, and the fake answers no log lines.
+    const quiet = await fal.queue.status("fal-ai/flux/dev", { requestId: submitted.request_id })
+    expect(queue.requests.at(-1)!.query).toBe("?logs=0")
+    expect(quiet).toMatchObject({ status: "IN_PROGRESS", logs: [] })
+  })
+
+  it("subscribe with logs: every update is one the client knows, the running ones with their logs", async () => {
+    const updates: Array<QueueStatus> = []
+    await on().subscribe("fal-ai/flux/dev", { input: { prompt: "x" }, logs: true, ...subscribe, onQueueUpdate: (update) => updates.push(update) })
+    expect(updates.map((update) => update.status)).toEqual(["IN_QUEUE", "IN_QUEUE", "IN_PROGRESS", "IN_PROGRESS", "COMPLETED"])
+    expect(updates.find((update) => update.status === "IN_PROGRESS")).toMatchObject({ logs: printed.map((message) => ({ message })) })
+  })
+})

@@ -11,7 +11,7 @@ import { Png, Replicate as ReplicateAdapter } from "@mediagate/upstream"
 import { Effect } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import Replicate, { type FileOutput, type Prediction, validateWebhook } from "replicate"
+import Replicate, { type FileOutput, parseProgressFromLogs, type Prediction, validateWebhook } from "replicate"
 import * as FakeReplicate from "../fakes/FakeReplicate.js"
 
 import * as Files from "./Files.js"
@@ -182,6 +182,64 @@ describe("Replicate's client against FakeReplicate", () => {
         }).pipe(Effect.provide(FetchHttpClient.layer))
       )
       expect(verified).toBe(true)
+    } finally {
+      await new Promise<void>((resolve) => receiver.close(() => resolve()))
+    }
+  })
+})
+
+describe("Replicate's client reads FakeReplicate's logs", () => {
+  const printed = ["Using seed: 42", "  0%|          | 0/4 [00:00<?, ?it/s]", " 50%|█████     | 2/4 [00:00<00:00,  4.12it/s]"]
+  let logging: Awaited<ReturnType<typeof FakeReplicate.start>>
+  beforeAll(async () => {
+    logging = await FakeReplicate.start({ token: "r8_token", processing: 2, logs: (p) => `${printed.slice(0, p.gets + 1).join("\n")}\n` })
+  })
+  afterAll(() => logging.close())
+
+  it("predictions.get: logs is the text so far; the client's parseProgressFromLogs and the adapter read the same percent", async () => {
+    const replicate = client(logging)
+    const created = await replicate.predictions.create({ model: flux, input: { prompt: "a cat" } })
+    const seen: Array<Prediction> = []
+    for (let i = 0; i < 2; i++) seen.push(await replicate.predictions.get(created.id))
+    expect(seen.map((p) => p.status)).toEqual(["processing", "processing"])
+    expect(seen.map((p) => p.logs)).toEqual([`${printed.slice(0, 2).join("\n")}\n`, `${printed.join("\n")}\n`])
+    for (const prediction of seen) {
+      const theirs = parseProgressFromLogs(prediction)
+      expect(ReplicateAdapter.progressOf(prediction)?.percent).toBe(theirs === null ? undefined : Math.round(theirs.percentage * 100))
+    }
+    expect(ReplicateAdapter.progressOf(seen[1])).toEqual({ percent: 50, logs: printed })
+    const done = await replicate.wait(seen[1]!, { interval: 5 })
+    expect(done.status).toBe("succeeded")
+  })
+
+  it("a logs webhook is the client's Prediction, signed so that its validateWebhook accepts it", async () => {
+    const received: Array<{ headers: Http.IncomingHttpHeaders; body: string }> = []
+    const receiver = Http.createServer((request, response) => {
+      const chunks: Array<Buffer> = []
+      request.on("data", (chunk: Buffer) => chunks.push(chunk))
+      request.on("end", () => {
+        received.push({ headers: request.headers, body: Buffer.concat(chunks).toString("utf8") })
+        response.writeHead(200).end()
+      })
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/webhooks/replicate/t1`
+      const replicate = client(logging)
+      const created = await replicate.predictions.create({ model: flux, input: { prompt: "x" }, webhook: url, webhook_events_filter: ["logs"] })
+      await replicate.predictions.get(created.id)
+      expect(await logging.logged(created.id)).toBe(200)
+      const { body, headers } = received[0]!
+      const event = JSON.parse(body) as Prediction
+      expect(event).toMatchObject({ id: created.id, status: "processing", logs: expect.stringContaining("0/4") })
+      const valid = await validateWebhook({
+        id: String(headers["webhook-id"]),
+        timestamp: String(headers["webhook-timestamp"]),
+        signature: String(headers["webhook-signature"]),
+        body,
+        secret: logging.webhookSecret
+      })
+      expect(valid).toBe(true)
     } finally {
       await new Promise<void>((resolve) => receiver.close(() => resolve()))
     }

@@ -10,7 +10,10 @@
  *   two segments (`fal-ai/flux`), three in the `workflows/` and `comfy/` namespaces. Any other
  *   prefix is 404, as it is at fal;
  * - `GET /{app}/requests/{id}/status` answers IN_QUEUE, then IN_PROGRESS, then COMPLETED
- *   (one step per call), with the fields of the client's `QueueStatus`;
+ *   (one step per call), with the fields of the client's `QueueStatus`: while queued its
+ *   `queue_position` (the requests ahead, counting down to 0 over `queued` calls), then its
+ *   `logs` as fal's `RequestLog`s (`message`, `level`, `source`, `timestamp`) when the query
+ *   asks `?logs=1`, an empty list otherwise, as the client's `logs: false` gets;
  * - `GET /{app}/requests/{id}` the result (`x-fal-request-id` set): images with
  *   `has_nsfw_concepts` (a prompt with `nsfw` flags every image; `first-nsfw` only the first),
  *   or a video; `result` replaces it (a job's error, 422 with `detail`);
@@ -89,11 +92,23 @@ export interface Options {
   readonly key: string
   /** What a finished job answers, by its input (default: see `defaultResult`). */
   readonly result?: (job: Job, id: string) => FakeServer.Reply
-  /** Status calls before COMPLETED (default 2: IN_QUEUE, IN_PROGRESS; Infinity: until `complete`). */
+  /** Status calls before COMPLETED (default `queued` + 1: IN_QUEUE, then IN_PROGRESS once; Infinity: until `complete`). */
   readonly steps?: number
   /** Endpoints beside `endpoints`. */
   readonly endpoints?: Readonly<Record<string, Endpoint>>
+  /** Status calls answered IN_QUEUE, the first of `steps` (default 1, at queue position 0). */
+  readonly queued?: number
+  /** The lines a job has logged by its `step`th IN_PROGRESS status call (from 0); default none. */
+  readonly logs?: (job: Job, step: number) => ReadonlyArray<string>
 }
+
+/** fal's `RequestLog` of a line, its timestamp a second per line. */
+const requestLog = (message: string, i: number) => ({
+  message,
+  level: "INFO",
+  source: "USER",
+  timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString()
+})
 
 /** The app of an endpoint id, as the official client's `parseEndpointId` makes it. */
 export const appOf = (endpoint: string) => {
@@ -136,7 +151,8 @@ export const start = async (options: Options) => {
   const jobs = new Map<string, Job>()
   const byKey = new Map<string, string>()
   let next = 0
-  const steps = options.steps ?? 2
+  const queued = options.queued ?? 1
+  const steps = options.steps ?? queued + 1
   const finished = (job: Job) => job.done || job.statusCalls > steps
   const resultOf = (job: Job, id: string) => options.result?.(job, id) ?? defaultResult(job, id, known[job.model]?.output ?? "image")
   const urls = (app: string, id: string) => {
@@ -172,7 +188,8 @@ export const start = async (options: Options) => {
         const logs = url.searchParams.get("logs")
         if (logs !== null && logs !== "0" && logs !== "1") return validation([{ loc: ["query", "logs"], msg: "Input should be 0 or 1", type: "enum" }])
         const step = job.statusCalls++
-        const status = job.done || step >= steps ? "COMPLETED" : step === 0 ? "IN_QUEUE" : "IN_PROGRESS"
+        const status = job.done || step >= steps ? "COMPLETED" : step < queued ? "IN_QUEUE" : "IN_PROGRESS"
+        const lines = logs === "1" && status === "IN_PROGRESS" ? options.logs?.(job, step - queued) ?? [] : []
         // The client's QueueStatus: a queue position while queued, logs after (an empty list when not asked for).
         return {
           status: 200,
@@ -180,7 +197,7 @@ export const start = async (options: Options) => {
             status,
             request_id: id,
             ...urls(app!, id!),
-            ...(status === "IN_QUEUE" ? { queue_position: 0 } : { logs: [] }),
+            ...(status === "IN_QUEUE" ? { queue_position: queued - 1 - step } : { logs: lines.map(requestLog) }),
             ...(status === "COMPLETED" ? { metrics: { inference_time: 0.5 } } : {})
           }
         }
@@ -212,7 +229,7 @@ export const start = async (options: Options) => {
       jobs.set(id, { app: appOf(model), model, input, statusCalls: 0, cancelled: false, done: false, webhook })
       if (typeof key === "string") byKey.set(key, id)
     }
-    return { status: 200, body: { status: "IN_QUEUE", request_id: id, ...urls(jobs.get(id)!.app, id), queue_position: 0 } }
+    return { status: 200, body: { status: "IN_QUEUE", request_id: id, ...urls(jobs.get(id)!.app, id), queue_position: Math.max(0, queued - 1 - jobs.get(id)!.statusCalls) } }
   })
 
   /** The webhook fal posts for a finished job: the client's `WebHookResponse`, OK with the result or ERROR. */

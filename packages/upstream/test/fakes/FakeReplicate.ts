@@ -10,13 +10,15 @@
  *   model is 404;
  * - `Prefer: wait` or `wait=N` (1 to 60) answers the prediction finished; with `dataUris`
  *   its files come as base64 `data:` URIs, which the official client's `run()` takes;
- * - each `GET /v1/predictions/{id}` moves it one step (processing, then its end: succeeded,
- *   failed, or `aborted`, a terminal status of the client's `Status` type);
+ * - each `GET /v1/predictions/{id}` moves it one step (processing, for `processing` gets,
+ *   then its end: succeeded, failed, or `aborted`, a terminal status of the client's `Status`
+ *   type), with its `logs` so far as one text (`logs`; tqdm lines, as models print them);
  *   `POST /v1/predictions/{id}/cancel` cancels it;
  * - result files are real (WebP, PNG, MP4) at `/files/{name}`, without a token like
  *   Replicate's CDN; outputs name `https://replicate.delivery/{name}` (see `Files.cdnFetch`);
  * - `GET /v1/webhooks/default/secret` answers the account's signing secret, and `complete`
- *   finishes a prediction and posts it to its webhook, signed in the Standard Webhooks scheme.
+ *   finishes a prediction and posts it to its webhook, signed in the Standard Webhooks scheme;
+ *   `logged` posts a `logs` event (the prediction as it is) where the filter asks for one.
  *
  * `Authorization: Bearer <token>` is required (401 otherwise). A repeated `Idempotency-Key`
  * gets the prediction it made before.
@@ -85,6 +87,10 @@ export interface Options {
   readonly webhookSecret?: string
   /** Models beside `models`. */
   readonly models?: Readonly<Record<string, Model>>
+  /** Gets a prediction answers `processing` before it ends (default 1). */
+  readonly processing?: number
+  /** A prediction's `logs` so far (default ""). */
+  readonly logs?: (prediction: Prediction) => string
 }
 
 /** Standard Webhooks headers for `body`, signed with `secret` (`whsec_<base64>`). */
@@ -134,7 +140,7 @@ export const start = async (options: Options) => {
       model: p.model,
       version: p.version ?? known[p.model]!.version,
       input: p.input,
-      logs: "",
+      logs: options.logs?.(p) ?? "",
       output,
       data_removed: false,
       error: "error" in ended ? ended.error : null,
@@ -241,7 +247,7 @@ export const start = async (options: Options) => {
       if (one[2] === undefined && request.method === "GET") {
         prediction.gets++
         if (prediction.status === "starting") prediction.status = "processing"
-        else if (prediction.status === "processing") finish(prediction)
+        else if (prediction.status === "processing" && prediction.gets > (options.processing ?? 1)) finish(prediction)
         return { status: 200, body: view(prediction) }
       }
       return { status: 405, body: { title: "Method not allowed", detail: `Method "${request.method}" not allowed.`, status: 405 } }
@@ -249,18 +255,25 @@ export const start = async (options: Options) => {
     return undefined
   })
 
-  /** Finishes a prediction and posts it to its webhook, signed; answers the status of that post. */
-  const complete = async (id: string) => {
-    const prediction = predictions.get(id)!
-    if (!terminal.includes(prediction.status)) finish(prediction)
-    if (prediction.webhook === null || (prediction.events !== null && !prediction.events.includes("completed"))) return undefined
+  /** Posts a prediction's `event` webhook, signed, when its filter asks for it; answers the status of that post. */
+  const post = async (prediction: Prediction, event: string, messageId: string) => {
+    if (prediction.webhook === null || !(prediction.events ?? ["start", "output", "logs", "completed"]).includes(event)) return undefined
     const body = JSON.stringify(view(prediction))
     const response = await fetch(prediction.webhook, {
       method: "POST",
-      headers: { "content-type": "application/json", ...signWebhook(secret, `msg_${id}`, body, Math.floor(Date.now() / 1000)) },
+      headers: { "content-type": "application/json", ...signWebhook(secret, messageId, body, Math.floor(Date.now() / 1000)) },
       body
     })
     return response.status
   }
-  return { ...server, predictions, complete, webhookSecret: secret }
+  /** Finishes a prediction and posts it to its webhook, signed; answers the status of that post. */
+  const complete = async (id: string) => {
+    const prediction = predictions.get(id)!
+    if (!terminal.includes(prediction.status)) finish(prediction)
+    return post(prediction, "completed", `msg_${id}`)
+  }
+  let logEvents = 0
+  /** Posts a running prediction's `logs` event to its webhook, signed; answers the status of that post. */
+  const logged = (id: string) => post(predictions.get(id)!, "logs", `msg_${id}_logs_${++logEvents}`)
+  return { ...server, predictions, complete, logged, webhookSecret: secret }
 }

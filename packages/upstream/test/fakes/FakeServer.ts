@@ -9,6 +9,8 @@ import type { AddressInfo } from "node:net"
 export interface Recorded {
   readonly method: string
   readonly path: string
+  /** The query string as sent (`?logs=1`), or "". */
+  readonly query: string
   readonly headers: Http.IncomingHttpHeaders
   readonly body: string
 }
@@ -39,7 +41,7 @@ export const start = async (route: Route): Promise<FakeServer> => {
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
     request.on("end", () => {
       const url = new URL(request.url ?? "/", "http://fake")
-      const recorded: Recorded = { method: request.method ?? "GET", path: url.pathname, headers: request.headers, body: Buffer.concat(chunks).toString("latin1") }
+      const recorded: Recorded = { method: request.method ?? "GET", path: url.pathname, query: url.search, headers: request.headers, body: Buffer.concat(chunks).toString("latin1") }
       requests.push(recorded)
       const failure = failures.find((f) => f.times > 0 && (f.path === undefined || f.path.test(url.pathname)))
       if (failure !== undefined) {
