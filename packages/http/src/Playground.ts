@@ -16,6 +16,8 @@ import { playgroundPath } from "./Paths.js"
 const style = `
 :root { color-scheme: light dark; --line: #8884; --accent: #2563eb; --muted: #6b7280; --error: #b91c1c; }
 * { box-sizing: border-box; }
+[hidden] { display: none !important; }
+pre:empty { display: none; }
 body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
 header { padding: 14px 24px; border-bottom: 1px solid var(--line); display: flex; gap: 16px; align-items: baseline; }
 header h1 { font-size: 18px; margin: 0; }
@@ -53,7 +55,7 @@ progress { width: 100%; height: 10px; }
 `
 
 const body = `
-<header><h1>mediagate playground</h1><a href="/docs">API reference</a><a href="/api/v1/models">models (JSON, with the key)</a></header>
+<header><h1>mediagate playground</h1><a href="/docs">API reference</a></header>
 <main>
   <div>
     <section>
