@@ -3,8 +3,9 @@
  * `/playground` of a server on loopback whose simulator takes a few seconds, the key is
  * pasted, a model picked, the form filled and submitted; the status moves to SUCCESS while
  * the page shows it, and the images load. The page asks nothing of any other host, keeps the
- * key out of every URL and out of the curl text. The form functions the page runs are also
- * checked in Node against every model the server lists.
+ * key out of every URL and out of the curl text. With canned answers in place of the
+ * server's, it shows an estimate, `progress` events and a video. The form functions the page
+ * runs are also checked in Node against every model the server lists.
  *
  * The screenshot docs/screenshots/playground.png (tracked, shown in the docs) is written only
  * when asked, so that a test run leaves the working tree as it was:
@@ -290,5 +291,79 @@ describe("the playground page", () => {
         expect(elsewhere).toEqual([])
         expect(errors).toEqual([])
       }).pipe(Effect.scoped, Effect.provide(loopbackServer)), 120_000)
+
+    // What the page does with answers this server does not give yet (the estimate, `progress`
+    // events) and with a video, from canned answers in place of the server's.
+    it.live("shows the estimate's price and adjustments, progress events, and a video result", () =>
+      Effect.gen(function*() {
+        const base = yield* origin
+        const { context } = yield* browser
+        const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
+        const errors: Array<string> = []
+        page.on("pageerror", (error) => void errors.push(error.message))
+        const estimated: Array<unknown> = []
+        yield* Effect.promise(() =>
+          page.route(`${base}/api/v1/task/estimate`, (route) => {
+            estimated.push(route.request().postDataJSON())
+            return route.fulfill({
+              json: {
+                code: 0,
+                msg: "ok",
+                data: {
+                  model: "beta-imagine/text-to-video",
+                  input: {},
+                  adjustments: [{ field: "duration", from: 7, to: 6, reason: "rounded to a supported duration" }],
+                  priceMicroUsd: 42_000,
+                  priceUsd: 0.042
+                }
+              }
+            })
+          })
+        )
+        yield* Effect.promise(() => page.route(`${base}/api/v1/task/submit`, (route) => route.fulfill({ json: { code: 0, msg: "ok", data: { taskId: "t-video" } } })))
+        const task = (status: string, result: unknown = null) => ({ taskId: "t-video", status, result, failure_reason: null })
+        const events = [
+          `event: task\ndata: ${JSON.stringify(task("PROCESSING"))}\n\n`,
+          `event: progress\ndata: ${JSON.stringify({ stage: "generating", queue_position: 2, percent: 40, logs_tail: ["frame 12/30"], updated_at: "2026-01-01T00:00:00Z" })}\n\n`,
+          ": keep-alive\n\n",
+          `event: task\ndata: ${JSON.stringify(task("SUCCESS", { type: "video", urls: [`${base}/media/clip.mp4`] }))}\n\n`
+        ].join("")
+        yield* Effect.promise(() =>
+          page.route(`${base}/api/v1/task/t-video/events`, (route) => route.fulfill({ body: events, headers: { "content-type": "text/event-stream" } }))
+        )
+        yield* Effect.promise(() => page.route(`${base}/media/clip.mp4`, (route) => route.fulfill({ body: "", headers: { "content-type": "video/mp4" } })))
+
+        yield* Effect.promise(() => page.goto(`${base}/playground`, { waitUntil: "load" }))
+        yield* Effect.promise(() => page.fill("#key", apiKey))
+        yield* Effect.promise(() => page.click("#use-key"))
+        yield* Effect.promise(() => page.locator("#model option").first().waitFor({ state: "attached", timeout: 10_000 }))
+        yield* Effect.promise(() => page.selectOption("#model", "beta-imagine/text-to-video"))
+        yield* Effect.promise(() => page.fill("#f-prompt", "waves at night"))
+        yield* Effect.promise(() => page.getByText("$0.042").waitFor({ state: "visible", timeout: 10_000 }))
+        expect(yield* Effect.promise(() => page.textContent("#adjustments"))).toBe("duration: 7 \u2192 6 (rounded to a supported duration)")
+        // Asked with the request as it would be submitted, after the typing stopped.
+        expect(estimated.at(-1)).toEqual({ model: "beta-imagine/text-to-video", input: { prompt: "waves at night" } })
+        expect(estimated.length).toBeLessThan(4)
+
+        yield* Effect.promise(() =>
+          page.evaluate(() => {
+            const seen: Array<string> = []
+            ;(window as unknown as { seen: Array<string> }).seen = seen
+            const note = document.getElementById("progress-note")!
+            // Each text the note was given, from the records (the events may all come in one chunk).
+            new MutationObserver((records) => {
+              for (const record of records) record.addedNodes.forEach((node) => void seen.push(node.textContent ?? ""))
+            }).observe(note, { childList: true })
+          })
+        )
+        yield* Effect.promise(() => page.click("#submit"))
+        yield* Effect.promise(() => page.locator("#status[data-status=SUCCESS]").waitFor({ timeout: 10_000 }))
+        const seen = yield* Effect.promise(() => page.evaluate(() => (window as unknown as { seen: Array<string> }).seen))
+        expect(seen).toContain("generating \u00b7 queue position 2 \u00b7 40%")
+        expect(yield* Effect.promise(() => page.textContent("#logs"))).toBe("frame 12/30")
+        expect(yield* Effect.promise(() => page.locator("#results video[controls]").getAttribute("src"))).toBe(`${base}/media/clip.mp4`)
+        expect(yield* Effect.promise(() => page.locator("#results .files a").textContent())).toBe(`${base}/media/clip.mp4`)
+        expect(errors).toEqual([])
+      }).pipe(Effect.scoped, Effect.provide(loopbackServer)), 60_000)
   }
 })
