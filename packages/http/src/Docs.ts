@@ -7,7 +7,7 @@
 import { HttpApi, HttpApiBuilder, HttpApiScalar, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Api } from "@mediagate/core"
 import { Context, Effect, Layer } from "effect"
-import { apiPrefix, docsPath, healthPath, landingPath, publicOpenApiPath, readyPath } from "./Paths.js"
+import { apiPrefix, docsPath, healthPath, landingPath, playgroundPath, publicOpenApiPath, readyPath } from "./Paths.js"
 
 /** Version of `@mediagate/http` (test/health.test.ts checks it against the package's manifest). */
 export const version = "0.1.0"
@@ -21,6 +21,7 @@ export const landing = {
   version,
   links: {
     docs: docsPath,
+    playground: playgroundPath,
     openapi: publicOpenApiPath,
     api: apiPrefix,
     models: `${apiPrefix}models`,

@@ -19,6 +19,7 @@ export const defaultPaths: ReadonlyArray<string> = [
   "/media/*",
   "/webhooks/*",
   "/docs",
+  "/playground",
   "/openapi.json",
   "/healthz",
   "/readyz",

@@ -17,6 +17,9 @@ export const publicOpenApiPath = "/openapi.json"
 /** The human API reference (no key). */
 export const docsPath = "/docs"
 
+/** The playground: a form per model that submits, follows and shows a task with a pasted key (no key to load it). */
+export const playgroundPath = "/playground"
+
 /** The landing answer: name, version and links (no key). */
 export const landingPath = "/"
 
@@ -49,7 +52,7 @@ const known = (path: string, method: string): KnownPath => ({
 
 const knownPaths: ReadonlyArray<KnownPath> = (() => {
   const paths: Array<KnownPath> = [
-    ...[openApiPath, publicOpenApiPath, docsPath, landingPath, healthPath, readyPath].map((path) => known(path, "GET")),
+    ...[openApiPath, publicOpenApiPath, docsPath, playgroundPath, landingPath, healthPath, readyPath].map((path) => known(path, "GET")),
     known(`${mediaPrefix}/:key`, "GET")
   ]
   HttpApi.reflect(Api.MediagateApi, {

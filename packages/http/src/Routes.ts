@@ -9,11 +9,12 @@ import { Context, Effect, Layer, Option, Stream } from "effect"
 import { authenticate } from "./Auth.js"
 import { envelope, methodNotAllowed, notFound, requestPath } from "./Envelope.js"
 import * as Docs from "./Docs.js"
+import * as Playground from "./Playground.js"
 import * as Health from "./Health.js"
 import * as Prometheus from "./Prometheus.js"
 import { allowedMethods, mediaPrefix, openApiPath, publicOpenApiPath, webhookPrefix } from "./Paths.js"
 
-export { docsPath, healthPath, landingPath, mediaPrefix, openApiPath, publicOpenApiPath, readyPath, webhookPrefix } from "./Paths.js"
+export { docsPath, healthPath, landingPath, mediaPrefix, openApiPath, playgroundPath, publicOpenApiPath, readyPath, webhookPrefix } from "./Paths.js"
 
 /** The base URL the OpenAPI document names in `servers`; by default the request's own origin. */
 export class PublicUrl extends Context.Reference<PublicUrl>()("@mediagate/http/PublicUrl", {
@@ -191,13 +192,14 @@ export const webhooks = HttpApiBuilder.Router.use((router) =>
   })
 )
 
-/** The extra routes, with the public ones: landing answer, docs page, liveness and readiness, and metrics when enabled. */
+/** The extra routes, with the public ones: landing answer, docs page, playground, liveness and readiness, and metrics when enabled. */
 export const layer: Layer.Layer<never, never, Accounts.Accounts | MediaStore.MediaStore | TaskService> = Layer.mergeAll(
   openApi,
   submitMethods,
   media,
   webhooks,
   Docs.layer,
+  Playground.route,
   Health.routes,
   Prometheus.routes
 )

@@ -8,6 +8,10 @@ export * as Handlers from "./Handlers.js"
 export * as MediagateHttp from "./MediagateHttp.js"
 /** Landing answer and the offline API reference page. */
 export * as Docs from "./Docs.js"
+/** The playground page at /playground: a form per model, with the estimate, live progress and results. */
+export * as Playground from "./Playground.js"
+/** The playground's form functions, as the browser script the page runs. */
+export * as PlaygroundForm from "./PlaygroundForm.js"
 /** Liveness and readiness (`/healthz`, `/readyz`) and the swappable readiness checks. */
 export * as Health from "./Health.js"
 /** OpenAPI document and result files. */
