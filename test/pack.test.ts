@@ -14,17 +14,20 @@
  * scripts are skipped: nothing the memory backends use needs one (sharp ships prebuilt).
  */
 import { execFile, spawn } from "node:child_process"
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { basename, join } from "node:path"
 import { promisify } from "node:util"
+import { rm } from "node:fs/promises"
 import { afterAll, describe, expect, it } from "vitest"
 import { freePort } from "./ports.js"
 
 const run = promisify(execFile)
 const root = new URL("..", import.meta.url).pathname
 const scratch = mkdtempSync(join(tmpdir(), "mediagate-pack-"))
-afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+// The scratch install holds several hundred packages: removing it took over vitest's 30 s hook
+// limit on a loaded machine, so the removal has a limit of its own.
+afterAll(() => rm(scratch, { recursive: true, force: true }), 300_000)
 
 /** Runs a command; its standard output on success, or an error carrying all its output. */
 const sh = async (command: string, args: ReadonlyArray<string>, cwd: string, timeout = 300_000) => {
