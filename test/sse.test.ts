@@ -100,4 +100,41 @@ describe("GET /api/v1/task/{taskId}/events", () => {
       const wrong = yield* api.call("POST", `/api/v1/task/${taskId}/events`)
       expect(wrong.status).toBe(405)
     }).pipe(Effect.provide(idleServer)))
+
+  it.effect("a slow video: the query shows its progress (queued with a falling place, then a rising percent) and the stream sends progress events, at most one per 500 ms", () =>
+    Effect.gen(function*() {
+      const taskId = yield* api.submitId({ model: "dream-4", input: { prompt: "a slow one [sim:slow]" } })
+      const { received, reading } = yield* follow(taskId)
+      const seen: Array<{ readonly stage: string; readonly queue_position: number | null; readonly percent: number | null }> = []
+      let steps = 0
+      while (Option.isNone(yield* Fiber.poll(reading)) && steps++ < 1_000) {
+        yield* TestClock.adjust("100 millis")
+        yield* settle
+        if (steps % 10 === 0) {
+          const queried = yield* api.query(taskId)
+          const progress = queried.body.data.progress
+          if (progress !== null && progress !== undefined && queried.body.data.status !== "SUCCESS") seen.push(progress)
+        }
+      }
+      expect(Option.isSome(yield* Fiber.poll(reading))).toBe(true)
+      expect(seen.some((p) => p.stage === "queued" && p.queue_position !== null && p.queue_position >= 1 && p.percent === null)).toBe(true)
+      const running = seen.filter((p) => p.stage === "running")
+      expect(running.length).toBeGreaterThan(1)
+      expect(running.at(-1)!.percent).toBeGreaterThan(running[0]!.percent!)
+      const text = yield* Ref.get(received)
+      const blocks = text.split("\n\n").filter((block) => block.startsWith("event: progress\n"))
+      expect(blocks.length).toBeGreaterThan(2)
+      const events = blocks.map((block) => JSON.parse(block.slice("event: progress\ndata: ".length)))
+      for (const e of events) {
+        expect(e.taskId).toBe(taskId)
+        expect(["queued", "running", "finishing"]).toContain(e.progress.stage)
+        expect(Array.isArray(e.progress.logs_tail)).toBe(true)
+      }
+      const times = events.map((e) => Date.parse(e.progress.updated_at))
+      times.slice(1).forEach((t, i) => expect(t - times[i]!).toBeGreaterThanOrEqual(500))
+      // Status events are still one per status (progress adds none), in order, ending with SUCCESS.
+      const statuses = tasksOf(text).map((task) => task.status)
+      expect(new Set(statuses).size).toBe(statuses.length)
+      expect(statuses.at(-1)).toBe("SUCCESS")
+    }).pipe(Effect.provide(testServer({ profile: "demo" }))))
 })

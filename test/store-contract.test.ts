@@ -83,6 +83,22 @@ for (const backend of backends) {
         })
       ))
 
+    it.effect("a task's progress is written and read back, and cleared", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const task = record({ status: "PROCESSING", upstreamId: Ids.UpstreamId.make("up-1") })
+          yield* store.create(task)
+          expect(Option.getOrThrow(yield* store.get(task.id)).progress).toBeNull()
+          const progress = { stage: "running" as const, queuePosition: null, percent: 42.5, logsTail: ["step 1", "é \"quoted\""], updatedAt: 1_700_000_000_500 }
+          const running = withVersion(task, { progress })
+          yield* store.update(running, task.version)
+          expect(Option.getOrThrow(yield* store.get(task.id))).toEqual(running)
+          const cleared = withVersion(running, { progress: null })
+          yield* store.update(cleared, running.version)
+          expect(Option.getOrThrow(yield* store.get(task.id)).progress).toBeNull()
+        })
+      ))
+
     it.effect("getOwned is scoped to the owner, and the owner cannot be left out", () =>
       withStore((store) =>
         Effect.gen(function*() {

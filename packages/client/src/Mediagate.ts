@@ -12,8 +12,8 @@ import type { InputOf, ModelId } from "./Models.js"
 
 /** Options of `Mediagate#run`. */
 export interface PromiseRunOptions extends SubmitOptions {
-  /** Called with the task on the first answer and on each change of its status. */
-  readonly onProgress?: (task: Task.Task) => void
+  /** Called with the task on the first answer, on each change of its status, and on each change of its progress (the second argument). */
+  readonly onProgress?: (task: Task.Task, progress: Task.WireProgress | null) => void
   /** Milliseconds (or a Duration such as "10 minutes") to wait for the task's end before rejecting with RunTimeout. */
   readonly timeout?: Duration.DurationInput
   /** How long each query asks the server to hold its answer. Default 20 seconds. */

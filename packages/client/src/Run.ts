@@ -12,8 +12,13 @@ import { type ClientError, RunTimeout } from "./Errors.js"
 
 /** How `run` and `waitFor` wait. */
 export interface RunOptions {
-  /** Called with the task on the first answer and on each change of status the client sees (a held query shows only the end). */
-  readonly onProgress?: (task: Task.Task) => void | Effect.Effect<void>
+  /**
+   * Called with the task on the first answer, on each change of status the client sees, and
+   * on each change of its `progress` (the second argument, also `task.progress`; null when
+   * nothing is known). While the task reports progress, queries are held at most
+   * `progressWait` so that changes show; without `onProgress` holds stay as long as `wait`.
+   */
+  readonly onProgress?: (task: Task.Task, progress: Task.WireProgress | null) => void | Effect.Effect<void>
   /** Give up (RunTimeout) when the task has not ended this long after waiting began (just after the submit, for `run`). Default: wait for its end. */
   readonly timeout?: Duration.DurationInput
   /** How long each query asks the server to hold the answer (whole seconds, 1 to 60). Default 20 seconds. */
@@ -34,6 +39,12 @@ export const pollBackoff: Schedule.Schedule<Duration.Duration> = Schedule.expone
   Schedule.modifyDelay((_, delay) => Duration.min(delay, Duration.seconds(5)))
 )
 
+/**
+ * The longest hold asked while a task reports progress and the caller follows it: a held
+ * query answers only at the end, so a long hold would hide every change until then.
+ */
+export const progressWait = 2
+
 /** The server refused the query for now (too many held queries or requests for the key). */
 const tooManyRequests = (error: ClientError): boolean => error._tag === "MediagateError" && error.status === 429
 
@@ -52,7 +63,10 @@ export const waitForEnd = (taskId: string, get: Get, options: RunOptions = {}): 
       // The first query is answered at once, so the status shows before the first hold.
       for (let first = true; ; first = false) {
         const asked = yield* Clock.currentTimeMillis
-        const answer = yield* get(taskId, { wait: first || !holding ? 0 : waitSeconds }).pipe(
+        const following = options.onProgress !== undefined &&
+          Option.exists(yield* Ref.get(lastSeen), (seen) => seen.progress !== null && seen.progress !== undefined)
+        const hold = following ? Math.min(waitSeconds, progressWait) : waitSeconds
+        const answer = yield* get(taskId, { wait: first || !holding ? 0 : hold }).pipe(
           Effect.map(Option.some),
           Effect.catchIf(tooManyRequests, () => Effect.succeedNone)
         )
@@ -65,14 +79,18 @@ export const waitForEnd = (taskId: string, get: Get, options: RunOptions = {}): 
         const held = (yield* Clock.currentTimeMillis) - asked
         const previous = yield* Ref.getAndSet(lastSeen, Option.some(task))
         const changed = Option.match(previous, { onNone: () => true, onSome: (seen) => seen.status !== task.status })
-        if (changed && options.onProgress !== undefined) {
-          const progress = options.onProgress(task)
-          if (Effect.isEffect(progress)) yield* progress
+        const progressed = Option.match(previous, {
+          onNone: () => false,
+          onSome: (seen) => (seen.progress?.updated_at ?? null) !== (task.progress?.updated_at ?? null)
+        })
+        if ((changed || progressed) && options.onProgress !== undefined) {
+          const called = options.onProgress(task, task.progress ?? null)
+          if (Effect.isEffect(called)) yield* called
         }
         if (terminalStatuses.has(task.status)) return task
         if (first) continue
         // Held for at least half the wait asked: the server long-polls; ask again at once.
-        if (holding && held * 2 >= waitSeconds * 1000) {
+        if (holding && held * 2 >= hold * 1000) {
           yield* backoff.reset
           continue
         }

@@ -14,7 +14,17 @@ const taskId = "01900000-0000-7000-8000-000000000000"
 /** The task's status at `millis` of virtual time: PENDING, PROCESSING from 2 s, SUCCESS from `endsAt`. */
 const statusAt = (millis: number, endsAt: number) => (millis >= endsAt ? "SUCCESS" : millis >= 2_000 ? "PROCESSING" : "PENDING")
 
-const task = (status: string) => ({
+/** A task's progress at `millis` while it runs: a percent per second, as a server that reports progress shows it. */
+const progressAt = (millis: number) => ({
+  stage: "running",
+  queue_position: null,
+  percent: Math.floor(millis / 1000),
+  logs_tail: [`at ${Math.floor(millis / 1000)} s`],
+  updated_at: new Date(Math.floor(millis / 1000) * 1000).toISOString()
+})
+
+const task = (status: string, progress?: ReturnType<typeof progressAt>) => ({
+  ...(progress === undefined ? {} : { progress }),
   taskId,
   status,
   input: { model: "dream-4", prompt: "a koi pond" },
@@ -39,7 +49,7 @@ interface Seen {
  * seconds pass; with `refusesHolds`, it answers every held query 429, as mediagate does when
  * the key holds too many already.
  */
-const fakeServer = (options: { readonly holds: boolean; readonly endsAt: number; readonly refusesHolds?: boolean }) => {
+const fakeServer = (options: { readonly holds: boolean; readonly endsAt: number; readonly refusesHolds?: boolean; readonly progress?: boolean }) => {
   const seen: Array<Seen> = []
   const client = HttpClient.make((request, url) =>
     Effect.gen(function*() {
@@ -60,7 +70,9 @@ const fakeServer = (options: { readonly holds: boolean; readonly endsAt: number;
         yield* Effect.sleep(until - at)
       }
       const now = yield* Clock.currentTimeMillis
-      return HttpClientResponse.fromWeb(request, Response.json({ code: 0, msg: "ok", data: task(statusAt(now, options.endsAt)) }))
+      const status = statusAt(now, options.endsAt)
+      const progress = options.progress === true && status === "PROCESSING" ? progressAt(now) : undefined
+      return HttpClientResponse.fromWeb(request, Response.json({ code: 0, msg: "ok", data: task(status, progress) }))
     })
   )
   return { seen, layer: Layer.succeed(HttpClient.HttpClient, client) }
@@ -78,6 +90,39 @@ const run = (server: ReturnType<typeof fakeServer>, options: { readonly timeout?
   }).pipe(Effect.provide(server.layer))
 
 describe("run", () => {
+  it.effect("onProgress: called with each change of progress; while the task reports it, holds are 2 s at most", () =>
+    Effect.gen(function*() {
+      const server = fakeServer({ holds: true, endsAt: 30_000, progress: true })
+      const seen: Array<readonly [string, number | null]> = []
+      const fiber = yield* Effect.fork(Effect.flatMap(
+        MediagateClient.make({ baseUrl: "http://mediagate.test", apiKey: "the-key" }),
+        (client) => client.run("dream-4", { prompt: "a koi pond" }, { onProgress: (t, p) => void seen.push([t.status, p?.percent ?? null]) })
+      ).pipe(Effect.provide(server.layer)))
+      yield* TestClock.adjust("1 minute")
+      expect((yield* Fiber.await(fiber))._tag).toBe("Success")
+      // The first hold (20 s, nothing reported yet) answers PROCESSING at 20 s with progress;
+      // from then on holds of 2 s, each answering a new percent, until the end at 30 s.
+      expect(seen).toEqual([["PENDING", null], ["PROCESSING", 20], ["PROCESSING", 22], ["PROCESSING", 24], ["PROCESSING", 26], ["PROCESSING", 28], ["SUCCESS", null]])
+      expect(server.seen.slice(2).map(({ at, wait }) => [at, wait])).toEqual([[0, "20"], [20_000, "2"], [22_000, "2"], [24_000, "2"], [26_000, "2"], [28_000, "2"]])
+    }))
+
+  it.effect("onProgress: a server that answers at once shows every change of progress, each percent once", () =>
+    Effect.gen(function*() {
+      const server = fakeServer({ holds: false, endsAt: 12_000, progress: true })
+      const seen: Array<readonly [string, number | null]> = []
+      const fiber = yield* Effect.fork(Effect.flatMap(
+        MediagateClient.make({ baseUrl: "http://mediagate.test", apiKey: "the-key" }),
+        (client) => client.run("dream-4", { prompt: "a koi pond" }, { onProgress: (t, p) => void seen.push([t.status, p?.percent ?? null]) })
+      ).pipe(Effect.provide(server.layer)))
+      yield* TestClock.adjust("1 minute")
+      expect((yield* Fiber.await(fiber))._tag).toBe("Success")
+      const percents = seen.filter(([status]) => status === "PROCESSING").map(([, percent]) => percent)
+      expect(percents.length).toBeGreaterThan(2)
+      expect(new Set(percents).size).toBe(percents.length)
+      expect(percents).toEqual([...percents].sort((a, b) => a! - b!))
+      expect(seen.at(-1)).toEqual(["SUCCESS", null])
+    }))
+
   it.effect("a server that holds queries: asked again at once after each hold, until the end", () =>
     Effect.gen(function*() {
       const server = fakeServer({ holds: true, endsAt: 50_000 })

@@ -2,6 +2,8 @@
 export * as Accounts from "./services/Accounts.js"
 /** The engine's choice after a failed upstream call: retry, fall back or fail. */
 export * as Attempt from "./domain/Attempt.js"
+/** A task's progress: an upstream's report folded in, bounded and throttled. */
+export * as Progress from "./domain/Progress.js"
 /** The HTTP contract: endpoints, envelope, errors. */
 export * as Api from "./api/Api.js"
 /** Domain errors. */

@@ -170,7 +170,8 @@ describe("TaskService.submit: accepted", () => {
         leaseOwner: null,
         leaseUntil: null,
         version: 1,
-        provider: null
+        provider: null,
+        progress: null
       })
     }).pipe(Effect.provide(Service)))
 
@@ -265,11 +266,12 @@ describe("TaskService.query", () => {
         error: null,
         attempts: [],
         // alpha-image-2 at 1k: $0.02 an image, 3 images.
-        price_micro_usd: 60_000
+        price_micro_usd: 60_000,
+        progress: null
       })
-      // The spec's seven fields plus the documented additive `adjustments`, `error` and `attempts`; nothing internal leaks.
+      // The spec's seven fields plus the documented additive `adjustments`, `error`, `attempts` and `progress`; nothing internal leaks.
       expect(Object.keys(task).sort()).toEqual(
-        ["adjustments", "attempts", "created_at", "error", "failure_reason", "input", "price_micro_usd", "result", "status", "taskId", "updated_at"]
+        ["adjustments", "attempts", "created_at", "error", "failure_reason", "input", "price_micro_usd", "progress", "result", "status", "taskId", "updated_at"]
       )
     }).pipe(Effect.provide(Service)))
 

@@ -9,6 +9,7 @@ import type { CallbackDelivery, CallbackNotRedeliverable } from "@mediagate/core
 import { Accounts, Api, IdempotencyKeys, Ids, Ledger, ModelCatalog, ModelInfo, Pricing, TaskService } from "@mediagate/core"
 import { Duration, Effect, Layer, Schedule, Stream } from "effect"
 import { answerErrors } from "./Envelope.js"
+import * as EventStream from "./EventStream.js"
 import * as JsonDepth from "./JsonDepth.js"
 
 /** Largest accepted request body (DESIGN.md section 3). */
@@ -147,7 +148,7 @@ export const layer: Layer.Layer<
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
           const changes = yield* tasks.watch(account, Ids.TaskId.make(path.taskId))
-          const events = changes.pipe(Stream.map((task) => `event: task\ndata: ${JSON.stringify(task)}\n\n`))
+          const events = EventStream.sse(changes)
           const keepAlive = Stream.fromSchedule(Schedule.spaced(keepAliveInterval)).pipe(Stream.as(": keep-alive\n\n"))
           const body = Stream.merge(events, keepAlive, { haltStrategy: "left" }).pipe(Stream.map((text) => encoder.encode(text)))
           return HttpServerResponse.stream(body, {

@@ -4,7 +4,7 @@
  * time-out; then the write of the next state and due time through the one write path.
  */
 import type { IllegalTransition, StoreError, TaskConflict } from "@mediagate/core"
-import { Attempt, Ids, Metrics, ModelCatalog, Task, TaskStore, TaskWrites, Upstream, UpstreamError } from "@mediagate/core"
+import { Attempt, Ids, Metrics, ModelCatalog, Progress, Task, TaskStore, TaskWrites, Upstream, UpstreamError } from "@mediagate/core"
 import type { Scope } from "effect"
 import { Cause, Duration, Effect, Either, Option, Random } from "effect"
 import * as GuardedCall from "./GuardedCall.js"
@@ -85,9 +85,11 @@ export const make = (options: Options = {}, worker = "worker"): Effect.Effect<
     const finished = (record: Task.TaskRecord, result: Task.TaskResult, now: number, startedAt: number) => {
       if (upstream.hostResult === undefined || upstream.hostsResults?.(record.job, result) !== true) return complete(record, result, now, startedAt)
       const attempts = touch(record, startedAt, { upstreamResult: result, copyFailures: 0 })
+      // The copy is the task's last stage: `finishing`, told at once (a change of stage).
+      const progress = Progress.finishing(record.progress, now)
       return record.status === "PROCESSING"
-        ? write(record, writes.reschedule(record, now, { attempts }))
-        : write(record, writes.apply(record, { to: "PROCESSING", dueAt: now }, now, { attempts }))
+        ? write(record, writes.reschedule(record, now, { attempts, progress }))
+        : write(record, writes.apply(record, { to: "PROCESSING", dueAt: now }, now, { attempts, progress }))
     }
 
     /** Asks the upstream to stop the task's job, best effort: a failure is logged, never the task's. */
@@ -317,10 +319,14 @@ export const make = (options: Options = {}, worker = "worker"): Effect.Effect<
         const attempts = running !== undefined && running.transientFailures > 0
           ? touch(record, startedAt, { transientFailures: 0 })
           : undefined
+        // What the upstream said of the job rides on the write this poll makes anyway, at most
+        // once per 500 ms of a task's progress (`Progress.fromUpstream`), never a write of its own.
+        const progress = Progress.fromUpstream(record.progress, polled.progress, now)
+        const options = { ...(attempts === undefined ? {} : { attempts }), ...(progress === undefined ? {} : { progress }) }
         return Effect.flatMap(nextPollAt(record, now), (dueAt) =>
           record.status === "SUBMITTED"
-            ? write(record, writes.apply(record, { to: "PROCESSING", dueAt }, now, attempts === undefined ? {} : { attempts }))
-            : write(record, writes.reschedule(record, dueAt, attempts === undefined ? {} : { attempts })))
+            ? write(record, writes.apply(record, { to: "PROCESSING", dueAt }, now, options))
+            : write(record, writes.reschedule(record, dueAt, options)))
       })
 
     return (record: Task.TaskRecord): Effect.Effect<Task.TaskRecord> =>

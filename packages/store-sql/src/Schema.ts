@@ -257,6 +257,11 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
         pg: () => Effect.forEach(limitTables(prefix), (statement) => sql.unsafe(statement), { discard: true }),
         orElse: () => Effect.void
       })
+    }),
+    "0018_task_progress": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // What the upstream says of a running job (JSON); null when nothing is known.
+      yield* sql`ALTER TABLE ${sql(t.tasks)} ADD COLUMN progress TEXT`
     })
   }
 }

@@ -34,7 +34,9 @@ export const Row = Schema.Struct({
   lease_until: Schema.NullOr(DbNumber),
   version: DbNumber.pipe(Schema.compose(Schema.Int)),
   attempts: Schema.parseJson(Schema.Array(Task.UpstreamAttempt)),
-  provider: Schema.NullOr(Schema.String)
+  provider: Schema.NullOr(Schema.String),
+  /** JSON; null when nothing is known (and in rows written before it existed). */
+  progress: Schema.NullOr(Schema.parseJson(Task.TaskProgress))
 })
 /** A row as the driver hands it over and takes it. */
 export type Row = typeof Row.Encoded
@@ -67,7 +69,8 @@ const recordOf = (row: Columns): Task.TaskRecord =>
     leaseUntil: row.lease_until,
     version: row.version,
     attempts: row.attempts,
-    provider: row.provider
+    provider: row.provider,
+    progress: row.progress
   }, true)
 
 /** A record's columns before encoding: the one mapping of fields to columns, as `recordOf` is back. */
@@ -91,7 +94,8 @@ const columnsOf = (task: Task.TaskRecord): Columns => ({
   lease_until: task.leaseUntil,
   version: task.version,
   attempts: task.attempts,
-  provider: task.provider
+  provider: task.provider,
+  progress: task.progress
 })
 
 /** A row of the tasks table as a TaskRecord and back. */
@@ -133,6 +137,7 @@ const isInput = Schema.is(Task.TaskInput)
 const isJob = Schema.is(Task.UpstreamJob)
 const isResult = Schema.is(Schema.NullOr(Task.TaskResult))
 const isAttempts = Schema.is(Schema.Array(Task.UpstreamAttempt))
+const isProgress = Schema.is(Schema.NullOr(Task.TaskProgress))
 
 /**
  * The row as a record without going through `TaskRow`'s decoder (about half its cost, on a
@@ -162,7 +167,8 @@ export const fastFromRow = (row: unknown): Task.TaskRecord | undefined => {
   const job = json(r.job)
   const result = r.result === null ? null : json(r.result)
   const attempts = json(r.attempts)
-  if (!isInput(input) || !isJob(job) || !isResult(result) || !isAttempts(attempts)) return undefined
+  const progress = r.progress === null || r.progress === undefined ? null : json(r.progress)
+  if (!isInput(input) || !isJob(job) || !isResult(result) || !isAttempts(attempts) || !isProgress(progress)) return undefined
   return recordOf({
     id: Ids.TaskId.make(r.id),
     owner_id: Ids.AccountId.make(r.owner_id),
@@ -183,7 +189,8 @@ export const fastFromRow = (row: unknown): Task.TaskRecord | undefined => {
     lease_until: leaseUntil,
     version,
     attempts,
-    provider: r.provider
+    provider: r.provider,
+    progress
   })
 }
 
@@ -219,7 +226,8 @@ export const toRow = (task: Task.TaskRecord): Row => {
     input: JSON.stringify(fields.input),
     job: JSON.stringify(fields.job),
     result: fields.result === null ? null : JSON.stringify(fields.result),
-    attempts: JSON.stringify(fields.attempts)
+    attempts: JSON.stringify(fields.attempts),
+    progress: fields.progress === null ? null : JSON.stringify(fields.progress)
   }
 }
 

@@ -138,12 +138,45 @@ export const pixelSize = (job: Task.UpstreamJob): readonly [number, number] => {
   return AlphaImage2.pixelSizes[AlphaImage2.defaultRatio(resolution)][resolution] ?? [1024, 1024]
 }
 
-/** Upstream ids carry their completion time, so polling needs no memory and survives restarts. */
-/** Whole milliseconds: a clock may answer a fraction (the TestClock stops at every sleep's end, such as a third of a heartbeat window), and the id must parse back. */
-const upstreamIdOf = (readyAt: number, token: string) => Ids.UpstreamId.make(`sim_${Math.ceil(readyAt)}_${token}`)
-const readyAtOf = (upstreamId: string): number | undefined => {
-  const match = /^sim_(\d+)_[0-9a-f]+$/.exec(upstreamId)
-  return match === null ? undefined : Number(match[1])
+/**
+ * Upstream ids carry their completion time and their start, so polling needs no memory and
+ * survives restarts. Ids from before the start was carried (`sim_<readyAt>_<token>`) still
+ * poll; they report no progress. Whole milliseconds: a clock may answer a fraction (the
+ * TestClock stops at every sleep's end, such as a third of a heartbeat window), and the id
+ * must parse back.
+ */
+const upstreamIdOf = (startedAt: number, readyAt: number, token: string) =>
+  Ids.UpstreamId.make(`sim_${Math.ceil(readyAt)}_${Math.floor(startedAt)}_${token}`)
+const parseId = (upstreamId: string): { readonly readyAt: number; readonly startedAt: number | undefined } | undefined => {
+  const match = /^sim_(\d+)(?:_(\d+))?_[0-9a-f]+$/.exec(upstreamId)
+  return match === null ? undefined : { readyAt: Number(match[1]), startedAt: match[2] === undefined ? undefined : Number(match[2]) }
+}
+
+/** The share of a job's time it waits in the simulated queue before it runs. */
+const queuedShare = 0.25
+/** Queue places the simulator starts a job at: it moves up one place per quarter of its wait. */
+const queuePlaces = 4
+
+/**
+ * What the simulator says of a job started at `startedAt`, done at `readyAt`, at `now`: in its
+ * first quarter queued, its place (1-based) falling from 4 to 1; then running, its percent the
+ * share of its running time gone (0..99; 100 is the result), with a log line per quarter done.
+ * The log is the whole log so far, as Replicate sends it. Nothing for a job with no duration.
+ */
+export const progressAt = (startedAt: number, readyAt: number, now: number): Upstream.UpstreamProgress | undefined => {
+  const total = readyAt - startedAt
+  if (total <= 0) return undefined
+  const queuedUntil = startedAt + total * queuedShare
+  if (now < queuedUntil) {
+    const left = (queuedUntil - Math.max(now, startedAt)) / (queuedUntil - startedAt)
+    return { queuePosition: Math.max(1, Math.ceil(left * queuePlaces)), logs: ["job queued"] }
+  }
+  const percent = Math.min(99, Math.floor((100 * (now - queuedUntil)) / (readyAt - queuedUntil)))
+  const quarters = Math.floor(percent / 25)
+  return {
+    percent,
+    logs: ["job queued", "job started", ...Array.from({ length: quarters }, (_, i) => `${(i + 1) * 25}% generated`)]
+  }
 }
 
 /** Builds the simulator. */
@@ -198,7 +231,7 @@ export const make = (options: Options) =>
           const known = accepted.get(idempotencyKey)
           if (known !== undefined) return { _tag: "Accepted" as const, upstreamId: known }
           const now = yield* Clock.currentTimeMillis
-          const upstreamId = upstreamIdOf(now + latency, yield* ids.token(8))
+          const upstreamId = upstreamIdOf(now, now + latency, yield* ids.token(8))
           stats.jobStarted(idempotencyKey)
           accepted.set(idempotencyKey, upstreamId)
           if (accepted.size > rememberedKeys) accepted.delete(accepted.keys().next().value!)
@@ -207,15 +240,19 @@ export const make = (options: Options) =>
       cancel: (upstreamId) => Effect.sync(() => void stats.cancelled.add(upstreamId)),
       poll: (upstreamId, job) =>
         Effect.gen(function*() {
-          const readyAt = readyAtOf(upstreamId)
-          if (readyAt === undefined) {
+          const parsed = parseId(upstreamId)
+          if (parsed === undefined) {
             return yield* new UpstreamError({ message: `unknown upstream job ${upstreamId}`, reason: null, retryable: false })
           }
           if (stats.cancelled.has(upstreamId)) {
             return yield* new UpstreamError({ message: `upstream job ${upstreamId} was cancelled`, reason: null, retryable: false })
           }
           const now = yield* Clock.currentTimeMillis
-          if (neverFinishes(job.prompt) || now < readyAt) return { _tag: "Running" as const }
+          const { readyAt, startedAt } = parsed
+          if (neverFinishes(job.prompt) || now < readyAt) {
+            const progress = startedAt === undefined ? undefined : progressAt(startedAt, readyAt, now)
+            return progress === undefined ? { _tag: "Running" as const } : { _tag: "Running" as const, progress }
+          }
           return { _tag: "Completed" as const, result: yield* render(job, upstreamId) }
         })
     }

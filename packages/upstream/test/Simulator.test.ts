@@ -93,10 +93,50 @@ describe("Simulator", () => {
         const accepted = yield* upstream.submit(job({ sync: false, n: 1 }), { taskId: Ids.TaskId.make("t-frac"), idempotencyKey: "t-frac.1", request: {} })
         expect(accepted._tag).toBe("Accepted")
         const upstreamId = accepted._tag === "Accepted" ? accepted.upstreamId : Ids.UpstreamId.make("")
-        expect(upstreamId).toMatch(/^sim_\d+_[0-9a-f]+$/)
+        expect(upstreamId).toMatch(/^sim_\d+_\d+_[0-9a-f]+$/)
         expect((yield* upstream.poll(upstreamId, job({ sync: false, n: 1 })))._tag).toBe("Running")
         yield* TestClock.adjust("5 seconds")
         expect((yield* upstream.poll(upstreamId, job({ sync: false, n: 1 })))._tag).toBe("Completed")
+      })))
+
+  it.effect("an async job's polls report a falling queue position, then a rising percent and log lines, from its timing alone", () =>
+    withUpstream("demo", (upstream) =>
+      Effect.gen(function*() {
+        const video = job({ sync: false, n: 1, output: "video", duration: 5 })
+        const taskId = Ids.TaskId.make("t-progress")
+        const latency = Simulator.latencyMillis({ profile: "demo", seed: 1 }, video, taskId)
+        const accepted = yield* upstream.submit(video, { taskId, idempotencyKey: "t-progress.1", request: {} })
+        if (accepted._tag !== "Accepted") return expect.fail("not accepted")
+        const seen: Array<Upstream.UpstreamProgress | undefined> = []
+        for (let i = 0; i < 20; i++) {
+          const polled = yield* upstream.poll(accepted.upstreamId, video)
+          if (polled._tag !== "Running") break
+          seen.push(polled.progress)
+          yield* TestClock.adjust(Math.floor(latency / 20))
+        }
+        const queued = seen.filter((p) => p?.queuePosition !== undefined)
+        const running = seen.filter((p) => p?.percent !== undefined)
+        expect(queued.length).toBeGreaterThan(0)
+        expect(queued[0]!.queuePosition).toBe(4)
+        expect(queued.at(-1)!.queuePosition).toBe(1)
+        // Never up, and the percent rises from 0 to under 100 (100 is the result).
+        expect(queued.every((p, i) => i === 0 || p!.queuePosition! <= queued[i - 1]!.queuePosition!)).toBe(true)
+        expect(running.every((p, i) => i === 0 || p!.percent! >= running[i - 1]!.percent!)).toBe(true)
+        expect(running[0]!.percent).toBeLessThan(10)
+        expect(running.at(-1)!.percent).toBeGreaterThan(80)
+        expect(running.at(-1)!.percent).toBeLessThan(100)
+        expect(running.at(-1)!.logs).toEqual(["job queued", "job started", "25% generated", "50% generated", "75% generated"])
+        // Deterministic under the TestClock.
+        expect(Simulator.progressAt(0, 4_000, 500)).toEqual({ queuePosition: 2, logs: ["job queued"] })
+        expect(Simulator.progressAt(0, 4_000, 2_500)).toEqual({ percent: 50, logs: ["job queued", "job started", "25% generated", "50% generated"] })
+        expect(Simulator.progressAt(0, 0, 0)).toBeUndefined()
+      })))
+
+  it.effect("an id from before the start was carried polls with no progress", () =>
+    withUpstream("demo", (upstream) =>
+      Effect.gen(function*() {
+        const old = yield* upstream.poll(Ids.UpstreamId.make("sim_999999_abc1"), job({ sync: false, n: 1 }))
+        expect(old).toEqual({ _tag: "Running" })
       })))
 
   it.effect("an async job is accepted, Running until its time, then Completed; its id needs no memory", () =>
@@ -105,7 +145,7 @@ describe("Simulator", () => {
         const accepted = yield* upstream.submit(job({ sync: false, n: 1 }), { taskId: Ids.TaskId.make("t-async"), idempotencyKey: "t-async.1", request: {} })
         expect(accepted._tag).toBe("Accepted")
         if (accepted._tag !== "Accepted") return
-        expect(accepted.upstreamId).toMatch(/^sim_\d+_[0-9a-f]+$/)
+        expect(accepted.upstreamId).toMatch(/^sim_\d+_\d+_[0-9a-f]+$/)
         expect((yield* upstream.poll(accepted.upstreamId, job({ sync: false, n: 1 })))._tag).toBe("Running")
         yield* TestClock.adjust("5 seconds")
         const done = yield* upstream.poll(accepted.upstreamId, job({ sync: false, n: 1 }))

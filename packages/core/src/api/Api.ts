@@ -105,7 +105,7 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
       .setPath(Schema.Struct({ taskId: TaskIdPath }))
       .addSuccess(Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })).annotations({
         description:
-          "Server-sent events: a `task` event whose data is the task (as `data` of the query answer) at once and after every change of status, then the stream ends after a terminal status; a `: keep-alive` comment every 15 seconds."
+          "Server-sent events: a `task` event whose data is the task (as `data` of the query answer) at once and after every change of status, then the stream ends after a terminal status; a `progress` event (`{ taskId, status, progress }`) when only the task's progress changed, at most one per 500 ms; a `: keep-alive` comment every 15 seconds."
       }))
       .addError(NotFound)
       .annotate(OpenApi.Summary, "Follow a task as it changes")

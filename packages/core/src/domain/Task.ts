@@ -137,6 +137,27 @@ export const UpstreamJob = Schema.Struct({
 })
 export type UpstreamJob = typeof UpstreamJob.Type
 
+/** How far a running task has come: what the progress object's `stage` says. */
+export const ProgressStage = Schema.Literal("queued", "running", "finishing")
+export type ProgressStage = typeof ProgressStage.Type
+
+/**
+ * What is known of a running task's progress, as the store keeps it (additive to the spec;
+ * docs/decisions.md "Progress"). Every number is what the upstream said, never invented.
+ */
+export const TaskProgress = Schema.Struct({
+  stage: ProgressStage,
+  /** 1-based place in the upstream's queue (1: next), where the upstream says it; null otherwise. */
+  queuePosition: Schema.NullOr(Schema.Number),
+  /** 0..100, where the upstream says it; null otherwise. */
+  percent: Schema.NullOr(Schema.Number),
+  /** The last upstream log lines, bounded (`Progress.bounds`). */
+  logsTail: Schema.Array(Schema.String),
+  /** Epoch milliseconds of the last change. */
+  updatedAt: Schema.Number
+}).annotations({ identifier: "TaskProgress" })
+export type TaskProgress = typeof TaskProgress.Type
+
 /** The task as the store keeps it: the public fields plus what the engine needs. Times are epoch milliseconds. */
 export class TaskRecord extends Schema.Class<TaskRecord>("TaskRecord")({
   id: TaskId,
@@ -166,7 +187,9 @@ export class TaskRecord extends Schema.Class<TaskRecord>("TaskRecord")({
    * The provider that runs the task's job (`Upstream.provider`), whose running limit the task
    * counts against; null where the upstream names none (the simulator): no provider limit.
    */
-  provider: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+  provider: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  /** What the upstream said of the job's progress (additive); null when nothing is known. */
+  progress: Schema.optionalWith(Schema.NullOr(TaskProgress), { default: () => null })
 }) {}
 
 /** An upstream attempt as the query endpoint shows it. */
@@ -181,6 +204,28 @@ export const WireAttempt = Schema.Struct({
   outcome: Schema.Literal("running", "succeeded", "failed", "timed_out", "cancelled"),
   error: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "Attempt" })
+
+/** A task's progress as the query endpoint and the events stream show it. */
+export const WireProgress = Schema.Struct({
+  stage: ProgressStage,
+  /** 1-based (1: next in the upstream's queue); null where the upstream does not say. */
+  queue_position: Schema.NullOr(Schema.Number),
+  /** 0..100; null where the upstream does not say. */
+  percent: Schema.NullOr(Schema.Number),
+  /** The last upstream log lines: at most 20, each at most 500 characters, 4 KB in all. */
+  logs_tail: Schema.Array(Schema.String),
+  updated_at: Schema.String
+}).annotations({ identifier: "Progress" })
+export type WireProgress = typeof WireProgress.Type
+
+/** The wire shape of a task's progress. */
+export const toWireProgress = (progress: TaskProgress): WireProgress => ({
+  stage: progress.stage,
+  queue_position: progress.queuePosition,
+  percent: progress.percent,
+  logs_tail: progress.logsTail,
+  updated_at: isoTime(progress.updatedAt)
+})
 
 /** The task as the query endpoint returns it (spec section 2). */
 export const Task = Schema.Struct({
@@ -201,7 +246,12 @@ export const Task = Schema.Struct({
    * Additive: the task's price in integer micro-USD (1 USD = 1,000,000), held from acceptance
    * and charged only on SUCCESS; any other end gives it back.
    */
-  price_micro_usd: Schema.Int
+  price_micro_usd: Schema.Int,
+  /**
+   * Additive: how far the upstream says the job has come, while it runs (the last one known
+   * is kept at the end); null when nothing is known. Optional on decoding, for older servers.
+   */
+  progress: Schema.optionalWith(Schema.NullOr(WireProgress), { default: () => null })
 }).annotations({ identifier: "Task" })
 export type Task = typeof Task.Type
 
@@ -229,5 +279,6 @@ export const toWire = (record: TaskRecord): Task => ({
     outcome: attempt.outcome,
     error: attempt.error
   })),
-  price_micro_usd: record.job.priceMicroUsd
+  price_micro_usd: record.job.priceMicroUsd,
+  progress: record.progress === null ? null : toWireProgress(record.progress)
 })

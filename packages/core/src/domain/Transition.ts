@@ -8,7 +8,7 @@ import { Either } from "effect"
 import { close } from "./Attempt.js"
 import { IllegalTransition } from "./Errors.js"
 import type { UpstreamId } from "./Ids.js"
-import type { FailureReason, TaskResult, TaskStatus, UpstreamJob } from "./Task.js"
+import type { FailureReason, TaskProgress, TaskResult, TaskStatus, UpstreamJob } from "./Task.js"
 import type { UpstreamAttempt } from "./Task.js"
 import { isTerminal, TaskRecord } from "./Task.js"
 
@@ -106,6 +106,7 @@ export const reschedule = (
     readonly upstreamId?: UpstreamId | null
     readonly attempts?: ReadonlyArray<UpstreamAttempt>
     readonly provider?: string | null
+    readonly progress?: TaskProgress | null
   } = {}
 ): Either.Either<TaskRecord, IllegalTransition> =>
   isTerminal(record.status)

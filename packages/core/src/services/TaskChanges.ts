@@ -22,12 +22,17 @@ export class TaskChanges extends Context.Tag("@mediagate/core/TaskChanges")<Task
   readonly subscribed: (taskIds?: Iterable<string>) => Effect.Effect<ReadonlyArray<TaskId>>
 }>() {}
 
+const progressTime = (task: TaskRecord): number | null => task.progress?.updatedAt ?? null
+
 /**
- * Whether a waiter shows `next` after `last`: its status or its last update differ. A
- * reschedule (a poll, a backoff, a lease kept) changes neither.
+ * Whether a waiter shows `next` after `last`: its status, its last update or its progress
+ * differ. A reschedule (a poll, a backoff, a lease kept) changes none of them unless it
+ * carries new progress, which the engine writes at most once per 500 ms per task
+ * (`Progress.throttleMillis`), so that is as often as other nodes are told of it.
  */
 export const shows = (last: TaskRecord, next: TaskRecord): boolean =>
-  next.version > last.version && (next.status !== last.status || next.updatedAt !== last.updatedAt)
+  next.version > last.version &&
+  (next.status !== last.status || next.updatedAt !== last.updatedAt || progressTime(next) !== progressTime(last))
 
 /**
  * Subscribers by task id: a write costs one map lookup when nobody waits on its task. Each

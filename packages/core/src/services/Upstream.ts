@@ -12,14 +12,23 @@ export type SubmitOutcome =
   | { readonly _tag: "Completed"; readonly result: TaskResult }
   | { readonly _tag: "Accepted"; readonly upstreamId: UpstreamId }
 
-/** What an upstream says of a job still running (every field optional; absent = not known). */
+/**
+ * What an upstream says of a job still running (every field optional; absent = not known).
+ * Folded into the task's `progress` (`Progress.fromUpstream`), bounded and throttled there.
+ */
 export interface UpstreamProgress {
+  /**
+   * Place in the upstream's queue, 1-based (1: next to run), as the task's `queue_position`
+   * exposes it: an adapter of a provider that counts from 0 adds 1.
+   */
   readonly queuePosition?: number
+  /** 0..100, as the upstream says it; never invented. */
   readonly percent?: number
+  /** The provider's log lines so far or new ones (either: the engine keeps the last few). */
   readonly logs?: ReadonlyArray<string>
 }
 
-/** What polling a job gave. */
+/** What polling a job gave; a job still running may say how far it has come. */
 export type PollOutcome =
   | { readonly _tag: "Running"; readonly progress?: UpstreamProgress }
   | { readonly _tag: "Completed"; readonly result: TaskResult }

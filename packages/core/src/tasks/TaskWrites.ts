@@ -15,7 +15,7 @@ import type { IllegalTransition, StoreError, TaskConflict } from "../domain/Erro
 import { Ledger } from "../services/Ledger.js"
 import type { UpstreamId } from "../domain/Ids.js"
 import { Ids } from "../domain/Ids.js"
-import type { TaskStatus, UpstreamAttempt, UpstreamJob } from "../domain/Task.js"
+import type { TaskProgress, TaskStatus, UpstreamAttempt, UpstreamJob } from "../domain/Task.js"
 import { isTerminal, TaskRecord } from "../domain/Task.js"
 import type { CallbackRow } from "../services/TaskStore.js"
 import { TaskChanges } from "../services/TaskChanges.js"
@@ -29,12 +29,13 @@ export const owesCallback = (before: TaskStatus | null, after: TaskRecord): bool
   after.callBackUrl !== null && isTerminal(after.status) && (before === null || !isTerminal(before))
 
 /**
- * What a write may carry besides the change: the upstream attempts as they now stand, and a
- * lease the writer keeps (a worker busy with a call keeps the task; others skip it until the
- * lease ends).
+ * What a write may carry besides the change: the upstream attempts as they now stand, the
+ * task's progress (folded into a write made anyway, never one of its own), and a lease the
+ * writer keeps (a worker busy with a call keeps the task; others skip it until the lease ends).
  */
 export interface WriteOptions {
   readonly attempts?: ReadonlyArray<UpstreamAttempt>
+  readonly progress?: TaskProgress | null
   readonly lease?: { readonly owner: string; readonly until: number }
 }
 
@@ -151,7 +152,11 @@ export const make: Effect.Effect<TaskWrites["Type"], never, TaskStore | Ids | Le
         Effect.flatMap(owed)
       ),
     apply: (current, change, now, options = {}) => {
-      const base = options.attempts === undefined ? current : new TaskRecord({ ...current, attempts: options.attempts }, true)
+      const base = options.attempts === undefined && options.progress === undefined ? current : new TaskRecord({
+        ...current,
+        ...(options.attempts === undefined ? {} : { attempts: options.attempts }),
+        ...(options.progress === undefined ? {} : { progress: options.progress })
+      }, true)
       return write(current, Either.map(Transition.apply(base, change, now), (next) => leased(next, options.lease)), now)
     },
     reschedule: (current, dueAt, { lease, ...patch } = {}) =>
