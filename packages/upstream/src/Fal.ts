@@ -107,13 +107,17 @@ export const filesOf = (body: unknown): { readonly urls: ReadonlyArray<string>; 
   return { urls: [], flagged: 0 }
 }
 
-/** What a status answer says of a job not yet done: its `queue_position`, its `logs` messages. */
+/**
+ * What a status answer says of a job not yet done: its `queue_position` (fal counts from 0,
+ * next to run; the task's place is 1-based, so 1 is added), its `logs` messages.
+ */
 export const progressOf = (status: unknown) => {
   const logs = ProviderHttp.field(status, "logs")
   const lines = Array.isArray(logs)
     ? logs.flatMap((log) => Option.match(ProviderHttp.stringField(log, "message"), { onNone: () => [], onSome: Progress.linesOf }))
     : []
-  return Progress.fromLogs(Progress.position(ProviderHttp.field(status, "queue_position")), lines)
+  const place = Progress.position(ProviderHttp.field(status, "queue_position"))
+  return Progress.fromLogs(place === undefined ? undefined : place + 1, lines)
 }
 
 export const make = (options: Options): Provider => {

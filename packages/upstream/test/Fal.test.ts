@@ -202,9 +202,9 @@ describe("fal progress", () => {
   it("queued: the queue position counts down; running: the log messages, with the percent of the last bar line", async () => {
     const outcomes = await polls("a cat", 6)
     expect(outcomes).toEqual([
+      { _tag: "Running", progress: { queuePosition: 3 } },
       { _tag: "Running", progress: { queuePosition: 2 } },
       { _tag: "Running", progress: { queuePosition: 1 } },
-      { _tag: "Running", progress: { queuePosition: 0 } },
       { _tag: "Running", progress: { percent: 0, logs: printed.slice(0, 2) } },
       { _tag: "Running", progress: { percent: 45, logs: printed.slice(0, 3) } },
       { _tag: "Running", progress: { percent: 100, logs: printed } }
