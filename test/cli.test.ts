@@ -97,6 +97,31 @@ describe("mediagate CLI", () => {
     expect(JSON.parse(cancelledOnly.stdout).tasks.map((t: { taskId: string; status: string }) => [t.taskId, t.status])).toEqual([[taskId, "CANCELLED"]])
   })
 
+  it("estimate prints the price and the adjustments, creates nothing; --json prints the estimate; a refused body exits 1", { timeout: 60_000 }, async () => {
+    const before = JSON.parse((await mediagate(["list", "--limit", "100", "--json"])).stdout).tasks.length
+    const text = await mediagate(["estimate", "clip3", "--prompt", "a paper boat", "--input", `{"duration":4}`])
+    expect(text).toMatchObject({ code: 0, stderr: "" })
+    const lines = text.stdout.split("\n")
+    expect(lines[0]).toMatch(/^clip3  \d+\.\d{6} USD \(\d+ micro-USD\)$/)
+    expect(lines.slice(1)).toEqual(["duration: 4 -> 8 (t2v on the quality tier supports only 8 seconds)", ""])
+
+    const json = await mediagate(["estimate", "alpha-image-2/text-to-image", "--prompt", "a kite", "--input", `{"n":2,"resolution":"2k"}`, "--json"])
+    expect(json.code).toBe(0)
+    expect(JSON.parse(json.stdout)).toEqual({
+      model: "alpha-image-2/text-to-image",
+      input: { model: "alpha-image-2/text-to-image", prompt: "a kite", n: 2, resolution: "2k" },
+      adjustments: [],
+      priceMicroUsd: 80_000,
+      priceUsd: "0.080000",
+      rejection: null
+    })
+    expect(JSON.parse((await mediagate(["list", "--limit", "100", "--json"])).stdout).tasks.length).toBe(before)
+
+    const refused = await mediagate(["estimate", "clip3", "--prompt", "a paper boat", "--input", `{"duration":5}`])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toMatch(/^mediagate: input\.duration .*\n$/)
+  })
+
   it("a task that fails exits 1 saying why", { timeout: 60_000 }, async () => {
     const result = await mediagate(["run", "dream-4", "--prompt", "a koi pond [sim:fail]"])
     expect(result.code).toBe(1)
@@ -138,7 +163,7 @@ describe("mediagate CLI", () => {
     const bin = [join(root, "packages/cli/bin/mediagate.mjs")]
     const top = await mediagate(["--help"], {}, bin)
     expect(top.code).toBe(0)
-    for (const command of ["run", "models", "get", "cancel", "list"]) expect(top.stdout).toMatch(new RegExp(`^  ${command} +\\S`, "m"))
+    for (const command of ["run", "estimate", "models", "get", "cancel", "list"]) expect(top.stdout).toMatch(new RegExp(`^  ${command} +\\S`, "m"))
     // The key in the environment is never shown, only the variable's name.
     const run = await mediagate(["run", "--help"], { MEDIAGATE_API_KEY: key }, bin)
     expect(run.code).toBe(0)
@@ -158,7 +183,7 @@ describe("mediagate CLI", () => {
     expect(await mediagate(["submit", "--inptu", "{}"])).toEqual({
       code: 1,
       stdout: "",
-      stderr: "mediagate: unknown command submit; the commands are run, models, get, cancel, list (mediagate --help)\n"
+      stderr: "mediagate: unknown command submit; the commands are run, estimate, models, get, cancel, list (mediagate --help)\n"
     })
     expect(await mediagate(["models", "--limit", "3"])).toEqual({
       code: 1,

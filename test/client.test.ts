@@ -82,6 +82,10 @@ export const typeChecks = (client: Client, facade: Mediagate) => {
   client.submit("compact-image", { prompt: "a poster", ratio: "1:1" })
   // @ts-expect-error canvas-video durations are 5, 10 or 15
   void facade.run("canvas-video-3.0", { prompt: "a city", duration: 8 })
+  // @ts-expect-error estimate takes the model's input as submit does: `size` is not a field
+  client.estimate("alpha-image-2/text-to-image", { prompt: "a kite", size: "1k" })
+  // @ts-expect-error an estimate has no Idempotency-Key
+  void facade.estimate("dream-4", { prompt: "a koi pond" }, { idempotencyKey: "k" })
   // Compiles: each model's own fields.
   client.submit("alpha-image-2/text-to-image", { prompt: "a kite", ratio: "16:9", resolution: "2k", n: 2 })
   client.submit("dream-4", { prompt: "a koi pond", n: 3 })
@@ -149,6 +153,32 @@ describe("Effect client", () => {
         expect(other).toMatchObject({ _tag: "MediagateError", status: 422, code: 422 })
       })))
 
+  it.live("estimate answers the price, adjustments and stored input of a submit, and creates nothing", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const before = (yield* client.list({ limit: 100 })).tasks.length
+        const estimate = yield* client.estimate("clip3", { prompt: "a paper boat", duration: 4 }, { userId: "u-7" })
+        expect(estimate).toEqual({
+          model: "clip3",
+          input: { model: "clip3", prompt: "a paper boat", duration: 4 },
+          adjustments: [{ field: "duration", from: 4, to: 8, reason: "t2v on the quality tier supports only 8 seconds" }],
+          priceMicroUsd: expect.any(Number),
+          priceUsd: (estimate.priceMicroUsd / 1_000_000).toFixed(6),
+          rejection: null
+        })
+        expect((yield* client.list({ limit: 100 })).tasks.length).toBe(before)
+        const task = yield* client.get(yield* client.submit("clip3", { prompt: "a paper boat", duration: 4 }, { userId: "u-7" }))
+        expect([task.input, task.price_micro_usd]).toEqual([estimate.input, estimate.priceMicroUsd])
+        const refused = yield* Effect.flip(client.estimate("alpha-image-2/text-to-image", { prompt: "a kite", n: 11 }))
+        expect(refused).toMatchObject({
+          _tag: "MediagateError",
+          status: 400,
+          msg: "input.n must be an integer between 1 and 10 for alpha-image-2/text-to-image"
+        })
+        const unknownModel = yield* Effect.flip(client.estimate("alpha-image-2" as "dream-4", { prompt: "a kite" }))
+        expect((unknownModel as MediagateError).msg).toContain("model 'alpha-image-2' is not supported")
+      })))
+
   it.live("a failed task ends run with its status and reason, not an error", () =>
     withClient((client) =>
       Effect.gen(function*() {
@@ -212,6 +242,9 @@ describe("promise facade", () => {
     const refused = await mediagate.submit("alpha-image-2/text-to-image", { prompt: "" }).then(() => undefined, (error: unknown) => error)
     expect(refused).toBeInstanceOf(MediagateError)
     expect(refused).toMatchObject({ status: 400, code: 400, msg: "input.prompt must not be empty for alpha-image-2/text-to-image" })
+
+    const priced = await mediagate.estimate("alpha-image-2/text-to-image", { prompt: "a windmill", resolution: "2k", n: 2 })
+    expect(priced).toMatchObject({ model: "alpha-image-2/text-to-image", adjustments: [], priceMicroUsd: 80_000, priceUsd: "0.080000" })
 
     const unauthorized = await new Mediagate({ baseUrl, apiKey: "wrong" }).get(taskId).then(() => undefined, (error: unknown) => error)
     expect(unauthorized).toBeInstanceOf(MediagateError)

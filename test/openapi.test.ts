@@ -158,6 +158,7 @@ interface Operation {
   readonly description?: string
   readonly parameters?: ReadonlyArray<{ readonly name: string; readonly in: string; readonly schema: JsonSchema }>
   readonly security?: ReadonlyArray<unknown>
+  readonly requestBody?: unknown
   readonly responses: Record<string, {
     readonly headers?: Record<string, { readonly required?: boolean; readonly schema: JsonSchema }>
     readonly content?: Record<string, { readonly schema: JsonSchema }>
@@ -188,6 +189,10 @@ const submitRequest = (body: unknown, headers: Record<string, string> = {}) =>
     HttpClientRequest.bodyText(JSON.stringify(body), "application/json")
   )
 
+/** The same body to estimate, which takes submit's. */
+const estimateRequest = (body: unknown) =>
+  HttpClientRequest.post("/api/v1/task/estimate").pipe(HttpClientRequest.bodyText(JSON.stringify(body), "application/json"))
+
 const validBody = { model: "alpha-image-2/text-to-image", input: { prompt: "a kite" } }
 
 /** A task of the test account that has ended (cancelled), so that `?wait=` answers at once. */
@@ -206,7 +211,7 @@ const operations = (document: Document, taskId: string) =>
     Object.entries(item).map(([method, operation]) => {
       const url = path.replace("{taskId}", taskId)
       const request = method === "post"
-        ? (path.endsWith("/submit") ? submitRequest(validBody) : HttpClientRequest.post(url))
+        ? (path.endsWith("/submit") ? submitRequest(validBody) : path.endsWith("/estimate") ? estimateRequest(validBody) : HttpClientRequest.post(url))
         : HttpClientRequest.get(url)
       return { path, method, operation, request }
     })
@@ -269,7 +274,7 @@ describe("the OpenAPI document's key and titles", () => {
       // The default is what viewers (the docs page's authentication box) offer.
       expect(document.security).toEqual([{ bearer: [] }])
       const all = operations(document, unknownTask)
-      expect(all.length).toBe(9)
+      expect(all.length).toBe(10)
       for (const { method, operation, path } of all) {
         // None under /api/v1/ is public; a public operation would say `security: []`.
         expect(path.startsWith("/api/v1/")).toBe(true)
@@ -320,18 +325,25 @@ describe("the OpenAPI document says exactly what the server enforces", () => {
         }
       }
       const body = document.components.schemas["SubmitRequest"]!
+      const probedOn: Array<string> = []
       expect(body["required"]).toEqual(["model", "input"])
-      for (const name of ["callBackUrl", "user_id"]) {
-        fields.push({ name, schema: stringMember(body["properties"][name]), request: (value) => submitRequest({ ...validBody, [name]: value }) })
+      // Estimate declares the same body (SubmitRequest), so each of its fields is probed on both.
+      expect(document.paths["/api/v1/task/estimate"]!["post"]!.requestBody).toEqual(document.paths["/api/v1/task/submit"]!["post"]!.requestBody)
+      for (const [operation, send] of [["submit", submitRequest], ["estimate", estimateRequest]] as const) {
+        for (const name of ["callBackUrl", "user_id"]) {
+          fields.push({ name, schema: stringMember(body["properties"][name]), request: (value) => send({ ...validBody, [name]: value }) })
+        }
+        fields.push({
+          name: "prompt",
+          schema: body["properties"]["input"]["properties"]["prompt"],
+          request: (value) => send({ ...validBody, input: { prompt: value } })
+        })
+        probedOn.push(operation)
       }
-      fields.push({
-        name: "prompt",
-        schema: body["properties"]["input"]["properties"]["prompt"],
-        request: (value) => submitRequest({ ...validBody, input: { prompt: value } })
-      })
       expect(fields.map((field) => field.name).sort()).toEqual(
-        ["Idempotency-Key", "callBackUrl", "created_after", "created_before", "cursor", "limit", "model", "prompt", "status", "user_id", "wait"]
+        ["Idempotency-Key", "callBackUrl", "callBackUrl", "created_after", "created_before", "cursor", "limit", "model", "prompt", "prompt", "status", "user_id", "user_id", "wait"]
       )
+      expect(probedOn).toEqual(["submit", "estimate"])
 
       const disagreements: Array<unknown> = []
       const probed: Array<string> = []
@@ -378,7 +390,7 @@ describe("the OpenAPI document says exactly what the server enforces", () => {
       const document = yield* getDocument
       const taskId = yield* endedTask
       const all = operations(document, taskId)
-      expect(all.length).toBe(9)
+      expect(all.length).toBe(10)
       for (const { method, operation, path, request } of all) {
         // Every operation asks for the key.
         expect(operation.security).toEqual([{ bearer: [] }])
@@ -399,6 +411,11 @@ describe("the OpenAPI document says exactly what the server enforces", () => {
       const tooLarge = yield* send(submitRequest({ ...validBody, input: { prompt: "x".repeat(1_100_000) } }))
       expect(tooLarge.status).toBe(413)
       declared(document, "/api/v1/task/submit", "post", tooLarge)
+      // Estimate reads the same body: its 400 and 413 are declared too.
+      declared(document, "/api/v1/task/estimate", "post", yield* send(estimateRequest({ model: "alpha-image-2/text-to-image" })))
+      const tooLargeEstimate = yield* send(estimateRequest({ ...validBody, input: { prompt: "x".repeat(1_100_000) } }))
+      expect(tooLargeEstimate.status).toBe(413)
+      declared(document, "/api/v1/task/estimate", "post", tooLargeEstimate)
     }).pipe(Effect.provide(idleServer)))
 
   it.effect("429 from the key's rate limit, on every operation, is declared with its body and its Retry-After", () =>

@@ -2,6 +2,7 @@
  * `mediagate`: the API on the command line, on the Effect client of @mediagate/client.
  *
  *   mediagate run <model> --prompt <text> [--input <json>] [--out <dir>] [--json] [--no-wait] [--timeout <10m>] [--idempotency-key <key>]
+ *   mediagate estimate <model> --prompt <text> [--input <json>] [--json]
  *   mediagate models [--json]
  *   mediagate get <task-id> [--json]
  *   mediagate cancel <task-id> [--json]
@@ -125,6 +126,12 @@ const download = (task: Task, dir: string) =>
       }).pipe(Effect.mapError((error) => new CliError({ message: `downloading ${fileUrl} failed: ${error.message}` }))))
   }).pipe(Effect.provide(FetchHttpClient.layer))
 
+/** The input of `run` and `estimate`: `--input`'s fields, and `--prompt` as input.prompt. */
+const runInput = (options: { readonly input: Option.Option<Record<string, unknown>>; readonly prompt: Option.Option<string> }) => ({
+  ...Option.getOrElse(options.input, () => ({})),
+  ...Option.match(options.prompt, { onNone: () => ({}), onSome: (prompt) => ({ prompt }) })
+})
+
 const run = Command.make(
   "run",
   {
@@ -146,10 +153,7 @@ const run = Command.make(
   (options) =>
     withClient(options, (client) =>
       Effect.gen(function*() {
-        const input = {
-          ...Option.getOrElse(options.input, () => ({})),
-          ...Option.match(options.prompt, { onNone: () => ({}), onSome: (prompt) => ({ prompt }) })
-        }
+        const input = runInput(options)
         // The model is only known at run time; the server checks the model and its input.
         const model = options.model as ModelId
         const typed = input as InputOf<ModelId>
@@ -175,6 +179,33 @@ const run = Command.make(
         }
       }))
 ).pipe(Command.withDescription("Submit a task, wait for its end (progress on stderr) and print it; --out downloads its files"))
+
+// estimate ----------------------------------------------------------------------------------
+
+const estimate = Command.make(
+  "estimate",
+  {
+    model: Args.text({ name: "model" }).pipe(Args.withDescription("A model id, e.g. clip3 (`mediagate models` lists them)")),
+    prompt: Options.text("prompt").pipe(Options.withDescription("input.prompt: what to generate"), Options.optional),
+    input: inputJson,
+    json,
+    url,
+    key
+  },
+  (options) =>
+    withClient(options, (client) =>
+      Effect.gen(function*() {
+        // The same input as `run` builds; the server checks the model and its input.
+        const input = runInput(options)
+        const priced = yield* client.estimate(options.model as ModelId, input as InputOf<ModelId>)
+        yield* print(options.json, priced, () =>
+          [
+            `${priced.model}  ${priced.priceUsd} USD (${priced.priceMicroUsd} micro-USD)`,
+            ...priced.adjustments.map((change) => `${change.field}: ${JSON.stringify(change.from)} -> ${JSON.stringify(change.to)} (${change.reason})`),
+            ...(priced.rejection === null ? [] : [`would fail at once (INVALID_PARAMETERS, not charged): ${priced.rejection}`])
+          ].join("\n"))
+      }))
+).pipe(Command.withDescription("Price a task without submitting it: the price and what the model's rules would change; nothing is created or charged"))
 
 // models, get, cancel, list -------------------------------------------------------------------
 
@@ -222,11 +253,11 @@ const list = Command.make(
           page.tasks.length === 0 ? "no tasks" : page.tasks.map((task) => taskText(task).split("\n")[0]).join("\n"))))
 ).pipe(Command.withDescription("List your tasks, newest first"))
 
-const commands = [run, models, get, cancel, list] as const
+const commands = [run, estimate, models, get, cancel, list] as const
 
 /** The `mediagate` command. */
 export const command = Command.make("mediagate").pipe(
-  Command.withDescription("mediagate on the command line: run a model and download its files, list models, get, cancel and list tasks"),
+  Command.withDescription("mediagate on the command line: run a model and download its files, price a task, list models, get, cancel and list tasks"),
   Command.withSubcommands(commands)
 )
 

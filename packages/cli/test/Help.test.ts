@@ -14,7 +14,7 @@ const run = help.commands.find((command) => command.name === "run")!
 
 describe("Help", () => {
   it("reads each command's arguments and options from the commands", () => {
-    expect(help.commands.map((command) => command.name)).toEqual(["run", "models", "get", "cancel", "list"])
+    expect(help.commands.map((command) => command.name)).toEqual(["run", "estimate", "models", "get", "cancel", "list"])
     expect(run.args).toEqual([{ names: ["<model>"], value: undefined, description: expect.stringContaining("A model id") }])
     expect(run.options.map((option) => [option.names.join(", "), option.value])).toEqual([
       ["--prompt", "text"],
@@ -79,7 +79,7 @@ describe("CommandLine", () => {
     expect(read("lsit")).toEqual({ _tag: "Mistake", message: "unknown command lsit; did you mean list?" })
     expect(read("submit --inptu x")).toEqual({
       _tag: "Mistake",
-      message: "unknown command submit; the commands are run, models, get, cancel, list (mediagate --help)"
+      message: "unknown command submit; the commands are run, estimate, models, get, cancel, list (mediagate --help)"
     })
   })
 

@@ -6,7 +6,7 @@
 import { FetchHttpClient } from "@effect/platform"
 import type { ModelInfo, Task } from "@mediagate/core"
 import { Duration, Effect, Either } from "effect"
-import type { ClientOptions, ListOptions, SubmitOptions, TaskPage } from "./MediagateClient.js"
+import type { ClientOptions, Estimate, ListOptions, SubmitOptions, TaskPage } from "./MediagateClient.js"
 import * as MediagateClient from "./MediagateClient.js"
 import type { InputOf, ModelId } from "./Models.js"
 
@@ -41,6 +41,14 @@ export class Mediagate {
    */
   submit<M extends ModelId>(model: M, input: InputOf<M>, options?: SubmitOptions): Promise<string> {
     return run(this.#client.submit(model, input, options))
+  }
+
+  /**
+   * What a submit of the same model, input and options would store and charge, with nothing
+   * created or held (see `MediagateClient.Client#estimate`).
+   */
+  estimate<M extends ModelId>(model: M, input: InputOf<M>, options?: Omit<SubmitOptions, "idempotencyKey">): Promise<Estimate> {
+    return run(this.#client.estimate(model, input, options))
   }
 
   /** The task as it is now. */

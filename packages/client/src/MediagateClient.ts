@@ -32,6 +32,9 @@ export interface SubmitOptions {
   readonly idempotencyKey?: string
 }
 
+/** What `estimate` answers: `data` of POST /api/v1/task/estimate. */
+export type Estimate = (typeof Api.EstimateResponse.Type)["data"]
+
 /** Which tasks `list` answers, and from where. */
 export interface ListOptions {
   /** Tasks per page, 1 to 100 (default 20). */
@@ -63,6 +66,17 @@ export interface Client {
    * `.taskId` after it. `input` is type-checked against the model's input.
    */
   readonly submit: <M extends ModelId>(model: M, input: InputOf<M>, options?: SubmitOptions) => Effect.Effect<string, ClientError>
+  /**
+   * What a submit of the same model, input and options would store and charge, with nothing
+   * created or held: the price in micro-USD (and as `priceUsd`), the adjustments the model's
+   * rules would make, the input as the task would store it. Refused as submit would refuse it.
+   * Moderation is not asked.
+   */
+  readonly estimate: <M extends ModelId>(
+    model: M,
+    input: InputOf<M>,
+    options?: Omit<SubmitOptions, "idempotencyKey">
+  ) => Effect.Effect<Estimate, ClientError>
   /** The task as it is now; with `wait` (seconds, at most 60) the server holds the answer until the task ends or the wait is over. */
   readonly get: (taskId: string, options?: { readonly wait?: number }) => Effect.Effect<Task.Task, ClientError>
   /** Your tasks, newest first, a page at a time, optionally only some statuses, a model, a time range. */
@@ -126,20 +140,25 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
   Effect.gen(function*() {
     const api = yield* derive(options)
 
-    const submit = <M extends ModelId>(model: M, input: InputOf<M>, submitOptions: SubmitOptions = {}) =>
-      Effect.gen(function*() {
-        const body = {
+    /**
+     * The body of a submit (and of an estimate), checked with the contract's own decoder, as
+     * the server runs it: a body it refuses would fail the client's encoding before any
+     * request; here it fails as the server's 400 would.
+     */
+    const submitBody = <M extends ModelId>(model: M, input: InputOf<M>, submitOptions: SubmitOptions) =>
+      Either.mapLeft(
+        Api.decodeSubmitRequest({
           model,
           input,
           ...(submitOptions.callBackUrl === undefined ? {} : { callBackUrl: submitOptions.callBackUrl }),
           ...(submitOptions.userId === undefined ? {} : { user_id: submitOptions.userId })
-        }
-        // The contract's own decoder, as the server runs it: a body it refuses would fail the
-        // client's encoding before any request; here it fails as the server's 400 would.
-        const payload = yield* Either.mapLeft(
-          Api.decodeSubmitRequest(body),
-          (error) => new MediagateError({ status: 400, code: 400, msg: error.message })
-        )
+        }),
+        (error) => new MediagateError({ status: 400, code: 400, msg: error.message })
+      )
+
+    const submit = <M extends ModelId>(model: M, input: InputOf<M>, submitOptions: SubmitOptions = {}) =>
+      Effect.gen(function*() {
+        const payload = yield* submitBody(model, input, submitOptions)
         const idempotencyKey = submitOptions.idempotencyKey
         const answer = yield* api.tasks.submit({ payload, headers: {} }).pipe(
           idempotencyKey === undefined ? (effect) => effect : withRequest(HttpClientRequest.setHeader("idempotency-key", idempotencyKey)),
@@ -147,6 +166,13 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
         )
         return answer.data.taskId
       }).pipe(Effect.withSpan("MediagateClient.submit", { attributes: { model } }))
+
+    const estimate = <M extends ModelId>(model: M, input: InputOf<M>, estimateOptions: Omit<SubmitOptions, "idempotencyKey"> = {}) =>
+      Effect.gen(function*() {
+        const payload = yield* submitBody(model, input, estimateOptions)
+        const answer = yield* api.tasks.estimate({ payload }).pipe(Effect.catchAll(refail))
+        return answer.data
+      }).pipe(Effect.withSpan("MediagateClient.estimate", { attributes: { model } }))
 
     const get = (taskId: string, getOptions: { readonly wait?: number } = {}) =>
       api.tasks.query({ path: { taskId }, urlParams: {} }).pipe(
@@ -185,7 +211,7 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
       Effect.withSpan("MediagateClient.models")
     )
 
-    return { submit, get, list, cancel, run, waitFor, models, api } satisfies Client
+    return { submit, estimate, get, list, cancel, run, waitFor, models, api } satisfies Client
   })
 
 /** The list's query parameters, as the server reads them. */

@@ -1,6 +1,6 @@
 /** The Effect client derived from the HttpApi contract: `MediagateClient.make`, `layer`, `layerConfig`. */
 export * as MediagateClient from "./MediagateClient.js"
-export type { Client, ClientOptions, ListOptions, SubmitOptions, TaskPage } from "./MediagateClient.js"
+export type { Client, ClientOptions, Estimate, ListOptions, SubmitOptions, TaskPage } from "./MediagateClient.js"
 /** The client's errors. */
 export { type ClientError, MediagateError, RunTimeout, TransportError } from "./Errors.js"
 /** Model ids and their input types. */

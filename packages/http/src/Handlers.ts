@@ -128,6 +128,15 @@ export const layer: Layer.Layer<
           // The same answer as the first time; the header says it is a replay (as Stripe's does).
           return replayed ? HttpServerResponse.unsafeJson(Api.ok({ taskId }), { headers: { "idempotent-replayed": "true" } }) : Api.ok({ taskId })
         }).pipe(Effect.mapError(idempotencyError), answerErrors))
+      // Raw for the same reason as submit; the same body, read and decoded the same way.
+      .handleRaw("estimate", ({ request }) =>
+        Effect.gen(function*() {
+          // Authenticated (the middleware) though the answer does not depend on the account.
+          yield* Accounts.CurrentAccount
+          const body = yield* readJsonBody(request)
+          const estimate = yield* tasks.estimate(yield* Api.decodeSubmitRequest(body))
+          return Api.ok(Api.estimateWire(estimate))
+        }).pipe(answerErrors))
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount

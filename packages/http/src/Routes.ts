@@ -56,20 +56,20 @@ export const openApi = HttpApiBuilder.Router.use((router) =>
 )
 
 /**
- * GET on the submit path would reach the query endpoint as the task "submit": a route of
- * its own answers 405 instead (401 first without a key, as everywhere under /api/v1/).
+ * GET on the submit and estimate paths would reach the query endpoint as the task "submit"
+ * (or "estimate"): a route of their own answers 405 instead (401 first without a key, as
+ * everywhere under /api/v1/).
  */
 export const submitMethods = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const accounts = yield* Accounts.Accounts
-    yield* router.get(
-      "/api/v1/task/submit",
-      Effect.gen(function*() {
-        yield* authenticate
-        const request = yield* HttpServerRequest.HttpServerRequest
-        return methodNotAllowed(request.method, allowedMethods(requestPath(request)))
-      }).pipe(Effect.provideService(Accounts.Accounts, accounts))
-    )
+    const refused = Effect.gen(function*() {
+      yield* authenticate
+      const request = yield* HttpServerRequest.HttpServerRequest
+      return methodNotAllowed(request.method, allowedMethods(requestPath(request)))
+    }).pipe(Effect.provideService(Accounts.Accounts, accounts))
+    yield* router.get("/api/v1/task/submit", refused)
+    yield* router.get("/api/v1/task/estimate", refused)
   })
 )
 

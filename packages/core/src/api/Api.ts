@@ -10,6 +10,8 @@ import { ModelInfo } from "../models/ModelInfo.js"
 import { CurrentAccount } from "../services/Accounts.js"
 import type * as Ledger from "../services/Ledger.js"
 import type * as TaskStore from "../services/TaskStore.js"
+import * as Credits from "../tasks/Credits.js"
+import type { Estimate } from "../tasks/TaskService.js"
 import {
   BadRequest,
   Conflict,
@@ -56,6 +58,43 @@ const additive = "Additive: not in the spec."
 /** 200 answer of submit. */
 export const SubmitResponse = okSchema(Schema.Struct({ taskId: Schema.String })).annotations({ identifier: "SubmitResponse" })
 
+/** A change a submit would make to what the client asked for, as estimate shows it. */
+export const EstimateAdjustment = Schema.Struct({
+  field: Schema.String.annotations({ description: "The input field (or `model`) the rule changes." }),
+  from: Schema.Unknown.annotations({ description: "The value the client asked for." }),
+  to: Schema.Unknown.annotations({ description: "The value the task would run with (null: the field's standard value)." }),
+  reason: Schema.String.annotations({ description: "The model's rule, in words." })
+}).annotations({ identifier: "EstimateAdjustment" })
+
+/** 200 answer of estimate. */
+export const EstimateResponse = okSchema(Schema.Struct({
+  model: Schema.String.annotations({ description: "The model id as submitted." }),
+  input: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+    description: "The input as the task would store it: `data.input` of the query answer after a submit of the same body."
+  }),
+  adjustments: Schema.Array(EstimateAdjustment).annotations({
+    description: "What the model's rules would change of the request (clip3's durations, ...); empty when nothing."
+  }),
+  priceMicroUsd: Schema.Int.annotations({
+    description: "The task's price in integer micro-USD (1 USD = 1,000,000): what a submit would hold and charge on SUCCESS."
+  }),
+  priceUsd: Schema.String.annotations({ description: "The same price in US dollars, always with six decimals (`0.050000`)." }),
+  rejection: Schema.NullOr(Schema.String).annotations({
+    description:
+      "Null unless a rule of the model would accept the submit and fail the task at once (FAILURE, INVALID_PARAMETERS, nothing charged): then the message it would fail with."
+  })
+})).annotations({ identifier: "EstimateResponse" })
+
+/** A submit's estimate in the shape the estimate endpoint shows. */
+export const estimateWire = (estimate: Estimate): Schema.Schema.Type<typeof EstimateResponse>["data"] => ({
+  model: estimate.model,
+  input: estimate.input,
+  adjustments: estimate.job.adjustments.map(({ applied, field, reason, requested }) => ({ field, from: requested, to: applied, reason })),
+  priceMicroUsd: estimate.job.priceMicroUsd,
+  priceUsd: Credits.usdDecimal(estimate.job.priceMicroUsd),
+  rejection: estimate.rejection ?? null
+})
+
 /** 200 answer of query. */
 export const TaskResponse = okSchema(Task).annotations({ identifier: "TaskResponse" })
 
@@ -79,6 +118,19 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
       .addError(UnprocessableEntity)
       .addError(ServiceUnavailable)
       .annotate(OpenApi.Summary, "Submit a task")
+  )
+  .add(
+    // Read and decoded as submit's body is, by the handler.
+    HttpApiEndpoint.post("estimate", "/task/estimate")
+      .setPayload(SubmitRequest)
+      .addSuccess(EstimateResponse)
+      .addError(BadRequest)
+      .addError(PayloadTooLarge)
+      .annotate(OpenApi.Summary, "Price a task without submitting it")
+      .annotate(
+        OpenApi.Description,
+        `${additive} Takes the body of submit and checks it by the same rules, with the same 400s; creates no task, holds no credits (an account without credits may estimate), and does not check the prompt against moderation, so a submit of the same body may still be refused by it. An Idempotency-Key header is ignored.`
+      )
   )
   .add(
     HttpApiEndpoint.get("list", "/tasks")

@@ -88,6 +88,13 @@ export const formatUsd = (micro: number): string => {
   return `${sign}$${digits.slice(0, -6)}.${fraction}`
 }
 
+/** `micro` micro-USD as a plain decimal with six decimals, no sign of currency: 50000 is `0.050000`. */
+export const usdDecimal = (micro: number): string => {
+  const sign = micro < 0 ? "-" : ""
+  const digits = String(Math.abs(micro)).padStart(7, "0")
+  return `${sign}${digits.slice(0, -6)}.${digits.slice(-6)}`
+}
+
 /**
  * Dollars as an operator writes them (`10`, `0.50`, `$5`, `1e-3` is refused) into whole
  * micro-USD, exactly: at most six decimals, more than zero, at most a billion dollars.

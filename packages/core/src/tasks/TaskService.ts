@@ -122,6 +122,18 @@ export interface CallbackDelivery {
   readonly attempts: ReadonlyArray<CallbackAttempt>
 }
 
+/** What a submit would store and charge (`TaskService.estimate`). */
+export interface Estimate {
+  /** The model id as submitted. */
+  readonly model: string
+  /** The input as the task would store it (and the query endpoint show it). */
+  readonly input: TaskInput
+  /** The normalised job: defaults resolved, `adjustments` made, `priceMicroUsd` set. */
+  readonly job: UpstreamJob
+  /** Set when a rule of the model would fail the task at once (INVALID_PARAMETERS). */
+  readonly rejection: string | undefined
+}
+
 /** What a submit may carry beyond its body. */
 export interface SubmitOptions {
   /** The request's Idempotency-Key and the fingerprint of its body (`IdempotencyKeys.fingerprint`). */
@@ -155,8 +167,12 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     /** Spans without stack traces: capturing one costs about as much as the span (bench:costs). */
     const spanOptions = { captureStackTrace: false }
 
-    /** Validates, moderates and stores a new PENDING task (with `given` as its id, else a new one); returns its id. */
-    const create = (account: Account, request: SubmitRequest, given?: TaskId) => Effect.gen(function*() {
+    /**
+     * Every rule a submit checks before moderation, in its order, with nothing written: the
+     * model, its normalised and priced job, and the input as the task stores it. Submit and
+     * estimate both go through it, so an estimate refuses exactly what a submit refuses.
+     */
+    const prepare = (request: SubmitRequest) => Effect.gen(function*() {
       const policy = yield* SubmitPolicy
       yield* checkCallBackUrl(request.callBackUrl, policy.allowPrivateUrls)
       const model = yield* Option.match(catalog.find(request.model), {
@@ -166,6 +182,15 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       const normalized = yield* model.normalize(request.input)
       yield* checkMediaUrls(model, request.input, policy.allowPrivateUrls)
       const job: UpstreamJob = { ...normalized.job, priceMicroUsd: model.price(normalized.job, prices) }
+      // The task's model is the submitted top-level one, whatever the input holds.
+      const { model: _ignored, ...inputFields } = request.input
+      const input: TaskInput = { model: request.model, ...inputFields }
+      return { model, normalized, job, input }
+    })
+
+    /** Validates, moderates and stores a new PENDING task (with `given` as its id, else a new one); returns its id. */
+    const create = (account: Account, request: SubmitRequest, given?: TaskId) => Effect.gen(function*() {
+      const { input, job, model, normalized } = yield* prepare(request)
       const verdict = yield* moderation.check(job.prompt)
       if (verdict.flagged) {
         return yield* new ModerationRejected({ flagged: verdict.flagged, categories: verdict.categories })
@@ -173,9 +198,6 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
 
       const now = yield* Clock.currentTimeMillis
       const taskId = given ?? (yield* ids.taskId)
-      // The task's model is the submitted top-level one, whatever the input holds.
-      const { model: _ignored, ...inputFields } = request.input
-      const input: TaskInput = { model: request.model, ...inputFields }
       const pending = new TaskRecord({
           id: taskId,
           ownerId: account.id,
@@ -226,6 +248,16 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
         return yield* submitOnce(account, request, options.idempotency.key, options.idempotency.fingerprint)
       }
     )
+
+    /**
+     * What a submit of `request` would store and charge, with nothing created, held or
+     * moderated: the rules' refusals are submit's own (`prepare`). `rejection` is the message
+     * a task refused by a rule of its model (motion's mediaUrls counts) would fail with at once.
+     */
+    const estimate = Effect.fn("TaskService.estimate", spanOptions)(function*(request: SubmitRequest) {
+      const { input, job, normalized } = yield* prepare(request)
+      return { model: request.model, input, job, rejection: normalized.rejection } satisfies Estimate
+    })
 
     /** The caller's task with this id, as the query endpoint shows it. */
     const query = Effect.fn("TaskService.query", spanOptions)(
@@ -347,7 +379,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
 
     const { wait, watch } = yield* TaskWatch.make(query)
 
-    return { submit, query, wait, watch, list, cancel, receiveWebhook, callbacks, redeliver } as const
+    return { submit, estimate, query, wait, watch, list, cancel, receiveWebhook, callbacks, redeliver } as const
   })
 }) {}
 
