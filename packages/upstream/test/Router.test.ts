@@ -211,7 +211,7 @@ describe("Router and progress", () => {
       const job = Testing.job({ sync: false })
       const onFal = yield* upstream.submit(job, context)
       if (onFal._tag !== "Accepted") return expect.fail("fal accepts")
-      expect(yield* upstream.poll(onFal.upstreamId, job)).toEqual({ _tag: "Running", progress: { queuePosition: 1 } })
+      expect(yield* upstream.poll(onFal.upstreamId, job)).toEqual({ _tag: "Running", progress: { queuePosition: 2 } })
       const next = upstream.failover!(job)!
       const onReplicate = yield* upstream.submit(next, { ...context, idempotencyKey: "t.2" })
       if (onReplicate._tag !== "Accepted") return expect.fail("Replicate accepts")

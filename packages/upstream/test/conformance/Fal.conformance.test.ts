@@ -210,7 +210,7 @@ describe("fal's client reads FakeFal's progress", () => {
     if (running?.status !== "IN_PROGRESS") return expect.fail("IN_PROGRESS third")
     expect(running.logs.map((log) => log.message)).toEqual(printed)
     expect(running.logs[0]).toEqual({ message: printed[0], level: "INFO", source: "USER", timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) })
-    expect(statuses.map(Fal.progressOf)).toEqual([{ queuePosition: 1 }, { queuePosition: 0 }, { percent: 45, logs: printed }])
+    expect(statuses.map(Fal.progressOf)).toEqual([{ queuePosition: 2 }, { queuePosition: 1 }, { percent: 45, logs: printed }])
     // Without logs: true the client asks ?logs=0, and the fake answers no log lines.
     const quiet = await fal.queue.status("fal-ai/flux/dev", { requestId: submitted.request_id })
     expect(queue.requests.at(-1)!.query).toBe("?logs=0")
