@@ -327,7 +327,8 @@ const startServer = async (
     stdio: ["ignore", "ignore", "inherit"]
   })
   for (let i = 0; ; i++) {
-    const up = await fetch(`http://127.0.0.1:${port}/api/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.ok, () => false)
+    // A time limit on each try: a request sent as the server starts listening was seen to hang.
+    const up = await fetch(`http://127.0.0.1:${port}/api/v1/models`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false)
     if (up) break
     if (i > 600 || child.exitCode !== null) throw new Error(`the ${side} server did not start`)
     await new Promise((resolve) => setTimeout(resolve, 100))
@@ -603,7 +604,7 @@ const mainNodes = async (counts: ReadonlyArray<number>) => {
       "<!-- bench:e2e-nodes:start -->",
       "## Several nodes on one PostgreSQL database",
       "",
-      `Command: \`BENCH_NODES=${counts.join(",")} npm run bench:e2e\` with \`MEDIAGATE_TEST_PG_URL\` set${
+      `Command: \`BENCH_NODES=${counts.join(",")} BENCH_TASKS=${loads.join(",")} npm run bench:e2e\` with \`MEDIAGATE_TEST_PG_URL\` set${
         nodesMedia === "s3" ? " and `BENCH_NODES_MEDIA=s3`" : ""
       }. N`,
       "standalone servers on one fresh PostgreSQL database, submits sent round-robin over them",
