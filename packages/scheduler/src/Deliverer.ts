@@ -68,6 +68,16 @@ const errorOf = (answer: Answer | null, failure: string | null): string | null =
     ? `HTTP ${answer.status}`
     : `HTTP ${answer.status}, Retry-After ${Math.round(answer.retryAfterMs / 1000)} s`
 
+/** Why a callback event is not sent (`skip`), or undefined when it is. */
+export const notSent = (callback: TaskStore.CallbackRow, task: Task.TaskRecord): string | undefined =>
+  callback.event !== "started" && callback.event !== "progress"
+    ? undefined
+    : Task.isTerminal(task.status)
+    ? `the task ended (${task.status}) before it was sent; its completed callback tells of that`
+    : callback.event === "progress" && task.callbackEvents?.lastProgress?.id !== callback.id
+    ? "a newer progress callback is owed, and carries the task as it stands"
+    : undefined
+
 /**
  * Callbacks sent at once unless configured. A receiver's answer is mostly waiting, so this
  * bounds the rate: with receivers answering in 20 ms, 8 at once made about 300 callbacks/s
@@ -153,6 +163,16 @@ export const make = (options: Options = {}) =>
     const recordAttempt = (attempt: TaskStore.CallbackAttempt) =>
       Effect.flatMap(Deferred.make<void, StoreError>(), (done) => Effect.zipRight(Queue.offer(written, [attempt, done]), Deferred.await(done)))
 
+    /**
+     * A `started` or `progress` callback that has nothing left to tell is not sent, and its
+     * delivery ends there (one attempt, no request, its reason recorded): the task ended (its
+     * `completed` callback tells of that, and an older event arriving after it would mislead),
+     * or a newer progress callback is owed (it carries the task as it stands when sent).
+     */
+    const skip = (callback: TaskStore.DueCallback, attempt: number, reason: string) =>
+      Effect.flatMap(Loops.currentMillis, (at) =>
+        recordAttempt({ callbackId: callback.id, attempt, at, status: null, error: `not sent: ${reason}`, durationMs: 0, outcome: { _tag: "GaveUp" } }))
+
     const deliver = (callback: TaskStore.DueCallback, claimedAt: number) =>
       Effect.gen(function*() {
         const attempt = callback.attempts + 1
@@ -190,8 +210,12 @@ export const make = (options: Options = {}) =>
             })
           })
         if (Option.isNone(task)) return yield* record(yield* Loops.currentMillis, null, "the task no longer exists")
-        // The body is the query answer, as it stands now.
-        const body = JSON.stringify(Api.ok(Task.toWire(task.value)))
+        const unsent = notSent(callback, task.value)
+        if (unsent !== undefined) return yield* skip(callback, attempt, unsent)
+        // The body is the query answer, as it stands now; a task that asked for callback
+        // events (`callBackEvents`) has the event beside it.
+        const answer = Api.ok(Task.toWire(task.value))
+        const body = JSON.stringify(callback.event === undefined ? answer : { code: answer.code, msg: answer.msg, event: callback.event, data: answer.data })
         const secret = accounts.signingSecrets === undefined
           ? Option.toArray(yield* accounts.webhookSecret(task.value.ownerId))
           : yield* accounts.signingSecrets(task.value.ownerId)

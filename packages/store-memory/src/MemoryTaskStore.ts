@@ -140,7 +140,7 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
   const record = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
     callbacks.forEach((row) => {
       outbox.set(row.id, row)
-      delivery.set(row.id, { attempts: 0, roundStart: 0, nextAttemptAt: row.createdAt, leaseUntil: null, status: "pending" })
+      delivery.set(row.id, { attempts: 0, roundStart: 0, nextAttemptAt: row.dueAt ?? row.createdAt, leaseUntil: null, status: "pending" })
       owed.add(row.id)
     })
   const recordAttempt = (attempt: TaskStore.CallbackAttempt) => {
@@ -299,7 +299,8 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
     callbacks: (taskId) => Effect.sync(() => callbacksOf(taskId).map(stateOf)),
     redeliverCallbacks: (taskId, now) =>
       Effect.sync(() => {
-        const rows = callbacksOf(taskId)
+        // Only the terminal callback: a task's started and progress callbacks are not sent again.
+        const rows = callbacksOf(taskId).filter((row) => row.event === undefined || row.event === "completed")
         for (const row of rows) {
           const state = delivery.get(row.id)!
           Object.assign(state, { roundStart: state.attempts, nextAttemptAt: now, status: "pending" })

@@ -262,6 +262,13 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
       const sql = yield* SqlClient.SqlClient
       // What the upstream says of a running job (JSON); null when nothing is known.
       yield* sql`ALTER TABLE ${sql(t.tasks)} ADD COLUMN progress TEXT`
+    }),
+    "0019_callback_events": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // The callback events a task asked for (JSON); null for the spec's one terminal callback.
+      yield* sql`ALTER TABLE ${sql(t.tasks)} ADD COLUMN callback_events TEXT`
+      // The event a callback tells of; null for the spec's terminal callback with its own body.
+      yield* sql`ALTER TABLE ${sql(t.callbacks)} ADD COLUMN event TEXT`
     })
   }
 }

@@ -6,7 +6,7 @@
  */
 import type { SqlClient } from "@effect/sql"
 import { Ids, TaskConflict, TaskStore } from "@mediagate/core"
-import type { StoreError } from "@mediagate/core"
+import type { StoreError, Task } from "@mediagate/core"
 import type { Context, Scope } from "effect"
 import { Effect, Layer, Option } from "effect"
 import * as Database from "./Database.js"
@@ -48,7 +48,7 @@ export const make = (options: Options = {}): Effect.Effect<
       `UPDATE ${tasks} SET ${updateColumns.map((column) => `${column} = ?`).join(", ")} WHERE id = ? AND version = ? RETURNING id`
     )
     const insertCallback = compile(
-      `INSERT INTO "${t.callbacks}" (id, task_id, url, created_at, attempts, next_attempt_at) VALUES (?, ?, ?, ?, 0, ?)`
+      `INSERT INTO "${t.callbacks}" (id, task_id, url, created_at, attempts, next_attempt_at, event) VALUES (?, ?, ?, ?, 0, ?, ?)`
     )
     const selectById = compile(`SELECT * FROM ${tasks} WHERE id = ?`)
     const selectByIdOwner = compile(`SELECT * FROM ${tasks} WHERE id = ? AND owner_id = ?`)
@@ -85,7 +85,8 @@ export const make = (options: Options = {}): Effect.Effect<
     }
     const selectCallbacks = compile(`SELECT * FROM "${t.callbacks}" WHERE task_id = ? ORDER BY created_at, id`)
     const redeliverCallbacks = compile(
-      `UPDATE "${t.callbacks}" SET round_start = attempts, next_attempt_at = ?, delivered_at = NULL, failed_at = NULL WHERE task_id = ? RETURNING id`
+      `UPDATE "${t.callbacks}" SET round_start = attempts, next_attempt_at = ?, delivered_at = NULL, failed_at = NULL
+       WHERE task_id = ? AND (event IS NULL OR event = 'completed') RETURNING id`
     )
     const anyCallbackDue = compile(
       `SELECT 1 AS found FROM "${t.callbacks}"
@@ -108,8 +109,14 @@ export const make = (options: Options = {}): Effect.Effect<
     )
     const selectAttempts = compile(`SELECT * FROM "${t.callbackAttempts}" WHERE callback_id = ? ORDER BY attempt`)
 
+    /** A callback row's event, when it has one (null: the spec's one terminal callback). */
+    const eventOf = (row: Record<string, unknown>): { readonly event?: Task.CallbackEvent } => {
+      const event = row["event"]
+      return event === "started" || event === "progress" || event === "completed" ? { event } : {}
+    }
+
     const writeCallbacks = (run: Executor.Run, callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
-      Effect.forEach(callbacks, (row) => run(insertCallback, [row.id, row.taskId, row.url, row.createdAt, row.createdAt]), {
+      Effect.forEach(callbacks, (row) => run(insertCallback, [row.id, row.taskId, row.url, row.createdAt, row.dueAt ?? row.createdAt, row.event ?? null]), {
         discard: true
       })
 
@@ -193,6 +200,7 @@ export const make = (options: Options = {}): Effect.Effect<
                 taskId: Ids.TaskId.make(String(row["task_id"])),
                 url: String(row["url"]),
                 createdAt: num(row["created_at"]),
+                ...eventOf(row),
                 attempts: num(row["attempts"]),
                 status,
                 nextAttemptAt: status === "pending" ? numOrNull(row["next_attempt_at"]) : null
@@ -215,6 +223,7 @@ export const make = (options: Options = {}): Effect.Effect<
                 taskId: Ids.TaskId.make(String(row["task_id"])),
                 url: String(row["url"]),
                 createdAt: num(row["created_at"]),
+                ...eventOf(row),
                 attempts: num(row["attempts"]),
                 roundStart: num(row["round_start"]),
                 due: num(row["next_attempt_at"])

@@ -36,7 +36,9 @@ export const Row = Schema.Struct({
   attempts: Schema.parseJson(Schema.Array(Task.UpstreamAttempt)),
   provider: Schema.NullOr(Schema.String),
   /** JSON; null when nothing is known (and in rows written before it existed). */
-  progress: Schema.NullOr(Schema.parseJson(Task.TaskProgress))
+  progress: Schema.NullOr(Schema.parseJson(Task.TaskProgress)),
+  /** JSON; null for the spec's one terminal callback (and in rows written before it existed). */
+  callback_events: Schema.NullOr(Schema.parseJson(Task.CallbackEvents))
 })
 /** A row as the driver hands it over and takes it. */
 export type Row = typeof Row.Encoded
@@ -70,7 +72,8 @@ const recordOf = (row: Columns): Task.TaskRecord =>
     version: row.version,
     attempts: row.attempts,
     provider: row.provider,
-    progress: row.progress
+    progress: row.progress,
+    callbackEvents: row.callback_events
   }, true)
 
 /** A record's columns before encoding: the one mapping of fields to columns, as `recordOf` is back. */
@@ -95,7 +98,8 @@ const columnsOf = (task: Task.TaskRecord): Columns => ({
   version: task.version,
   attempts: task.attempts,
   provider: task.provider,
-  progress: task.progress
+  progress: task.progress,
+  callback_events: task.callbackEvents
 })
 
 /** A row of the tasks table as a TaskRecord and back. */
@@ -138,6 +142,7 @@ const isJob = Schema.is(Task.UpstreamJob)
 const isResult = Schema.is(Schema.NullOr(Task.TaskResult))
 const isAttempts = Schema.is(Schema.Array(Task.UpstreamAttempt))
 const isProgress = Schema.is(Schema.NullOr(Task.TaskProgress))
+const isCallbackEvents = Schema.is(Schema.NullOr(Task.CallbackEvents))
 
 /**
  * The row as a record without going through `TaskRow`'s decoder (about half its cost, on a
@@ -168,7 +173,11 @@ export const fastFromRow = (row: unknown): Task.TaskRecord | undefined => {
   const result = r.result === null ? null : json(r.result)
   const attempts = json(r.attempts)
   const progress = r.progress === null || r.progress === undefined ? null : json(r.progress)
-  if (!isInput(input) || !isJob(job) || !isResult(result) || !isAttempts(attempts) || !isProgress(progress)) return undefined
+  const callbackEvents = r.callback_events === null || r.callback_events === undefined ? null : json(r.callback_events)
+  if (
+    !isInput(input) || !isJob(job) || !isResult(result) || !isAttempts(attempts) || !isProgress(progress) ||
+    !isCallbackEvents(callbackEvents)
+  ) return undefined
   return recordOf({
     id: Ids.TaskId.make(r.id),
     owner_id: Ids.AccountId.make(r.owner_id),
@@ -190,7 +199,8 @@ export const fastFromRow = (row: unknown): Task.TaskRecord | undefined => {
     version,
     attempts,
     provider: r.provider,
-    progress
+    progress,
+    callback_events: callbackEvents
   })
 }
 
@@ -227,7 +237,8 @@ export const toRow = (task: Task.TaskRecord): Row => {
     job: JSON.stringify(fields.job),
     result: fields.result === null ? null : JSON.stringify(fields.result),
     attempts: JSON.stringify(fields.attempts),
-    progress: fields.progress === null ? null : JSON.stringify(fields.progress)
+    progress: fields.progress === null ? null : JSON.stringify(fields.progress),
+    callback_events: fields.callback_events === null ? null : JSON.stringify(fields.callback_events)
   }
 }
 

@@ -5,7 +5,7 @@
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { isoTime, Task } from "../domain/Task.js"
+import { CallbackEvent, isoTime, Task } from "../domain/Task.js"
 import { ModelInfo } from "../models/ModelInfo.js"
 import { CurrentAccount } from "../services/Accounts.js"
 import type * as Ledger from "../services/Ledger.js"
@@ -191,9 +191,15 @@ export const CallbackAttempt = Schema.Struct({
 export const Callback = Schema.Struct({
   id: Schema.String.annotations({ description: "The callback's webhook-id, the same on every attempt and redelivery." }),
   url: Schema.String.annotations({ description: "Where it is sent: the task's callBackUrl." }),
-  created_at: Schema.String.annotations({ description: "When the task ended and the callback became owed (ISO 8601 UTC)." }),
+  event: Schema.NullOr(CallbackEvent).annotations({
+    description:
+      "What it tells of, for a task submitted with callBackEvents (started, progress, completed); null for the spec's one terminal callback."
+  }),
+  created_at: Schema.String.annotations({
+    description: "When the callback became owed: the task ended, or for an event, when it happened (ISO 8601 UTC)."
+  }),
   status: Schema.Literal("pending", "delivered", "failed").annotations({
-    description: "pending: an attempt is due at next_attempt_at; delivered: a 2xx answer; failed: given up (410 Gone or the retry schedule used up)."
+    description: "pending: an attempt is due at next_attempt_at; delivered: a 2xx answer; failed: given up (410 Gone or the retry schedule used up) or, for a started or progress event, not sent (the task had ended, or a newer progress callback was owed; its one attempt's error says which)."
   }),
   next_attempt_at: Schema.NullOr(Schema.String).annotations({ description: "When the next attempt is due; null unless pending." }),
   attempts: Schema.Array(CallbackAttempt).annotations({ description: "Every attempt, oldest first." })
@@ -206,6 +212,7 @@ export const callbackWire = (
 ): typeof Callback.Type => ({
   id: callback.id,
   url: callback.url,
+  event: callback.event ?? null,
   created_at: isoTime(callback.createdAt),
   status: callback.status,
   next_attempt_at: callback.nextAttemptAt === null ? null : isoTime(callback.nextAttemptAt),

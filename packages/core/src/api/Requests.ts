@@ -9,7 +9,7 @@ import type { HttpApiError } from "@effect/platform"
 import { Either, Option, ParseResult, Schema } from "effect"
 import { shortened, ValidationError } from "../domain/Errors.js"
 import { TaskId } from "../domain/Ids.js"
-import { TaskStatus } from "../domain/Task.js"
+import { CallbackEvent, TaskStatus } from "../domain/Task.js"
 import * as UrlPolicy from "../domain/UrlPolicy.js"
 import { MAX_PROMPT_LENGTH } from "../models/Fields.js"
 import * as IdempotencyKeys from "../services/IdempotencyKeys.js"
@@ -99,13 +99,30 @@ export const SubmitRequest = Schema.Struct({
     }),
     { nullable: true }
   ),
+  callBackEvents: Schema.optionalWith(
+    Schema.Array(
+      CallbackEvent.annotations({ message: () => `must be one of ${CallbackEvent.literals.map((event) => `"${event}"`).join(", ")}` })
+    ).annotations({ message: () => "must be an array of event names" }).pipe(
+      Schema.filter((events) => events.includes("completed"), {
+        message: () => `must include "completed": the terminal callback is always sent`,
+        jsonSchema: { contains: { const: "completed" } }
+      })
+    ).annotations({
+      description:
+        "Additive: the callbacks to send to callBackUrl (which it needs), modelled on Replicate's webhook_events_filter. " +
+        "started: the upstream took the job; progress: its progress changed (at most one per 2 s per task); " +
+        "completed: the terminal state, always included. Every callback of such a task has an `event` field beside code, msg and data. " +
+        "Without it, one callback is sent at the terminal state, with the spec's body."
+    }),
+    { nullable: true }
+  ),
   user_id: Schema.optionalWith(
     Schema.String.annotations({ message: () => "must be a string" }).pipe(
       Schema.maxLength(maxUserIdLength, { message: () => `must be at most ${maxUserIdLength} characters` })
     ).annotations({ description: "Caller's user identifier, for tracing." }),
     { nullable: true }
   )
-}).annotations({ identifier: "SubmitRequest", description: "null counts as absent for callBackUrl and user_id.", ...strict })
+}).annotations({ identifier: "SubmitRequest", description: "null counts as absent for callBackUrl, callBackEvents and user_id.", ...strict })
 export type SubmitRequest = typeof SubmitRequest.Type
 
 const decodeSubmit = Schema.decodeUnknownEither(SubmitRequest)

@@ -158,6 +158,24 @@ export const TaskProgress = Schema.Struct({
 }).annotations({ identifier: "TaskProgress" })
 export type TaskProgress = typeof TaskProgress.Type
 
+/**
+ * A callback a submit may ask for besides the terminal one (`callBackEvents`, additive to the
+ * spec; docs/decisions.md "Callback events"): `started` when the upstream has taken the job,
+ * `progress` when its progress changes (throttled), `completed` at the terminal state.
+ */
+export const CallbackEvent = Schema.Literal("started", "progress", "completed")
+export type CallbackEvent = typeof CallbackEvent.Type
+
+/**
+ * The callback events a task asked for, and the progress callback owed last (its id and when
+ * it is due), which throttles the next one and tells an older one it was superseded.
+ */
+export const CallbackEvents = Schema.Struct({
+  events: Schema.Array(CallbackEvent),
+  lastProgress: Schema.NullOr(Schema.Struct({ id: Schema.String, dueAt: Schema.Number }))
+}).annotations({ identifier: "CallbackEvents" })
+export type CallbackEvents = typeof CallbackEvents.Type
+
 /** The task as the store keeps it: the public fields plus what the engine needs. Times are epoch milliseconds. */
 export class TaskRecord extends Schema.Class<TaskRecord>("TaskRecord")({
   id: TaskId,
@@ -189,7 +207,12 @@ export class TaskRecord extends Schema.Class<TaskRecord>("TaskRecord")({
    */
   provider: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   /** What the upstream said of the job's progress (additive); null when nothing is known. */
-  progress: Schema.optionalWith(Schema.NullOr(TaskProgress), { default: () => null })
+  progress: Schema.optionalWith(Schema.NullOr(TaskProgress), { default: () => null }),
+  /**
+   * The callback events the submit asked for (`callBackEvents`); null for the spec's one
+   * terminal callback with its own body.
+   */
+  callbackEvents: Schema.optionalWith(Schema.NullOr(CallbackEvents), { default: () => null })
 }) {}
 
 /** An upstream attempt as the query endpoint shows it. */

@@ -5,7 +5,7 @@ import type { Effect, Option } from "effect"
 import { Context } from "effect"
 import type { StoreError, TaskConflict } from "../domain/Errors.js"
 import type { AccountId, TaskId } from "../domain/Ids.js"
-import type { TaskRecord, TaskStatus } from "../domain/Task.js"
+import type { CallbackEvent, TaskRecord, TaskStatus } from "../domain/Task.js"
 
 /** Options of a claim for due work. */
 export interface ClaimOptions {
@@ -46,6 +46,13 @@ export interface CallbackRow {
   readonly taskId: TaskId
   readonly url: string
   readonly createdAt: number
+  /**
+   * The event it tells of, for a task that asked for callback events (`callBackEvents`);
+   * absent for the spec's one terminal callback, whose body has no `event`.
+   */
+  readonly event?: CallbackEvent | undefined
+  /** When its first attempt is due, if not at once (`createdAt`): a throttled progress callback. */
+  readonly dueAt?: number | undefined
 }
 
 /** A callback due for delivery, as a deliverer claims it. */
@@ -154,11 +161,12 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
   /** The callbacks owed for a task, oldest first, each with where its delivery stands. */
   readonly callbacks: (taskId: TaskId) => Effect.Effect<ReadonlyArray<CallbackState>, StoreError>
   /**
-   * Starts a new delivery round for every callback of a task, delivered and given up ones
-   * included: each is due at `now`, the retry schedule starts over (`roundStart` is the
+   * Starts a new delivery round for a task's terminal callback (its `event` absent or
+   * `completed`; `started` and `progress` ones are not sent again), delivered and given up
+   * ones included: it is due at `now`, the retry schedule starts over (`roundStart` is the
    * attempts made so far), its id and attempt numbering carry on. An attempt in flight is
    * not stopped; its outcome, when recorded, stands as the new round's first. Answers how
-   * many callbacks the task has.
+   * many callbacks it restarted.
    */
   readonly redeliverCallbacks: (taskId: TaskId, now: number) => Effect.Effect<number, StoreError>
   /** Leases up to `limit` callbacks whose next attempt is due, earliest first. */

@@ -20,7 +20,7 @@ import * as Pricing from "../models/Pricing.js"
 import { Prices } from "../models/Pricing.js"
 import type { Task, TaskInput, UpstreamJob } from "../domain/Task.js"
 import * as Transition from "../domain/Transition.js"
-import { isTerminal, TaskRecord, TaskStatus, toWire } from "../domain/Task.js"
+import { CallbackEvent, isTerminal, TaskRecord, TaskStatus, toWire } from "../domain/Task.js"
 import { CallbackWakeup, TaskWakeup } from "../services/TaskEvents.js"
 import type { CallbackAttempt, CallbackState } from "../services/TaskStore.js"
 import { TaskStore } from "../services/TaskStore.js"
@@ -175,6 +175,9 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     const prepare = (request: SubmitRequest) => Effect.gen(function*() {
       const policy = yield* SubmitPolicy
       yield* checkCallBackUrl(request.callBackUrl, policy.allowPrivateUrls)
+      if (request.callBackEvents !== undefined && request.callBackUrl === undefined) {
+        return yield* new ValidationError({ message: "callBackEvents needs a callBackUrl to send them to" })
+      }
       const model = yield* Option.match(catalog.find(request.model), {
         onNone: () => Effect.fail(unsupportedModel(request.model, modelIds)),
         onSome: Effect.succeed
@@ -208,6 +211,10 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
           failureReason: null,
           errorMessage: null,
           callBackUrl: request.callBackUrl ?? null,
+          // The events asked for, each once, in a fixed order (started, progress, completed).
+          callbackEvents: request.callBackEvents === undefined
+            ? null
+            : { events: CallbackEvent.literals.filter((event) => request.callBackEvents!.includes(event)), lastProgress: null },
           userId: request.user_id ?? null,
           upstreamId: null,
           createdAt: now,

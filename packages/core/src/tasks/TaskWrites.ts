@@ -1,7 +1,8 @@
 /**
- * The one write path of task state. A change goes through the state machine, the callback
- * it owes is worked out here (a task that reaches a terminal state with a callBackUrl owes
- * exactly one), and the record and its callback are written together, all or nothing. The
+ * The one write path of task state. A change goes through the state machine, the callbacks
+ * it owes are worked out here (a task that reaches a terminal state with a callBackUrl owes
+ * exactly one; one that asked for callback events also owes `started` and throttled
+ * `progress` ones), and the record and its callbacks are written together, all or nothing. The
  * write that ends a task then settles its credits (`Credits.settle`; nothing to settle under
  * `Ledger.layerUnbilled`), trying again in the background when the ledger fails; a crash
  * between the two is finished by the settlement sweep. The API (submit, cancel) and the
@@ -15,7 +16,7 @@ import type { IllegalTransition, StoreError, TaskConflict } from "../domain/Erro
 import { Ledger } from "../services/Ledger.js"
 import type { UpstreamId } from "../domain/Ids.js"
 import { Ids } from "../domain/Ids.js"
-import type { TaskProgress, TaskStatus, UpstreamAttempt, UpstreamJob } from "../domain/Task.js"
+import type { CallbackEvent, TaskProgress, TaskStatus, UpstreamAttempt, UpstreamJob } from "../domain/Task.js"
 import { isTerminal, TaskRecord } from "../domain/Task.js"
 import type { CallbackRow } from "../services/TaskStore.js"
 import { TaskChanges } from "../services/TaskChanges.js"
@@ -27,6 +28,45 @@ import * as Transition from "../domain/Transition.js"
 /** Whether moving a task from `before` (null: a new task) to `after` owes a callback. */
 export const owesCallback = (before: TaskStatus | null, after: TaskRecord): boolean =>
   after.callBackUrl !== null && isTerminal(after.status) && (before === null || !isTerminal(before))
+
+/**
+ * A task's `progress` callbacks are owed at most once per this many milliseconds: a change
+ * within it is told by one callback due at its end (which carries the task as it stands
+ * when sent), so the last change is never left untold.
+ */
+export const progressCallbackMillis = 2000
+
+/** A callback event owed by a write, before its id is drawn: what it tells of and when it is due. */
+interface EventOwed {
+  readonly event: CallbackEvent
+  /** When it happened: the status change, or the progress change. */
+  readonly at: number
+  readonly dueAt: number
+}
+
+/**
+ * The callbacks a task that asked for callback events (`callBackEvents`) owes for the write
+ * from `before` (null: a new task) to `after`, terminal aside: `started` once, when it leaves
+ * PENDING for the upstream (due at that change, `updatedAt`); `progress` when its progress
+ * changes, throttled to one per `progressCallbackMillis` from the change's time (due at once,
+ * or at the end of the current interval when one was owed within it; none when one is
+ * already due later, since it will carry this change).
+ */
+export const eventsOwed = (before: TaskRecord | null, after: TaskRecord): ReadonlyArray<EventOwed> => {
+  const asked = after.callbackEvents
+  if (asked === null || after.callBackUrl === null || isTerminal(after.status)) return []
+  const owed: Array<EventOwed> = []
+  if (asked.events.includes("started") && before !== null && before.status === "PENDING" && after.status !== "PENDING") {
+    owed.push({ event: "started", at: after.updatedAt, dueAt: after.updatedAt })
+  }
+  if (asked.events.includes("progress") && after.progress !== null && after.progress !== before?.progress) {
+    const now = after.progress.updatedAt
+    const last = asked.lastProgress?.dueAt
+    if (last === undefined || now >= last + progressCallbackMillis) owed.push({ event: "progress", at: now, dueAt: now })
+    else if (last <= now) owed.push({ event: "progress", at: now, dueAt: last + progressCallbackMillis })
+  }
+  return owed
+}
 
 /**
  * What a write may carry besides the change: the upstream attempts as they now stand, the
@@ -71,13 +111,39 @@ export const make: Effect.Effect<TaskWrites["Type"], never, TaskStore | Ids | Le
   const changes = yield* TaskChanges
   /** After a callback row is written: the deliverer sends it now rather than at its next scan. */
   const owed = (callbacks: ReadonlyArray<CallbackRow>) => (callbacks.length > 0 ? deliverer.wake : Effect.void)
+  const noCallbacks: ReadonlyArray<CallbackRow> = []
 
-  const callbacksOwed = (before: TaskStatus | null, after: TaskRecord) =>
-    owesCallback(before, after)
-      ? Effect.map(ids.token(12), (token): ReadonlyArray<CallbackRow> => [
-        { id: `msg_${token}`, taskId: after.id, url: after.callBackUrl!, createdAt: after.updatedAt }
-      ])
-      : Effect.succeed([])
+  /**
+   * The callbacks the write from `before` (null: a new task) to `after` owes, and the record
+   * to write: `after`, or `after` noting the progress callback it now owes last.
+   */
+  const callbacksOwed = (before: TaskRecord | null, after: TaskRecord) => {
+    const terminal = owesCallback(before?.status ?? null, after)
+    const events = eventsOwed(before, after)
+    if (!terminal && events.length === 0) return Effect.succeed({ record: after, callbacks: noCallbacks })
+    return Effect.gen(function*() {
+      const asked = after.callbackEvents
+      const callbacks: Array<CallbackRow> = []
+      let record = after
+      for (const { at, dueAt, event } of events) {
+        const id = `msg_${yield* ids.token(12)}`
+        callbacks.push({ id, taskId: after.id, url: after.callBackUrl!, createdAt: at, event, dueAt })
+        if (event === "progress") {
+          record = new TaskRecord({ ...record, callbackEvents: { ...asked!, lastProgress: { id, dueAt } } }, true)
+        }
+      }
+      if (terminal) {
+        callbacks.push({
+          id: `msg_${yield* ids.token(12)}`,
+          taskId: after.id,
+          url: after.callBackUrl!,
+          createdAt: after.updatedAt,
+          ...(asked === null ? {} : { event: "completed" as const })
+        })
+      }
+      return { record, callbacks }
+    })
+  }
 
   /** `record` holding `lease`, if the writer keeps one. */
   const leased = (record: TaskRecord, lease: WriteOptions["lease"]) =>
@@ -130,27 +196,24 @@ export const make: Effect.Effect<TaskWrites["Type"], never, TaskStore | Ids | Le
       : settleLater(after.id, Effect.map(store.get(after.id), Option.filter((stored) => isTerminal(stored.status))), now)
 
   const write = (current: TaskRecord, next: Either.Either<TaskRecord, IllegalTransition>, now: number) =>
-    Effect.flatMap(next, (record) =>
-      callbacksOwed(current.status, record).pipe(
-        Effect.tap((callbacks) =>
-          store.update(record, current.version, callbacks).pipe(
-            Effect.tapErrorTag("StoreError", () => maybeEnded(current.status, record, now))
-          )
-        ),
-        Effect.tap(() => changes.publish(record, current)),
-        Effect.tap(() => settled(current.status, record, now)),
-        Effect.tap(() => (!isTerminal(current.status) && isTerminal(record.status) ? Metrics.taskEnded(record) : Effect.void)),
-        Effect.flatMap(owed),
-        Effect.as(record)
-      ))
+    Effect.flatMap(next, (proposed) =>
+      Effect.flatMap(callbacksOwed(current, proposed), ({ callbacks, record }) =>
+        store.update(record, current.version, callbacks).pipe(
+          Effect.tapErrorTag("StoreError", () => maybeEnded(current.status, record, now)),
+          Effect.zipRight(changes.publish(record, current)),
+          Effect.zipRight(settled(current.status, record, now)),
+          Effect.zipRight(!isTerminal(current.status) && isTerminal(record.status) ? Metrics.taskEnded(record) : Effect.void),
+          Effect.zipRight(owed(callbacks)),
+          Effect.as(record)
+        )))
 
   return {
-    create: (record) =>
-      callbacksOwed(null, record).pipe(
-        Effect.tap((callbacks) => store.create(record, callbacks)),
-        Effect.tap(() => Metrics.taskSubmitted(record)),
-        Effect.flatMap(owed)
-      ),
+    create: (proposed) =>
+      Effect.flatMap(callbacksOwed(null, proposed), ({ callbacks, record }) =>
+        store.create(record, callbacks).pipe(
+          Effect.zipRight(Metrics.taskSubmitted(record)),
+          Effect.zipRight(owed(callbacks))
+        )),
     apply: (current, change, now, options = {}) => {
       const base = options.attempts === undefined && options.progress === undefined ? current : new TaskRecord({
         ...current,
