@@ -502,6 +502,37 @@ for (const backend of backends) {
         })
       ))
 
+    it.effect("callback events: a row's event and first due time are kept, the task's events read back; a redeliver restarts the terminal callback only", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const callbackEvents = { events: ["started", "progress", "completed"] as const, lastProgress: { id: "msg_p", dueAt: 2_000 } }
+          const task = record({ status: "PROCESSING", callBackUrl: "https://example.com/hook", callbackEvents })
+          const row = (id: string, createdAt: number, event: "started" | "progress" | "completed") =>
+            ({ id: `${id}_${randomBytes(4).toString("hex")}`, taskId: task.id, url: "https://example.com/hook", createdAt, event })
+          const started = row("msg_s", 100, "started")
+          const progress = { ...row("msg_p", 600, "progress"), dueAt: 2_000 }
+          yield* store.create(task, [started, progress])
+          expect(Option.getOrThrow(yield* store.get(task.id)).callbackEvents).toEqual(callbackEvents)
+          // The progress callback is not due before its time.
+          expect((yield* store.claimCallbacks({ now: 1_999, limit: 10, leaseUntil: 10_000 })).map((c) => [c.id, c.event])).toEqual([[started.id, "started"]])
+          const { dueAt: _, ...progressRow } = progress
+          expect(yield* store.claimCallbacks({ now: 2_000, limit: 10, leaseUntil: 10_000 })).toEqual([{ ...progressRow, attempts: 0, roundStart: 0 }])
+          const ended = withVersion(task, { status: "SUCCESS", dueAt: null })
+          const completed = row("msg_c", 3_000, "completed")
+          yield* store.update(ended, task.version, [completed])
+          expect((yield* store.callbacks(task.id)).map((c) => [c.id, c.event, c.nextAttemptAt])).toEqual([
+            [started.id, "started", 100], [progress.id, "progress", 2_000], [completed.id, "completed", 3_000]
+          ])
+          expect(yield* store.redeliverCallbacks(task.id, 5_000)).toBe(1)
+          expect((yield* store.callbacks(task.id)).find((c) => c.id === completed.id)?.nextAttemptAt).toBe(5_000)
+          // The spec's callback (no event) is the terminal one too.
+          const plain = record({ status: "SUCCESS", dueAt: null, callBackUrl: "https://example.com/hook" })
+          yield* store.create(plain, [{ id: `msg_x_${randomBytes(4).toString("hex")}`, taskId: plain.id, url: "https://example.com/hook", createdAt: 1 }])
+          expect(yield* store.redeliverCallbacks(plain.id, 5_000)).toBe(1)
+          expect((yield* store.callbacks(plain.id))[0]!.event).toBeUndefined()
+        })
+      ))
+
     it.effect("list pages an owner's tasks newest first with a cursor, stable under concurrent inserts", () =>
       withStore((store) =>
         Effect.gen(function*() {

@@ -171,7 +171,8 @@ describe("TaskService.submit: accepted", () => {
         leaseUntil: null,
         version: 1,
         provider: null,
-        progress: null
+        progress: null,
+        callbackEvents: null
       })
     }).pipe(Effect.provide(Service)))
 

@@ -101,7 +101,9 @@ export const SubmitRequest = Schema.Struct({
   ),
   callBackEvents: Schema.optionalWith(
     Schema.Array(
-      CallbackEvent.annotations({ message: () => `must be one of ${CallbackEvent.literals.map((event) => `"${event}"`).join(", ")}` })
+      CallbackEvent.annotations({
+        message: () => ({ message: `must be one of ${CallbackEvent.literals.map((event) => `"${event}"`).join(", ")}`, override: true })
+      })
     ).annotations({ message: () => "must be an array of event names" }).pipe(
       Schema.filter((events) => events.includes("completed"), {
         message: () => `must include "completed": the terminal callback is always sent`,
