@@ -273,6 +273,11 @@ describe("the playground page", () => {
         )
         expect(yield* Effect.promise(() => images.count())).toBe(2)
         expect(yield* Effect.promise(() => page.locator("#results .files a").count())).toBe(2)
+        // The price stays shown beside the result (and in the screenshot).
+        if (estimates) {
+          expect(yield* Effect.promise(() => page.isVisible("#price"))).toBe(true)
+          expect(yield* Effect.promise(() => page.textContent("#price-value"))).toBe("$0.040000")
+        }
 
         yield* Effect.promise(() => page.waitForLoadState("networkidle", { timeout: 20_000 }).then(() => true, () => false))
         if (takeScreenshot) {
