@@ -179,6 +179,18 @@ describe("Effect client", () => {
         expect((unknownModel as MediagateError).msg).toContain("model 'alpha-image-2' is not supported")
       })))
 
+  it.live("callBackEvents are sent with a submit and an estimate: refused without completed, taken with it", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const callBackUrl = "https://hooks.example.com/mediagate"
+        const refused = yield* Effect.flip(client.estimate("dream-4", { prompt: "a koi pond" }, { callBackUrl, callBackEvents: ["started"] }))
+        expect(refused).toMatchObject({ status: 400, msg: `callBackEvents must include "completed": the terminal callback is always sent` })
+        const notSubmitted = yield* Effect.flip(client.submit("dream-4", { prompt: "a koi pond" }, { callBackEvents: ["completed"] }))
+        expect(notSubmitted).toMatchObject({ status: 400, msg: "callBackEvents needs a callBackUrl to send them to" })
+        const estimate = yield* client.estimate("dream-4", { prompt: "a koi pond" }, { callBackUrl, callBackEvents: ["progress", "completed"] })
+        expect(estimate.rejection).toBeNull()
+      })))
+
   it.live("a failed task ends run with its status and reason, not an error", () =>
     withClient((client) =>
       Effect.gen(function*() {

@@ -23,6 +23,11 @@ export interface ClientOptions {
 export interface SubmitOptions {
   /** Webhook address: a signed POST is sent there when the task ends (`verifyCallback` checks it). */
   readonly callBackUrl?: string
+  /**
+   * Callbacks besides the terminal one (additive): `started`, `progress` (at most one per 2 s)
+   * and `completed`, which must be listed. Each carries its `event` (`verifyCallbackEvent`).
+   */
+  readonly callBackEvents?: ReadonlyArray<"started" | "progress" | "completed">
   /** Your user's id, for tracing. */
   readonly userId?: string
   /**
@@ -151,6 +156,7 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
           model,
           input,
           ...(submitOptions.callBackUrl === undefined ? {} : { callBackUrl: submitOptions.callBackUrl }),
+          ...(submitOptions.callBackEvents === undefined ? {} : { callBackEvents: submitOptions.callBackEvents }),
           ...(submitOptions.userId === undefined ? {} : { user_id: submitOptions.userId })
         }),
         (error) => new MediagateError({ status: 400, code: 400, msg: error.message })

@@ -10,7 +10,7 @@ export { pollBackoff, type RunOptions, terminalStatuses } from "./Run.js"
 /** The promise facade. */
 export { Mediagate, type PromiseRunOptions } from "./Mediagate.js"
 /** A receiver's check of a mediagate callback (Standard Webhooks signature), and why it refuses one. */
-export { CallbackVerificationError, verifyCallback } from "@mediagate/core"
+export { CallbackVerificationError, verifyCallback, verifyCallbackEvent } from "@mediagate/core"
 import type { Task as TaskNs } from "@mediagate/core"
 /** A task as the query endpoint answers it. */
 export type Task = TaskNs.Task

@@ -71,6 +71,8 @@ export {
   CallbackVerificationError,
   verifyCallback,
   verifyCallbackEffect,
+  verifyCallbackEvent,
+  type VerifiedCallback,
   type VerifyOptions
 } from "./api/VerifyCallback.js"
 /** The HTTP edge's limits kept for every node on one database: rate-limit buckets, places of held requests. */

@@ -16,5 +16,7 @@ export {
   CallbackVerificationError,
   verifyCallback,
   verifyCallbackEffect,
+  verifyCallbackEvent,
+  type VerifiedCallback,
   type VerifyOptions
 } from "@mediagate/core"

@@ -7,4 +7,4 @@ export * as Webhooks from "./Webhooks.js"
 /** The settlement sweep: credits left open by a crash, settled. */
 export * as Settlements from "./Settlements.js"
 /** A receiver's check of a callback (Standard Webhooks), and why it refuses one. */
-export { CallbackVerificationError, verifyCallback } from "./Webhooks.js"
+export { CallbackVerificationError, verifyCallback, verifyCallbackEvent } from "./Webhooks.js"

@@ -10,14 +10,14 @@ import * as Testing from "@mediagate/core/testing"
 import { NodeOutbound, NodeResolver } from "@mediagate/media"
 import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
-import { Effect, Layer, Option, Redacted, TestClock } from "effect"
+import { Effect, Either, Layer, Option, Redacted, TestClock } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Webhook } from "standardwebhooks"
-import { Deliverer, Webhooks } from "../src/index.js"
+import { Deliverer, verifyCallbackEvent, Webhooks } from "../src/index.js"
 
 const secret = Webhooks.secretFromHex("00112233445566778899aabbccddeeff0011223344556677")
 
@@ -166,6 +166,14 @@ for (const [name, store] of [["memory", MemoryTaskStore.layer], ["sqlite", sqlit
         yield* until(Effect.sync(() => bodies(path).some((b) => b.event === "completed")), (done) => done)
         const sent = bodies(path)
         expect(at(path).every(verified)).toBe(true)
+        // A receiver's check answers each one's event beside its task; a changed event is refused.
+        for (const request of at(path)) {
+          const now = Number(request.headers["webhook-timestamp"]) * 1000
+          const checked = verifyCallbackEvent(secret, request.headers, request.body, { now })
+          expect(Either.getOrThrow(checked)).toEqual({ event: JSON.parse(request.body).event, task: JSON.parse(request.body).data })
+          const forged = request.body.replace(/"event":"(started|progress)"/, `"event":"completed"`)
+          if (forged !== request.body) expect(Either.isLeft(verifyCallbackEvent(secret, request.headers, forged, { now }))).toBe(true)
+        }
         expect(new Set(at(path).map((r) => r.headers["webhook-id"])).size).toBe(at(path).length)
         expect(sent[0]).toMatchObject({ event: "started" })
         expect(sent.find((b) => b.event === "progress")!.data.progress).toMatchObject({ stage: "running", percent: 10 })
@@ -194,6 +202,8 @@ for (const [name, store] of [["memory", MemoryTaskStore.layer], ["sqlite", sqlit
         const ended = yield* writes.apply(running, { to: "FAILURE", reason: null, message: "x" }, 0)
         yield* until(Effect.sync(() => at(path).length), (n) => n === 1)
         expect(JSON.parse(at(path)[0]!.body)).toEqual({ code: 0, msg: "ok", data: Task.toWire(ended) })
+        const now = Number(at(path)[0]!.headers["webhook-timestamp"]) * 1000
+        expect(Either.getOrThrow(verifyCallbackEvent(secret, at(path)[0]!.headers, at(path)[0]!.body, { now })).event).toBeNull()
         expect((yield* store.callbacks(task.id)).map((c) => c.event)).toEqual([undefined])
       }).pipe(Effect.provide(composition(store)), Effect.scoped))
 

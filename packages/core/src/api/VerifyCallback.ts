@@ -5,7 +5,7 @@
  */
 import { Clock, Duration, Effect, Either, Schema } from "effect"
 import * as StandardWebhooks from "../domain/StandardWebhooks.js"
-import type { Task } from "../domain/Task.js"
+import type { CallbackEvent, Task } from "../domain/Task.js"
 import { TaskResponse } from "./Api.js"
 
 /** Why a callback was refused; `message` says it in a sentence. */
@@ -60,6 +60,30 @@ export const verifyCallback = (
         onRight: (envelope) => Either.right(envelope.data)
       })
   )
+
+/** A verified callback: the task it carries, and its event (null for the default callback, which has none). */
+export interface VerifiedCallback {
+  readonly event: CallbackEvent | null
+  readonly task: Task
+}
+
+const eventOf = (body: string | Uint8Array): CallbackEvent | null => {
+  const event = (JSON.parse(typeof body === "string" ? body : utf8.decode(body)) as { event?: unknown }).event
+  return event === "started" || event === "progress" || event === "completed" ? event : null
+}
+
+/**
+ * `verifyCallback` for a receiver of callback events (a submit with `callBackEvents`): the
+ * same checks, answering the event (`started`, `progress`, `completed`) beside the task.
+ */
+export const verifyCallbackEvent = (
+  secret: string | ReadonlyArray<string>,
+  headers: CallbackHeaders,
+  body: string | Uint8Array,
+  options: VerifyOptions = {}
+): Either.Either<VerifiedCallback, CallbackVerificationError> =>
+  // The body parsed as the task: it is JSON, so reading its event cannot throw.
+  Either.map(verifyCallback(secret, headers, body, options), (task) => ({ event: eventOf(body), task }))
 
 /** `verifyCallback` with the time from the Clock in context (TestClock in tests). */
 export const verifyCallbackEffect = (
