@@ -234,6 +234,12 @@ export const make = (options: Options): Effect.Effect<PgNotify, never, Scope.Sco
     yield* Effect.forkScoped(sessions)
     yield* Deferred.await(ready)
 
+    /**
+     * One query at a time on the connection: the topics' senders would otherwise query it at
+     * once, which pg 8 queues with a DeprecationWarning and pg 9 refuses.
+     */
+    const oneAtATime = yield* Effect.makeSemaphore(1)
+
     /** Sends one NOTIFY on `name`'s channel, if connected; a failure only costs the other nodes a scan interval. */
     const notify = (name: Channel, payload: string = node) =>
       Effect.flatMap(Ref.get(connection), (client) =>
@@ -244,6 +250,7 @@ export const make = (options: Options): Effect.Effect<PgNotify, never, Scope.Sco
               try: () => client.query("SELECT pg_notify($1, $2)", [channel(prefix, name), payload]),
               catch: reason
             }).pipe(
+              oneAtATime.withPermits(1),
               Effect.asVoid,
               Effect.catchAll((error) => Effect.logDebug(`pg-notify: NOTIFY ${name} failed: ${error}`))
             )
