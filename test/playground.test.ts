@@ -317,7 +317,7 @@ describe("the playground page", () => {
                 data: {
                   model: "beta-imagine/text-to-video",
                   input: {},
-                  adjustments: [{ field: "duration", from: 7, to: 6, reason: "rounded to a supported duration" }],
+                  adjustments: [{ field: "duration", requested: 7, applied: 6, reason: "rounded to a supported duration" }],
                   priceMicroUsd: 42_000,
                   priceUsd: 0.042
                 }

@@ -227,7 +227,7 @@ function estimate(request) {
     $("price-value").textContent = "$" + data.priceUsd;
     say("price-note", "");
     (data.adjustments || []).forEach(function (a) {
-      adjustments.appendChild(el("li", { text: a.field + ": " + JSON.stringify(a.from) + " \u2192 " + JSON.stringify(a.to) + (a.reason ? " (" + a.reason + ")" : "") }));
+      adjustments.appendChild(el("li", { text: a.field + ": " + JSON.stringify(a.requested) + " \u2192 " + JSON.stringify(a.applied) + (a.reason ? " (" + a.reason + ")" : "") }));
     });
   }, function () {});
 }
