@@ -161,7 +161,7 @@ describe("Effect client", () => {
         expect(estimate).toEqual({
           model: "clip3",
           input: { model: "clip3", prompt: "a paper boat", duration: 4 },
-          adjustments: [{ field: "duration", from: 4, to: 8, reason: "t2v on the quality tier supports only 8 seconds" }],
+          adjustments: [{ field: "duration", requested: 4, applied: 8, reason: "t2v on the quality tier supports only 8 seconds" }],
           priceMicroUsd: expect.any(Number),
           priceUsd: (estimate.priceMicroUsd / 1_000_000).toFixed(6),
           rejection: null

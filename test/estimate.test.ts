@@ -56,9 +56,7 @@ describe("estimate", () => {
         expect([body.model, task.status]).toEqual([body.model, "SUCCESS"])
         expect(data.input).toEqual(task.input)
         expect(data.priceMicroUsd).toBe(task.price_micro_usd)
-        expect(data.adjustments).toEqual(
-          (task.adjustments as Array<any>).map(({ applied, field, reason, requested }) => ({ field, from: requested, to: applied, reason }))
-        )
+        expect(data.adjustments).toEqual(task.adjustments)
         const entries = ((yield* account).entries as Array<any>).filter((entry) => entry.task_id === taskId)
         expect(entries.map((entry) => [entry.kind, entry.amount_micro_usd, entry.held_micro_usd]).reverse()).toEqual([
           ["reserve", 0, data.priceMicroUsd],
@@ -71,7 +69,7 @@ describe("estimate", () => {
     Effect.gen(function*() {
       // t2v on the quality tier runs 8 seconds whatever is asked.
       const t2v = (yield* estimate({ model: "clip3", input: { prompt: "a paper boat", duration: 4 } })).body.data
-      expect(t2v.adjustments).toEqual([{ field: "duration", from: 4, to: 8, reason: "t2v on the quality tier supports only 8 seconds" }])
+      expect(t2v.adjustments).toEqual([{ field: "duration", requested: 4, applied: 8, reason: "t2v on the quality tier supports only 8 seconds" }])
       // i2v-fl honours 4 seconds: nothing adjusted, and half the price of 8.
       const twoFrames = ["https://example.com/a.jpg", "https://example.com/b.jpg"]
       const four = (yield* estimate({ model: "clip3", input: { prompt: "dawn to dusk", imageUrls: twoFrames, duration: 4 } })).body.data
@@ -85,12 +83,32 @@ describe("estimate", () => {
         input: { prompt: "three friends", imageUrls: [...twoFrames, "https://example.com/c.jpg"], duration: 6 }
       })).body.data
       expect(r2v.adjustments).toEqual([
-        { field: "model", from: "clip3", to: "clip3_fast", reason: "r2v does not support the quality tier; it runs in fast mode" },
-        { field: "duration", from: 6, to: 8, reason: "r2v supports only 8 seconds" }
+        { field: "model", requested: "clip3", applied: "clip3_fast", reason: "r2v does not support the quality tier; it runs in fast mode" },
+        { field: "duration", requested: 6, applied: 8, reason: "r2v supports only 8 seconds" }
       ])
       expect(r2v.model).toBe("clip3")
       expect(r2v.input).toEqual({ model: "clip3", prompt: "three friends", imageUrls: [...twoFrames, "https://example.com/c.jpg"], duration: 6 })
       expect(r2v.priceMicroUsd).toBeLessThan(eight.priceMicroUsd)
+    }).pipe(Effect.provide(testServer())))
+
+  it.effect("answers adjustments in the task's own shape: the very list the task created from the same body shows", () =>
+    Effect.gen(function*() {
+      const twoFrames = ["https://example.com/a.jpg", "https://example.com/b.jpg"]
+      const bodies: ReadonlyArray<SubmitBody> = [
+        { model: "clip3", input: { prompt: "a paper boat", duration: 4 } },
+        { model: "clip3", input: { prompt: "a paper boat", imageUrls: ["https://example.com/a.jpg"], duration: 6 } },
+        { model: "clip3", input: { prompt: "three friends", imageUrls: [...twoFrames, "https://example.com/c.jpg"], duration: 6 } },
+        { model: "clip3_lite", input: { prompt: "a paper boat", imageUrls: ["https://example.com/a.jpg"], duration: 4, resolution: "1080p" } }
+      ]
+      for (const body of bodies) {
+        const answer = yield* estimate(body)
+        expect([body, answer.status]).toEqual([body, 200])
+        const estimated = answer.body.data
+        const task = yield* query(yield* api.submitId(body))
+        expect(estimated.adjustments.length, JSON.stringify(body)).toBeGreaterThan(0)
+        for (const adjustment of estimated.adjustments) expect(Object.keys(adjustment).sort()).toEqual(["applied", "field", "reason", "requested"])
+        expect(estimated.adjustments).toEqual(task.adjustments)
+      }
     }).pipe(Effect.provide(testServer())))
 
   it.effect("refuses what submit refuses, with the same status and message", () =>

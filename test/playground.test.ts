@@ -15,6 +15,7 @@
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
+import { Api } from "@mediagate/core"
 import { Backends, Deployment } from "@mediagate/server"
 import { MediagateHttp, Playground, PlaygroundForm } from "@mediagate/http"
 import { Effect, Layer, Redacted } from "effect"
@@ -56,6 +57,7 @@ interface Form {
   fieldsOf(schema: unknown, defaults?: unknown): ReadonlyArray<Field>
   inputOf(fields: ReadonlyArray<Field>, values: Record<string, unknown>): { input: Record<string, unknown>; errors: ReadonlyArray<string> }
   curlOf(origin: string, body: unknown): string
+  priceText(priceUsd: string): string
   readEvents(buffer: string): { events: ReadonlyArray<{ event: string; data: string }>; rest: string }
 }
 const form = new Function(`${PlaygroundForm.formScript}\nreturn { ${PlaygroundForm.formExports.join(", ")} }`)() as Form
@@ -181,6 +183,11 @@ describe("the playground's form", () => {
     expect(first.events).toEqual([{ event: "task", data: "{\"a\":1}" }])
     expect(form.readEvents(`${first.rest}:50}\n\n`).events).toEqual([{ event: "progress", data: "{\"percent\":50}" }])
   })
+
+  it("shows the estimate's six-decimal priceUsd as people read money: at least the cents, no zeros beyond them", () => {
+    expect(["0.040000", "0.042000", "1.500000", "0.400000", "12.000000", "0.000001", "0.123456"].map(form.priceText))
+      .toEqual(["$0.04", "$0.042", "$1.50", "$0.40", "$12.00", "$0.000001", "$0.123456"])
+  })
 })
 
 describe("the playground page", () => {
@@ -207,15 +214,6 @@ describe("the playground page", () => {
         const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
         const errors: Array<string> = []
         page.on("pageerror", (error) => void errors.push(error.message))
-        // Whether the server has POST /api/v1/task/estimate (built apart from the playground).
-        const estimates = yield* Effect.promise(() =>
-          fetch(`${base}/api/v1/task/estimate`, {
-            method: "POST",
-            headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
-            body: JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "x" } })
-          }).then((response) => response.status !== 404 && response.status !== 405)
-        )
-
         const response = yield* Effect.promise(() => page.goto(`${base}/playground`, { waitUntil: "load" }))
         expect(response?.status()).toBe(200)
         expect(response?.headers()["content-security-policy"]).toBe(Playground.contentSecurityPolicy)
@@ -241,13 +239,9 @@ describe("the playground page", () => {
         expect(curl).toBe(form.curlOf(base, { model: "alpha-image-2/text-to-image", input: { prompt: "a lighthouse at dawn", ratio: "16:9", n: 2 } }))
         expect(curl).not.toContain(apiKey)
 
-        if (estimates) {
-          yield* Effect.promise(() => page.getByText("$0.04").waitFor({ state: "visible", timeout: 10_000 }))
-        } else {
-          // The server has no estimate endpoint yet: the price box stays hidden.
-          yield* Effect.promise(() => page.waitForTimeout(800))
-          expect(yield* Effect.promise(() => page.isHidden("#price"))).toBe(true)
-        }
+        // The server's estimate: $0.04 for people, the exact amount in the title.
+        yield* Effect.promise(() => page.getByText("$0.04", { exact: true }).waitFor({ state: "visible", timeout: 10_000 }))
+        expect(yield* Effect.promise(() => page.getAttribute("#price-value", "title"))).toBe("0.040000 USD, 40000 micro-USD")
 
         // Each status the page shows, in order.
         yield* Effect.promise(() =>
@@ -274,10 +268,8 @@ describe("the playground page", () => {
         expect(yield* Effect.promise(() => images.count())).toBe(2)
         expect(yield* Effect.promise(() => page.locator("#results .files a").count())).toBe(2)
         // The price stays shown beside the result (and in the screenshot).
-        if (estimates) {
-          expect(yield* Effect.promise(() => page.isVisible("#price"))).toBe(true)
-          expect(yield* Effect.promise(() => page.textContent("#price-value"))).toBe("$0.040000")
-        }
+        expect(yield* Effect.promise(() => page.isVisible("#price"))).toBe(true)
+        expect(yield* Effect.promise(() => page.textContent("#price-value"))).toBe("$0.04")
 
         yield* Effect.promise(() => page.waitForLoadState("networkidle", { timeout: 20_000 }).then(() => true, () => false))
         if (takeScreenshot) {
@@ -297,8 +289,8 @@ describe("the playground page", () => {
         expect(errors).toEqual([])
       }).pipe(Effect.scoped, Effect.provide(loopbackServer)), 120_000)
 
-    // What the page does with answers this server does not give yet (the estimate, `progress`
-    // events) and with a video, from canned answers in place of the server's.
+    // What the page does with an estimate that has adjustments, with `progress` events and with
+    // a video, from canned answers (in the server's shapes) in place of the server's.
     it.live("shows the estimate's price and adjustments, progress events, and a video result", () =>
       Effect.gen(function*() {
         const base = yield* origin
@@ -316,12 +308,13 @@ describe("the playground page", () => {
                 msg: "ok",
                 data: {
                   model: "beta-imagine/text-to-video",
-                  input: {},
-                  adjustments: [{ field: "duration", from: 7, to: 6, reason: "rounded to a supported duration" }],
+                  input: { model: "beta-imagine/text-to-video", prompt: "waves at night" },
+                  adjustments: [{ field: "duration", requested: 7, applied: 6, reason: "rounded to a supported duration" }],
                   priceMicroUsd: 42_000,
-                  priceUsd: 0.042
+                  priceUsd: "0.042000",
+                  rejection: null
                 }
-              }
+              } satisfies typeof Api.EstimateResponse.Encoded
             })
           })
         )
@@ -344,7 +337,8 @@ describe("the playground page", () => {
         yield* Effect.promise(() => page.locator("#model option").first().waitFor({ state: "attached", timeout: 10_000 }))
         yield* Effect.promise(() => page.selectOption("#model", "beta-imagine/text-to-video"))
         yield* Effect.promise(() => page.fill("#f-prompt", "waves at night"))
-        yield* Effect.promise(() => page.getByText("$0.042").waitFor({ state: "visible", timeout: 10_000 }))
+        yield* Effect.promise(() => page.getByText("$0.042", { exact: true }).waitFor({ state: "visible", timeout: 10_000 }))
+        expect(yield* Effect.promise(() => page.getAttribute("#price-value", "title"))).toBe("0.042000 USD, 42000 micro-USD")
         expect(yield* Effect.promise(() => page.textContent("#adjustments"))).toBe("duration: 7 \u2192 6 (rounded to a supported duration)")
         // Asked with the request as it would be submitted, after the typing stopped.
         expect(estimated.at(-1)).toEqual({ model: "beta-imagine/text-to-video", input: { prompt: "waves at night" } })
@@ -368,6 +362,34 @@ describe("the playground page", () => {
         expect(yield* Effect.promise(() => page.textContent("#logs"))).toBe("frame 12/30")
         expect(yield* Effect.promise(() => page.locator("#results video[controls]").getAttribute("src"))).toBe(`${base}/media/clip.mp4`)
         expect(yield* Effect.promise(() => page.locator("#results .files a").textContent())).toBe(`${base}/media/clip.mp4`)
+        expect(errors).toEqual([])
+      }).pipe(Effect.scoped, Effect.provide(loopbackServer)), 60_000)
+
+    // A server built without POST /api/v1/task/estimate answers 404 (or 405): no price box.
+    it.live("hides the price box on a server without the estimate endpoint", () =>
+      Effect.gen(function*() {
+        const base = yield* origin
+        const { context } = yield* browser
+        const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
+        const errors: Array<string> = []
+        page.on("pageerror", (error) => void errors.push(error.message))
+        let asked = 0
+        yield* Effect.promise(() =>
+          page.route(`${base}/api/v1/task/estimate`, (route) => {
+            asked++
+            return route.fulfill({ status: 404, json: { code: 404, msg: "not found" } })
+          })
+        )
+        yield* Effect.promise(() => page.goto(`${base}/playground`, { waitUntil: "load" }))
+        yield* Effect.promise(() => page.fill("#key", apiKey))
+        yield* Effect.promise(() => page.click("#use-key"))
+        yield* Effect.promise(() => page.locator("#model option").first().waitFor({ state: "attached", timeout: 10_000 }))
+        yield* Effect.promise(() => page.selectOption("#model", "alpha-image-2/text-to-image"))
+        yield* Effect.promise(() => page.fill("#f-prompt", "a lighthouse at dawn"))
+        yield* Effect.promise(() => page.waitForFunction(() => document.getElementById("curl")?.textContent?.includes("lighthouse")))
+        yield* Effect.promise(() => page.waitForTimeout(800))
+        expect(asked).toBeGreaterThan(0)
+        expect(yield* Effect.promise(() => page.isHidden("#price"))).toBe(true)
         expect(errors).toEqual([])
       }).pipe(Effect.scoped, Effect.provide(loopbackServer)), 60_000)
   }

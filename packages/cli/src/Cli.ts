@@ -201,7 +201,7 @@ const estimate = Command.make(
         yield* print(options.json, priced, () =>
           [
             `${priced.model}  ${priced.priceUsd} USD (${priced.priceMicroUsd} micro-USD)`,
-            ...priced.adjustments.map((change) => `${change.field}: ${JSON.stringify(change.from)} -> ${JSON.stringify(change.to)} (${change.reason})`),
+            ...priced.adjustments.map((change) => `${change.field}: ${JSON.stringify(change.requested)} -> ${JSON.stringify(change.applied)} (${change.reason})`),
             ...(priced.rejection === null ? [] : [`would fail at once (INVALID_PARAMETERS, not charged): ${priced.rejection}`])
           ].join("\n"))
       }))

@@ -2,10 +2,12 @@
  * What `mediagate run` shows on stderr while it waits: a line per status change, and on a
  * terminal a progress line redrawn in place (carriage return): a spinner, the status, what
  * the server says of the task's progress (its place in the upstream's queue, a bar with its
- * percent, the result being copied) and the time waited. Piped (not a terminal) it prints
- * only the status lines: no spinner, no progress. stdout stays for the result.
+ * percent, the result being copied) and the time waited. Once the task has ended its status
+ * line is the last word: nothing is drawn after it (a task keeps its last progress at the
+ * end, which would read as still running). Piped (not a terminal) it prints only the status
+ * lines: no spinner, no progress. stdout stays for the result.
  */
-import type { Task } from "@mediagate/client"
+import { type Task, terminalStatuses } from "@mediagate/client"
 import { Clock, Effect, Ref } from "effect"
 
 const frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
@@ -49,12 +51,14 @@ export const make = (interactive: boolean = process.stderr.isTTY === true, outpu
 
     const clear = interactive ? write("\r\x1b[K") : Effect.void
 
-    /** Redraws the line in place: spinner, status, progress, seconds waited. */
+    /** Redraws the line in place: spinner, status, progress, seconds waited; nothing once the task has ended. */
     const draw = Effect.gen(function*() {
+      const now = yield* Ref.get(status)
+      if (terminalStatuses.has(now)) return
       const seconds = Math.floor(((yield* Clock.currentTimeMillis) - started) / 1000)
       const frame = frames[(yield* Ref.getAndUpdate(count, (n) => n + 1)) % frames.length]
       const told = describe(yield* Ref.get(progress))
-      yield* write(`\r\x1b[K${frame} ${yield* Ref.get(status)}${told === "" ? "" : ` ${told}`} ${seconds}s`)
+      yield* write(`\r\x1b[K${frame} ${now}${told === "" ? "" : ` ${told}`} ${seconds}s`)
     })
 
     const onProgress = (task: Task): Effect.Effect<void> =>

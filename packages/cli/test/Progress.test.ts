@@ -66,6 +66,30 @@ describe("Progress", () => {
       expect(text.endsWith("\r\x1b[K")).toBe(true)
     }))
 
+  it.effect("on a terminal: once the task has ended, nothing is drawn after its status line (not its last stage and percent)", () =>
+    Effect.gen(function*() {
+      const { chunks, output } = fakeStream()
+      const display = yield* Progress.make(true, output)
+      // The task ends keeping its last progress, as the server shows it; the spinner keeps
+      // turning until the run returns (here 3 s later).
+      const ended: ReadonlyArray<Task> = [
+        { ...base, status: "PROCESSING", progress: progress({ percent: 90 }) },
+        { ...base, status: "SUCCESS", progress: progress({ percent: 90 }) },
+        { ...base, status: "SUCCESS", progress: progress({ percent: 90 }) }
+      ]
+      const fiber = yield* Effect.fork(display.around(Effect.forEach(ended, (task) =>
+        Effect.zipRight(display.onProgress(task), Effect.sleep("1 second")), { discard: true })))
+      yield* TestClock.adjust("10 seconds")
+      yield* Fiber.join(fiber)
+      const text = chunks.join("")
+      expect(text).toMatch(/PROCESSING running \[#{18}·{2}\] 90% \d+s/)
+      const after = text.slice(text.indexOf("t-1 SUCCESS\n") + "t-1 SUCCESS\n".length)
+      expect(text).toContain("t-1 SUCCESS\n")
+      // Only clears after the end: no spinner, no "SUCCESS running [...] 90%".
+      expect(after.replaceAll("\r\x1b[K", "")).toBe("")
+      expect(text).not.toMatch(/SUCCESS running/)
+    }))
+
   it.effect("piped: the status lines only, no carriage returns, no progress", () =>
     Effect.gen(function*() {
       const { chunks, output } = fakeStream()

@@ -220,14 +220,16 @@ function estimate(request) {
     adjustments.textContent = "";
     if (answer.envelope.code !== 0) {
       $("price-value").textContent = "";
+      $("price-value").title = "";
       say("price-note", answer.envelope.msg, "error");
       return;
     }
     var data = answer.envelope.data;
-    $("price-value").textContent = "$" + data.priceUsd;
+    $("price-value").textContent = priceText(data.priceUsd);
+    $("price-value").title = data.priceUsd + " USD, " + data.priceMicroUsd + " micro-USD";
     say("price-note", "");
     (data.adjustments || []).forEach(function (a) {
-      adjustments.appendChild(el("li", { text: a.field + ": " + JSON.stringify(a.from) + " \u2192 " + JSON.stringify(a.to) + (a.reason ? " (" + a.reason + ")" : "") }));
+      adjustments.appendChild(el("li", { text: a.field + ": " + JSON.stringify(a.requested) + " \u2192 " + JSON.stringify(a.applied) + (a.reason ? " (" + a.reason + ")" : "") }));
     });
   }, function () {});
 }

@@ -1,11 +1,11 @@
 /**
  * The playground's form, as browser script: fields from a model's JSON Schema, the request
- * body from what was typed, the same request as curl, and the server-sent events read from a
- * `fetch` body. It is plain ES2017 with no DOM, kept as text because it runs in the page; a
+ * body from what was typed, the same request as curl, the estimate's price as people read it,
+ * and the server-sent events read from a `fetch` body. It is plain ES2017 with no DOM, kept as text because it runs in the page; a
  * test evaluates this same text in Node against every model of the catalog.
  */
 
-/** Script text defining `fieldsOf`, `inputOf`, `curlOf` and `readEvents`. */
+/** Script text defining `fieldsOf`, `inputOf`, `curlOf`, `priceText` and `readEvents`. */
 export const formScript = String.raw`
 function isUrlList(schema) {
   var items = schema.items;
@@ -113,6 +113,16 @@ function curlOf(origin, body) {
     "  -d " + shellQuote(JSON.stringify(body));
 }
 
+// A price as people read money: the estimate's priceUsd ("0.040000", six decimals) with the
+// zeros after the cents dropped, "$0.04", "$0.042", "$1.50". Exact: only zeros are dropped.
+function priceText(priceUsd) {
+  var match = /^(\d+)(?:\.(\d*))?$/.exec(String(priceUsd));
+  if (!match) return "$" + priceUsd;
+  var decimals = (match[2] || "").replace(/0+$/, "");
+  while (decimals.length < 2) decimals += "0";
+  return "$" + match[1] + "." + decimals;
+}
+
 // Complete server-sent events in buffer, and the text after the last one (kept for the next chunk).
 function readEvents(buffer) {
   var blocks = buffer.replace(/\r\n?/g, "\n").split("\n\n");
@@ -136,4 +146,4 @@ function readEvents(buffer) {
 `
 
 /** Names `formScript` defines, for a caller that evaluates it. */
-export const formExports = ["fieldsOf", "inputOf", "curlOf", "readEvents"] as const
+export const formExports = ["fieldsOf", "inputOf", "curlOf", "priceText", "readEvents"] as const

@@ -5,7 +5,7 @@
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CallbackEvent, isoTime, Task } from "../domain/Task.js"
+import { Adjustment, CallbackEvent, isoTime, Task } from "../domain/Task.js"
 import { ModelInfo } from "../models/ModelInfo.js"
 import { CurrentAccount } from "../services/Accounts.js"
 import type * as Ledger from "../services/Ledger.js"
@@ -58,22 +58,15 @@ const additive = "Additive: not in the spec."
 /** 200 answer of submit. */
 export const SubmitResponse = okSchema(Schema.Struct({ taskId: Schema.String })).annotations({ identifier: "SubmitResponse" })
 
-/** A change a submit would make to what the client asked for, as estimate shows it. */
-export const EstimateAdjustment = Schema.Struct({
-  field: Schema.String.annotations({ description: "The input field (or `model`) the rule changes." }),
-  from: Schema.Unknown.annotations({ description: "The value the client asked for." }),
-  to: Schema.Unknown.annotations({ description: "The value the task would run with (null: the field's standard value)." }),
-  reason: Schema.String.annotations({ description: "The model's rule, in words." })
-}).annotations({ identifier: "EstimateAdjustment" })
-
 /** 200 answer of estimate. */
 export const EstimateResponse = okSchema(Schema.Struct({
   model: Schema.String.annotations({ description: "The model id as submitted." }),
   input: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
     description: "The input as the task would store it: `data.input` of the query answer after a submit of the same body."
   }),
-  adjustments: Schema.Array(EstimateAdjustment).annotations({
-    description: "What the model's rules would change of the request (clip3's durations, ...); empty when nothing."
+  adjustments: Schema.Array(Adjustment).annotations({
+    description:
+      "What the model's rules would change of the request (clip3's durations, ...), in the shape of the task's `adjustments`: what a submit of the same body would record; empty when nothing."
   }),
   priceMicroUsd: Schema.Int.annotations({
     description: "The task's price in integer micro-USD (1 USD = 1,000,000): what a submit would hold and charge on SUCCESS."
@@ -89,7 +82,7 @@ export const EstimateResponse = okSchema(Schema.Struct({
 export const estimateWire = (estimate: Estimate): Schema.Schema.Type<typeof EstimateResponse>["data"] => ({
   model: estimate.model,
   input: estimate.input,
-  adjustments: estimate.job.adjustments.map(({ applied, field, reason, requested }) => ({ field, from: requested, to: applied, reason })),
+  adjustments: estimate.job.adjustments,
   priceMicroUsd: estimate.job.priceMicroUsd,
   priceUsd: Credits.usdDecimal(estimate.job.priceMicroUsd),
   rejection: estimate.rejection ?? null

@@ -43,10 +43,10 @@ export type TaskInput = typeof TaskInput.Type
  * clip3 i2v that runs 8 seconds) or by a fallback. Shown to the client in `adjustments`.
  */
 export const Adjustment = Schema.Struct({
-  field: Schema.String,
-  requested: Schema.Unknown,
-  applied: Schema.Unknown,
-  reason: Schema.String
+  field: Schema.String.annotations({ description: "The input field (or `model`) that is changed." }),
+  requested: Schema.Unknown.annotations({ description: "The value the client asked for." }),
+  applied: Schema.Unknown.annotations({ description: "The value the task runs with (null: the field's standard value)." }),
+  reason: Schema.String.annotations({ description: "Why, in words: the model's rule, or the failure a fallback followed." })
 }).annotations({ identifier: "Adjustment" })
 export type Adjustment = typeof Adjustment.Type
 
