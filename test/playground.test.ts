@@ -17,7 +17,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Api } from "@mediagate/core"
 import { Backends, Deployment } from "@mediagate/server"
-import { MediagateHttp, Playground, PlaygroundForm } from "@mediagate/http"
+import { EventStream, MediagateHttp, Playground, PlaygroundForm } from "@mediagate/http"
 import { Effect, Layer, Redacted } from "effect"
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs"
 import { createServer } from "node:http"
@@ -320,9 +320,15 @@ describe("the playground page", () => {
         )
         yield* Effect.promise(() => page.route(`${base}/api/v1/task/submit`, (route) => route.fulfill({ json: { code: 0, msg: "ok", data: { taskId: "t-video" } } })))
         const task = (status: string, result: unknown = null) => ({ taskId: "t-video", status, result, failure_reason: null })
+        // The server's progress event, in the shape the server builds it (EventStream.progressData).
+        const progressEvent: ReturnType<typeof EventStream.progressData> = {
+          taskId: "t-video",
+          status: "PROCESSING",
+          progress: { stage: "running", queue_position: null, percent: 40, logs_tail: ["frame 12/30"], updated_at: "2026-01-01T00:00:00Z" }
+        }
         const events = [
           `event: task\ndata: ${JSON.stringify(task("PROCESSING"))}\n\n`,
-          `event: progress\ndata: ${JSON.stringify({ stage: "generating", queue_position: 2, percent: 40, logs_tail: ["frame 12/30"], updated_at: "2026-01-01T00:00:00Z" })}\n\n`,
+          `event: progress\ndata: ${JSON.stringify(progressEvent)}\n\n`,
           ": keep-alive\n\n",
           `event: task\ndata: ${JSON.stringify(task("SUCCESS", { type: "video", urls: [`${base}/media/clip.mp4`] }))}\n\n`
         ].join("")
@@ -358,7 +364,7 @@ describe("the playground page", () => {
         yield* Effect.promise(() => page.click("#submit"))
         yield* Effect.promise(() => page.locator("#status[data-status=SUCCESS]").waitFor({ timeout: 10_000 }))
         const seen = yield* Effect.promise(() => page.evaluate(() => (window as unknown as { seen: Array<string> }).seen))
-        expect(seen).toContain("generating \u00b7 queue position 2 \u00b7 40%")
+        expect(seen).toContain("running \u00b7 40%")
         expect(yield* Effect.promise(() => page.textContent("#logs"))).toBe("frame 12/30")
         expect(yield* Effect.promise(() => page.locator("#results video[controls]").getAttribute("src"))).toBe(`${base}/media/clip.mp4`)
         expect(yield* Effect.promise(() => page.locator("#results .files a").textContent())).toBe(`${base}/media/clip.mp4`)

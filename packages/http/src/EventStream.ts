@@ -13,6 +13,9 @@ import { Clock, Effect, Option, Stream } from "effect"
 /** A server-sent event. */
 const event = (name: string, data: unknown): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`
 
+/** The data of a `progress` event: the task's id and status, and its progress. */
+export const progressData = (task: Task.Task) => ({ taskId: task.taskId, status: task.status, progress: task.progress })
+
 /** The events of a task's changes (`TaskService.watch`). */
 export const sse = <E, R>(changes: Stream.Stream<Task.Task, E, R>): Stream.Stream<string, E, R> =>
   Stream.suspend(() => {
@@ -29,7 +32,7 @@ export const sse = <E, R>(changes: Stream.Stream<Task.Task, E, R>): Stream.Strea
           if (task.progress === null || task.progress.updated_at === previous.progress?.updated_at) return Option.none()
           if (now - progressSentAt < Progress.throttleMillis) return Option.none()
           progressSentAt = now
-          return Option.some(event("progress", { taskId: task.taskId, status: task.status, progress: task.progress }))
+          return Option.some(event("progress", progressData(task)))
         })
       ),
       Stream.filterMap((text) => text)

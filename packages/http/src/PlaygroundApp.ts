@@ -303,7 +303,7 @@ function follow(run, taskId, attempt) {
           var data;
           try { data = JSON.parse(event.data); } catch (e) { return; }
           if (event.event === "task") ended = showTask(data) || ended;
-          else if (event.event === "progress") showProgress(data);
+          else if (event.event === "progress") showProgress(data.progress);
         });
         return pump();
       });

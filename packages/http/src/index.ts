@@ -34,3 +34,5 @@ export * as TokenBuckets from "./TokenBuckets.js"
 export * as ClientErrors from "./ClientErrors.js"
 /** What a host server needs to hand requests to mediagate: its paths, the Express and Fastify adapters. */
 export * as Embedding from "./Embedding.js"
+/** The events stream's text: `task` and `progress` events, and the data of each. */
+export * as EventStream from "./EventStream.js"
