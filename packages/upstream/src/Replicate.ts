@@ -35,6 +35,12 @@ import * as Progress from "./Progress.js"
 import * as ProviderHttp from "./ProviderHttp.js"
 import type { Provider, ProviderJob } from "./Router.js"
 
+/** The events Replicate sends a prediction's webhook for (its `webhook_events_filter`), in its order. */
+export const webhookEvents = ["start", "output", "logs", "completed"] as const
+
+/** One of `webhookEvents`. */
+export type WebhookEvent = typeof webhookEvents[number]
+
 export interface Options {
   /** Replicate's API token (`REPLICATE_API_TOKEN`). */
   readonly token: string
@@ -58,7 +64,7 @@ export interface Options {
    * webhook wakes its task for a poll: `logs` (at most twice a second while a model prints)
    * makes the task's progress follow the logs, at the price of that many polls.
    */
-  readonly webhookEvents?: ReadonlyArray<"start" | "output" | "logs" | "completed">
+  readonly webhookEvents?: ReadonlyArray<WebhookEvent>
 }
 
 /** What a prediction not yet ended says of its job: its `logs`, as lines. */
