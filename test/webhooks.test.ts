@@ -5,9 +5,9 @@
  * task at once, long before the first safety-net poll; a webhook with a bad signature is
  * refused and wakes nothing; Replicate's `logs` webhooks (asked for with
  * MEDIAGATE_REPLICATE_WEBHOOK_EVENTS) refresh the task's progress and leave it running, its
- * `completed` one ends it; a model without a route runs on the simulator, as
- * MEDIAGATE_UNROUTED asks. Waits on a real process, so it polls with short pauses; nothing
- * in it measures time.
+ * `completed` one ends it, also when it comes while a poll is in flight; a model without a
+ * route runs on the simulator, as MEDIAGATE_UNROUTED asks. Waits on a real process, so it
+ * polls with short pauses; nothing in it measures time.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -140,6 +140,26 @@ describe("provider webhooks", () => {
     expect(done.result).toEqual({ type: "image", urls: ["https://replicate.delivery/out-0.webp"] })
     // One poll per webhook: nothing polled on its own.
     expect(prediction.gets).toBe(3)
+  })
+
+  it("a completed webhook that comes while a poll is in flight ends the task once the poll has written", { timeout: 60_000 }, async () => {
+    const taskId = await submit(port, key, "compact-image", "a lighthouse logged in a hurry")
+    const accepted = await until(taskId, (t) => t.attempts[0]?.upstream_id !== null && t.attempts[0]?.upstream_id !== undefined, 10_000)
+    const id = accepted.attempts[0].upstream_id as string
+    const prediction = replicate.predictions.get(id)!
+    prediction.status = "processing"
+    printed.set(id, " 25%|██▌       | 1/4 [00:00<00:00,  4.12it/s]\n")
+    // The logs event brings a poll, whose answer (still processing) is held 1.5 s; the
+    // prediction ends meanwhile and Replicate sends its completed event.
+    replicate.holdNext(1_500, { path: new RegExp(`^/v1/predictions/${id}$`) })
+    expect(await replicate.logged(id)).toBe(200)
+    for (const end = Date.now() + 10_000; prediction.gets === 0 && Date.now() < end;) await pause(20)
+    expect(prediction.gets).toBe(1)
+    expect(await replicate.complete(id)).toBe(200)
+    // Without the wait for the poll's write, the next poll would be the safety net's, 30 s on.
+    const done = await until(taskId, (t) => t.status === "SUCCESS", 10_000)
+    expect(done.status).toBe("SUCCESS")
+    expect(prediction.gets).toBe(2)
   })
 
   it("a model without a route runs on the simulator when MEDIAGATE_UNROUTED=simulator", { timeout: 30_000 }, async () => {
