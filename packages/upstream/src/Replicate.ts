@@ -25,9 +25,9 @@
  * Webhooks: with a webhook URL the prediction is created with `webhook` and
  * `webhook_events_filter: ["completed"]` (`webhookEvents`: a `logs` event, which Replicate
  * sends up to twice a second, wakes the task for a poll each time, so it is asked for only
- * when the host says so). Replicate signs them in the Standard Webhooks
- * scheme with the account's webhook secret (`webhookSecret`, or fetched once from
- * `GET /v1/webhooks/default/secret`).
+ * when the host says so: `MEDIAGATE_REPLICATE_WEBHOOK_EVENTS` in the standalone server).
+ * Replicate signs them in the Standard Webhooks scheme with the account's webhook secret
+ * (`webhookSecret`, or fetched once from `GET /v1/webhooks/default/secret`).
  */
 import { Ids, MediaStore, StandardWebhooks, type Task, type Upstream, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
