@@ -1,10 +1,13 @@
 /**
  * Provider webhooks, black box: the standalone server with a routes file sending
- * dream-4 to a loopback fake of fal's queue API (its jobs run until told to finish).
- * fal's signed webhook finishes the task at once, long before the first safety-net poll;
- * a webhook with a bad signature is refused and wakes nothing; a model without a route runs
- * on the simulator, as MEDIAGATE_UNROUTED asks. Waits on a real process, so
- * it polls with short pauses; nothing in it measures time.
+ * dream-4 to a loopback fake of fal's queue API and compact-image to one of Replicate's
+ * predictions API (their jobs run until told to finish). fal's signed webhook finishes the
+ * task at once, long before the first safety-net poll; a webhook with a bad signature is
+ * refused and wakes nothing; Replicate's `logs` webhooks (asked for with
+ * MEDIAGATE_REPLICATE_WEBHOOK_EVENTS) refresh the task's progress and leave it running, its
+ * `completed` one ends it, also when it comes while a poll is in flight; a model without a
+ * route runs on the simulator, as MEDIAGATE_UNROUTED asks. Waits on a real process, so it
+ * polls with short pauses; nothing in it measures time.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -12,20 +15,28 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
 import * as FakeFal from "../packages/upstream/test/fakes/FakeFal.js"
+import * as FakeReplicate from "../packages/upstream/test/fakes/FakeReplicate.js"
 import { freePort } from "./ports.js"
 import { api, killAll, type Server, startServer, stop, submit } from "./standalone-process.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-webhooks-"))
 const key = "webhooks-key-0123456789"
 let fal: Awaited<ReturnType<typeof FakeFal.start>>
+let replicate: Awaited<ReturnType<typeof FakeReplicate.start>>
+/** What each Replicate prediction has logged so far, by its id: the test writes it. */
+const printed = new Map<string, string>()
 let server: Server
 let port: number
 
 beforeAll(async () => {
   fal = await FakeFal.start({ key: "fal-key", steps: Infinity })
+  replicate = await FakeReplicate.start({ token: "r8-token", processing: Infinity, logs: (p) => printed.get(p.id) ?? "" })
   const routes = join(dir, "routes.json")
   writeFileSync(routes, JSON.stringify({
-    routes: [{ model: "dream-4", targets: [{ provider: "fal", model: "fal-ai/flux/dev", input: { prompt: "$prompt", num_images: "$n" } }] }]
+    routes: [
+      { model: "dream-4", targets: [{ provider: "fal", model: "fal-ai/flux/dev", input: { prompt: "$prompt", num_images: "$n" } }] },
+      { model: "compact-image", targets: [{ provider: "replicate", model: "o/m", input: { prompt: "$prompt", num_outputs: "$n" } }] }
+    ]
   }))
   port = await freePort()
   server = await startServer(port, {
@@ -36,6 +47,9 @@ beforeAll(async () => {
     FAL_KEY: "fal-key",
     MEDIAGATE_FAL_URL: fal.url,
     MEDIAGATE_FAL_JWKS_URL: fal.jwksUrl,
+    REPLICATE_API_TOKEN: "r8-token",
+    MEDIAGATE_REPLICATE_URL: replicate.url,
+    MEDIAGATE_REPLICATE_WEBHOOK_EVENTS: "logs,completed",
     MEDIAGATE_WEBHOOK_PREFIX: "/hooks/in",
     MEDIAGATE_UNROUTED: "simulator",
     MEDIAGATE_SIMULATOR_PROFILE: "instant"
@@ -46,6 +60,7 @@ afterAll(async () => {
   await stop(server, "SIGTERM")
   killAll()
   await fal.close()
+  await replicate.close()
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -90,6 +105,61 @@ describe("provider webhooks", () => {
     expect(done.result).toEqual({ type: "image", urls: ["https://fal.media/files/req-1-0.png"] })
     // One status call at most came before the webhook: the first safety-net poll is 30 s away.
     expect(job.statusCalls).toBeLessThanOrEqual(2)
+  })
+
+  it("Replicate's logs webhooks refresh the task's progress and leave it running; its completed webhook ends it", { timeout: 60_000 }, async () => {
+    const taskId = await submit(port, key, "compact-image", "a logged lighthouse")
+    const accepted = await until(taskId, (t) => t.attempts[0]?.upstream_id !== null && t.attempts[0]?.upstream_id !== undefined, 10_000)
+    const id = accepted.attempts[0].upstream_id as string
+    const prediction = replicate.predictions.get(id)!
+    expect(prediction.webhook).toBe(`http://127.0.0.1:${port}/hooks/in/replicate/${taskId}`)
+    expect(prediction.events).toEqual(["logs", "completed"])
+    // No poll yet: the first safety-net poll is 30 s away.
+    expect(prediction.gets).toBe(0)
+
+    // The model prints a line and half its progress bar; Replicate sends the logs event.
+    prediction.status = "processing"
+    printed.set(id, "Using seed: 42\n 50%|█████     | 2/4 [00:00<00:00,  4.12it/s]\n")
+    expect(await replicate.logged(id)).toBe(200)
+    const half = await until(taskId, (t) => t.progress?.percent === 50, 10_000)
+    expect(half.status).toBe("PROCESSING")
+    expect(half.progress).toMatchObject({ stage: "running", queue_position: null, percent: 50, logs_tail: ["Using seed: 42", " 50%|█████     | 2/4 [00:00<00:00,  4.12it/s]"] })
+
+    // Later (progress is written at most every 500 ms per task), the bar moves on.
+    await pause(600)
+    printed.set(id, `${printed.get(id)!}100%|██████████| 4/4 [00:00<00:00,  4.30it/s]\n`)
+    expect(await replicate.logged(id)).toBe(200)
+    const full = await until(taskId, (t) => t.progress?.percent === 100, 10_000)
+    expect(full.status).toBe("PROCESSING")
+    expect(full.result).toBeNull()
+
+    // The prediction ends at Replicate, and Replicate says so.
+    expect(await replicate.complete(id)).toBe(200)
+    const done = await until(taskId, (t) => t.status === "SUCCESS", 10_000)
+    expect(done.status).toBe("SUCCESS")
+    expect(done.result).toEqual({ type: "image", urls: ["https://replicate.delivery/out-0.webp"] })
+    // One poll per webhook: nothing polled on its own.
+    expect(prediction.gets).toBe(3)
+  })
+
+  it("a completed webhook that comes while a poll is in flight ends the task once the poll has written", { timeout: 60_000 }, async () => {
+    const taskId = await submit(port, key, "compact-image", "a lighthouse logged in a hurry")
+    const accepted = await until(taskId, (t) => t.attempts[0]?.upstream_id !== null && t.attempts[0]?.upstream_id !== undefined, 10_000)
+    const id = accepted.attempts[0].upstream_id as string
+    const prediction = replicate.predictions.get(id)!
+    prediction.status = "processing"
+    printed.set(id, " 25%|██▌       | 1/4 [00:00<00:00,  4.12it/s]\n")
+    // The logs event brings a poll, whose answer (still processing) is held 1.5 s; the
+    // prediction ends meanwhile and Replicate sends its completed event.
+    replicate.holdNext(1_500, { path: new RegExp(`^/v1/predictions/${id}$`) })
+    expect(await replicate.logged(id)).toBe(200)
+    for (const end = Date.now() + 10_000; prediction.gets === 0 && Date.now() < end;) await pause(20)
+    expect(prediction.gets).toBe(1)
+    expect(await replicate.complete(id)).toBe(200)
+    // Without the wait for the poll's write, the next poll would be the safety net's, 30 s on.
+    const done = await until(taskId, (t) => t.status === "SUCCESS", 10_000)
+    expect(done.status).toBe("SUCCESS")
+    expect(prediction.gets).toBe(2)
   })
 
   it("a model without a route runs on the simulator when MEDIAGATE_UNROUTED=simulator", { timeout: 30_000 }, async () => {

@@ -7,6 +7,7 @@ import { Credits, ModelCatalog } from "@mediagate/core"
 import { S3Location } from "@mediagate/media"
 import type { Deployment } from "@mediagate/server"
 import { Database } from "@mediagate/store-sql"
+import { Replicate } from "@mediagate/upstream"
 import { Config, ConfigError, Duration, Either, Option } from "effect"
 
 /** The simulator's latency profiles. */
@@ -142,6 +143,7 @@ export const variables = [
   "REPLICATE_API_TOKEN",
   "MEDIAGATE_REPLICATE_URL",
   "MEDIAGATE_REPLICATE_WAIT",
+  "MEDIAGATE_REPLICATE_WEBHOOK_EVENTS",
   "REPLICATE_WEBHOOK_SECRET",
   "OPENAI_API_KEY",
   "MEDIAGATE_OPENAI_URL",
@@ -198,6 +200,19 @@ const publicUrl = httpUrl("MEDIAGATE_PUBLIC_URL")
 /** A secret: not empty, and never echoed in a message. */
 const secret = (name: Variable) => variable(name, (raw) => raw.trim().length > 0 ? Either.right(raw.trim()) : Either.left("must not be empty"))
 
+/**
+ * MEDIAGATE_REPLICATE_WEBHOOK_EVENTS: a comma-separated subset of Replicate's events that
+ * includes `completed` (the one that ends a task at once; the others only refresh progress).
+ */
+const replicateWebhookEvents = variable("MEDIAGATE_REPLICATE_WEBHOOK_EVENTS", (raw) => {
+  const given = raw.split(",").map((item) => item.trim()).filter((item) => item.length > 0)
+  const rule = `must be a comma-separated list of ${Replicate.webhookEvents.join(", ")} that includes completed, such as logs,completed (got ${shown(raw)})`
+  if (given.length === 0 || !given.every((item) => (Replicate.webhookEvents as ReadonlyArray<string>).includes(item)) || !given.includes("completed")) {
+    return Either.left(rule)
+  }
+  return Either.right(Replicate.webhookEvents.filter((event) => given.includes(event)))
+})
+
 const providers: Config.Config<ProviderConfig> = Config.all({
   fal: Config.option(Config.all({
     key: secret("FAL_KEY"),
@@ -211,6 +226,7 @@ const providers: Config.Config<ProviderConfig> = Config.all({
       const value = /^\d{1,2}$/.test(raw.trim()) ? Number(raw.trim()) : NaN
       return value >= 1 && value <= 60 ? Either.right(value) : Either.left(`must be a whole number of seconds from 1 to 60 (got ${shown(raw)})`)
     })),
+    webhookEvents: Config.option(replicateWebhookEvents),
     webhookSecret: Config.option(secret("REPLICATE_WEBHOOK_SECRET"))
   })),
   openai: Config.option(Config.all({ key: secret("OPENAI_API_KEY"), baseUrl: Config.option(httpUrl("MEDIAGATE_OPENAI_URL")) })),

@@ -180,6 +180,27 @@ describe("serverConfig", () => {
       ])
     }))
 
+  it.effect("Replicate's webhook events: completed only unless set; a subset of start, output, logs, completed that includes completed", () =>
+    Effect.gen(function*() {
+      const replicate = (env: Record<string, string>) =>
+        Effect.map(read({ REPLICATE_API_TOKEN: "r8_x", ...env }), (config) => Option.getOrThrow(Either.getOrThrow(config).providers.replicate))
+      expect((yield* replicate({})).webhookEvents).toEqual(Option.none())
+      expect((yield* replicate({ MEDIAGATE_REPLICATE_WEBHOOK_EVENTS: "completed, logs" })).webhookEvents).toEqual(Option.some(["logs", "completed"]))
+      expect((yield* replicate({ MEDIAGATE_REPLICATE_WEBHOOK_EVENTS: "completed,output,start,logs,logs" })).webhookEvents).toEqual(
+        Option.some(["start", "output", "logs", "completed"])
+      )
+      const rule = "must be a comma-separated list of start, output, logs, completed that includes completed, such as logs,completed"
+      expect(yield* problems({ REPLICATE_API_TOKEN: "r8_x", MEDIAGATE_REPLICATE_WEBHOOK_EVENTS: "logs" })).toEqual([
+        `MEDIAGATE_REPLICATE_WEBHOOK_EVENTS ${rule} (got "logs")`
+      ])
+      expect(yield* problems({ REPLICATE_API_TOKEN: "r8_x", MEDIAGATE_REPLICATE_WEBHOOK_EVENTS: "logs,complete" })).toEqual([
+        `MEDIAGATE_REPLICATE_WEBHOOK_EVENTS ${rule} (got "logs,complete")`
+      ])
+      expect(yield* problems({ REPLICATE_API_TOKEN: "r8_x", MEDIAGATE_REPLICATE_WEBHOOK_EVENTS: " " })).toEqual([
+        `MEDIAGATE_REPLICATE_WEBHOOK_EVENTS ${rule} (got " ")`
+      ])
+    }))
+
   it.effect("moderation: local rules by default, failing closed; openai needs its key; a rules file only for local", () =>
     Effect.gen(function*() {
       const defaults = Either.getOrThrow(yield* read({})).moderation

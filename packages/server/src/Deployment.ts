@@ -45,6 +45,8 @@ export interface ProviderConfig {
     readonly token: string
     readonly baseUrl: Option.Option<string>
     readonly wait: Option.Option<number>
+    /** The events Replicate sends webhooks for (`Replicate.Options.webhookEvents`); none: `completed` only. */
+    readonly webhookEvents?: Option.Option<ReadonlyArray<Replicate.WebhookEvent>>
     readonly webhookSecret: Option.Option<string>
   }>
   readonly openai: Option.Option<{ readonly key: string; readonly baseUrl: Option.Option<string> }>
@@ -155,9 +157,15 @@ const adapters = (providers: ProviderConfig) =>
       found.push(Fal.make({ key, ...given("baseUrl", baseUrl), ...given("jwksUrl", jwksUrl) }))
     }
     if (Option.isSome(providers.replicate)) {
-      const { baseUrl, token, wait, webhookSecret } = providers.replicate.value
+      const { baseUrl, token, wait, webhookEvents = Option.none(), webhookSecret } = providers.replicate.value
       // With the deployment's MediaStore: `data:` outputs (under `Prefer: wait`) are hosted, never returned as URLs.
-      found.push(yield* Replicate.makeWithStore({ token, ...given("baseUrl", baseUrl), ...given("wait", wait), ...given("webhookSecret", webhookSecret) }))
+      found.push(yield* Replicate.makeWithStore({
+        token,
+        ...given("baseUrl", baseUrl),
+        ...given("wait", wait),
+        ...given("webhookEvents", webhookEvents),
+        ...given("webhookSecret", webhookSecret)
+      }))
     }
     if (Option.isSome(providers.openai)) {
       found.push(yield* OpenAiImages.make({ key: providers.openai.value.key, ...given("baseUrl", providers.openai.value.baseUrl) }))

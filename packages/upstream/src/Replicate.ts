@@ -25,15 +25,21 @@
  * Webhooks: with a webhook URL the prediction is created with `webhook` and
  * `webhook_events_filter: ["completed"]` (`webhookEvents`: a `logs` event, which Replicate
  * sends up to twice a second, wakes the task for a poll each time, so it is asked for only
- * when the host says so). Replicate signs them in the Standard Webhooks
- * scheme with the account's webhook secret (`webhookSecret`, or fetched once from
- * `GET /v1/webhooks/default/secret`).
+ * when the host says so: `MEDIAGATE_REPLICATE_WEBHOOK_EVENTS` in the standalone server).
+ * Replicate signs them in the Standard Webhooks scheme with the account's webhook secret
+ * (`webhookSecret`, or fetched once from `GET /v1/webhooks/default/secret`).
  */
 import { Ids, MediaStore, StandardWebhooks, type Task, type Upstream, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
 import * as Progress from "./Progress.js"
 import * as ProviderHttp from "./ProviderHttp.js"
 import type { Provider, ProviderJob } from "./Router.js"
+
+/** The events Replicate sends a prediction's webhook for (its `webhook_events_filter`), in its order. */
+export const webhookEvents = ["start", "output", "logs", "completed"] as const
+
+/** One of `webhookEvents`. */
+export type WebhookEvent = typeof webhookEvents[number]
 
 export interface Options {
   /** Replicate's API token (`REPLICATE_API_TOKEN`). */
@@ -58,7 +64,7 @@ export interface Options {
    * webhook wakes its task for a poll: `logs` (at most twice a second while a model prints)
    * makes the task's progress follow the logs, at the price of that many polls.
    */
-  readonly webhookEvents?: ReadonlyArray<"start" | "output" | "logs" | "completed">
+  readonly webhookEvents?: ReadonlyArray<WebhookEvent>
 }
 
 /** What a prediction not yet ended says of its job: its `logs`, as lines. */

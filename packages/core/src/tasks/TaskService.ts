@@ -29,6 +29,12 @@ import * as TaskWatch from "./TaskWatch.js"
 import { TaskWrites } from "./TaskWrites.js"
 import { checkUrl } from "../domain/UrlPolicy.js"
 
+/**
+ * A webhook for a task a worker holds waits for the worker's write: it looks this often (ms),
+ * for at most this long (ms; a poll takes longer only when the provider is slow).
+ */
+export const webhookWatch = { every: 50, limit: 10_000 } as const
+
 /** What the submit use case accepts beyond the model's own rules. */
 export class SubmitPolicy extends Context.Reference<SubmitPolicy>()("@mediagate/core/SubmitPolicy", {
   defaultValue: () => ({
@@ -335,21 +341,48 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
       return { tasks: page.tasks.map(toWire), next_cursor: page.nextCursor }
     })
 
+    /** Makes the task due now, when it is due later; the engine moving it meanwhile is as good. */
+    const dueNow = (record: TaskRecord, now: number) =>
+      record.dueAt !== null && record.dueAt > now
+        ? writes.reschedule(record, now).pipe(Effect.asVoid, Effect.catchTags({ TaskConflict: () => Effect.void, IllegalTransition: () => Effect.void }))
+        : Effect.void
+
+    /**
+     * For a task a worker holds (a step in flight, which may have asked the provider before the
+     * news came): waits until the step's write gives it up, looking every `webhookWatch.every`
+     * ms for at most `webhookWatch.limit` ms, then makes it due now. Otherwise the step's write
+     * would put the next poll at the safety net's time (30 s and more) and the news would wait
+     * for it: with Replicate's `logs` events, polls are frequent and a `completed` event
+     * arriving during one is likely.
+     */
+    const afterStep = (taskId: TaskId, since: number) =>
+      Effect.gen(function*() {
+        for (;;) {
+          yield* Effect.sleep(Duration.millis(webhookWatch.every))
+          const now = yield* Clock.currentTimeMillis
+          const current = yield* store.get(taskId)
+          if (Option.isNone(current) || current.value.dueAt === null) return
+          if (current.value.leaseUntil === null || current.value.leaseUntil <= now) return yield* dueNow(current.value, now)
+          if (now - since >= webhookWatch.limit) return
+        }
+      })
+
     /**
      * A provider's webhook: when the upstream finds it genuine, its task (the token) is due
      * at once and the engine is woken, so the result is fetched now rather than at the next
-     * poll. Answers whether it was accepted; an unknown, finished or not yet submitted task
-     * is accepted and left alone (the provider need not send it again).
+     * poll; a task being stepped is made due once the step has written (`afterStep`). Answers
+     * whether it was accepted; an unknown, finished or not yet submitted task is accepted and
+     * left alone (the provider need not send it again). The webhook's body is never read: a
+     * webhook that says the job still runs (Replicate's `start`, `output`, `logs`) only
+     * brings a poll, whose answer updates the progress (throttled) and never ends the task.
      */
     const receiveWebhook = Effect.fn("TaskService.receiveWebhook", spanOptions)(function*(webhook: InboundWebhook) {
       if (upstream.verifyWebhook === undefined || !(yield* upstream.verifyWebhook(webhook))) return false
       const found = yield* store.get(TaskId.make(webhook.token))
       if (Option.isNone(found) || found.value.dueAt === null || found.value.upstreamId === null) return true
       const now = yield* Clock.currentTimeMillis
-      if (found.value.dueAt > now) {
-        // The engine moving the task meanwhile is as good: it is being looked at.
-        yield* writes.reschedule(found.value, now).pipe(Effect.catchTags({ TaskConflict: () => Effect.void, IllegalTransition: () => Effect.void }))
-      }
+      const { leaseUntil } = found.value
+      yield* leaseUntil !== null && leaseUntil > now ? afterStep(found.value.id, now) : dueNow(found.value, now)
       yield* wakeup.wake
       return true
     })

@@ -1,7 +1,8 @@
 /**
  * A loopback HTTP server for protocol fakes: each fake gives its routes; the server records
  * every request (method, path, headers, body) and can be told to answer the next requests
- * with a failure (a status, headers and body) or to hang.
+ * with a failure (a status, headers and body), to hang, or to hold their answer (made when
+ * the request came) for a while.
  */
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -29,12 +30,15 @@ export interface FakeServer {
   readonly requests: Array<Recorded>
   /** Answers the next `times` requests (whose path matches, when given) with `reply`, or hangs them. */
   readonly failNext: (reply: Reply | "hang", options?: { times?: number; path?: RegExp }) => void
+  /** Sends the answer to the next `times` requests (whose path matches, when given) `ms` after it was made. */
+  readonly holdNext: (ms: number, options?: { times?: number; path?: RegExp }) => void
   readonly close: () => Promise<void>
 }
 
 export const start = async (route: Route): Promise<FakeServer> => {
   const requests: Array<Recorded> = []
   const failures: Array<{ reply: Reply | "hang"; times: number; path?: RegExp }> = []
+  const holds: Array<{ ms: number; times: number; path?: RegExp }> = []
   const hanging = new Set<Http.ServerResponse>()
   const server = Http.createServer((request, response) => {
     const chunks: Array<Buffer> = []
@@ -49,7 +53,15 @@ export const start = async (route: Route): Promise<FakeServer> => {
         if (failure.reply === "hang") return void hanging.add(response)
         return send(response, failure.reply)
       }
-      send(response, route(recorded, url) ?? { status: 404, body: { detail: "Not Found" } })
+      const reply = route(recorded, url) ?? { status: 404, body: { detail: "Not Found" } }
+      const hold = holds.find((h) => h.times > 0 && (h.path === undefined || h.path.test(url.pathname)))
+      if (hold === undefined) return send(response, reply)
+      hold.times--
+      hanging.add(response)
+      setTimeout(() => {
+        hanging.delete(response)
+        if (!response.destroyed) send(response, reply)
+      }, hold.ms)
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -59,6 +71,9 @@ export const start = async (route: Route): Promise<FakeServer> => {
     requests,
     failNext: (reply, options = {}) => {
       failures.push({ reply, times: options.times ?? 1, ...(options.path === undefined ? {} : { path: options.path }) })
+    },
+    holdNext: (ms, options = {}) => {
+      holds.push({ ms, times: options.times ?? 1, ...(options.path === undefined ? {} : { path: options.path }) })
     },
     close: () =>
       new Promise<void>((resolve) => {
