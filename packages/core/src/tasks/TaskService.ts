@@ -3,7 +3,7 @@
  * tasks, and look at or redeliver a task's callbacks. Submit under an Idempotency-Key
  * (`IdempotentSubmit`) and watching a task (`TaskWatch`) have modules of their own.
  */
-import { Clock, Context, Duration, Effect, Either, Option, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Either, Option, Queue, Schema } from "effect"
 import type { Account } from "../services/Accounts.js"
 import type { ListQuery, SubmitRequest } from "../api/Api.js"
 import type { StoreError } from "../domain/Errors.js"
@@ -23,6 +23,7 @@ import * as Transition from "../domain/Transition.js"
 import { CallbackEvent, isTerminal, TaskRecord, TaskStatus, toWire } from "../domain/Task.js"
 import { CallbackWakeup, TaskWakeup } from "../services/TaskEvents.js"
 import type { CallbackAttempt, CallbackState } from "../services/TaskStore.js"
+import { TaskChanges } from "../services/TaskChanges.js"
 import { TaskStore } from "../services/TaskStore.js"
 import { type InboundWebhook, Upstream } from "../services/Upstream.js"
 import * as TaskWatch from "./TaskWatch.js"
@@ -30,10 +31,12 @@ import { TaskWrites } from "./TaskWrites.js"
 import { checkUrl } from "../domain/UrlPolicy.js"
 
 /**
- * A webhook for a task a worker holds waits for the worker's write: it looks this often (ms),
- * for at most this long (ms; a poll takes longer only when the provider is slow).
+ * A webhook for a task a worker holds waits for the worker's write, for at most `limit` ms (a
+ * poll takes longer only when the provider is slow). It is woken by the write when the worker
+ * is on this node; `every` ms it reads the task again, the safety net for a worker on another
+ * node (whose poll writes are not told between nodes).
  */
-export const webhookWatch = { every: 50, limit: 10_000 } as const
+export const webhookWatch = { every: 500, limit: 10_000 } as const
 
 /** What the submit use case accepts beyond the model's own rules. */
 export class SubmitPolicy extends Context.Reference<SubmitPolicy>()("@mediagate/core/SubmitPolicy", {
@@ -163,6 +166,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     const ledger = yield* Ledger
     const deadlines = yield* Deadlines
     const writes = yield* TaskWrites
+    const changes = yield* TaskChanges
     const prices = yield* Prices
     // An incomplete price table is the host's configuration bug: stop at start, not at a submit.
     yield* Either.match(Pricing.validate(catalog.models, prices), {
@@ -349,23 +353,26 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
 
     /**
      * For a task a worker holds (a step in flight, which may have asked the provider before the
-     * news came): waits until the step's write gives it up, looking every `webhookWatch.every`
-     * ms for at most `webhookWatch.limit` ms, then makes it due now. Otherwise the step's write
-     * would put the next poll at the safety net's time (30 s and more) and the news would wait
-     * for it: with Replicate's `logs` events, polls are frequent and a `completed` event
-     * arriving during one is likely.
+     * news came): waits until the step's write gives it up, for at most `webhookWatch.limit`
+     * ms, then makes it due now. Otherwise the step's write would put the next poll at the
+     * safety net's time (30 s and more) and the news would wait for it: with Replicate's
+     * `logs` events, polls are frequent and a `completed` event arriving during one is likely.
+     * Woken by this node's writes of the task (subscribed before the task is read, so none is
+     * missed); a worker on another node is seen at the re-read every `webhookWatch.every` ms.
      */
     const afterStep = (taskId: TaskId, since: number) =>
-      Effect.gen(function*() {
+      Effect.scoped(Effect.gen(function*() {
+        const written = yield* changes.subscribe(taskId)
         for (;;) {
-          yield* Effect.sleep(Duration.millis(webhookWatch.every))
           const now = yield* Clock.currentTimeMillis
           const current = yield* store.get(taskId)
           if (Option.isNone(current) || current.value.dueAt === null) return
           if (current.value.leaseUntil === null || current.value.leaseUntil <= now) return yield* dueNow(current.value, now)
-          if (now - since >= webhookWatch.limit) return
+          const left = since + webhookWatch.limit - now
+          if (left <= 0) return
+          yield* Effect.raceFirst(Queue.take(written), Effect.sleep(Duration.millis(Math.min(webhookWatch.every, left))))
         }
-      })
+      }))
 
     /**
      * A provider's webhook: when the upstream finds it genuine, its task (the token) is due
