@@ -87,6 +87,18 @@ const leaseHolders = async (databaseUrl: string) => {
   }
 }
 
+/** Places of held requests the nodes have taken in the database and not given back. */
+const liveHolds = async (databaseUrl: string) => {
+  const client = new pg.Client({ connectionString: databaseUrl })
+  await client.connect()
+  try {
+    const { rows } = await client.query<{ n: string }>(`SELECT count(*) AS n FROM mediagate_holds WHERE expires_at > $1`, [Date.now()])
+    return Number(rows[0]!.n)
+  } finally {
+    await client.end()
+  }
+}
+
 const models = ["alpha-image-2/text-to-image", "beta-imagine/text-to-video"] as const
 
 describe("three standalone servers, one PostgreSQL database, one S3 server, no shared disk", () => {
@@ -157,7 +169,7 @@ describe("three standalone servers, one PostgreSQL database, one S3 server, no s
   it.skipIf(pgUrl === undefined)(`a key's rate limit and its cap on held requests hold for the three together${skip}`, {
     timeout: 120_000
   }, async () => {
-    const { nodes } = await threeNodes({ MEDIAGATE_RATE_LIMIT: "2", MEDIAGATE_RATE_LIMIT_BURST: "10", MEDIAGATE_MAX_HELD_PER_KEY: "2" })
+    const { databaseUrl, nodes } = await threeNodes({ MEDIAGATE_RATE_LIMIT: "2", MEDIAGATE_RATE_LIMIT_BURST: "10", MEDIAGATE_MAX_HELD_PER_KEY: "2" })
 
     // Two requests held, on two nodes: the third, on the third node, is over the key's cap.
     // Slow (20 to 40 s): the task must still run while the places are held.
@@ -169,6 +181,9 @@ describe("three standalone servers, one PostgreSQL database, one S3 server, no s
         signal: controller.signal
       }).catch(() => undefined)
     )
+    // Both places taken in the database before the third asks (on a loaded machine a node
+    // takes a while to get to it).
+    for (const until = Date.now() + 20_000; Date.now() < until && (await liveHolds(databaseUrl)) < 2;) await pause(100)
     let refused: Response | undefined
     const seen: Array<string> = []
     for (const until = Date.now() + 10_000; Date.now() < until;) {
