@@ -260,7 +260,7 @@ describe("/media/<key> on the file store, over time and failures", () => {
     }).pipe(Effect.provide(serverWith((baseUrl) => FileMediaStore.layerWith({ directory, baseUrl }))))
   })
 
-  it.effect("the media folder removed under the running server: 500 in the envelope, a warning naming the key", () => {
+  it.effect("the media folder removed under the running server: 503 with Retry-After in the envelope, a warning naming the key", () => {
     const directory = freshFolder()
     const logs = captureLogs()
     return Effect.gen(function*() {
@@ -268,8 +268,9 @@ describe("/media/<key> on the file store, over time and failures", () => {
       rmSync(directory, { recursive: true, force: true })
       for (const request of [HttpClientRequest.get(path), HttpClientRequest.get(path).pipe(HttpClientRequest.setHeader("range", "bytes=0-9"))]) {
         const answer = yield* send(request)
-        expect(answer.status).toBe(500)
-        expect(envelopeOf(answer)).toEqual({ code: 500, msg: "internal server error" })
+        expect(answer.status).toBe(503)
+        expect(answer.headers["retry-after"]).toBe("5")
+        expect(envelopeOf(answer)).toEqual({ code: 503, msg: "media storage is unavailable; try again later" })
         expect(answer.body.toString("utf8")).not.toMatch(/ENOENT|at .*\.ts|stack|media-/)
       }
       const key = path.split("/").pop()

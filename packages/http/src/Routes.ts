@@ -108,11 +108,15 @@ const wantedPart = (header: string | undefined, size: number): Wanted => {
 const namesEtag = (header: string | undefined, etag: string) =>
   header !== undefined && header.split(",").some((tag) => tag.trim() === "*" || tag.trim().replace(/^W\//, "") === etag)
 
+/** The message of a media file whose store could not be read. */
+export const mediaUnavailable = "media storage is unavailable; try again later"
+
 /**
  * Result files from the MediaStore, public like a CDN: their keys are unguessable, and named
  * by content, so an answer never goes stale and is cached for a year. GET and HEAD (the
  * router answers HEAD with the GET route, without the body); byte ranges for players.
- * A failing store is logged with the key and answers 500; the client never sees why.
+ * A failing store is logged with the key and answers 503 with Retry-After; the client never
+ * sees why.
  */
 export const media = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
@@ -161,8 +165,10 @@ export const media = HttpApiBuilder.Router.use((router) =>
         Effect.catchTag("MediaError", (error) =>
           Effect.gen(function*() {
             const { key = "" } = yield* HttpRouter.params
-            yield* Effect.logWarning("mediagate: the media store failed; answered 500", error).pipe(Effect.annotateLogs({ key }))
-            return envelope(500, "internal server error")
+            yield* Effect.logWarning("mediagate: the media store failed; answered 503", error).pipe(Effect.annotateLogs({ key }))
+            // Most likely the bucket or the disk is away for a while: a client, a player or a
+            // CDN in front tries again (503 is not cached), and the answer never says why.
+            return envelope(503, mediaUnavailable, undefined, { "retry-after": "5" })
           }))
       )
     )
