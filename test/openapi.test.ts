@@ -327,6 +327,8 @@ describe("the OpenAPI document says exactly what the server enforces", () => {
       const body = document.components.schemas["SubmitRequest"]!
       const probedOn: Array<string> = []
       expect(body["required"]).toEqual(["model", "input"])
+      // callBackEvents is only taken with a callBackUrl, and the document says so.
+      expect(body["dependentRequired"]).toEqual({ callBackEvents: ["callBackUrl"] })
       // Estimate declares the same body (SubmitRequest), so each of its fields is probed on both.
       expect(document.paths["/api/v1/task/estimate"]!["post"]!.requestBody).toEqual(document.paths["/api/v1/task/submit"]!["post"]!.requestBody)
       for (const [operation, send] of [["submit", submitRequest], ["estimate", estimateRequest]] as const) {

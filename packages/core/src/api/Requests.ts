@@ -124,7 +124,13 @@ export const SubmitRequest = Schema.Struct({
     ).annotations({ description: "Caller's user identifier, for tracing." }),
     { nullable: true }
   )
-}).annotations({ identifier: "SubmitRequest", description: "null counts as absent for callBackUrl, callBackEvents and user_id.", ...strict })
+}).annotations({
+  identifier: "SubmitRequest",
+  description: "null counts as absent for callBackUrl, callBackEvents and user_id.",
+  // callBackEvents needs a callBackUrl (TaskService.prepare says so in a 400).
+  jsonSchema: { dependentRequired: { callBackEvents: ["callBackUrl"] } },
+  ...strict
+})
 export type SubmitRequest = typeof SubmitRequest.Type
 
 const decodeSubmit = Schema.decodeUnknownEither(SubmitRequest)
