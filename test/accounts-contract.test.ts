@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Accounts, ApiKeys, Ids } from "@mediagate/core"
 import { MemoryAccounts } from "@mediagate/store-memory"
 import { Database, SqlAccounts } from "@mediagate/store-sql"
-import { freshPgDatabase } from "@mediagate/store-sql/testing"
+import { freshPgDatabase, pgSkipReason } from "@mediagate/store-sql/testing"
 import { Effect, Layer, Option, Redacted, TestClock } from "effect"
 import { createHash } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -29,6 +29,7 @@ type Backend = {
 const sqliteDir = mkdtempSync(join(tmpdir(), "mediagate-accounts-"))
 afterAll(() => rmSync(sqliteDir, { recursive: true, force: true }))
 const pgUrl = process.env["MEDIAGATE_TEST_PG_URL"]
+pgSkipReason("accounts-contract")
 const sqlAccounts = (tablePrefix: string) => SqlAccounts.layerWith({ tablePrefix })
 
 const backends: ReadonlyArray<Backend> = [

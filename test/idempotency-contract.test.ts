@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { IdempotencyKeys, Ids } from "@mediagate/core"
 import { MemoryIdempotencyKeys } from "@mediagate/store-memory"
 import { Database, SqlIdempotencyKeys } from "@mediagate/store-sql"
-import { freshPgDatabase } from "@mediagate/store-sql/testing"
+import { freshPgDatabase, pgSkipReason } from "@mediagate/store-sql/testing"
 import { Effect, Layer, Redacted } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -21,7 +21,7 @@ const uniquePrefix = () => `k${process.pid}_${++counter}_`
 const sqliteDir = mkdtempSync(join(tmpdir(), "mediagate-keys-"))
 afterAll(() => rmSync(sqliteDir, { recursive: true, force: true }))
 const pgUrl = process.env["MEDIAGATE_TEST_PG_URL"]
-if (pgUrl === undefined) console.warn("idempotency-contract: MEDIAGATE_TEST_PG_URL is not set; the PostgreSQL suite is skipped")
+pgSkipReason("idempotency-contract")
 
 type Backend = {
   readonly name: string

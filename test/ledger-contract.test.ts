@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Ids, Ledger } from "@mediagate/core"
 import { MemoryLedger } from "@mediagate/store-memory"
 import { Database, SqlLedger } from "@mediagate/store-sql"
-import { freshPgDatabase } from "@mediagate/store-sql/testing"
+import { freshPgDatabase, pgSkipReason } from "@mediagate/store-sql/testing"
 import { Effect, Either, Layer, Redacted } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -21,6 +21,7 @@ const uniquePrefix = () => `l${process.pid}_${++counter}_`
 const sqliteDir = mkdtempSync(join(tmpdir(), "mediagate-ledger-"))
 afterAll(() => rmSync(sqliteDir, { recursive: true, force: true }))
 const pgUrl = process.env["MEDIAGATE_TEST_PG_URL"]
+pgSkipReason("ledger-contract")
 
 type Backend = {
   readonly name: string

@@ -29,7 +29,7 @@ import {
 import { Engine, Settlements } from "@mediagate/scheduler"
 import { MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlLedger, SqlTaskStore } from "@mediagate/store-sql"
-import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
+import { freshPgDatabase, pgSkipReason, pgUrl } from "@mediagate/store-sql/testing"
 import { Simulator } from "@mediagate/upstream"
 import { Context, Duration, Effect, Either, Exit, Layer, Option, Redacted, Scope, TestClock } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -39,7 +39,7 @@ import { join } from "node:path"
 const dir = mkdtempSync(join(tmpdir(), "mediagate-ledger-engine-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 let files = 0
-if (pgUrl === undefined) console.warn("ledger-engine: MEDIAGATE_TEST_PG_URL is not set; the PostgreSQL case is skipped")
+pgSkipReason("ledger-engine")
 
 type Stores = Layer.Layer<TaskStore.TaskStore | Ledger.Ledger, unknown>
 

@@ -13,7 +13,7 @@ import type { Accounts, StoreError } from "@mediagate/core"
 import { Ids, Ledger, Task, TaskService, TaskStore } from "@mediagate/core"
 import { Deployment } from "@mediagate/server"
 import { SqlBackends } from "@mediagate/server/sql"
-import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
+import { freshPgDatabase, pgSkipReason, pgUrl } from "@mediagate/store-sql/testing"
 import { Context, Effect, Fiber, HashSet, Layer, Logger, Option } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -22,7 +22,7 @@ import pg from "pg"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-ledger-pg-kill-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
-if (pgUrl === undefined) console.warn("ledger-pg-kill: MEDIAGATE_TEST_PG_URL is not set; the test is skipped")
+pgSkipReason("ledger-pg-kill")
 
 const owner: Accounts.Account = { id: Ids.AccountId.make("acct_killed"), name: "killed" }
 const credits = 1_000_000_000

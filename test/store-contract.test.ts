@@ -10,7 +10,7 @@ import { Ids, Task, TaskConflict, TaskStore } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
-import { freshPgDatabase } from "@mediagate/store-sql/testing"
+import { freshPgDatabase, pgSkipReason } from "@mediagate/store-sql/testing"
 import { Cause, Effect, Either, Exit, Layer, Option, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -65,7 +65,7 @@ const backends: ReadonlyArray<Backend> = [
     ? []
     : [{ name: "postgres", shared: freshPgClient(pgUrl), store: (tablePrefix: string) => SqlTaskStore.layerWith({ tablePrefix }) }])
 ]
-if (pgUrl === undefined) console.warn("store-contract: MEDIAGATE_TEST_PG_URL is not set; the PostgreSQL suite is skipped")
+pgSkipReason("store-contract")
 
 for (const backend of backends) {
   /** The suite, written once; `it.effect` bodies may need the backend's SqlClient. */

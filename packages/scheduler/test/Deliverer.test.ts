@@ -9,7 +9,7 @@ import * as Testing from "@mediagate/core/testing"
 import { NodeOutbound, NodeResolver } from "@mediagate/media"
 import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
-import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
+import { freshPgDatabase, pgSkipReason, pgUrl } from "@mediagate/store-sql/testing"
 import { Clock, Context, Effect, Layer, Logger, Redacted, TestClock } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import * as Http from "node:http"
@@ -384,7 +384,7 @@ const backends: ReadonlyArray<readonly [string, () => Layer.Layer<TaskStore.Task
       )
   ] as const])
 ]
-if (pgUrl === undefined) console.warn("Deliverer: MEDIAGATE_TEST_PG_URL is not set; the PostgreSQL cases are skipped")
+pgSkipReason("Deliverer")
 
 /**
  * The store with every call counted, so a test can tell when the deliverers have nothing

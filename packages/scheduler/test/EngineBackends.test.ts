@@ -8,7 +8,7 @@ import { Ids, ModelCatalog, StoreError, TaskEvents, TaskServiceAlone, TaskStore,
 import * as Testing from "@mediagate/core/testing"
 import { MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
-import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
+import { freshPgDatabase, pgSkipReason, pgUrl } from "@mediagate/store-sql/testing"
 import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted, Ref, Scope, TestClock } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -31,7 +31,7 @@ const backends: ReadonlyArray<readonly [string, Layer.Layer<TaskStore.TaskStore,
     )
   ] as const])
 ]
-if (pgUrl === undefined) console.warn("EngineBackends: MEDIAGATE_TEST_PG_URL is not set; the PostgreSQL cases are skipped")
+pgSkipReason("EngineBackends")
 
 const result = { type: "image" as const, urls: ["https://cdn.example/a.png"] }
 const job = Testing.job({ ratio: null, width: null, height: null })

@@ -12,7 +12,7 @@ import { Ids, Metrics, ModelCatalog, Task, TaskServiceAlone, TaskStore, Upstream
 import * as Testing from "@mediagate/core/testing"
 import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
-import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
+import { freshPgDatabase, pgSkipReason, pgUrl } from "@mediagate/store-sql/testing"
 import { Context, Duration, Effect, Layer, Metric, Option, Redacted, Ref, TestClock } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -34,7 +34,7 @@ const backends: ReadonlyArray<readonly [string, Layer.Layer<TaskStore.TaskStore,
     )
   ] as const])
 ]
-if (pgUrl === undefined) console.warn("ResultCopy: MEDIAGATE_TEST_PG_URL is not set; the PostgreSQL cases are skipped")
+pgSkipReason("ResultCopy")
 
 const upstreamResult: Task.TaskResult = { type: "image", urls: ["https://upstream.example/out.png"] }
 const hostedResult: Task.TaskResult = { type: "image", urls: ["https://cdn.mediagate.test/media/0123.png"] }

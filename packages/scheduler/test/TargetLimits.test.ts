@@ -12,7 +12,7 @@ import { Ids, ModelCatalog, TaskServiceAlone, TaskStore, Upstream } from "@media
 import * as Testing from "@mediagate/core/testing"
 import { MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlTaskStore } from "@mediagate/store-sql"
-import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
+import { freshPgDatabase, pgSkipReason, pgUrl } from "@mediagate/store-sql/testing"
 import { Router } from "@mediagate/upstream"
 import { Clock, Context, Duration, Effect, Layer, Option, Redacted, Ref, TestClock } from "effect"
 import type { Scope } from "effect"
@@ -46,7 +46,7 @@ const backends: ReadonlyArray<readonly [string, Stores]> = [
     })
   ] as const])
 ]
-if (pgUrl === undefined) console.warn("TargetLimits: MEDIAGATE_TEST_PG_URL is not set; the PostgreSQL cases are skipped")
+pgSkipReason("TargetLimits")
 
 const target = "fal:fal-ai/flux/dev"
 const job = Testing.job({ ratio: null, width: null, height: null })

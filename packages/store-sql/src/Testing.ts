@@ -11,10 +11,19 @@ import pg from "pg"
 /** The PostgreSQL server tests may use, or undefined (the PostgreSQL cases are then skipped). */
 export const pgUrl: string | undefined = process.env["MEDIAGATE_TEST_PG_URL"]
 
-/** Why a suite's PostgreSQL tests are skipped, for their names and the log; empty when they run. */
+/**
+ * What a suite whose PostgreSQL cases do not run logs; the run's summary
+ * (scripts/run-summary/reporter.ts) gathers these lines into one.
+ */
+export const pgSkipMarker = "[PostgreSQL cases not run] "
+
+/**
+ * Why a suite's PostgreSQL tests are skipped, for their names; empty when they run. When
+ * they do not, it says so once in the log, which the run's summary gathers.
+ */
 export const pgSkipReason = (suite: string): string => {
   if (pgUrl !== undefined) return ""
-  console.warn(`${suite}: MEDIAGATE_TEST_PG_URL is not set; the PostgreSQL tests are skipped`)
+  console.warn(`${pgSkipMarker}${suite}`)
   return " [skipped: MEDIAGATE_TEST_PG_URL is not set]"
 }
 

@@ -10,14 +10,14 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Database, Schema, SqlAccounts, SqlTaskStore } from "../src/index.js"
-import { freshPgDatabase } from "../src/Testing.js"
+import { freshPgDatabase, pgSkipReason } from "../src/Testing.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-migrations-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 let counter = 0
 
 const pgUrl = process.env["MEDIAGATE_TEST_PG_URL"]
-if (pgUrl === undefined) console.warn("Migrations: MEDIAGATE_TEST_PG_URL is not set; the PostgreSQL cases are skipped")
+pgSkipReason("Migrations")
 
 /** A database of its own for one test: a new SQLite file, or a new PostgreSQL database dropped afterwards. */
 type Fresh = Effect.Effect<{ readonly client: () => Layer.Layer<SqlClient.SqlClient, unknown> }, never, Scope.Scope>
