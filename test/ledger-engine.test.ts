@@ -1,6 +1,6 @@
 /**
  * Credits through the whole task life on every backend (memory, SQLite, PostgreSQL when
- * MEDIAGATE_TEST_PG_URL is set): hundreds of concurrent submits with random outcomes
+ * MEDIAGATE_TEST_PG_URL is set): a hundred and more concurrent submits with random outcomes
  * (success, upstream failure, timeout, cancellation, too little credit), every ledger
  * movement asked twice at once, crashes between a task's write and its settlement, submits
  * that die between holding the price and storing the task, and an engine that dies mid-flight
@@ -35,6 +35,7 @@ import { Context, Duration, Effect, Either, Exit, Layer, Option, Redacted, Scope
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { sized } from "./soak.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-ledger-engine-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -53,20 +54,26 @@ const onSql = (client: () => Layer.Layer<SqlClient.SqlClient, unknown>): Stores 
     SqlLedger.layerWith({ tablePrefix: "le_" }).pipe(Layer.provide(client()))
   )
 
+/**
+ * Tasks per backend: enough that some submits are refused for want of credit, some die after
+ * holding their price and every outcome happens many times (MEDIAGATE_TEST_SOAK=1: 240).
+ */
+const tasksCount = sized(120, 240)
+
 /** Each backend with its number of tasks. */
 const backends: ReadonlyArray<readonly [string, () => Stores, number]> = [
-  ["memory", () => Layer.merge(MemoryTaskStore.layer, MemoryLedger.layer), 240],
+  ["memory", () => Layer.merge(MemoryTaskStore.layer, MemoryLedger.layer), tasksCount],
   ["sqlite", () => {
     const file = join(dir, `l${++files}.db`)
     return onSql(() => Database.layerSqlite(file))
-  }, 240],
+  }, tasksCount],
   ...(pgUrl === undefined ? [] : [[
     "postgres",
     () => {
       const database = freshPgDatabase(pgUrl!, "ledger_engine")
       return Layer.unwrapScoped(Effect.map(database, (url) => onSql(() => Database.layerPg(Redacted.make(url)))))
     },
-    240
+    tasksCount
   ] as const])
 ]
 
