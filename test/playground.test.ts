@@ -1,5 +1,5 @@
 /**
- * The playground in a real browser: Debian's Chromium (driven by playwright-core) opens
+ * The playground in a real browser: Chromium from the npm registry (test/browser.ts) opens
  * `/playground` of a server on loopback whose simulator takes a few seconds, the key is
  * pasted, a model picked, the form filled and submitted; the status moves to SUCCESS while
  * the page shows it, and the images load. The page asks nothing of any other host, keeps the
@@ -19,29 +19,15 @@ import { Api } from "@mediagate/core"
 import { Backends, Deployment } from "@mediagate/server"
 import { EventStream, MediagateHttp, Playground, PlaygroundForm } from "@mediagate/http"
 import { Effect, Layer, Redacted } from "effect"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs"
+import { mkdirSync, statSync } from "node:fs"
 import { createServer } from "node:http"
-import { tmpdir } from "node:os"
-import { dirname, join } from "node:path"
-import { chromium } from "playwright-core"
+import { dirname } from "node:path"
+import { browser } from "./browser.js"
 
-const executablePath = "/usr/bin/chromium"
 const screenshot = new URL("../docs/screenshots/playground.png", import.meta.url).pathname
 /** Whether this run rewrites the screenshot (MEDIAGATE_SCREENSHOTS=1). */
 const takeScreenshot = process.env["MEDIAGATE_SCREENSHOTS"] === "1"
 const apiKey = "mg_playground_key_0123456789"
-
-/** Chromium's own traffic (updates, sync, QUIC probes) is off: the page's requests are all that is left. */
-const flags = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync"
-]
 
 /** The form functions exactly as the page runs them. */
 interface Field {
@@ -96,26 +82,6 @@ const models = (base: string) =>
     const response = await fetch(`${base}/api/v1/models`, { headers: { authorization: `Bearer ${apiKey}` } })
     return ((await response.json()) as { data: { models: ReadonlyArray<Model> } }).data.models
   })
-
-/** A browser with a fresh profile, closed (and its profile removed) with the scope. */
-const browser = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const profile = mkdtempSync(join(tmpdir(), "mediagate-chromium-"))
-    const context = await chromium.launchPersistentContext(profile, {
-      executablePath,
-      headless: true,
-      // Playwright passes the profile as --user-data-dir itself (and refuses it among the args).
-      args: flags,
-      viewport: { width: 1280, height: 900 }
-    })
-    return { context, profile }
-  }),
-  ({ context, profile }) =>
-    Effect.promise(async () => {
-      await context.close()
-      rmSync(profile, { recursive: true, force: true })
-    })
-)
 
 describe("the playground's form", () => {
   it.live("every model of the catalog gets a control per field, none of them the JSON fallback", () =>
@@ -191,11 +157,6 @@ describe("the playground's form", () => {
 })
 
 describe("the playground page", () => {
-  // Without Chromium the suite fails saying so rather than passing unchecked.
-  it.runIf(!existsSync(executablePath))("needs Chromium at /usr/bin/chromium (apt-get install -y chromium; .ci/run installs it)", () => {
-    expect.fail("/usr/bin/chromium is missing: the playground was not checked in a browser")
-  })
-
   it("is one document with nothing to load from anywhere, under a policy that allows this origin only", () => {
     expect(Playground.page).not.toMatch(/<(script|link|img|iframe)[^>]*\s(src|href)=/i)
     expect(Playground.page).not.toMatch(/@import|@font-face|url\(/)
@@ -203,200 +164,198 @@ describe("the playground page", () => {
     expect(Playground.contentSecurityPolicy).toContain("connect-src 'self'")
   })
 
-  if (existsSync(executablePath)) {
-    // With MEDIAGATE_SCREENSHOTS=1 it also saves the screenshot.
-    it.live("picks a model, fills the form, submits, follows the task to SUCCESS and shows the images, from loopback alone", () =>
-      Effect.gen(function*() {
-        const base = yield* origin
-        const { context } = yield* browser
-        const requested: Array<string> = []
-        context.on("request", (request) => void requested.push(request.url()))
-        const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
-        const errors: Array<string> = []
-        page.on("pageerror", (error) => void errors.push(error.message))
-        const response = yield* Effect.promise(() => page.goto(`${base}/playground`, { waitUntil: "load" }))
-        expect(response?.status()).toBe(200)
-        expect(response?.headers()["content-security-policy"]).toBe(Playground.contentSecurityPolicy)
+  // With MEDIAGATE_SCREENSHOTS=1 it also saves the screenshot.
+  it.live("picks a model, fills the form, submits, follows the task to SUCCESS and shows the images, from loopback alone", () =>
+    Effect.gen(function*() {
+      const base = yield* origin
+      const { context } = yield* browser
+      const requested: Array<string> = []
+      context.on("request", (request) => void requested.push(request.url()))
+      const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
+      const errors: Array<string> = []
+      page.on("pageerror", (error) => void errors.push(error.message))
+      const response = yield* Effect.promise(() => page.goto(`${base}/playground`, { waitUntil: "load" }))
+      expect(response?.status()).toBe(200)
+      expect(response?.headers()["content-security-policy"]).toBe(Playground.contentSecurityPolicy)
 
-        yield* Effect.promise(() => page.fill("#key", apiKey))
-        yield* Effect.promise(() => page.click("#use-key"))
-        yield* Effect.promise(() => page.locator("#model option").first().waitFor({ state: "attached", timeout: 10_000 }))
-        const ids = yield* Effect.promise(() => page.locator("#model option").evaluateAll((options) => options.map((option) => (option as HTMLOptionElement).value)))
-        expect(ids.length).toBeGreaterThan(30)
-        // Every model's form renders in the page with a control per field and no JSON fallback.
-        for (const id of ids) {
-          yield* Effect.promise(() => page.selectOption("#model", id))
-          expect(yield* Effect.promise(() => page.locator("#fields [data-kind=json]").count()), id).toBe(0)
-          expect(yield* Effect.promise(() => page.locator("#fields [data-kind]").count()), id).toBeGreaterThan(0)
-        }
+      yield* Effect.promise(() => page.fill("#key", apiKey))
+      yield* Effect.promise(() => page.click("#use-key"))
+      yield* Effect.promise(() => page.locator("#model option").first().waitFor({ state: "attached", timeout: 10_000 }))
+      const ids = yield* Effect.promise(() => page.locator("#model option").evaluateAll((options) => options.map((option) => (option as HTMLOptionElement).value)))
+      expect(ids.length).toBeGreaterThan(30)
+      // Every model's form renders in the page with a control per field and no JSON fallback.
+      for (const id of ids) {
+        yield* Effect.promise(() => page.selectOption("#model", id))
+        expect(yield* Effect.promise(() => page.locator("#fields [data-kind=json]").count()), id).toBe(0)
+        expect(yield* Effect.promise(() => page.locator("#fields [data-kind]").count()), id).toBeGreaterThan(0)
+      }
 
-        yield* Effect.promise(() => page.selectOption("#model", "alpha-image-2/text-to-image"))
-        expect(yield* Effect.promise(() => page.locator("label[for=f-prompt] .required").count())).toBe(1)
-        yield* Effect.promise(() => page.fill("#f-prompt", "a lighthouse at dawn"))
-        yield* Effect.promise(() => page.selectOption("#f-ratio", "16:9"))
-        yield* Effect.promise(() => page.fill("#f-n", "2"))
-        const curl = yield* Effect.promise(() => page.textContent("#curl"))
-        expect(curl).toBe(form.curlOf(base, { model: "alpha-image-2/text-to-image", input: { prompt: "a lighthouse at dawn", ratio: "16:9", n: 2 } }))
-        expect(curl).not.toContain(apiKey)
+      yield* Effect.promise(() => page.selectOption("#model", "alpha-image-2/text-to-image"))
+      expect(yield* Effect.promise(() => page.locator("label[for=f-prompt] .required").count())).toBe(1)
+      yield* Effect.promise(() => page.fill("#f-prompt", "a lighthouse at dawn"))
+      yield* Effect.promise(() => page.selectOption("#f-ratio", "16:9"))
+      yield* Effect.promise(() => page.fill("#f-n", "2"))
+      const curl = yield* Effect.promise(() => page.textContent("#curl"))
+      expect(curl).toBe(form.curlOf(base, { model: "alpha-image-2/text-to-image", input: { prompt: "a lighthouse at dawn", ratio: "16:9", n: 2 } }))
+      expect(curl).not.toContain(apiKey)
 
-        // The server's estimate: $0.04 for people, the exact amount in the title.
-        yield* Effect.promise(() => page.getByText("$0.04", { exact: true }).waitFor({ state: "visible", timeout: 10_000 }))
-        expect(yield* Effect.promise(() => page.getAttribute("#price-value", "title"))).toBe("0.040000 USD, 40000 micro-USD")
+      // The server's estimate: $0.04 for people, the exact amount in the title.
+      yield* Effect.promise(() => page.getByText("$0.04", { exact: true }).waitFor({ state: "visible", timeout: 10_000 }))
+      expect(yield* Effect.promise(() => page.getAttribute("#price-value", "title"))).toBe("0.040000 USD, 40000 micro-USD")
 
-        // Each status the page shows, in order.
-        yield* Effect.promise(() =>
-          page.evaluate(() => {
-            const seen: Array<string> = []
-            ;(window as unknown as { seen: Array<string> }).seen = seen
-            const status = document.getElementById("status")!
-            new MutationObserver(() => void seen.push(status.getAttribute("data-status") ?? "")).observe(status, { attributes: true })
+      // Each status the page shows, in order.
+      yield* Effect.promise(() =>
+        page.evaluate(() => {
+          const seen: Array<string> = []
+          ;(window as unknown as { seen: Array<string> }).seen = seen
+          const status = document.getElementById("status")!
+          new MutationObserver(() => void seen.push(status.getAttribute("data-status") ?? "")).observe(status, { attributes: true })
+        })
+      )
+      yield* Effect.promise(() => page.click("#submit"))
+      yield* Effect.promise(() => page.locator("#status[data-status=SUCCESS]").waitFor({ timeout: 30_000 }))
+      const seen = yield* Effect.promise(() => page.evaluate(() => (window as unknown as { seen: Array<string> }).seen))
+      expect(seen[0]).toBe("SUBMITTING")
+      expect(seen.at(-1)).toBe("SUCCESS")
+      // The task was shown while it ran, before it ended.
+      expect(seen.some((status) => ["PENDING", "SUBMITTED", "PROCESSING"].includes(status))).toBe(true)
+
+      const images = page.locator("#results .grid img")
+      yield* Effect.promise(() => images.nth(1).waitFor({ timeout: 10_000 }))
+      yield* Effect.promise(() =>
+        page.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>("#results img")].every((img) => img.complete && img.naturalWidth > 0), undefined, { timeout: 10_000 })
+      )
+      expect(yield* Effect.promise(() => images.count())).toBe(2)
+      expect(yield* Effect.promise(() => page.locator("#results .files a").count())).toBe(2)
+      // The price stays shown beside the result (and in the screenshot).
+      expect(yield* Effect.promise(() => page.isVisible("#price"))).toBe(true)
+      expect(yield* Effect.promise(() => page.textContent("#price-value"))).toBe("$0.04")
+
+      yield* Effect.promise(() => page.waitForLoadState("networkidle", { timeout: 20_000 }).then(() => true, () => false))
+      if (takeScreenshot) {
+        mkdirSync(dirname(screenshot), { recursive: true })
+        yield* Effect.promise(() => page.screenshot({ path: screenshot, fullPage: true }))
+        expect(statSync(screenshot).size).toBeGreaterThan(10_000)
+      }
+
+      // The key: in this tab's sessionStorage, in no URL the page asked for.
+      expect(yield* Effect.promise(() => page.evaluate(() => sessionStorage.getItem("mediagate.apiKey")))).toBe(apiKey)
+      expect(page.url()).toBe(`${base}/playground`)
+      expect(requested.filter((url) => url.includes(apiKey))).toEqual([])
+      expect(requested).toContain(`${base}/api/v1/task/submit`)
+      expect(requested.some((url) => /\/api\/v1\/task\/[^/]+\/events$/.test(url))).toBe(true)
+      const elsewhere = requested.filter((url) => !url.startsWith(`${base}/`) && !/^(data|blob):/.test(url))
+      expect(elsewhere).toEqual([])
+      expect(errors).toEqual([])
+    }).pipe(Effect.scoped, Effect.provide(loopbackServer)), 120_000)
+
+  // What the page does with an estimate that has adjustments, with `progress` events and with
+  // a video, from canned answers (in the server's shapes) in place of the server's.
+  it.live("shows the estimate's price and adjustments, progress events, and a video result", () =>
+    Effect.gen(function*() {
+      const base = yield* origin
+      const { context } = yield* browser
+      const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
+      const errors: Array<string> = []
+      page.on("pageerror", (error) => void errors.push(error.message))
+      const estimated: Array<unknown> = []
+      yield* Effect.promise(() =>
+        page.route(`${base}/api/v1/task/estimate`, (route) => {
+          estimated.push(route.request().postDataJSON())
+          return route.fulfill({
+            json: {
+              code: 0,
+              msg: "ok",
+              data: {
+                model: "beta-imagine/text-to-video",
+                input: { model: "beta-imagine/text-to-video", prompt: "waves at night" },
+                adjustments: [{ field: "duration", requested: 7, applied: 6, reason: "rounded to a supported duration" }],
+                priceMicroUsd: 42_000,
+                priceUsd: "0.042000",
+                rejection: null
+              }
+            } satisfies typeof Api.EstimateResponse.Encoded
           })
-        )
-        yield* Effect.promise(() => page.click("#submit"))
-        yield* Effect.promise(() => page.locator("#status[data-status=SUCCESS]").waitFor({ timeout: 30_000 }))
-        const seen = yield* Effect.promise(() => page.evaluate(() => (window as unknown as { seen: Array<string> }).seen))
-        expect(seen[0]).toBe("SUBMITTING")
-        expect(seen.at(-1)).toBe("SUCCESS")
-        // The task was shown while it ran, before it ended.
-        expect(seen.some((status) => ["PENDING", "SUBMITTED", "PROCESSING"].includes(status))).toBe(true)
+        })
+      )
+      yield* Effect.promise(() => page.route(`${base}/api/v1/task/submit`, (route) => route.fulfill({ json: { code: 0, msg: "ok", data: { taskId: "t-video" } } })))
+      const task = (status: string, result: unknown = null) => ({ taskId: "t-video", status, result, failure_reason: null })
+      // The server's progress event, in the shape the server builds it (EventStream.progressData).
+      const progressEvent: ReturnType<typeof EventStream.progressData> = {
+        taskId: "t-video",
+        status: "PROCESSING",
+        progress: { stage: "running", queue_position: null, percent: 40, logs_tail: ["frame 12/30"], updated_at: "2026-01-01T00:00:00Z" }
+      }
+      const events = [
+        `event: task\ndata: ${JSON.stringify(task("PROCESSING"))}\n\n`,
+        `event: progress\ndata: ${JSON.stringify(progressEvent)}\n\n`,
+        ": keep-alive\n\n",
+        `event: task\ndata: ${JSON.stringify(task("SUCCESS", { type: "video", urls: [`${base}/media/clip.mp4`] }))}\n\n`
+      ].join("")
+      yield* Effect.promise(() =>
+        page.route(`${base}/api/v1/task/t-video/events`, (route) => route.fulfill({ body: events, headers: { "content-type": "text/event-stream" } }))
+      )
+      yield* Effect.promise(() => page.route(`${base}/media/clip.mp4`, (route) => route.fulfill({ body: "", headers: { "content-type": "video/mp4" } })))
 
-        const images = page.locator("#results .grid img")
-        yield* Effect.promise(() => images.nth(1).waitFor({ timeout: 10_000 }))
-        yield* Effect.promise(() =>
-          page.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>("#results img")].every((img) => img.complete && img.naturalWidth > 0), undefined, { timeout: 10_000 })
-        )
-        expect(yield* Effect.promise(() => images.count())).toBe(2)
-        expect(yield* Effect.promise(() => page.locator("#results .files a").count())).toBe(2)
-        // The price stays shown beside the result (and in the screenshot).
-        expect(yield* Effect.promise(() => page.isVisible("#price"))).toBe(true)
-        expect(yield* Effect.promise(() => page.textContent("#price-value"))).toBe("$0.04")
+      yield* Effect.promise(() => page.goto(`${base}/playground`, { waitUntil: "load" }))
+      yield* Effect.promise(() => page.fill("#key", apiKey))
+      yield* Effect.promise(() => page.click("#use-key"))
+      yield* Effect.promise(() => page.locator("#model option").first().waitFor({ state: "attached", timeout: 10_000 }))
+      yield* Effect.promise(() => page.selectOption("#model", "beta-imagine/text-to-video"))
+      yield* Effect.promise(() => page.fill("#f-prompt", "waves at night"))
+      yield* Effect.promise(() => page.getByText("$0.042", { exact: true }).waitFor({ state: "visible", timeout: 10_000 }))
+      expect(yield* Effect.promise(() => page.getAttribute("#price-value", "title"))).toBe("0.042000 USD, 42000 micro-USD")
+      expect(yield* Effect.promise(() => page.textContent("#adjustments"))).toBe("duration: 7 \u2192 6 (rounded to a supported duration)")
+      // Asked with the request as it would be submitted, after the typing stopped.
+      expect(estimated.at(-1)).toEqual({ model: "beta-imagine/text-to-video", input: { prompt: "waves at night" } })
+      expect(estimated.length).toBeLessThan(4)
 
-        yield* Effect.promise(() => page.waitForLoadState("networkidle", { timeout: 20_000 }).then(() => true, () => false))
-        if (takeScreenshot) {
-          mkdirSync(dirname(screenshot), { recursive: true })
-          yield* Effect.promise(() => page.screenshot({ path: screenshot, fullPage: true }))
-          expect(statSync(screenshot).size).toBeGreaterThan(10_000)
-        }
+      yield* Effect.promise(() =>
+        page.evaluate(() => {
+          const seen: Array<string> = []
+          ;(window as unknown as { seen: Array<string> }).seen = seen
+          const note = document.getElementById("progress-note")!
+          // Each text the note was given, from the records (the events may all come in one chunk).
+          new MutationObserver((records) => {
+            for (const record of records) record.addedNodes.forEach((node) => void seen.push(node.textContent ?? ""))
+          }).observe(note, { childList: true })
+        })
+      )
+      yield* Effect.promise(() => page.click("#submit"))
+      yield* Effect.promise(() => page.locator("#status[data-status=SUCCESS]").waitFor({ timeout: 10_000 }))
+      const seen = yield* Effect.promise(() => page.evaluate(() => (window as unknown as { seen: Array<string> }).seen))
+      expect(seen).toContain("running \u00b7 40%")
+      expect(yield* Effect.promise(() => page.textContent("#logs"))).toBe("frame 12/30")
+      expect(yield* Effect.promise(() => page.locator("#results video[controls]").getAttribute("src"))).toBe(`${base}/media/clip.mp4`)
+      expect(yield* Effect.promise(() => page.locator("#results .files a").textContent())).toBe(`${base}/media/clip.mp4`)
+      expect(errors).toEqual([])
+    }).pipe(Effect.scoped, Effect.provide(loopbackServer)), 60_000)
 
-        // The key: in this tab's sessionStorage, in no URL the page asked for.
-        expect(yield* Effect.promise(() => page.evaluate(() => sessionStorage.getItem("mediagate.apiKey")))).toBe(apiKey)
-        expect(page.url()).toBe(`${base}/playground`)
-        expect(requested.filter((url) => url.includes(apiKey))).toEqual([])
-        expect(requested).toContain(`${base}/api/v1/task/submit`)
-        expect(requested.some((url) => /\/api\/v1\/task\/[^/]+\/events$/.test(url))).toBe(true)
-        const elsewhere = requested.filter((url) => !url.startsWith(`${base}/`) && !/^(data|blob):/.test(url))
-        expect(elsewhere).toEqual([])
-        expect(errors).toEqual([])
-      }).pipe(Effect.scoped, Effect.provide(loopbackServer)), 120_000)
-
-    // What the page does with an estimate that has adjustments, with `progress` events and with
-    // a video, from canned answers (in the server's shapes) in place of the server's.
-    it.live("shows the estimate's price and adjustments, progress events, and a video result", () =>
-      Effect.gen(function*() {
-        const base = yield* origin
-        const { context } = yield* browser
-        const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
-        const errors: Array<string> = []
-        page.on("pageerror", (error) => void errors.push(error.message))
-        const estimated: Array<unknown> = []
-        yield* Effect.promise(() =>
-          page.route(`${base}/api/v1/task/estimate`, (route) => {
-            estimated.push(route.request().postDataJSON())
-            return route.fulfill({
-              json: {
-                code: 0,
-                msg: "ok",
-                data: {
-                  model: "beta-imagine/text-to-video",
-                  input: { model: "beta-imagine/text-to-video", prompt: "waves at night" },
-                  adjustments: [{ field: "duration", requested: 7, applied: 6, reason: "rounded to a supported duration" }],
-                  priceMicroUsd: 42_000,
-                  priceUsd: "0.042000",
-                  rejection: null
-                }
-              } satisfies typeof Api.EstimateResponse.Encoded
-            })
-          })
-        )
-        yield* Effect.promise(() => page.route(`${base}/api/v1/task/submit`, (route) => route.fulfill({ json: { code: 0, msg: "ok", data: { taskId: "t-video" } } })))
-        const task = (status: string, result: unknown = null) => ({ taskId: "t-video", status, result, failure_reason: null })
-        // The server's progress event, in the shape the server builds it (EventStream.progressData).
-        const progressEvent: ReturnType<typeof EventStream.progressData> = {
-          taskId: "t-video",
-          status: "PROCESSING",
-          progress: { stage: "running", queue_position: null, percent: 40, logs_tail: ["frame 12/30"], updated_at: "2026-01-01T00:00:00Z" }
-        }
-        const events = [
-          `event: task\ndata: ${JSON.stringify(task("PROCESSING"))}\n\n`,
-          `event: progress\ndata: ${JSON.stringify(progressEvent)}\n\n`,
-          ": keep-alive\n\n",
-          `event: task\ndata: ${JSON.stringify(task("SUCCESS", { type: "video", urls: [`${base}/media/clip.mp4`] }))}\n\n`
-        ].join("")
-        yield* Effect.promise(() =>
-          page.route(`${base}/api/v1/task/t-video/events`, (route) => route.fulfill({ body: events, headers: { "content-type": "text/event-stream" } }))
-        )
-        yield* Effect.promise(() => page.route(`${base}/media/clip.mp4`, (route) => route.fulfill({ body: "", headers: { "content-type": "video/mp4" } })))
-
-        yield* Effect.promise(() => page.goto(`${base}/playground`, { waitUntil: "load" }))
-        yield* Effect.promise(() => page.fill("#key", apiKey))
-        yield* Effect.promise(() => page.click("#use-key"))
-        yield* Effect.promise(() => page.locator("#model option").first().waitFor({ state: "attached", timeout: 10_000 }))
-        yield* Effect.promise(() => page.selectOption("#model", "beta-imagine/text-to-video"))
-        yield* Effect.promise(() => page.fill("#f-prompt", "waves at night"))
-        yield* Effect.promise(() => page.getByText("$0.042", { exact: true }).waitFor({ state: "visible", timeout: 10_000 }))
-        expect(yield* Effect.promise(() => page.getAttribute("#price-value", "title"))).toBe("0.042000 USD, 42000 micro-USD")
-        expect(yield* Effect.promise(() => page.textContent("#adjustments"))).toBe("duration: 7 \u2192 6 (rounded to a supported duration)")
-        // Asked with the request as it would be submitted, after the typing stopped.
-        expect(estimated.at(-1)).toEqual({ model: "beta-imagine/text-to-video", input: { prompt: "waves at night" } })
-        expect(estimated.length).toBeLessThan(4)
-
-        yield* Effect.promise(() =>
-          page.evaluate(() => {
-            const seen: Array<string> = []
-            ;(window as unknown as { seen: Array<string> }).seen = seen
-            const note = document.getElementById("progress-note")!
-            // Each text the note was given, from the records (the events may all come in one chunk).
-            new MutationObserver((records) => {
-              for (const record of records) record.addedNodes.forEach((node) => void seen.push(node.textContent ?? ""))
-            }).observe(note, { childList: true })
-          })
-        )
-        yield* Effect.promise(() => page.click("#submit"))
-        yield* Effect.promise(() => page.locator("#status[data-status=SUCCESS]").waitFor({ timeout: 10_000 }))
-        const seen = yield* Effect.promise(() => page.evaluate(() => (window as unknown as { seen: Array<string> }).seen))
-        expect(seen).toContain("running \u00b7 40%")
-        expect(yield* Effect.promise(() => page.textContent("#logs"))).toBe("frame 12/30")
-        expect(yield* Effect.promise(() => page.locator("#results video[controls]").getAttribute("src"))).toBe(`${base}/media/clip.mp4`)
-        expect(yield* Effect.promise(() => page.locator("#results .files a").textContent())).toBe(`${base}/media/clip.mp4`)
-        expect(errors).toEqual([])
-      }).pipe(Effect.scoped, Effect.provide(loopbackServer)), 60_000)
-
-    // A server built without POST /api/v1/task/estimate answers 404 (or 405): no price box.
-    it.live("hides the price box on a server without the estimate endpoint", () =>
-      Effect.gen(function*() {
-        const base = yield* origin
-        const { context } = yield* browser
-        const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
-        const errors: Array<string> = []
-        page.on("pageerror", (error) => void errors.push(error.message))
-        let asked = 0
-        yield* Effect.promise(() =>
-          page.route(`${base}/api/v1/task/estimate`, (route) => {
-            asked++
-            return route.fulfill({ status: 404, json: { code: 404, msg: "not found" } })
-          })
-        )
-        yield* Effect.promise(() => page.goto(`${base}/playground`, { waitUntil: "load" }))
-        yield* Effect.promise(() => page.fill("#key", apiKey))
-        yield* Effect.promise(() => page.click("#use-key"))
-        yield* Effect.promise(() => page.locator("#model option").first().waitFor({ state: "attached", timeout: 10_000 }))
-        yield* Effect.promise(() => page.selectOption("#model", "alpha-image-2/text-to-image"))
-        yield* Effect.promise(() => page.fill("#f-prompt", "a lighthouse at dawn"))
-        yield* Effect.promise(() => page.waitForFunction(() => document.getElementById("curl")?.textContent?.includes("lighthouse")))
-        yield* Effect.promise(() => page.waitForTimeout(800))
-        expect(asked).toBeGreaterThan(0)
-        expect(yield* Effect.promise(() => page.isHidden("#price"))).toBe(true)
-        expect(errors).toEqual([])
-      }).pipe(Effect.scoped, Effect.provide(loopbackServer)), 60_000)
-  }
+  // A server built without POST /api/v1/task/estimate answers 404 (or 405): no price box.
+  it.live("hides the price box on a server without the estimate endpoint", () =>
+    Effect.gen(function*() {
+      const base = yield* origin
+      const { context } = yield* browser
+      const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
+      const errors: Array<string> = []
+      page.on("pageerror", (error) => void errors.push(error.message))
+      let asked = 0
+      yield* Effect.promise(() =>
+        page.route(`${base}/api/v1/task/estimate`, (route) => {
+          asked++
+          return route.fulfill({ status: 404, json: { code: 404, msg: "not found" } })
+        })
+      )
+      yield* Effect.promise(() => page.goto(`${base}/playground`, { waitUntil: "load" }))
+      yield* Effect.promise(() => page.fill("#key", apiKey))
+      yield* Effect.promise(() => page.click("#use-key"))
+      yield* Effect.promise(() => page.locator("#model option").first().waitFor({ state: "attached", timeout: 10_000 }))
+      yield* Effect.promise(() => page.selectOption("#model", "alpha-image-2/text-to-image"))
+      yield* Effect.promise(() => page.fill("#f-prompt", "a lighthouse at dawn"))
+      yield* Effect.promise(() => page.waitForFunction(() => document.getElementById("curl")?.textContent?.includes("lighthouse")))
+      yield* Effect.promise(() => page.waitForTimeout(800))
+      expect(asked).toBeGreaterThan(0)
+      expect(yield* Effect.promise(() => page.isHidden("#price"))).toBe(true)
+      expect(errors).toEqual([])
+    }).pipe(Effect.scoped, Effect.provide(loopbackServer)), 60_000)
 })

@@ -1,4 +1,11 @@
 import { defineConfig, mergeConfig } from "vitest/config"
 import shared from "../vitest.shared.js"
 
-export default mergeConfig(shared, defineConfig({ test: { name: "black-box", include: ["**/*.test.ts"] } }))
+export default mergeConfig(shared, defineConfig({
+  test: {
+    name: "black-box",
+    include: ["**/*.test.ts"],
+    // The browser suites' Chromium, unpacked from its npm package once (setup/chromium.ts).
+    globalSetup: ["./setup/chromium.ts"]
+  }
+}))
