@@ -14,7 +14,8 @@
  */
 import { writeFileSync } from "node:fs"
 import { relative } from "node:path"
-import type { Reporter, TestModule, UserConsoleLog } from "vitest/node"
+import type { UserConsoleLog } from "vitest"
+import type { Reporter, TestModule } from "vitest/node"
 import { pgSkipMarker } from "../../packages/store-sql/src/Testing.js"
 
 /** How many of the slowest files are listed. */
