@@ -6,9 +6,9 @@
  * and p99 in milliseconds and writes them into docs/benchmarks.md.
  */
 import { Backends } from "@mediagate/server"
-import { layer as standalone } from "@mediagate/example-standalone-server/Server"
+import { bindNow, layer as standalone } from "@mediagate/example-standalone-server/Server"
 import type { LayerConfig } from "@mediagate/example-standalone-server/Server"
-import { Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Duration, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { writeSection } from "../scripts/benchmarks-doc.js"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -36,9 +36,9 @@ const main = async () => {
   })
   const receiverPort = await listen(receiver)
 
-  const probe = Http.createServer()
-  const port = await listen(probe)
-  await new Promise<void>((resolve) => probe.close(() => resolve()))
+  // Bound first, on a port the system chooses: the services are built with URLs that name it.
+  const scope = Effect.runSync(Scope.make())
+  const { listening, port } = await Effect.runPromise(Scope.extend(bindNow({ port: 0, host: "127.0.0.1" }), scope))
   const config: LayerConfig = {
     port,
     host: "127.0.0.1",
@@ -53,7 +53,7 @@ const main = async () => {
     shutdownGrace: Duration.seconds(10)
   }
   const backends = Backends.memoryBackends(config, [{ id: "acct_bench", name: "bench", apiKey: Redacted.make(key), credits: 1_000_000_000_000 }])
-  const stop = Effect.runFork(Layer.launch(standalone(config, backends)))
+  const stop = Effect.runFork(Layer.launch(standalone(config, backends, listening)))
   // Wait until the server answers.
   for (;;) {
     const ok = await fetch(`${config.publicUrl}/api/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then(() => true, () => false)
@@ -78,6 +78,7 @@ const main = async () => {
     latencies.push(arrived.get(taskId)! - submitted)
   }
   await Effect.runPromise(stop.interruptAsFork(stop.id()))
+  await Effect.runPromise(Scope.close(scope, Exit.void))
   receiver.close()
 
   latencies.sort((a, b) => a - b)

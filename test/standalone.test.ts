@@ -67,7 +67,7 @@ describe("standalone server configuration", () => {
     const { code, output } = await run({ MEDIAGATE_SIMULATOR_PROFILE: "fast", MEDIAGATE_PORT: "http" })
     expect(code).toBe(1)
     expect(output.trim().split("\n")).toEqual([
-      `mediagate: cannot start: MEDIAGATE_PORT must be a whole number from 1 to 65535 (got "http")`,
+      `mediagate: cannot start: MEDIAGATE_PORT must be a whole number from 0 to 65535, 0 for any free port (got "http")`,
       `mediagate: cannot start: MEDIAGATE_SIMULATOR_PROFILE must be one of instant, demo, realistic (got "fast")`
     ])
   })

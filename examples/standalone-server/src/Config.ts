@@ -15,6 +15,7 @@ export type SimulatorProfile = "instant" | "demo" | "realistic"
 
 /** Everything the standalone server reads from its environment. */
 export interface ServerConfig {
+  /** 0: a free port the system chooses when the server binds (`listeningOn` then names it). */
   readonly port: number
   readonly host: string
   readonly publicUrl: string
@@ -169,11 +170,12 @@ const oneOf = <const A extends string>(name: Variable, values: ReadonlyArray<A>,
   variable(name, (raw) =>
     values.includes(raw as A) ? Either.right(raw as A) : Either.left(`${rule} (got ${shown(raw)})`))
 
+/** A port, or 0 for one the system chooses when the server binds (the banner names it). */
 const port = variable("MEDIAGATE_PORT", (raw) => {
   const value = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN
-  return value >= 1 && value <= 65535
+  return value >= 0 && value <= 65535
     ? Either.right(value)
-    : Either.left(`must be a whole number from 1 to 65535 (got ${shown(raw)})`)
+    : Either.left(`must be a whole number from 0 to 65535, 0 for any free port (got ${shown(raw)})`)
 })
 
 const truthy = ["true", "yes", "on", "1"]
@@ -443,12 +445,23 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   Config.map((config) => ({
     ...config,
     webhooks: Option.isSome(config.publicUrl),
-    publicUrl: Option.getOrElse(
-      config.publicUrl,
-      () => `http://${config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host}:${config.port}`
-    ).replace(/\/+$/, "")
+    publicUrl: Option.getOrElse(config.publicUrl, () => listenUrl(config)).replace(/\/+$/, "")
   }))
 )
+
+/** Where the server listens, as a URL: loopback when it listens on every interface. */
+export const listenUrl = (config: Pick<ServerConfig, "host" | "port">) =>
+  `http://${config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host}:${config.port}`
+
+/**
+ * The configuration once the server listens on `port` (with MEDIAGATE_PORT=0, the one the
+ * system chose): a public URL that was the listening address (the default) follows it.
+ */
+export const listeningOn = <C extends ServerConfig>(config: C, port: number): C => ({
+  ...config,
+  port,
+  publicUrl: config.publicUrl === listenUrl(config) ? listenUrl({ host: config.host, port }) : config.publicUrl
+})
 
 /** One line per problem of a configuration error, in the order the variables are read. */
 export const configErrorLines = (error: ConfigError.ConfigError): ReadonlyArray<string> =>

@@ -6,12 +6,12 @@
  * in `@mediagate/server` (`Backends`, `Deployment`), so an embedding host imports the same
  * ones; this module adds the routes file and the HTTP server.
  */
-import { HttpMiddleware } from "@effect/platform"
+import { HttpMiddleware, HttpServer, type HttpServerError } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ClientErrors, MediagateHttp, Prometheus, Routes } from "@mediagate/http"
 import { Backends as ServerBackends, Deployment } from "@mediagate/server"
 import { RoutesFile } from "@mediagate/upstream"
-import { Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { readFile } from "node:fs/promises"
 import type { Server as NodeServer } from "node:http"
 import { createServer } from "node:http"
@@ -62,6 +62,24 @@ export const server = (config: Pick<ServerConfig, "host" | "port">, http: NodeSe
     return http
   }, { port: config.port, host: config.host })
 
+/** The HTTP server `layer` serves on: `server`, still to bind or bound already. */
+export type Listening = Layer.Layer<Layer.Layer.Success<ReturnType<typeof server>>, HttpServerError.ServeError>
+
+/**
+ * `server` bound now, for the life of the current scope, and the port it got: with port 0
+ * the system chooses it, and the public URL the services are built with must name it.
+ * NodeHttpServer listens when its layer is built and a node:http server listens only once,
+ * so `layer` gets this built server, never a second `server` on the same `http`.
+ */
+export const bindNow = (config: Pick<ServerConfig, "host" | "port">, http?: NodeServer) =>
+  Effect.flatMap(Layer.build(server(config, http)), (context) => {
+    const { address } = Context.get(context, HttpServer.HttpServer)
+    // A host and a port always give a TCP address; a Unix socket here would be a bug.
+    return address._tag === "TcpAddress"
+      ? Effect.succeed({ port: address.port, listening: Layer.succeedContext(context) })
+      : Effect.dieMessage(`the HTTP server listens on ${address.path}, not on a port`)
+  })
+
 /** What `layer` reads: the configuration, where the engine's settings may be left to the library. */
 /** Settings the engine and the catalog take from the configuration; each has the library's default. */
 type Tunables =
@@ -87,10 +105,10 @@ export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | 
 }
 
 /**
- * Everything: services and the server. `http` is the node:http server to listen with (the
- * process closes it first when it is told to stop).
+ * Everything: services and the server. `listening` is the HTTP server (`server` on the
+ * node:http server the process closes first when it is told to stop, or `bindNow`'s).
  */
-export const layer = (config: LayerConfig, backends: Backends, http?: NodeServer) =>
+export const layer = (config: LayerConfig, backends: Backends, listening: Listening) =>
   // Without trace export, the platform's per-request span is not made at all (the URL parse
   // and attributes it costs would go to a tracer that is off).
   (config.stepSpans === true ? MediagateHttp.serve : HttpMiddleware.withTracerDisabledWhen(MediagateHttp.serve, () => true)).pipe(
@@ -105,5 +123,5 @@ export const layer = (config: LayerConfig, backends: Backends, http?: NodeServer
     Layer.provide(Layer.succeed(Routes.PublicUrl, Option.some(config.publicUrl))),
     Layer.provide(config.webhookPrefix === undefined ? Layer.empty : Layer.succeed(Routes.WebhookPrefix, config.webhookPrefix)),
     Layer.provide(config.metrics === true ? Layer.succeed(Prometheus.Enabled, true) : Layer.empty),
-    Layer.provide(server(config, http))
+    Layer.provide(listening)
   )

@@ -15,11 +15,11 @@ import { Clock, Console, ConfigError, Context, Duration, Effect, Layer, Option, 
 import { mkdirSync } from "node:fs"
 import { createServer } from "node:http"
 import type { ServerConfig } from "./Config.js"
-import { configErrorLines, defaultDatabaseUrl, serverConfig } from "./Config.js"
+import { configErrorLines, defaultDatabaseUrl, listeningOn, listenUrl, serverConfig } from "./Config.js"
 import * as Logging from "./Logging.js"
 import * as Telemetry from "./Telemetry.js"
-import type { Routing } from "./Server.js"
-import { bucketMedia, layer, loadRoutes } from "./Server.js"
+import type { Listening, Routing } from "./Server.js"
+import { bindNow, bucketMedia, layer, loadRoutes, server } from "./Server.js"
 
 /**
  * What the banner may say about the key and the signing secret. A secret is shown once,
@@ -51,7 +51,9 @@ const banner = (config: ServerConfig, credentials: Credentials, routing: Routing
   const store = config.databaseUrl === "memory" ? "memory" : config.databaseUrl.replace(/\/\/[^@/]*@/, "//***@")
   return [
     "",
-    `mediagate listening on ${config.publicUrl} (${upstreamLine(config, routing)}, store: ${store}${
+    `mediagate listening on ${listenUrl(config)} (${
+      config.publicUrl === listenUrl(config) ? "" : `public URL: ${config.publicUrl}, `
+    }${upstreamLine(config, routing)}, store: ${store}${
       Option.match(config.mediaBucket, { onNone: () => "", onSome: ({ bucket, prefix }) => `, media: s3://${bucket}/${prefix}` })
     })`,
     ...(config.allowPrivateUrls
@@ -106,9 +108,19 @@ const stopOnSignal = (signal: NodeJS.Signals) => {
 process.on("SIGTERM", stopOnSignal)
 process.on("SIGINT", stopOnSignal)
 
+/**
+ * The HTTP server of this run, and the configuration naming its port. MEDIAGATE_PORT=0 binds
+ * it now: the port is the system's choice, and the services are built with the public URL
+ * that names it. A given port is known from the start, so the server binds with the services.
+ */
+const listen = (config: Configured) =>
+  config.port === 0
+    ? Effect.map(bindNow(config, http), ({ listening, port }) => ({ config: listeningOn(config, port), listening }))
+    : Effect.succeed({ config, listening: server(config, http) })
+
 /** Serves until interrupted (a stop signal), then says so once everything is closed. */
-const serve = <E, R>(server: Layer.Layer<never, E, R>, config: Configured, credentials: Credentials, routing: Routing | undefined) =>
-  server.pipe(
+const serve = <E, R>(app: Layer.Layer<never, E, R>, config: Configured, credentials: Credentials, routing: Routing | undefined) =>
+  app.pipe(
     Layer.tap(() => Console.log(banner(config, credentials, routing))),
     // OTLP export when the OTEL_* variables ask for it (Telemetry.ts); otherwise no tracer,
     // since spans made for nobody cost a tenth of the CPU under load (docs/benchmarks.md).
@@ -124,7 +136,7 @@ const newSecret = Effect.map(token(24), Webhooks.secretFromHex)
 const newAccountId = Effect.map(token(12), (value) => Ids.AccountId.make(`acct_${value}`))
 
 /** Memory store: the key from the environment, or a new one for this run; a new secret every run. */
-const runInMemory = (config: Configured, routing: Routing | undefined) =>
+const runInMemory = (config: Configured, listening: Listening, routing: Routing | undefined) =>
   Effect.gen(function*() {
     const key = Option.isSome(config.apiKey) ? config.apiKey.value : yield* newKey
     const secret = yield* newSecret
@@ -139,14 +151,14 @@ const runInMemory = (config: Configured, routing: Routing | undefined) =>
       key: Option.isSome(config.apiKey) ? { _tag: "Environment" } : { _tag: "Generated", value: key },
       newSecret: Option.some(secret)
     }
-    return yield* serve(layer({ ...config, stepSpans: config.telemetry.traces, ...(routing === undefined ? {} : { routing }) }, backends, http), config, credentials, routing)
+    return yield* serve(layer({ ...config, stepSpans: config.telemetry.traces, ...(routing === undefined ? {} : { routing }) }, backends, listening), config, credentials, routing)
   })
 
 /**
  * SQL store: MEDIAGATE_API_KEY names an account (created if new); without it the first
  * start creates an account and prints its key once.
  */
-const runOnSql = (config: Configured, routing: Routing | undefined) =>
+const runOnSql = (config: Configured, listening: Listening, routing: Routing | undefined) =>
   Effect.scoped(
     Effect.gen(function*() {
       // The default folder is ours to create; any other path must exist (a typo should not make folders).
@@ -184,12 +196,12 @@ const runOnSql = (config: Configured, routing: Routing | undefined) =>
         credentials = { key: { _tag: "Generated", value: generated }, newSecret: yield* ensure(generated, "generated at first start") }
       }
       const reuse = { ...backends, store: Layer.succeedContext(built), accounts: Layer.succeedContext(built), ledger: Layer.succeedContext(built) } as const
-      return yield* serve(layer({ ...config, stepSpans: config.telemetry.traces, ...(routing === undefined ? {} : { routing }) }, reuse, http), config, credentials, routing)
+      return yield* serve(layer({ ...config, stepSpans: config.telemetry.traces, ...(routing === undefined ? {} : { routing }) }, reuse, listening), config, credentials, routing)
     })
   )
 
 const program = Effect.gen(function*() {
-  const config: Configured = { ...yield* serverConfig, telemetry: yield* Telemetry.telemetryConfig }
+  const { config, listening } = yield* listen({ ...yield* serverConfig, telemetry: yield* Telemetry.telemetryConfig })
   shutdownGrace = config.shutdownGrace
   const routing: Routing | undefined = Option.isNone(config.routes)
     ? undefined
@@ -200,10 +212,10 @@ const program = Effect.gen(function*() {
       ...(config.webhooks ? { webhookBaseUrl: `${config.publicUrl}${config.webhookPrefix}` } : {})
     }
   // Everything from here logs in the configured format and level (MEDIAGATE_LOG_FORMAT, MEDIAGATE_LOG_LEVEL).
-  return yield* (config.databaseUrl === "memory" ? runInMemory(config, routing) : runOnSql(config, routing)).pipe(
+  return yield* (config.databaseUrl === "memory" ? runInMemory(config, listening, routing) : runOnSql(config, listening, routing)).pipe(
     Effect.provide(Logging.layer(config))
   )
-}).pipe(Effect.provide(Ids.layer))
+}).pipe(Effect.scoped, Effect.provide(Ids.layer))
 
 /** One line per startup problem: each bad variable, or the failure's message, its cause's, or its tag. */
 const describe = (error: unknown): ReadonlyArray<string> => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Either, Option } from "effect"
-import { configErrorLines, serverConfig } from "../src/Config.js"
+import { configErrorLines, listeningOn, serverConfig } from "../src/Config.js"
 import * as Logging from "../src/Logging.js"
 
 const read = (env: Record<string, string>) =>
@@ -56,10 +56,10 @@ describe("serverConfig", () => {
         `MEDIAGATE_SIMULATOR_PROFILE must be one of instant, demo, realistic (got "fast")`
       ])
       expect(yield* problems({ MEDIAGATE_PORT: "80a" })).toEqual([
-        `MEDIAGATE_PORT must be a whole number from 1 to 65535 (got "80a")`
+        `MEDIAGATE_PORT must be a whole number from 0 to 65535, 0 for any free port (got "80a")`
       ])
       expect(yield* problems({ MEDIAGATE_PORT: "70000" })).toEqual([
-        `MEDIAGATE_PORT must be a whole number from 1 to 65535 (got "70000")`
+        `MEDIAGATE_PORT must be a whole number from 0 to 65535, 0 for any free port (got "70000")`
       ])
       expect(yield* problems({ MEDIAGATE_ALLOW_PRIVATE_URLS: "maybe" })).toEqual([
         `MEDIAGATE_ALLOW_PRIVATE_URLS must be true or false (got "maybe")`
@@ -75,6 +75,21 @@ describe("serverConfig", () => {
       ])
       expect(yield* problems({ MEDIAGATE_API_KEY: "" })).toEqual([
         `MEDIAGATE_API_KEY must not be empty (unset it to have a key generated)`
+      ])
+    }))
+
+  it.effect("MEDIAGATE_PORT=0: the default public URL names the port the server got once it listens; a given one stays", () =>
+    Effect.gen(function*() {
+      const listening = (env: Record<string, string>) =>
+        Effect.map(read({ MEDIAGATE_PORT: "0", ...env }), (config) => {
+          const bound = listeningOn(Either.getOrThrow(config), 43_210)
+          return [bound.port, bound.publicUrl]
+        })
+      expect(yield* listening({})).toEqual([43_210, "http://127.0.0.1:43210"])
+      expect(yield* listening({ MEDIAGATE_HOST: "0.0.0.0" })).toEqual([43_210, "http://127.0.0.1:43210"])
+      expect(yield* listening({ MEDIAGATE_PUBLIC_URL: "https://media.example.com" })).toEqual([43_210, "https://media.example.com"])
+      expect(yield* problems({ MEDIAGATE_PORT: "-1" })).toEqual([
+        `MEDIAGATE_PORT must be a whole number from 0 to 65535, 0 for any free port (got "-1")`
       ])
     }))
 
@@ -244,7 +259,7 @@ describe("serverConfig", () => {
   it.effect("every bad variable is reported, not only the first", () =>
     Effect.gen(function*() {
       expect(yield* problems({ MEDIAGATE_PORT: "x", MEDIAGATE_SIMULATOR_PROFILE: "fast" })).toEqual([
-        `MEDIAGATE_PORT must be a whole number from 1 to 65535 (got "x")`,
+        `MEDIAGATE_PORT must be a whole number from 0 to 65535, 0 for any free port (got "x")`,
         `MEDIAGATE_SIMULATOR_PROFILE must be one of instant, demo, realistic (got "fast")`
       ])
     }))
