@@ -13,12 +13,13 @@ import { Layer, Redacted } from "effect"
 import express from "express"
 import Fastify from "fastify"
 import { Hono } from "hono"
-import { serve } from "@hono/node-server"
+import { createAdaptorServer } from "@hono/node-server"
 import type { Server } from "node:http"
+import { createServer } from "node:http"
 import { afterEach, describe, expect, it } from "vitest"
-import { exercise, freePort } from "./pack/exercise.js"
-import type { Host } from "./pack/hosts.js"
-import { startExpress, startFastify, startHono } from "./pack/hosts.js"
+import { exercise } from "./pack/exercise.js"
+import type { Host, HostOptions } from "./pack/hosts.js"
+import { listening, startExpress, startFastify, startHono } from "./pack/hosts.js"
 
 const apiKey = "mg_embed_key_0123456789"
 const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -29,8 +30,8 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
 
-const started = async (start: (options: { port: number; apiKey: string; webhookSecret: string }) => Promise<Host>) => {
-  const host = await start({ port: await freePort(), apiKey, webhookSecret })
+const started = async (start: (options: HostOptions) => Promise<Host>) => {
+  const host = await start({ apiKey, webhookSecret })
   cleanups.push(host.close)
   return host
 }
@@ -51,32 +52,30 @@ describe("the frameworks, as the README mounts them", () => {
   }
 })
 
-/** The standard services over memory backends, the instant simulator and one account, for a host on `port`. */
-const hostServices = (port: number) =>
+/** The standard services over memory backends, the instant simulator and one account, for a host at `publicUrl`. */
+const hostServices = (publicUrl: string) =>
   Deployment.services({
     simulatorProfile: "instant",
-    backends: Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
+    backends: Backends.memoryBackends({ publicUrl }, [
       { id: "acct_host", name: "host", apiKey: Redacted.make(apiKey), credits: 100_000_000 }
     ])
   })
 
 /** A bare Express app around the node handler, built by `build`. */
 const expressApp = async (build: (app: express.Express, api: MediagateHttp.NodeHandler) => void) => {
-  const port = await freePort()
+  const { server, url } = await listening(createServer())
   const api = await MediagateHttp.makeNodeHandler(
-    hostServices(port)
+    hostServices(url)
   )
   const app = express()
   build(app, api)
-  const server = await new Promise<Server>((resolve) => {
-    const listening = app.listen(port, "127.0.0.1", () => resolve(listening))
-  })
+  server.on("request", app)
   cleanups.push(async () => {
     server.closeAllConnections()
     await new Promise<void>((resolve) => server.close(() => resolve()))
     await api.dispose()
   })
-  return `http://127.0.0.1:${port}`
+  return url
 }
 
 const submit = (url: string, body: string, headers: Record<string, string> = {}) =>
@@ -141,19 +140,20 @@ describe("what a host gets wrong", () => {
   })
 
   it("Fastify: the host's JSON parser stays on its routes; mediagate's paths get their own envelope for broken JSON", async () => {
-    const port = await freePort()
+    const { server, url } = await listening(createServer())
     const api = await MediagateHttp.makeNodeHandler(
-      hostServices(port)
+      hostServices(url)
     )
-    const app = Fastify()
+    const app = Fastify({ serverFactory: (handler) => server.on("request", handler) })
     app.post("/echo", async (request) => request.body)
     await app.register(api.fastify)
-    await app.listen({ port, host: "127.0.0.1" })
+    await app.ready()
     cleanups.push(async () => {
       await app.close()
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
       await api.dispose()
     })
-    const url = `http://127.0.0.1:${port}`
     expect(await submit(url, "{ not json")).toEqual({ status: 400, body: { code: 400, msg: "request body is not valid JSON" } })
     // A content type Fastify has no parser for: mediagate's answer, not Fastify's 415.
     expect(await submit(url, prompt, { "content-type": "text/plain" })).toEqual({
@@ -169,9 +169,9 @@ describe("what a host gets wrong", () => {
   })
 
   it("the web handler: a known remote address reaches the failed-authentication limit", async () => {
-    const port = await freePort()
+    // Nothing listens: the requests go to the handler itself.
     const api = await MediagateHttp.makeWebHandler(
-      hostServices(port)
+      hostServices("http://127.0.0.1")
     )
     cleanups.push(api.dispose)
     const wrongKey = () =>
@@ -188,26 +188,22 @@ describe("what a host gets wrong", () => {
   })
 
   it("Hono: an events stream the client abandons gives its held place back (cap 2 per key, 6 streams in turn)", { timeout: 60_000 }, async () => {
-    const port = await freePort()
+    const app = new Hono()
+    const { server, url } = await listening(createAdaptorServer({ fetch: app.fetch }) as Server)
     const api = await MediagateHttp.makeWebHandler(
       Deployment.services({
         simulatorProfile: "realistic",
-        backends: Backends.memoryBackends({ publicUrl: `http://127.0.0.1:${port}` }, [
+        backends: Backends.memoryBackends({ publicUrl: url }, [
           { id: "acct_host", name: "host", apiKey: Redacted.make(apiKey), credits: 100_000_000 }
         ])
       }).pipe(Layer.merge(HeldRequests.layer({ perKey: 2, total: 10 })))
     )
-    const app = new Hono()
     app.use((context, next) => (api.owns(context.req.path) ? api.handler(context.req.raw) : next()))
-    const server = await new Promise<Server>((resolve) => {
-      const started = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" }, () => resolve(started as Server))
-    })
     cleanups.push(async () => {
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
       await api.dispose()
     })
-    const url = `http://127.0.0.1:${port}`
     const { taskId } = (await submit(url, JSON.stringify({ model: "beta-imagine/text-to-video", input: { prompt: "a long walk" } }))).body.data!
     for (let round = 0; round < 6; round++) {
       const abort = new AbortController()

@@ -8,17 +8,6 @@ import { verifyCallback } from "@mediagate/client"
 import { Either } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import { createServer } from "node:http"
-import { createServer as createNetServer } from "node:net"
-
-/** A TCP port on 127.0.0.1 that was free a moment ago. */
-export const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createNetServer()
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 
 const check = (ok: boolean, message: string) => {
   if (!ok) throw new Error(message)
