@@ -13,7 +13,6 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
-import { freePort } from "./ports.js"
 import { api, awaitTerminal, killAll, startServer, stop } from "./standalone-process.js"
 import { clientAt } from "./support.js"
 
@@ -84,12 +83,12 @@ describe("admin CLI", () => {
     expect(Date.parse(rotated.previous_signs_until) - Date.now()).toBeGreaterThan(7_100_000)
     expect((await admin(["secret", "rotate", account.id, "--grace", "soon"])).code).toBe(1)
 
-    const port = await freePort()
-    const server = await startServer(port, {
+    const server = await startServer({
       MEDIAGATE_DATABASE_URL: `sqlite:${database}`,
       MEDIAGATE_SIMULATOR_PROFILE: "instant",
       MEDIAGATE_MEDIA_DIR: join(dir, "media")
     })
+    const { port } = server
     expect((await submit(port, key)).status).toBe(200)
     const mistyped = key.slice(0, 12) + (key[12] === "A" ? "B" : "A") + key.slice(13)
     for (const wrong of [mistyped, `${key}x`, "mg_nope", "something-else"]) {
@@ -135,7 +134,7 @@ describe("admin CLI", () => {
       { file: join(dir, "from-env.db"), env: { MEDIAGATE_API_KEY: "label-test-key-0123456789" }, label: "from MEDIAGATE_API_KEY" }
     ]
     for (const { env, file, label } of cases) {
-      const server = await startServer(await freePort(), {
+      const server = await startServer({
         MEDIAGATE_DATABASE_URL: `sqlite:${file}`,
         MEDIAGATE_SIMULATOR_PROFILE: "instant",
         MEDIAGATE_MEDIA_DIR: join(dir, "media"),
@@ -152,12 +151,12 @@ describe("admin CLI", () => {
   // Fifteen CLI runs, of several seconds each on a loaded machine.
   it("credits added by the CLI pay for tasks at a running server, once per --id", { timeout: 240_000 }, async () => {
     const { account, key } = JSON.parse((await admin(["account", "create", "--name", "payer", "--json"])).stdout)
-    const port = await freePort()
-    const server = await startServer(port, {
+    const server = await startServer({
       MEDIAGATE_DATABASE_URL: `sqlite:${database}`,
       MEDIAGATE_SIMULATOR_PROFILE: "instant",
       MEDIAGATE_MEDIA_DIR: join(dir, "media")
     })
+    const { port } = server
     const held = async () => (await api(port, key, "/api/v1/account")).body
     const run = async () => {
       const answer = await submit(port, key)

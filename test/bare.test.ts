@@ -14,7 +14,6 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Webhook } from "standardwebhooks"
 import { afterEach, describe, expect, it } from "vitest"
-import { freePort } from "./ports.js"
 
 const apiKey = "mg_bare_test_key_0123456789"
 const secret = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
@@ -58,14 +57,16 @@ const receiver = async () => {
   }
 }
 
-/** The bare server on `databaseUrl`, once it printed `ready`; `stop` sends SIGTERM and answers the exit code. */
+/**
+ * The bare server on `databaseUrl` and a port the system chooses, once it printed `ready on
+ * <url>`; `stop` sends SIGTERM and answers the exit code.
+ */
 const startBare = async (databaseUrl: string, mediaDir: string) => {
-  const port = await freePort()
   const child = spawn(process.execPath, ["--import", "tsx", "bench/bare/server.ts"], {
     cwd: root,
     env: {
       ...process.env,
-      MEDIAGATE_PORT: String(port),
+      MEDIAGATE_PORT: "0",
       MEDIAGATE_HOST: "127.0.0.1",
       MEDIAGATE_API_KEY: apiKey,
       MEDIAGATE_DATABASE_URL: databaseUrl,
@@ -80,13 +81,16 @@ const startBare = async (databaseUrl: string, mediaDir: string) => {
   child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
   cleanups.push(() => void (child.exitCode === null && child.kill("SIGKILL")))
-  await new Promise<void>((resolve, reject) => {
+  const url = await new Promise<string>((resolve, reject) => {
     let stdout = ""
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()).includes("ready") && resolve())
+    child.stdout.on("data", (chunk: Buffer) => {
+      const ready = /ready on (http:\/\/\S+)/.exec(stdout += chunk.toString())
+      if (ready !== null) resolve(ready[1]!)
+    })
     void exited.then((code) => reject(new Error(`the bare server exited with ${code} before it was ready: ${stderr}`)))
   })
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     stop: () => (child.kill("SIGTERM"), exited),
     stderr: () => stderr
   }

@@ -10,7 +10,7 @@ import { spawn } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { freePort } from "./ports.js"
+import { closedPort } from "./ports.js"
 import { killAll, type Server, startServer, stop } from "./standalone-process.js"
 
 const root = new URL("..", import.meta.url).pathname
@@ -21,14 +21,12 @@ let dir: string
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "mediagate-cli-"))
-  const port = await freePort()
-  baseUrl = `http://127.0.0.1:${port}`
-  server = await startServer(port, {
+  server = await startServer({
     MEDIAGATE_API_KEY: key,
     MEDIAGATE_DATABASE_URL: "memory",
-    MEDIAGATE_PUBLIC_URL: baseUrl,
     MEDIAGATE_SIMULATOR_PROFILE: "instant"
   })
+  baseUrl = server.url
 }, 60_000)
 
 afterAll(async () => {
@@ -149,7 +147,7 @@ describe("mediagate CLI", () => {
     const noKey = await mediagate(["models"], { MEDIAGATE_URL: baseUrl })
     expect(noKey).toMatchObject({ code: 1, stderr: "mediagate: no API key: pass --key <key> or set MEDIAGATE_API_KEY\n" })
 
-    const closed = await freePort()
+    const closed = await closedPort()
     const noServer = await mediagate(["get", "x", "--url", `http://127.0.0.1:${closed}`, "--key", key], {})
     expect(noServer.code).toBe(1)
     expect(noServer.stderr).toBe(`mediagate: cannot reach http://127.0.0.1:${closed}/api/v1/task/x: connect ECONNREFUSED 127.0.0.1:${closed}\n`)

@@ -19,7 +19,6 @@ import {
   verifyCallback
 } from "@mediagate/client"
 import { Effect, Either } from "effect"
-import { freePort } from "./ports.js"
 import { killAll, type Server, startServer, stop } from "./standalone-process.js"
 
 const key = "client-test-key-0123456789"
@@ -27,14 +26,12 @@ let server: Server
 let baseUrl: string
 
 beforeAll(async () => {
-  const port = await freePort()
-  baseUrl = `http://127.0.0.1:${port}`
-  server = await startServer(port, {
+  server = await startServer({
     MEDIAGATE_API_KEY: key,
     MEDIAGATE_DATABASE_URL: "memory",
-    MEDIAGATE_PUBLIC_URL: baseUrl,
     MEDIAGATE_SIMULATOR_PROFILE: "instant"
   })
+  baseUrl = server.url
 }, 60_000)
 
 afterAll(async () => {

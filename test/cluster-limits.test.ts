@@ -22,7 +22,6 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
-import { freePort } from "./ports.js"
 import { killAll, startServer, stop } from "./standalone-process.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-cluster-limits-"))
@@ -183,14 +182,11 @@ describe.skipIf(pgUrl === undefined)(`the edge's limits over two nodes on one Po
       MEDIAGATE_RATE_LIMIT: "1",
       MEDIAGATE_RATE_LIMIT_BURST: "5"
     }
-    const portA = await freePort()
-    const serverA = await startServer(portA, env)
-    let portB = await freePort()
-    while (portB === portA) portB = await freePort()
-    const serverB = await startServer(portB, env)
+    const serverA = await startServer(env)
+    const serverB = await startServer(env)
     const statuses: Array<number> = []
     for (let i = 0; i < 12; i++) {
-      const response = await fetch(`http://127.0.0.1:${i % 2 === 0 ? portA : portB}/api/v1/task/${missing}`, { headers: auth })
+      const response = await fetch(`${(i % 2 === 0 ? serverA : serverB).url}/api/v1/task/${missing}`, { headers: auth })
       await response.arrayBuffer()
       statuses.push(response.status)
     }

@@ -21,7 +21,6 @@ import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
 import pg from "pg"
 import S3rver from "s3rver"
-import { freePort } from "./ports.js"
 import { api, awaitTerminal, killAll, type Server, startServer, stop, submit } from "./standalone-process.js"
 
 const skip = pgSkipReason("cluster")
@@ -60,13 +59,9 @@ const threeNodes = async (env: Record<string, string>) => {
     ...env
   }
   const nodes: Array<Server> = []
-  const ports = new Set<number>()
   for (let i = 0; i < 3; i++) {
-    let port = await freePort()
-    while (ports.has(port)) port = await freePort()
-    ports.add(port)
     // No MEDIAGATE_MEDIA_DIR: results go to the bucket, and nothing on disk is shared.
-    nodes.push(await startServer(port, common))
+    nodes.push(await startServer(common))
   }
   return { nodes, databaseUrl: database.url }
 }

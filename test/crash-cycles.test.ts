@@ -11,7 +11,6 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
-import { freePort } from "./ports.js"
 import { awaitTerminal, killAll, startServer, stop, submit } from "./standalone-process.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-crash-"))
@@ -36,11 +35,11 @@ const perCycle = 20
 
 describe("SIGKILL cycles under load", () => {
   it("every acknowledged task survives every crash and ends SUCCESS", { timeout: 90_000 }, async () => {
-    const port = await freePort()
     const acknowledged: Array<{ readonly taskId: string; readonly prompt: string }> = []
     let refused = 0
     for (let cycle = 0; cycle < cycles; cycle++) {
-      const server = await startServer(port, env)
+      // Each start on a port of its own: nothing here needs the URLs of an earlier one.
+      const server = await startServer(env)
       const before = acknowledged.length
       let killing = false
       const client = async (id: number) => {
@@ -48,7 +47,7 @@ describe("SIGKILL cycles under load", () => {
           const prompt = `cycle ${cycle} client ${id} task ${i}`
           const model = i % 2 === 0 ? "alpha-image-2/text-to-image" : "beta-imagine/text-to-video"
           try {
-            acknowledged.push({ taskId: await submit(port, key, model, prompt), prompt })
+            acknowledged.push({ taskId: await submit(server.port, key, model, prompt), prompt })
           } catch {
             // Cut off by the kill: never acknowledged.
             refused++
@@ -64,7 +63,7 @@ describe("SIGKILL cycles under load", () => {
       await Promise.all(load)
     }
 
-    const server = await startServer(port, env)
+    const server = await startServer(env)
     const tasks = await awaitTerminal(server.port, key, acknowledged.map((task) => task.taskId), 45_000)
     console.log(`crash-cycles: ${acknowledged.length} acknowledged over ${cycles} kills (${refused} submits cut off)`)
     expect(tasks.size).toBe(acknowledged.length)

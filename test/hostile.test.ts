@@ -20,7 +20,6 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
-import { freePort } from "./ports.js"
 import { killAll, startServer, stop } from "./standalone-process.js"
 import { apiKey, otherApiKey } from "./support.js"
 
@@ -303,9 +302,8 @@ describe("node:http's own answers, in the envelope", () => {
   })
 
   it("on the standalone server, whose held-request and failed-authentication limits are settings", { timeout: 90_000 }, async () => {
-    const port = await freePort()
     const key = "mg-hostile-test-key"
-    const server = await startServer(port, {
+    const server = await startServer({
       MEDIAGATE_DATABASE_URL: "memory",
       MEDIAGATE_API_KEY: key,
       MEDIAGATE_MEDIA_DIR: join(dir, "media"),
@@ -313,6 +311,7 @@ describe("node:http's own answers, in the envelope", () => {
       MEDIAGATE_MAX_HELD: "50",
       MEDIAGATE_AUTH_FAILURE_LIMIT: "3"
     })
+    const { port } = server
     await expectRefusals(port, key)
     // A task that never finishes, followed twice; the third is refused.
     const created = await request(port, { method: "POST", path: "/api/v1/task/submit", key, body: JSON.stringify({ model: "dream-4", input: { prompt: "forever [sim:timeout]" } }) })

@@ -10,7 +10,6 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { freshPgDatabase, pgUrl } from "@mediagate/store-sql/testing"
 import { Effect, Exit, Scope } from "effect"
-import { freePort } from "./ports.js"
 import { api, killAll, startServer, stop } from "./standalone-process.js"
 import { clientAt } from "./support.js"
 
@@ -38,13 +37,13 @@ describe("Idempotency-Key across a restart of the standalone server", () => {
     it(`${name}: the same key and body answer the same task after a SIGKILL and a new start`, async () => {
       const url = await database()
       const env = { MEDIAGATE_API_KEY: key, MEDIAGATE_DATABASE_URL: url, MEDIAGATE_MEDIA_DIR: join(dir, `media-${name}`), MEDIAGATE_SIMULATOR_PROFILE: "instant" }
-      const first = await startServer(await freePort(), env)
+      const first = await startServer(env)
       const accepted = await submit(first.port, "order-1234")
       expect(accepted.status).toBe(200)
       const taskId = accepted.body.data.taskId as string
       await stop(first, "SIGKILL")
 
-      const second = await startServer(await freePort(), env)
+      const second = await startServer(env)
       const again = await submit(second.port, "order-1234")
       expect(again).toEqual({ status: 200, body: accepted.body })
       const other = await submit(second.port, "order-1234", { ...body, input: { prompt: "another prompt" } })

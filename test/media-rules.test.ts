@@ -13,7 +13,6 @@ import * as Https from "node:https"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { freePort } from "./ports.js"
 import { awaitTerminal, killAll, startServer } from "./standalone-process.js"
 import { clientAt } from "./support.js"
 
@@ -52,14 +51,13 @@ beforeAll(async () => {
   await new Promise<void>((done) => secure.listen(0, "127.0.0.1", done))
   filesBase = `http://127.0.0.1:${(files.address() as AddressInfo).port}`
   secureBase = `https://localhost:${(secure.address() as AddressInfo).port}`
-  port = await freePort()
-  await startServer(port, {
+  port = (await startServer({
     MEDIAGATE_API_KEY: key,
     MEDIAGATE_DATABASE_URL: "memory",
     MEDIAGATE_SIMULATOR_PROFILE: "instant",
     MEDIAGATE_ALLOW_PRIVATE_URLS: "true",
     NODE_EXTRA_CA_CERTS: join(dir, "cert.pem")
-  })
+  })).port
 }, 60_000)
 
 afterAll(() => {

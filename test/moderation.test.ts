@@ -11,7 +11,6 @@ import { join } from "node:path"
 import { spawn } from "node:child_process"
 import * as FakeOpenAi from "../packages/upstream/test/fakes/FakeOpenAi.js"
 import type * as FakeServer from "../packages/upstream/test/fakes/FakeServer.js"
-import { freePort } from "./ports.js"
 import { api, killAll, startServer, stop } from "./standalone-process.js"
 import { clientAt } from "./support.js"
 
@@ -34,15 +33,14 @@ afterAll(async () => {
 })
 
 const serve = async (env: Record<string, string>) => {
-  const port = await freePort()
-  const server = await startServer(port, {
+  const server = await startServer({
     MEDIAGATE_DATABASE_URL: "memory",
     MEDIAGATE_API_KEY: key,
     MEDIAGATE_SIMULATOR_PROFILE: "instant",
-    MEDIAGATE_MEDIA_DIR: join(dir, `media-${port}`),
+    MEDIAGATE_MEDIA_DIR: mkdtempSync(join(dir, "media-")),
     ...env
   })
-  return { port, server }
+  return { port: server.port, server }
 }
 
 const submit = (port: number, prompt: string) =>
@@ -75,10 +73,9 @@ describe("moderation in the standalone server", () => {
 
     const bad = join(dir, "bad.json")
     writeFileSync(bad, JSON.stringify({ categories: { violense: { words: ["x"] } } }))
-    const port2 = await freePort()
     const exit = await new Promise<{ code: number | null; output: string }>((resolve) => {
       const child = spawn(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", "examples/standalone-server/src/main.ts"], {
-        env: { ...process.env, MEDIAGATE_PORT: String(port2), MEDIAGATE_DATABASE_URL: "memory", MEDIAGATE_MODERATION_RULES: bad },
+        env: { ...process.env, MEDIAGATE_PORT: "0", MEDIAGATE_DATABASE_URL: "memory", MEDIAGATE_MODERATION_RULES: bad },
         stdio: ["ignore", "pipe", "pipe"]
       })
       let output = ""

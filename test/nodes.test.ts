@@ -12,7 +12,6 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
 import pg from "pg"
-import { freePort } from "./ports.js"
 import { awaitTerminal, killAll, type Server, startServer, stop, submit } from "./standalone-process.js"
 
 const skip = pgSkipReason("nodes")
@@ -36,11 +35,8 @@ const twoServers = async (env: Record<string, string>) => {
     MEDIAGATE_SIMULATOR_PROFILE: "demo",
     ...env
   }
-  const portA = await freePort()
-  const a = await startServer(portA, common)
-  let portB = await freePort()
-  while (portB === portA) portB = await freePort()
-  const b = await startServer(portB, common)
+  const a = await startServer(common)
+  const b = await startServer(common)
   return { a, b, databaseUrl: database.url }
 }
 

@@ -20,7 +20,7 @@ import { basename, join } from "node:path"
 import { promisify } from "node:util"
 import { rm } from "node:fs/promises"
 import { afterAll, describe, expect, it } from "vitest"
-import { freePort } from "./ports.js"
+import { closedPort } from "./ports.js"
 
 const run = promisify(execFile)
 const root = new URL("..", import.meta.url).pathname
@@ -126,20 +126,39 @@ const runNode = (args: ReadonlyArray<string>, cwd: string, timeout: number) =>
   })
 
 /**
- * Starts the README's `server.mjs` with plain node on a free port, and does what the README
- * does next with curl: submit, query with `?wait=30` until SUCCESS, then downloads the file.
+ * Starts the README's `server.mjs` with plain node on `port`; resolves once it says it
+ * listens, or with undefined if the port was taken (it exits with EADDRINUSE).
  */
-const readmeServer = async (app: string) => {
-  const port = await freePort()
+const startReadmeServer = async (app: string, port: number) => {
   const child = spawn(process.execPath, ["server.mjs"], { cwd: app, env: { PATH: process.env["PATH"] ?? "", PORT: String(port) } })
   let output = ""
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()))
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
-  try {
-    for (let waited = 0; !output.includes(`listening on http://localhost:${port}`); waited += 100) {
-      if (waited > 60_000 || child.exitCode !== null) throw new Error(`server.mjs did not start: ${output}`)
-      await new Promise((resolve) => setTimeout(resolve, 100))
+  for (let waited = 0; !output.includes(`listening on http://localhost:${port}`); waited += 100) {
+    if (child.exitCode !== null && output.includes("EADDRINUSE")) return undefined
+    if (waited > 60_000 || child.exitCode !== null) {
+      child.kill("SIGKILL")
+      throw new Error(`server.mjs did not start: ${output}`)
     }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  return { child, port, output: () => output }
+}
+
+/**
+ * Starts the README's `server.mjs` and does what the README does next with curl: submit,
+ * query with `?wait=30` until SUCCESS, then downloads the file. As written there it builds
+ * its URLs from PORT before it listens, so it is told a port: one the system handed out and
+ * closed again, and another should something take it in between.
+ */
+const readmeServer = async (app: string) => {
+  let started: Awaited<ReturnType<typeof startReadmeServer>>
+  for (let tries = 0; started === undefined; tries++) {
+    if (tries === 3) throw new Error("server.mjs found its port taken three times")
+    started = await startReadmeServer(app, await closedPort())
+  }
+  const { child, output, port } = started
+  try {
     const base = `http://localhost:${port}`
     const auth = { authorization: "Bearer demo-key" }
     expect(await (await fetch(`${base}/hello`)).json()).toEqual({ hello: "from the host" })
@@ -153,7 +172,7 @@ const readmeServer = async (app: string) => {
     for (let round = 0; round < 4 && task.status !== "SUCCESS"; round++) {
       task = (await (await fetch(`${base}/api/v1/task/${data.taskId}?wait=30`, { headers: auth })).json() as { data: typeof task }).data
     }
-    expect(task.status, output).toBe("SUCCESS")
+    expect(task.status, output()).toBe("SUCCESS")
     const file = await fetch(task.result!.urls[0]!)
     expect([file.status, file.headers.get("content-type")]).toEqual([200, "image/png"])
   } finally {

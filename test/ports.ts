@@ -1,14 +1,15 @@
 /**
- * A free loopback port, for suites that start the standalone server as a child process.
+ * Ports for the few places that cannot listen on port 0 and read back what they got: a
+ * client that must find no server, and a program that must be told its port before it
+ * listens (the README's server.mjs builds its URLs from PORT first).
  */
-import { createServer } from "node:net"
+import { type AddressInfo, createServer } from "node:net"
 
-/** A TCP port on 127.0.0.1 that was free a moment ago. */
-export const freePort = () =>
+/** A loopback port nothing listens on: one the system handed out, closed again. */
+export const closedPort = () =>
   new Promise<number>((resolve) => {
-    const server = createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as AddressInfo
+      probe.close(() => resolve(port))
     })
   })

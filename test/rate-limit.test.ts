@@ -8,7 +8,6 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { freePort } from "./ports.js"
 import { killAll, startServer, stop } from "./standalone-process.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-ratelimit-"))
@@ -21,8 +20,7 @@ const key = "mg-rate-limit-test-key"
 
 describe("rate limits", () => {
   it("a key over its burst gets 429 with Retry-After and RateLimit fields; another key is not limited", { timeout: 60_000 }, async () => {
-    const port = await freePort()
-    const server = await startServer(port, {
+    const server = await startServer({
       MEDIAGATE_DATABASE_URL: "memory",
       MEDIAGATE_API_KEY: key,
       MEDIAGATE_MEDIA_DIR: join(dir, "media"),
@@ -30,7 +28,7 @@ describe("rate limits", () => {
       MEDIAGATE_RATE_LIMIT_BURST: "5"
     })
     const query = (bearer: string) =>
-      fetch(`http://127.0.0.1:${port}/api/v1/task/0190c8a4-0000-7000-8000-000000000000`, { headers: { authorization: `Bearer ${bearer}` } })
+      fetch(`${server.url}/api/v1/task/0190c8a4-0000-7000-8000-000000000000`, { headers: { authorization: `Bearer ${bearer}` } })
     const answers = await Promise.all(Array.from({ length: 20 }, () => query(key)))
     const limited = answers.filter((answer) => answer.status === 429)
     // The burst of 5 went through (404: no such task); at 2 a second, at most a couple more did.

@@ -14,7 +14,6 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
-import { freePort } from "./ports.js"
 import { api, awaitTerminal, killAll, startServer, stop, submit } from "./standalone-process.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-relay-"))
@@ -24,7 +23,6 @@ const callbacks: Array<{ headers: Http.IncomingHttpHeaders; body: any }> = []
 let receiver: Http.Server
 
 let backPort: number
-let frontPort: number
 
 const routes = join(dir, "routes.json")
 writeFileSync(routes, JSON.stringify({
@@ -35,7 +33,7 @@ writeFileSync(routes, JSON.stringify({
 }, null, 2))
 
 const startFront = () =>
-  startServer(frontPort, {
+  startServer({
     MEDIAGATE_API_KEY: frontKey,
     MEDIAGATE_DATABASE_URL: `sqlite:${join(dir, "front.db")}`,
     MEDIAGATE_MEDIA_DIR: join(dir, "front-media"),
@@ -57,13 +55,11 @@ beforeAll(async () => {
     })
   })
   await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
-  backPort = await freePort()
-  frontPort = await freePort()
-  await startServer(backPort, {
+  backPort = (await startServer({
     MEDIAGATE_API_KEY: backKey,
     MEDIAGATE_DATABASE_URL: "memory",
     MEDIAGATE_SIMULATOR_PROFILE: "demo"
-  })
+  })).port
 }, 60_000)
 
 afterAll(async () => {
@@ -78,18 +74,18 @@ describe("relay: mediagate in front of mediagate", () => {
     onTestFinished(() => stop(front, "SIGTERM").then(() => undefined))
     expect(front.output()).toContain(`upstream: routes from ${routes}; other models: fail`)
     const { port } = receiver.address() as AddressInfo
-    const answer = await api(frontPort, frontKey, "/api/v1/task/submit", {
+    const answer = await api(front.port, frontKey, "/api/v1/task/submit", {
       method: "POST",
       body: JSON.stringify({ model: "alpha-image-2/text-to-image", callBackUrl: `http://127.0.0.1:${port}/hook`, input: { prompt: "a relayed lighthouse", n: 2, ratio: "1:1" } })
     })
     expect(answer.status).toBe(200)
     const taskId = answer.body.data.taskId as string
-    const task = (await awaitTerminal(frontPort, frontKey, [taskId], 60_000)).get(taskId)!
+    const task = (await awaitTerminal(front.port, frontKey, [taskId], 60_000)).get(taskId)!
     expect(task.status).toBe("SUCCESS")
     expect(task.result.urls).toHaveLength(2)
     // alpha-image-2's results are hosted by the service itself (spec section 2): the front
     // copied the file made behind it into its own storage.
-    expect(task.result.urls[0]).toContain(`http://127.0.0.1:${frontPort}/media/`)
+    expect(task.result.urls[0]).toContain(`${front.url}/media/`)
     expect(task.attempts).toMatchObject([{ attempt: 1, provider: "relay:alpha-image-2", outcome: "succeeded" }])
     // The task behind has the client's input, and the file is a real PNG.
     const behind = await api(backPort, backKey, `/api/v1/task/${task.attempts[0].upstream_id}`)
@@ -104,8 +100,8 @@ describe("relay: mediagate in front of mediagate", () => {
     expect(callback.headers["webhook-signature"]).toMatch(/^v1,/)
 
     // A model without a route fails with a message naming it.
-    const unrouted = await submit(frontPort, frontKey, "canvas-2.0", "no route")
-    const failed = (await awaitTerminal(frontPort, frontKey, [unrouted], 30_000)).get(unrouted)!
+    const unrouted = await submit(front.port, frontKey, "canvas-2.0", "no route")
+    const failed = (await awaitTerminal(front.port, frontKey, [unrouted], 30_000)).get(unrouted)!
     expect(failed).toMatchObject({ status: "FAILURE", failure_reason: null })
     expect(failed.error).toMatch(/^no provider is configured for model canvas-2\.0/)
   })
@@ -115,17 +111,17 @@ describe("relay: mediagate in front of mediagate", () => {
     let front = await startFront()
     onTestFinished(() => stop(front, "SIGTERM").then(() => undefined))
     const ids: Array<string> = []
-    for (let i = 0; i < 6; i++) ids.push(await submit(frontPort, frontKey, i % 2 === 0 ? "alpha-image-2/text-to-image" : "beta-imagine/text-to-video", `killed ${i}`))
+    for (let i = 0; i < 6; i++) ids.push(await submit(front.port, frontKey, i % 2 === 0 ? "alpha-image-2/text-to-image" : "beta-imagine/text-to-video", `killed ${i}`))
     // Wait until every task was handed to the server behind, then kill the front.
     for (let i = 0; i < 100; i++) {
-      const states = await Promise.all(ids.map((id) => api(frontPort, frontKey, `/api/v1/task/${id}`)))
+      const states = await Promise.all(ids.map((id) => api(front.port, frontKey, `/api/v1/task/${id}`)))
       if (states.every((s) => s.body.data.attempts[0]?.upstream_id)) break
       await pause(100)
     }
     front.child.kill("SIGKILL")
     await front.exited
     front = await startFront()
-    const tasks = await awaitTerminal(frontPort, frontKey, ids, 90_000)
+    const tasks = await awaitTerminal(front.port, frontKey, ids, 90_000)
     expect(ids.map((id) => [tasks.get(id)?.status, tasks.get(id)?.error ?? null])).toEqual(ids.map(() => ["SUCCESS", null]))
     const after = (await api(backPort, backKey, "/api/v1/tasks?limit=100")).body.data.tasks.length as number
     expect(after - before).toBe(ids.length)

@@ -10,8 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
-import { freePort } from "./ports.js"
-import { api as shared } from "./standalone-process.js"
+import { api as shared, listeningUrl } from "./standalone-process.js"
 
 const root = new URL("..", import.meta.url).pathname
 const dir = mkdtempSync(join(tmpdir(), "mediagate-restart-"))
@@ -23,15 +22,18 @@ afterAll(() => {
 })
 
 
-/** Starts the server and resolves once it prints that it listens. */
-const start = (port: number) =>
-  new Promise<ChildProcess>((resolve, reject) => {
+/**
+ * Starts the server and resolves once it prints that it listens, with the port the system
+ * chose: a start does not need an earlier one's URLs.
+ */
+const start = () =>
+  new Promise<{ readonly child: ChildProcess; readonly port: number }>((resolve, reject) => {
     // node itself runs the server (tsx as a loader), so SIGKILL hits the server process.
     const child = spawn(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", join(root, "examples/standalone-server/src/main.ts")], {
       cwd: root,
       env: {
         ...process.env,
-        MEDIAGATE_PORT: String(port),
+        MEDIAGATE_PORT: "0",
         MEDIAGATE_DATABASE_URL: `sqlite:${join(dir, "mediagate.db")}`,
         MEDIAGATE_MEDIA_DIR: join(dir, "media"),
         MEDIAGATE_API_KEY: key,
@@ -47,7 +49,8 @@ const start = (port: number) =>
     let output = ""
     const onData = (chunk: Buffer) => {
       output += chunk.toString()
-      if (output.includes("mediagate listening on")) resolve(child)
+      const url = listeningUrl(output)
+      if (url !== undefined) resolve({ child, port: Number(new URL(url).port) })
     }
     child.stdout!.on("data", onData)
     child.stderr!.on("data", onData)
@@ -64,20 +67,19 @@ const killed = (child: ChildProcess) =>
 
 describe("restart after SIGKILL", () => {
   it("every acknowledged task survives and finishes", { timeout: 90_000 }, async () => {
-    const port = await freePort()
-    const first = await start(port)
+    const first = await start()
     const submitted: Array<{ taskId: string; prompt: string }> = []
     for (let i = 0; i < 25; i++) {
       const prompt = `task ${i}`
       const model = i % 2 === 0 ? "alpha-image-2/text-to-image" : "beta-imagine/text-to-video"
-      const answer = await api(port, "/api/v1/task/submit", { method: "POST", body: JSON.stringify({ model, input: { prompt } }) })
+      const answer = await api(first.port, "/api/v1/task/submit", { method: "POST", body: JSON.stringify({ model, input: { prompt } }) })
       expect(answer.status).toBe(200)
       submitted.push({ taskId: answer.body.data.taskId, prompt })
     }
     // Killed right after the last acknowledgement, with work in flight.
-    await killed(first)
+    await killed(first.child)
 
-    await start(port)
+    const { port } = await start()
     for (const { prompt, taskId } of submitted) {
       const answer = await api(port, `/api/v1/task/${taskId}`)
       expect(answer.status).toBe(200)

@@ -10,32 +10,41 @@ import { clientAt, Raw } from "./support.js"
 
 const root = new URL("..", import.meta.url).pathname
 
-/** A running server: its process, its port and what it printed so far. */
+/** A running server: its process, where it listens (from its banner) and what it printed so far. */
 export interface Server {
   readonly child: ChildProcess
   readonly port: number
+  /** `http://127.0.0.1:<port>`, as the banner printed it. */
+  readonly url: string
   readonly output: () => string
   /** Resolves with how the process ended. */
   readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
 }
 
-/** Every server started, so a suite can kill what is left in `afterAll`. */
-export const started: Array<Server> = []
+/** Every server process started, so a suite can kill what is left in `afterAll`. */
+const started: Array<ChildProcess> = []
 
 /** Kills every server still running. */
 export const killAll = () => {
-  for (const server of started) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill("SIGKILL")
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
 }
 
-/** Starts the server with `env` (MEDIAGATE_* variables) and resolves once it prints that it listens. */
-export const startServer = (port: number, env: Record<string, string>) =>
+/** The URL the banner says the server listens on, once that line is printed. */
+export const listeningUrl = (output: string) => /mediagate listening on (http:\/\/\S+) /.exec(output)?.[1]
+
+/**
+ * Starts the server with `env` (MEDIAGATE_* variables) and resolves once it prints that it
+ * listens. It listens on a port the system chooses (MEDIAGATE_PORT=0), read back from the
+ * banner; a suite that needs a given one (the same URLs across a restart) sets MEDIAGATE_PORT.
+ */
+export const startServer = (env: Record<string, string>) =>
   new Promise<Server>((resolve, reject) => {
     const child = spawn(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", join(root, "examples/standalone-server/src/main.ts")], {
       cwd: root,
       // These suites drive one key hard (hundreds of tasks at once); test/rate-limit.test.ts
       // checks the limits, with their defaults, and test/credits.test.ts and admin.test.ts
       // what too little credit does.
-      env: { ...process.env, MEDIAGATE_RATE_LIMIT: "off", MEDIAGATE_STARTING_CREDITS: "100000", ...env, MEDIAGATE_PORT: String(port) },
+      env: { ...process.env, MEDIAGATE_PORT: "0", MEDIAGATE_RATE_LIMIT: "off", MEDIAGATE_STARTING_CREDITS: "100000", ...env },
       stdio: ["ignore", "pipe", "pipe"]
     })
     let output = ""
@@ -43,13 +52,13 @@ export const startServer = (port: number, env: Record<string, string>) =>
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
       child.on("exit", (code, signal) => done({ code, signal }))
     )
-    const server: Server = { child, port, output: () => output, exited }
-    started.push(server)
+    started.push(child)
     const onData = (chunk: Buffer) => {
       output += chunk.toString()
-      if (!listening && output.includes("mediagate listening on")) {
+      const url = listening ? undefined : listeningUrl(output)
+      if (url !== undefined) {
         listening = true
-        resolve(server)
+        resolve({ child, port: Number(new URL(url).port), url, output: () => output, exited })
       }
     }
     child.stdout!.on("data", onData)

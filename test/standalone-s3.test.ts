@@ -8,7 +8,6 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { S3MediaStore } from "@mediagate/media/s3"
 import { setTimeout as pause } from "node:timers/promises"
 import { type RunningS3rver, startS3rver } from "../packages/media/test/S3rver.js"
-import { freePort } from "./ports.js"
 import { killAll, startServer } from "./standalone-process.js"
 import { apiKey } from "./support.js"
 
@@ -34,10 +33,9 @@ const env = (bucketUrl: string) => ({
 
 describe("standalone server with MEDIAGATE_MEDIA_URL", () => {
   it("result files are stored in the bucket under the prefix and served through /media/", { timeout: 90_000 }, async () => {
-    const port = await freePort()
-    const server = await startServer(port, env(`s3://${s3.bucket}/standalone/`))
+    const server = await startServer(env(`s3://${s3.bucket}/standalone/`))
     expect(server.output()).toContain(`media: s3://${s3.bucket}/standalone/`)
-    const base = `http://127.0.0.1:${port}`
+    const base = server.url
     const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" }
     const submitted = await fetch(`${base}/api/v1/task/submit`, {
       method: "POST",
@@ -64,7 +62,7 @@ describe("standalone server with MEDIAGATE_MEDIA_URL", () => {
   })
 
   it("a bucket that does not exist: one line naming it and the endpoint, exit 1", { timeout: 60_000 }, async () => {
-    const failed = await startServer(await freePort(), env("s3://no-such-bucket")).then(
+    const failed = await startServer(env("s3://no-such-bucket")).then(
       () => undefined,
       (error: Error) => error.message
     )

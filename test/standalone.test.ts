@@ -10,24 +10,26 @@ import { createHash } from "node:crypto"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { freePort } from "./ports.js"
+import { awaitTerminal, killAll, listeningUrl, startServer, stop, submit } from "./standalone-process.js"
 
 const root = new URL("..", import.meta.url).pathname
 // The server starts in folders of its own, where `--import tsx` would not resolve.
 const tsx = new URL("../node_modules/tsx/dist/loader.mjs", import.meta.url).href
 const dir = mkdtempSync(join(tmpdir(), "mediagate-standalone-"))
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
+afterAll(() => {
+  killAll()
+  rmSync(dir, { recursive: true, force: true })
+})
 
 
 /** Starts the server with `env` in `cwd`; resolves with its exit code (null if it was stopped after its banner) and output. */
-const run = async (env: Record<string, string>, cwd = dir) => {
-  const port = await freePort()
-  return new Promise<{ code: number | null; output: string }>((resolve) => {
+const run = (env: Record<string, string>, cwd = dir) =>
+  new Promise<{ code: number | null; output: string }>((resolve) => {
     const child = spawn(process.execPath, ["--conditions=@mediagate/source", "--import", tsx, join(root, "examples/standalone-server/src/main.ts")], {
       cwd,
       env: {
         PATH: process.env["PATH"] ?? "",
-        MEDIAGATE_PORT: String(port),
+        MEDIAGATE_PORT: "0",
         MEDIAGATE_MEDIA_DIR: join(dir, "media"),
         MEDIAGATE_SIMULATOR_PROFILE: "instant",
         ...env
@@ -48,7 +50,6 @@ const run = async (env: Record<string, string>, cwd = dir) => {
     child.stderr!.on("data", onData)
     child.on("exit", (code) => resolve({ code: stopped ? null : code, output }))
   })
-}
 
 const secretPattern = /whsec_[A-Za-z0-9+/=]{20,}/g
 const keyPattern = /mg_[0-9A-Za-z]{38}/g
@@ -136,5 +137,31 @@ describe("standalone server secrets", () => {
     for (const id of ids) expect(id).toMatch(/^acct_[0-9a-f]{24}$/)
     const keyHash = createHash("sha256").update(key).digest("hex")
     for (const id of ids) expect(keyHash).not.toContain(id.slice("acct_".length, "acct_".length + 8))
+  })
+})
+
+describe("MEDIAGATE_PORT=0", () => {
+  it("the system chooses the port: the banner, the OpenAPI servers and a finished task's media URLs name it", { timeout: 60_000 }, async () => {
+    const key = "port-zero-key-0123456789"
+    const server = await startServer({ MEDIAGATE_API_KEY: key, MEDIAGATE_DATABASE_URL: "memory", MEDIAGATE_SIMULATOR_PROFILE: "instant" })
+    const url = listeningUrl(server.output())!
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:[1-9]\d*$/)
+    expect(server.output()).toContain(`curl -s -X POST ${url}/api/v1/task/submit`)
+    const headers = { authorization: `Bearer ${key}` }
+    const openapi = await fetch(`${url}/api/v1/openapi.json`, { headers }).then((response) => response.json() as Promise<{ servers: unknown }>)
+    expect(openapi.servers).toEqual([{ url }])
+    const taskId = await submit(server.port, key, "alpha-image-2/text-to-image", "a lighthouse at dawn")
+    const task = (await awaitTerminal(server.port, key, [taskId], 30_000)).get(taskId)!
+    expect(task.status).toBe("SUCCESS")
+    const media: string = task.result.urls[0]
+    expect(media).toMatch(new RegExp(`^${url}/media/[0-9a-f]{32}\\.png$`))
+    expect((await fetch(media)).status).toBe(200)
+    await stop(server, "SIGTERM")
+  })
+
+  it("a port 0 that cannot be bound (an address not on this machine): one line, exit 1", { timeout: 60_000 }, async () => {
+    const { code, output } = await run({ MEDIAGATE_DATABASE_URL: "memory", MEDIAGATE_HOST: "192.0.2.1" })
+    expect(code).toBe(1)
+    expect(output.trim().split("\n")).toEqual([expect.stringMatching(/^mediagate: cannot start: listen EADDRNOTAVAIL: address not available 192\.0\.2\.1\b/)])
   })
 })

@@ -8,7 +8,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { createServer, type Server as HttpServer } from "node:http"
 import { setTimeout as pause } from "node:timers/promises"
-import { freePort } from "./ports.js"
 import { awaitTerminal, killAll, type Server, startServer, stop, submit } from "./standalone-process.js"
 
 const key = "tracing-test-key-3f9c1a"
@@ -61,8 +60,7 @@ beforeAll(async () => {
   })
   await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
   const { port: receiverPort } = receiver.address() as { port: number }
-  port = await freePort()
-  server = await startServer(port, {
+  server = await startServer({
     MEDIAGATE_API_KEY: key,
     MEDIAGATE_DATABASE_URL: "memory",
     MEDIAGATE_SIMULATOR_PROFILE: "instant",
@@ -70,6 +68,7 @@ beforeAll(async () => {
     OTEL_BSP_SCHEDULE_DELAY: "100",
     OTEL_METRIC_EXPORT_INTERVAL: "200"
   })
+  port = server.port
 }, 60_000)
 
 afterAll(async () => {

@@ -14,7 +14,6 @@ import { lookup } from "node:dns/promises"
 import { hostname } from "node:os"
 import { UrlPolicy } from "@mediagate/core"
 import { refusedUrls } from "../packages/core/test/AddressCorpus.js"
-import { freePort } from "./ports.js"
 import { api, awaitTerminal, killAll, startServer } from "./standalone-process.js"
 import { clientAt } from "./support.js"
 
@@ -37,13 +36,12 @@ beforeAll(async () => {
   await new Promise<void>((done) => receiver.listen(0, "127.0.0.1", done))
   receiverPort = (receiver.address() as AddressInfo).port
   addresses = (await lookup(hostname(), { all: true })).map((answer) => answer.address)
-  port = await freePort()
-  await startServer(port, {
+  port = (await startServer({
     MEDIAGATE_API_KEY: key,
     MEDIAGATE_DATABASE_URL: "memory",
     MEDIAGATE_SIMULATOR_PROFILE: "instant",
     MEDIAGATE_ALLOW_PRIVATE_URLS: "false"
-  })
+  })).port
 }, 60_000)
 
 afterAll(async () => {

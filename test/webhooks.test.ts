@@ -11,12 +11,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
 import * as FakeFal from "../packages/upstream/test/fakes/FakeFal.js"
 import * as FakeReplicate from "../packages/upstream/test/fakes/FakeReplicate.js"
-import { freePort } from "./ports.js"
 import { api, killAll, type Server, startServer, stop, submit } from "./standalone-process.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-webhooks-"))
@@ -27,6 +28,12 @@ let replicate: Awaited<ReturnType<typeof FakeReplicate.start>>
 const printed = new Map<string, string>()
 let server: Server
 let port: number
+/**
+ * The server's public URL: a loopback front passing every request on to it, as a reverse
+ * proxy would. It is known before the server starts, which listens on a port the system chooses.
+ */
+let front: Http.Server
+let publicUrl: string
 
 beforeAll(async () => {
   fal = await FakeFal.start({ key: "fal-key", steps: Infinity })
@@ -38,11 +45,20 @@ beforeAll(async () => {
       { model: "compact-image", targets: [{ provider: "replicate", model: "o/m", input: { prompt: "$prompt", num_outputs: "$n" } }] }
     ]
   }))
-  port = await freePort()
-  server = await startServer(port, {
+  front = Http.createServer((request, response) => {
+    const passed = Http.request({ host: "127.0.0.1", port, path: request.url, method: request.method, headers: request.headers }, (answer) => {
+      response.writeHead(answer.statusCode!, answer.headers)
+      answer.pipe(response)
+    })
+    passed.on("error", () => response.writeHead(502).end())
+    request.pipe(passed)
+  })
+  await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve))
+  publicUrl = `http://127.0.0.1:${(front.address() as AddressInfo).port}`
+  server = await startServer({
     MEDIAGATE_API_KEY: key,
     MEDIAGATE_DATABASE_URL: "memory",
-    MEDIAGATE_PUBLIC_URL: `http://127.0.0.1:${port}`,
+    MEDIAGATE_PUBLIC_URL: publicUrl,
     MEDIAGATE_ROUTES: routes,
     FAL_KEY: "fal-key",
     MEDIAGATE_FAL_URL: fal.url,
@@ -54,6 +70,7 @@ beforeAll(async () => {
     MEDIAGATE_UNROUTED: "simulator",
     MEDIAGATE_SIMULATOR_PROFILE: "instant"
   })
+  port = server.port
 }, 60_000)
 
 afterAll(async () => {
@@ -61,6 +78,7 @@ afterAll(async () => {
   killAll()
   await fal.close()
   await replicate.close()
+  await new Promise((resolve) => front.close(resolve))
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -85,7 +103,7 @@ describe("provider webhooks", () => {
     const accepted = await until(taskId, (t) => t.attempts[0]?.upstream_id !== null && t.attempts[0]?.upstream_id !== undefined, 10_000)
     const requestId = accepted.attempts[0].upstream_id as string
     const job = fal.jobs.get(requestId)!
-    expect(job.webhook).toBe(`http://127.0.0.1:${port}/hooks/in/fal/${taskId}`)
+    expect(job.webhook).toBe(`${publicUrl}/hooks/in/fal/${taskId}`)
 
     // A forged webhook: refused, and the task is not woken.
     const forged = await fetch(job.webhook!, {
@@ -112,7 +130,7 @@ describe("provider webhooks", () => {
     const accepted = await until(taskId, (t) => t.attempts[0]?.upstream_id !== null && t.attempts[0]?.upstream_id !== undefined, 10_000)
     const id = accepted.attempts[0].upstream_id as string
     const prediction = replicate.predictions.get(id)!
-    expect(prediction.webhook).toBe(`http://127.0.0.1:${port}/hooks/in/replicate/${taskId}`)
+    expect(prediction.webhook).toBe(`${publicUrl}/hooks/in/replicate/${taskId}`)
     expect(prediction.events).toEqual(["logs", "completed"])
     // No poll yet: the first safety-net poll is 30 s away.
     expect(prediction.gets).toBe(0)

@@ -1,7 +1,8 @@
 /**
  * The bare yardstick: the durable work of a mediagate task's life with no Effect and no
  * framework, run by the benchmarks beside the real server (same environment variables) to show
- * what mediagate's machinery costs. `node --import tsx bench/bare/server.ts`; prints `ready`.
+ * what mediagate's machinery costs. `node --import tsx bench/bare/server.ts`; prints `ready on <url>`
+ * (MEDIAGATE_PORT=0: the port the system chose).
  *
  * What it does:
  * - Submit (`POST /api/v1/task/submit`): bearer key -> account (SHA-256 of the key looked up in
@@ -331,7 +332,7 @@ const server = http.createServer((request, response) =>
   }))
 server.listen(Number(env["MEDIAGATE_PORT"] ?? 8080), host, () => {
   publicUrl = `http://${host.includes(":") ? `[${host}]` : host}:${(server.address() as { port: number }).port}`
-  console.log("ready")
+  console.log(`ready on ${publicUrl}`)
   wakeWorker(), wakeDeliverer() // what an earlier run left due
 })
 // The safety net; BARE_SCAN_MS lets a test make it too slow to hide a lost wake-up.
