@@ -41,7 +41,7 @@
 import { pgUrl as envPgUrl } from "@mediagate/store-sql/testing"
 import { type ChildProcess, spawn } from "node:child_process"
 import { readFileSync, realpathSync, writeFileSync } from "node:fs"
-import { cpuMillisOf, withDatabase } from "../scripts/bench-support.js"
+import { cpuMillisOf, listeningUrl, withDatabase } from "../scripts/bench-support.js"
 import { writeSection } from "../scripts/benchmarks-doc.js"
 import * as Http from "node:http"
 import { createRequire } from "node:module"
@@ -244,13 +244,6 @@ const entries: Record<SideName, { readonly entry: string; readonly cwd: string }
 const listen = (server: Http.Server) =>
   new Promise<number>((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as AddressInfo).port)))
 
-const freePort = async () => {
-  const probe = Http.createServer()
-  const port = await listen(probe)
-  await new Promise<void>((resolve) => probe.close(() => resolve()))
-  return port
-}
-
 /** A callback's task body and its arrival time (epoch ms). */
 interface Arrival {
   readonly at: number
@@ -297,7 +290,6 @@ const startServer = async (
   label: string,
   extraEnv: Record<string, string> = {}
 ): Promise<Server> => {
-  const port = await freePort()
   const profileDir = process.env["BENCH_PROFILE"]
   // A folder per run: tsx's loader thread writes a profile of its own beside the main thread's (the larger file).
   const profile = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, `e2e-${label}`)}`]
@@ -310,7 +302,8 @@ const startServer = async (
       ...process.env,
       BENCH_E2E_ROLE: trace.length > 0 ? "sql-trace" : "",
       BENCH_SQL_TRACE_FILE: traceFile,
-      MEDIAGATE_PORT: String(port),
+      // A port the system chooses; the server prints it.
+      MEDIAGATE_PORT: "0",
       MEDIAGATE_HOST: "127.0.0.1",
       MEDIAGATE_API_KEY: key,
       MEDIAGATE_DATABASE_URL: databaseUrl,
@@ -324,8 +317,9 @@ const startServer = async (
       MEDIAGATE_STARTING_CREDITS: "1000000",
       ...extraEnv
     },
-    stdio: ["ignore", "ignore", "inherit"]
+    stdio: ["ignore", "pipe", "inherit"]
   })
+  const port = Number(new URL(await listeningUrl(child)).port)
   for (let i = 0; ; i++) {
     // A time limit on each try: a request sent as the server starts listening was seen to hang.
     const up = await fetch(`http://127.0.0.1:${port}/api/v1/models`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false)

@@ -34,10 +34,9 @@ import { Effect, Layer } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { createHash, randomUUID } from "node:crypto"
 import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
-import { cpuMillisOf, withDatabase } from "../scripts/bench-support.js"
+import { cpuMillisOf, listeningUrl, withDatabase } from "../scripts/bench-support.js"
 import { writeSection } from "../scripts/benchmarks-doc.js"
 
 const env = (name: string, fallback: string) => process.env[name] ?? fallback
@@ -149,7 +148,12 @@ const platformServer = () => {
     return HttpServerResponse.text(text, { status, contentType: "application/json" })
   })
   const listening = NodeHttpServer.layer(Http.createServer, { port: Number(env("MEDIAGATE_PORT", "8080")), host: env("MEDIAGATE_HOST", "127.0.0.1") })
-  NodeRuntime.runMain(Layer.launch(HttpServer.serve(app).pipe(Layer.provide(listening))))
+  const served = HttpServer.serve(app).pipe(
+    // Like bench/bare, once it serves: `ready on <url>`, with the port the system chose for MEDIAGATE_PORT=0.
+    Layer.tap(() => HttpServer.addressFormattedWith((url) => Effect.sync(() => console.log(`ready on ${url}`)))),
+    Layer.provide(listening)
+  )
+  NodeRuntime.runMain(Layer.launch(served))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -164,14 +168,6 @@ const entries: Record<SideName, ReadonlyArray<string>> = {
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = Http.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as AddressInfo
-      probe.close(() => resolve(port))
-    })
-  })
-
 interface Server {
   readonly side: SideName
   readonly base: string
@@ -180,14 +176,14 @@ interface Server {
 }
 
 const startServer = async (side: SideName, databaseUrl: string, dir: string, store: string): Promise<Server> => {
-  const port = await freePort()
   const profileDir = process.env["BENCH_PROFILE"]
   // A folder per store: tsx's loader thread writes a profile of its own beside the main thread's (the larger file).
   const profile = side !== "mediagate" || profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, `http-${store.toLowerCase()}`)}`]
   const child: ChildProcess = spawn(process.execPath, [...profile, "--conditions=@mediagate/source", "--import", "tsx", ...entries[side]], {
     env: {
       ...process.env,
-      MEDIAGATE_PORT: String(port),
+      // A port the system chooses; the server prints it.
+      MEDIAGATE_PORT: "0",
       MEDIAGATE_HOST: "127.0.0.1",
       MEDIAGATE_API_KEY: key,
       MEDIAGATE_DATABASE_URL: databaseUrl,
@@ -198,9 +194,9 @@ const startServer = async (side: SideName, databaseUrl: string, dir: string, sto
       // Enough credit that no task of a run fails INSUFFICIENT_POINTS.
       MEDIAGATE_STARTING_CREDITS: "1000000"
     },
-    stdio: ["ignore", "ignore", "inherit"]
+    stdio: ["ignore", "pipe", "inherit"]
   })
-  const base = `http://127.0.0.1:${port}`
+  const base = await listeningUrl(child)
   for (const deadline = Date.now() + 60_000;;) {
     // With a timeout: mediagate on PostgreSQL takes connections while it starts, and has left a
     // request of that moment unanswered (fetch's own limit is 300 s).

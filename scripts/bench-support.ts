@@ -1,10 +1,10 @@
 /**
- * What bench:e2e and bench:http both need: the CPU a server process has used, and a
- * database of its own per run.
+ * What bench:e2e and bench:http both need: where a server process listens, the CPU it has
+ * used, and a database of its own per run.
  */
 import { freshPgDatabase } from "@mediagate/store-sql/testing"
 import { Effect } from "effect"
-import { execSync } from "node:child_process"
+import { type ChildProcess, execSync } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -16,6 +16,24 @@ const clockTick = (() => {
     return 100
   }
 })()
+
+/**
+ * The URL a server started on MEDIAGATE_PORT=0 prints once it listens (mediagate's banner,
+ * `ready on <url>` from bench/bare and the platform floor), read from its piped standard
+ * output; what it prints after is drained and dropped.
+ */
+export const listeningUrl = (child: ChildProcess) =>
+  new Promise<string>((resolve, reject) => {
+    let output = ""
+    const onData = (chunk: Buffer) => {
+      const found = /(?:mediagate listening on|ready on) (http:\/\/\S+)/.exec(output += chunk.toString())
+      if (found === null) return
+      child.stdout!.off("data", onData).resume()
+      resolve(found[1]!)
+    }
+    child.stdout!.on("data", onData)
+    child.once("exit", (code) => reject(new Error(`exited (${code}) before it listened: ${output}`)))
+  })
 
 /** CPU milliseconds a process has used so far (Linux), or NaN elsewhere. */
 export const cpuMillisOf = (pid: number): number => {
