@@ -13,6 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
+import { nodeArgs } from "./programs.js"
 import { api, awaitTerminal, killAll, startServer, stop } from "./standalone-process.js"
 import { clientAt } from "./support.js"
 
@@ -35,7 +36,7 @@ afterAll(() => {
  */
 const admin = (args: ReadonlyArray<string>, databaseUrl = `sqlite:${database}`) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", join(root, "examples/standalone-server/src/admin.ts"), ...args], {
+    const child = spawn(process.execPath, nodeArgs("admin", ...args), {
       cwd: root,
       env: { PATH: process.env["PATH"] ?? "", MEDIAGATE_DATABASE_URL: databaseUrl },
       stdio: ["ignore", "pipe", "pipe"]

@@ -10,6 +10,7 @@ import { spawn } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { nodeArgs } from "./programs.js"
 import { closedPort } from "./ports.js"
 import { killAll, type Server, startServer, stop } from "./standalone-process.js"
 
@@ -39,7 +40,7 @@ afterAll(async () => {
 const mediagate = (
   args: ReadonlyArray<string>,
   env: Record<string, string> = { MEDIAGATE_URL: baseUrl, MEDIAGATE_API_KEY: key },
-  entry = ["--conditions=@mediagate/source", "--import", "tsx", join(root, "packages/cli/src/main.ts")]
+  entry = nodeArgs("cli")
 ) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     const child = spawn(process.execPath, [...entry, ...args], {

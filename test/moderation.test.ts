@@ -11,6 +11,7 @@ import { join } from "node:path"
 import { spawn } from "node:child_process"
 import * as FakeOpenAi from "../packages/upstream/test/fakes/FakeOpenAi.js"
 import type * as FakeServer from "../packages/upstream/test/fakes/FakeServer.js"
+import { nodeArgs } from "./programs.js"
 import { api, killAll, startServer, stop } from "./standalone-process.js"
 import { clientAt } from "./support.js"
 
@@ -74,7 +75,7 @@ describe("moderation in the standalone server", () => {
     const bad = join(dir, "bad.json")
     writeFileSync(bad, JSON.stringify({ categories: { violense: { words: ["x"] } } }))
     const exit = await new Promise<{ code: number | null; output: string }>((resolve) => {
-      const child = spawn(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", "examples/standalone-server/src/main.ts"], {
+      const child = spawn(process.execPath, nodeArgs("server"), {
         env: { ...process.env, MEDIAGATE_PORT: "0", MEDIAGATE_DATABASE_URL: "memory", MEDIAGATE_MODERATION_RULES: bad },
         stdio: ["ignore", "pipe", "pipe"]
       })

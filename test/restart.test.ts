@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
+import { nodeArgs } from "./programs.js"
 import { api as shared, listeningUrl } from "./standalone-process.js"
 
 const root = new URL("..", import.meta.url).pathname
@@ -29,7 +30,7 @@ afterAll(() => {
 const start = () =>
   new Promise<{ readonly child: ChildProcess; readonly port: number }>((resolve, reject) => {
     // node itself runs the server (tsx as a loader), so SIGKILL hits the server process.
-    const child = spawn(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", join(root, "examples/standalone-server/src/main.ts")], {
+    const child = spawn(process.execPath, nodeArgs("server"), {
       cwd: root,
       env: {
         ...process.env,

@@ -4,8 +4,8 @@
  */
 import type { HttpMethod } from "@effect/platform"
 import { type ChildProcess, spawn } from "node:child_process"
-import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
+import { nodeArgs } from "./programs.js"
 import { clientAt, Raw } from "./support.js"
 
 const root = new URL("..", import.meta.url).pathname
@@ -39,7 +39,7 @@ export const listeningUrl = (output: string) => /mediagate listening on (http:\/
  */
 export const startServer = (env: Record<string, string>) =>
   new Promise<Server>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", join(root, "examples/standalone-server/src/main.ts")], {
+    const child = spawn(process.execPath, nodeArgs("server"), {
       cwd: root,
       // These suites drive one key hard (hundreds of tasks at once); test/rate-limit.test.ts
       // checks the limits, with their defaults, and test/credits.test.ts and admin.test.ts

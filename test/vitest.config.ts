@@ -5,7 +5,8 @@ export default mergeConfig(shared, defineConfig({
   test: {
     name: "black-box",
     include: ["**/*.test.ts"],
+    // The programs the suites start as processes, built once per run (setup/entries.ts).
     // The browser suites' Chromium, unpacked from its npm package once (setup/chromium.ts).
-    globalSetup: ["./setup/chromium.ts"]
+    globalSetup: ["./setup/entries.ts", "./setup/chromium.ts"]
   }
 }))
