@@ -1,5 +1,6 @@
 import { defineConfig } from "vitest/config"
 import { pgSkipMarker } from "./packages/store-sql/src/Testing.js"
+import SlowestFirst from "./scripts/run-summary/sequencer.js"
 
 /**
  * The whole run: its projects, each with its own vitest.config.ts (every package and example
@@ -17,6 +18,16 @@ export default defineConfig({
       "test/vitest.config.ts"
     ],
     reporters: ["default", "./scripts/watchdog/reporter.ts", "./scripts/run-summary/reporter.ts"],
+    // Two pools side by side (docs/testing.md): the packages' tests in one thread that is not
+    // isolated, and the black-box suites in two processes, one file each. Most black-box
+    // suites wait on servers and processes they started, so three at once keep the 2-core
+    // machine busy without starving them.
+    poolOptions: {
+      threads: { isolate: false, maxThreads: 1, minThreads: 1 },
+      forks: { maxForks: 2, minForks: 1 }
+    },
+    // The slowest files first (scripts/run-summary/sequencer.ts).
+    sequence: { sequencer: SlowestFirst },
     // A suite's "PostgreSQL cases not run" line is gathered into one by the summary, not printed where it happens.
     onConsoleLog: (log) => !log.startsWith(pgSkipMarker)
   }

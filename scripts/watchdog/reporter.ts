@@ -13,7 +13,7 @@
  * in the suite, 240 s, with its hooks). Workers tell which file they run through
  * `setup.ts` (a file per worker pid in a directory this reporter names).
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, relative } from "node:path"
 import type { Reporter, TestCase, TestModule } from "vitest/node"
@@ -60,12 +60,12 @@ export default class StallWatchdog implements Reporter {
     rmSync(this.dir, { recursive: true, force: true })
   }
 
-  /** The pids of the workers running `file`, as they wrote them. */
-  private workersOf(file: string): Array<number> {
-    const pids: Array<number> = []
+  /** The workers running `file`, as they wrote them: a process's pid, or `<pid>-<threadId>` for a thread. */
+  private workersOf(file: string): Array<string> {
+    const pids: Array<string> = []
     for (const name of readdirSync(this.dir)) {
       try {
-        if (readFileSync(join(this.dir, name), "utf8") === file) pids.push(Number(name))
+        if (readFileSync(join(this.dir, name), "utf8") === file) pids.push(name)
       } catch {
         // Removed meanwhile: that worker moved on.
       }
@@ -85,12 +85,20 @@ export default class StallWatchdog implements Reporter {
         const stalled = this.stopped.map((stopped) => relative(process.cwd(), stopped))
         writeFileSync(report, JSON.stringify({ numPassedTests: this.passed, numFailedTests: this.failed + this.stopped.length, stalled }))
       }
-      process.stderr.write(
+      // Synchronously: the run may end right after (a worker thread, below).
+      writeSync(
+        2,
         `\nwatchdog: ${relative(process.cwd(), file)} made no progress for ${limitSeconds} s (its worker does not answer: a fiber spinning without giving the event loop a turn?); stopping worker ${pids.join(", ") || "(unknown)"}\n`
       )
-      for (const pid of pids) {
+      for (const worker of pids) {
+        if (worker.includes("-")) {
+          // A thread of this process, which cannot be stopped from here while it spins: the
+          // run ends now, with the report above written and this said on stderr.
+          writeSync(2, `watchdog: ${relative(process.cwd(), file)} runs in a worker thread of vitest's own process; ending the run\n`)
+          process.exit(1)
+        }
         try {
-          process.kill(pid, "SIGKILL")
+          process.kill(Number(worker), "SIGKILL")
         } catch {
           // Gone already.
         }
