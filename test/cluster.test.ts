@@ -115,8 +115,10 @@ describe("three standalone servers, one PostgreSQL database, one S3 server, no s
     }))
     const lags = waited.map((entry) => entry.lag).sort((a, b) => a - b)
     console.log(`cluster: ?wait on another node answered ${lags.join(", ")} ms after the task ended`)
-    // Every wait within 100 ms of the end; the re-read of a node that missed it is 5 s.
-    expect(lags[lags.length - 1]).toBeLessThan(100)
+    // Woken by the end itself, not by the re-read of a node that missed it (every 5 s): each
+    // within 1 s of the end. (Idle, it is a few ms; a loaded run with other suites beside it
+    // once took 381 ms, which the earlier 100 ms bound failed.)
+    expect(lags[lags.length - 1]).toBeLessThan(1_000)
 
     // Results download from every node, the same bytes.
     for (const { task } of waited.slice(0, 3)) {
