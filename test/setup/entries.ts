@@ -5,7 +5,8 @@
  *
  * Started through tsx, each process compiled the packages' TypeScript again and then loaded
  * effect and its packages module by module: 3.7 s to the "listening" line on the 2-core
- * machine, against 1.2 s for the bundle, and the suites start well over a hundred processes.
+ * machine, against 1.2 s for the bundle, and admin.test.ts alone runs the admin CLI about 30
+ * times.
  * esbuild bundles the @mediagate/* sources (the "@mediagate/source" condition, as tsx
  * resolves them) with the packages they import, at the versions in node_modules; packages
  * with native code or files of their own (better-sqlite3, pg, sharp, ...) stay imports that
