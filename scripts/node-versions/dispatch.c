@@ -14,6 +14,12 @@
  * as if this file had registered it. Any executable not in the table, the machine's Node 20
  * among them, gets the addon that npm install built: a Node 20 process started while a run
  * is going on loads what it always loads.
+ *
+ * A second load in the same process (a worker thread: vitest's threads pool) finds this file
+ * already loaded, so no constructor runs and nothing registers. Node then looks for the
+ * addon's well-known entry point, node_register_module_v<ABI>, in this file: the ones below
+ * forward to the addon's own (better-sqlite3 is context-aware, so it may be initialized once
+ * per thread).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -29,6 +35,9 @@
 /* Found by run.sh (grep) to tell this file from better-sqlite3's own addon. */
 __attribute__((used)) const char mediagate_dispatch_marker[] = "mediagate-node-versions-dispatch";
 
+/* The addon this process loaded. */
+static void* mediagate_dispatch_addon = NULL;
+
 __attribute__((constructor)) static void mediagate_dispatch(void) {
   char exe[PATH_MAX];
   const char* addon = MEDIAGATE_DISPATCH_FALLBACK;
@@ -39,8 +48,32 @@ __attribute__((constructor)) static void mediagate_dispatch(void) {
   }
   /* As Node itself opens addons (process.dlopen's default flags). Never closed: the addon
      stays loaded for the life of the process, as it would have. */
-  if (dlopen(addon, RTLD_LAZY) == NULL) {
+  mediagate_dispatch_addon = dlopen(addon, RTLD_LAZY);
+  if (mediagate_dispatch_addon == NULL) {
     /* Node then fails the require with "Module did not self-register"; this says why. */
     fprintf(stderr, "better_sqlite3.node (scripts/node-versions/dispatch.c): cannot load %s: %s\n", addon, dlerror());
   }
 }
+
+/* node_register_module_v<ABI>(exports, module, context): three v8::Local handles, each one
+   pointer, passed on as they came. One per ABI the table can hold (Node 20, 22 and 24). */
+typedef void (*mediagate_register)(void*, void*, void*);
+
+#define MEDIAGATE_FORWARD(abi)                                                             \
+  __attribute__((visibility("default"))) void node_register_module_v##abi(void* exports,  \
+                                                                          void* module,   \
+                                                                          void* context) { \
+    mediagate_register entry = NULL;                                                       \
+    if (mediagate_dispatch_addon != NULL)                                                  \
+      *(void**)&entry = dlsym(mediagate_dispatch_addon, "node_register_module_v" #abi);   \
+    if (entry == NULL) {                                                                   \
+      fprintf(stderr, "better_sqlite3.node (scripts/node-versions/dispatch.c): the addon "   \
+                      "has no node_register_module_v" #abi "\n");                          \
+      return;                                                                              \
+    }                                                                                      \
+    entry(exports, module, context);                                                       \
+  }
+
+MEDIAGATE_FORWARD(115)
+MEDIAGATE_FORWARD(127)
+MEDIAGATE_FORWARD(137)
