@@ -1,9 +1,9 @@
 /**
  * Run by scripts/node-versions/run.sh on each Node version with the suites (its
- * vitest.config.ts): inside a vitest worker, the worker, a child started the way
- * test/standalone-process.ts starts the server (process.execPath, tsx as a loader, the
- * parent's environment), one started with nothing but PATH as test/standalone.test.ts and
- * admin.test.ts do, and `node` from PATH all run the Node under test
+ * vitest.config.ts): inside a vitest worker, the worker, a child started the way `npm start`
+ * starts the server (process.execPath, tsx as a loader, the parent's environment), one
+ * started with nothing but PATH as test/standalone.test.ts and admin.test.ts do, and `node`
+ * from PATH all run the Node under test
  * (MEDIAGATE_EXPECTED_NODE), and each loads better-sqlite3, the worker through
  * @mediagate/store-sql as the server does.
  */
@@ -46,7 +46,7 @@ it.effect("the worker opens SQLite through @mediagate/store-sql", () =>
     expect(rows[0]!.v).toMatch(/^3\./)
   }).pipe(Effect.provide(Database.layerSqlite(":memory:")), Effect.orDie))
 
-it("a child started as the server is (process.execPath, tsx, the parent's environment) runs that Node and loads better-sqlite3", () => {
+it("a child started as npm start starts the server (process.execPath, tsx, the parent's environment) runs that Node and loads better-sqlite3", () => {
   const out = execFileSync(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", "-e", probe], {
     cwd: root,
     env: { ...process.env },
