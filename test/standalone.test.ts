@@ -10,6 +10,7 @@ import { createHash } from "node:crypto"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { nodeArgs } from "./programs.js"
 import { awaitTerminal, killAll, listeningUrl, startServer, stop, submit } from "./standalone-process.js"
 
 const root = new URL("..", import.meta.url).pathname
@@ -22,10 +23,19 @@ afterAll(() => {
 })
 
 
+/**
+ * How a start runs the server: the bundle built for this run (test/setup/entries.ts), or
+ * its TypeScript through tsx, as `npm start` does.
+ */
+const entries = {
+  bundle: () => nodeArgs("server"),
+  tsx: () => ["--conditions=@mediagate/source", "--import", tsx, join(root, "examples/standalone-server/src/main.ts")]
+}
+
 /** Starts the server with `env` in `cwd`; resolves with its exit code (null if it was stopped after its banner) and output. */
-const run = (env: Record<string, string>, cwd = dir) =>
+const run = (env: Record<string, string>, cwd = dir, entry: keyof typeof entries = "bundle") =>
   new Promise<{ code: number | null; output: string }>((resolve) => {
-    const child = spawn(process.execPath, ["--conditions=@mediagate/source", "--import", tsx, join(root, "examples/standalone-server/src/main.ts")], {
+    const child = spawn(process.execPath, entries[entry](), {
       cwd,
       env: {
         PATH: process.env["PATH"] ?? "",
@@ -83,9 +93,10 @@ describe("standalone server configuration", () => {
     expect(existsSync(join(dir, "no-such-dir"))).toBe(false)
   })
 
+  // As `npm start` runs it, through tsx: the README's first command.
   it("the default ./data folder is created at the first start", { timeout: 60_000 }, async () => {
     const home = mkdtempSync(join(dir, "home-"))
-    const { code, output } = await run({}, home)
+    const { code, output } = await run({}, home, "tsx")
     expect(code, output).toBe(null)
     expect(existsSync(join(home, "data", "mediagate.db"))).toBe(true)
   })
