@@ -29,7 +29,7 @@ const flags = [
 ]
 
 /** A browser with a fresh profile, closed (and its profile removed) with the scope. */
-export const browser = Effect.acquireRelease(
+const launched = Effect.acquireRelease(
   Effect.promise(async () => {
     const { executablePath, fontconfigPath } = inject("chromium")
     const profile = mkdtempSync(join(tmpdir(), "mediagate-chromium-"))
@@ -50,3 +50,15 @@ export const browser = Effect.acquireRelease(
       rmSync(profile, { recursive: true, force: true })
     })
 )
+
+/**
+ * The browser and its first page, with the page's uncaught errors gathered in `errors`
+ * (each suite expects none).
+ */
+export const browser = Effect.gen(function*() {
+  const { context } = yield* launched
+  const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
+  const errors: Array<string> = []
+  page.on("pageerror", (error) => void errors.push(error.message))
+  return { context, page, errors }
+})

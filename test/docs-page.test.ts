@@ -46,13 +46,10 @@ describe("the docs page", () => {
       const server = yield* HttpServer.HttpServer
       if (server.address._tag !== "TcpAddress") return expect.fail("the test server has no TCP address")
       const origin = `http://127.0.0.1:${server.address.port}`
-      const { context } = yield* browser
+      const { context, errors, page } = yield* browser
       const requested: Array<string> = []
       // Every request of every page, worker and service worker of the profile.
       context.on("request", (request) => void requested.push(request.url()))
-      const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
-      const errors: Array<string> = []
-      page.on("pageerror", (error) => void errors.push(error.message))
 
       const response = yield* Effect.promise(() => page.goto(`${origin}/docs`, { waitUntil: "load" }))
       expect(response?.status()).toBe(200)

@@ -168,12 +168,9 @@ describe("the playground page", () => {
   it.live("picks a model, fills the form, submits, follows the task to SUCCESS and shows the images, from loopback alone", () =>
     Effect.gen(function*() {
       const base = yield* origin
-      const { context } = yield* browser
+      const { context, errors, page } = yield* browser
       const requested: Array<string> = []
       context.on("request", (request) => void requested.push(request.url()))
-      const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
-      const errors: Array<string> = []
-      page.on("pageerror", (error) => void errors.push(error.message))
       const response = yield* Effect.promise(() => page.goto(`${base}/playground`, { waitUntil: "load" }))
       expect(response?.status()).toBe(200)
       expect(response?.headers()["content-security-policy"]).toBe(Playground.contentSecurityPolicy)
@@ -254,10 +251,7 @@ describe("the playground page", () => {
   it.live("shows the estimate's price and adjustments, progress events, and a video result", () =>
     Effect.gen(function*() {
       const base = yield* origin
-      const { context } = yield* browser
-      const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
-      const errors: Array<string> = []
-      page.on("pageerror", (error) => void errors.push(error.message))
+      const { errors, page } = yield* browser
       const estimated: Array<unknown> = []
       yield* Effect.promise(() =>
         page.route(`${base}/api/v1/task/estimate`, (route) => {
@@ -335,10 +329,7 @@ describe("the playground page", () => {
   it.live("hides the price box on a server without the estimate endpoint", () =>
     Effect.gen(function*() {
       const base = yield* origin
-      const { context } = yield* browser
-      const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
-      const errors: Array<string> = []
-      page.on("pageerror", (error) => void errors.push(error.message))
+      const { errors, page } = yield* browser
       let asked = 0
       yield* Effect.promise(() =>
         page.route(`${base}/api/v1/task/estimate`, (route) => {
