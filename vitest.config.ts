@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config"
-import { pgSkipMarker } from "./packages/store-sql/src/Testing.js"
+import { pgSkipMarker } from "./packages/store-sql/src/internal/pgSkipMarker.js"
 import SlowestFirst from "./scripts/run-summary/sequencer.js"
 
 /**

@@ -16,7 +16,7 @@ import { writeFileSync } from "node:fs"
 import { relative } from "node:path"
 import type { UserConsoleLog } from "vitest"
 import type { Reporter, TestModule } from "vitest/node"
-import { pgSkipMarker } from "../../packages/store-sql/src/Testing.js"
+import { pgSkipMarker } from "../../packages/store-sql/src/internal/pgSkipMarker.js"
 
 /** How many of the slowest files are listed. */
 const listed = 10
@@ -46,7 +46,9 @@ export default class RunSummary implements Reporter {
     out.write(`wall time: ${wallSeconds.toFixed(0)} s\n`)
     if (this.pgSkipped.size > 0) {
       out.write(
-        `PostgreSQL: MEDIAGATE_TEST_PG_URL is not set, so the PostgreSQL cases of ${this.pgSkipped.size} suites did not run (${
+        `PostgreSQL: MEDIAGATE_TEST_PG_URL is not set, so the PostgreSQL cases of ${this.pgSkipped.size} ${
+          this.pgSkipped.size === 1 ? "suite" : "suites"
+        } did not run (${
           [...this.pgSkipped].sort().join(", ")
         }); set it to a database URL to run them (.ci/run does)\n`
       )

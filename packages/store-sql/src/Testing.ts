@@ -7,19 +7,15 @@
 import { Effect, Exit, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import pg from "pg"
+import { pgSkipMarker } from "./internal/pgSkipMarker.js"
 
 /** The PostgreSQL server tests may use, or undefined (the PostgreSQL cases are then skipped). */
 export const pgUrl: string | undefined = process.env["MEDIAGATE_TEST_PG_URL"]
 
 /**
- * What a suite whose PostgreSQL cases do not run logs; the run's summary
- * (scripts/run-summary/reporter.ts) gathers these lines into one.
- */
-export const pgSkipMarker = "[PostgreSQL cases not run] "
-
-/**
  * Why a suite's PostgreSQL tests are skipped, for their names; empty when they run. When
- * they do not, it says so once in the log, which the run's summary gathers.
+ * they do not, it says so once in the log (`pgSkipMarker` and the suite's name), which the
+ * run's summary (scripts/run-summary/reporter.ts) gathers into one line.
  */
 export const pgSkipReason = (suite: string): string => {
   if (pgUrl !== undefined) return ""
