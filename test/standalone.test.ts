@@ -25,7 +25,7 @@ afterAll(() => {
 
 /**
  * How a start runs the server: the bundle built for this run (test/setup/entries.ts), or
- * its TypeScript through tsx, as `npm start` does.
+ * its TypeScript through the tsx loader, as `npm start` does.
  */
 const entries = {
   bundle: () => nodeArgs("server"),
@@ -99,6 +99,53 @@ describe("standalone server configuration", () => {
     const { code, output } = await run({}, home, "tsx")
     expect(code, output).toBe(null)
     expect(existsSync(join(home, "data", "mediagate.db"))).toBe(true)
+  })
+})
+
+describe("npm start", () => {
+  // Containers and process managers signal the process they started: `npm start` must be
+  // that process's whole tree, not a shell or a tsx parent left behind with the server.
+  it("SIGTERM to the npm start process drains the server and exits", { timeout: 60_000 }, async () => {
+    const home = mkdtempSync(join(dir, "npm-start-"))
+    const child = spawn("npm", ["start"], {
+      cwd: root,
+      detached: true,
+      env: {
+        PATH: process.env["PATH"] ?? "",
+        HOME: home,
+        MEDIAGATE_PORT: "0",
+        MEDIAGATE_DATABASE_URL: `sqlite:${join(home, "mediagate.db")}`,
+        MEDIAGATE_MEDIA_DIR: join(home, "media"),
+        MEDIAGATE_SIMULATOR_PROFILE: "instant"
+      },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)))
+    let output = ""
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        const onData = (chunk: Buffer) => {
+          output += chunk.toString()
+          const found = listeningUrl(output)
+          if (found !== undefined) resolve(found)
+        }
+        child.stdout!.on("data", onData)
+        child.stderr!.on("data", onData)
+        void exited.then((code) => reject(new Error(`npm start exited (${code}) before listening: ${output}`)))
+      })
+      expect((await fetch(`${url}/healthz`)).status).toBe(200)
+      child.kill("SIGTERM")
+      expect(await exited, output).toBe(0)
+      expect(output).toContain("mediagate: SIGTERM: stopping")
+      // Nothing of the tree is left listening.
+      await expect(fetch(`${url}/healthz`)).rejects.toThrow()
+    } finally {
+      try {
+        process.kill(-child.pid!, "SIGKILL")
+      } catch {
+        // the whole group has exited
+      }
+    }
   })
 })
 
