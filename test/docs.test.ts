@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { variables } from "@mediagate/example-standalone-server/Config"
-import { MediaStore, ModelCatalog, ModelDocs } from "@mediagate/core"
+import { MediaStore, ModelCatalog, ModelDocs, Task } from "@mediagate/core"
 import { Effect } from "effect"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
@@ -43,6 +43,20 @@ describe("docs", () => {
         expect(existsSync(join(root, dirname(path), target!)), `${path} links to ${target}`).toBe(true)
       }
     }
+  })
+
+  it("every sample task in the docs has the fields a query answers, no more and no fewer", () => {
+    const fields = Object.keys(Task.Task.fields).sort()
+    let samples = 0
+    for (const path of docs) {
+      for (const line of read(path).split("\n")) {
+        if (!line.startsWith('{"code":0,"msg":"ok","data":{"taskId":') || !line.includes('"status":')) continue
+        samples++
+        const task = JSON.parse(line).data as Record<string, unknown>
+        expect(Object.keys(task).sort(), `${path}: ${line.slice(0, 120)}...`).toEqual(fields)
+      }
+    }
+    expect(samples).toBeGreaterThanOrEqual(3)
   })
 
   it("the README names exactly the simulator's prompt markers", () => {
