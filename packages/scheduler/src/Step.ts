@@ -113,16 +113,28 @@ export const make = (options: Options = {}, worker = "worker"): Effect.Effect<
         Option.isSome(spec) && spec.value.fallback !== undefined ? spec.value.fallback(job, failure) : undefined
     }
 
-    /** After a failed call that started at `startedAt`: retry with backoff, fall back, or fail (`Attempt.decide`). */
+    /**
+     * After a failed call that started at `startedAt`: retry with backoff, fall back, or fail
+     * (`Attempt.decide`). What the paid calls that succeeded gave (`partialResult`) is kept on
+     * the running attempt first, with the decision's write: its next submit asks only for the rest.
+     */
     const fail = (record: Task.TaskRecord, error: UpstreamError, now: number, startedAt: number) =>
       Effect.gen(function*() {
         // The step's annotations (taskId, model) come with it.
         yield* Effect.logWarning(`engine: upstream call of task ${record.id} failed: ${error.message}`).pipe(
-          Effect.annotateLogs({ reason: error.reason ?? "none", retryable: error.retryable })
+          Effect.annotateLogs({
+            reason: error.reason ?? "none",
+            retryable: error.retryable,
+            ...(error.partialResult === undefined ? {} : { kept: error.partialResult.urls.length })
+          })
         )
+        // The decision's attempts start from the running one with what its calls drew.
+        const kept = error.partialResult === undefined
+          ? record
+          : new Task.TaskRecord({ ...record, attempts: touch(record, startedAt, { partialResult: error.partialResult }) }, true)
         const jitter = yield* Random.next
         const decision = Attempt.decide({
-          record,
+          record: kept,
           error,
           now,
           startedAt,
@@ -286,7 +298,9 @@ export const make = (options: Options = {}, worker = "worker"): Effect.Effect<
     const submitContext = (record: Task.TaskRecord): Upstream.SubmitContext => ({
       taskId: record.id,
       idempotencyKey: Attempt.idempotencyKey(record),
-      request: record.input
+      request: record.input,
+      // What the attempt's earlier calls drew, kept when its last submit failed in part.
+      ...(Attempt.open(record)?.partialResult === undefined ? {} : { partialResult: Attempt.open(record)!.partialResult! })
     })
 
     /** An accepted job: polled soon, as SUBMITTED (or the same status after a fallback). */

@@ -11,14 +11,18 @@
  *   takes nearest the job's, and an `n` above what one call draws (dall-e-3: 1) is split
  *   into several calls;
  * - the answer's `data[]` holds a `url` or a `b64_json` each; base64 images are stored in the
- *   MediaStore, so the task still returns URLs.
+ *   MediaStore, so the task still returns URLs;
+ * - of a split job, each call is paid for: when some fail, the others run to their end and
+ *   the submit fails with what they drew (`UpstreamError.partialResult`), which the engine
+ *   keeps on the attempt and gives back with its next submit (`SubmitContext.partialResult`);
+ *   that submit asks only for the images still missing.
  *
  * `Authorization: Bearer <key>`; a refusal by the provider's safety system (400,
  * `content_policy_violation` or `moderation_blocked`) is CONTENT_MODERATION.
  */
 import type { Task } from "@mediagate/core"
 import { MediaProbe, MediaStore, UpstreamError } from "@mediagate/core"
-import { Effect, Option } from "effect"
+import { Effect, Either, Option } from "effect"
 import * as ProviderHttp from "./ProviderHttp.js"
 import type { Provider } from "./Router.js"
 
@@ -177,19 +181,44 @@ export const make = (options: Options): Effect.Effect<Provider, never, MediaStor
 
     const provider: Provider = {
       name,
-      submit: (job, given) =>
+      submit: (job, given, context) =>
         Effect.gen(function*() {
           // The target's model unless the input names one.
-          const input = given["model"] === undefined ? { model: job.model, ...given } : given
+          const named = given["model"] === undefined ? { model: job.model, ...given } : given
+          // What this attempt's earlier calls drew is kept: only the rest is asked for.
+          const kept = context.partialResult?.urls ?? []
+          const n = named["n"]
+          const input = kept.length > 0 && typeof n === "number" ? { ...named, n: n - kept.length } : named
+          if (kept.length > 0 && typeof n === "number" && n <= kept.length) {
+            return { _tag: "Completed" as const, result: ProviderHttp.result(job.job, kept.slice(0, n)) }
+          }
           const imageUrls = job.job.imageUrls
           const images = yield* Effect.forEach(imageUrls, reference, { concurrency: 4 })
-          // Several calls go at once: a synchronous job's time limit covers them all.
+          // Several calls go at once: a synchronous job's time limit covers them all. Each runs
+          // to its end whatever the others do: a call that failed does not lose what the others drew.
           const answers = yield* Effect.forEach(callsOf(input), (call) =>
-            images.length === 0
+            (images.length === 0
               ? ProviderHttp.send(name, { method: "POST", url: `${base}/v1/images/generations`, headers, body: call })
-              : ProviderHttp.send(name, { method: "POST", url: `${base}/v1/images/edits`, headers, form: editForm(call, images) }), { concurrency: "unbounded" })
-          const urls = yield* Effect.forEach(answers, (answer) => files(answer.body))
-          return { _tag: "Completed" as const, result: ProviderHttp.result(job.job, urls.flat()) }
+              : ProviderHttp.send(name, { method: "POST", url: `${base}/v1/images/edits`, headers, form: editForm(call, images) })).pipe(
+                Effect.flatMap((answer) => files(answer.body)),
+                Effect.either
+              ), { concurrency: "unbounded" })
+          const drawn = [...kept, ...answers.flatMap((answer) => Either.isRight(answer) ? answer.right : [])]
+          const failures = answers.flatMap((answer) => Either.isLeft(answer) ? [answer.left] : [])
+          // A permanent failure decides the attempt's end; otherwise the first transient one is told.
+          const failure = failures.find((error) => !error.retryable) ?? failures[0]
+          if (failure === undefined) return { _tag: "Completed" as const, result: ProviderHttp.result(job.job, drawn) }
+          if (drawn.length === 0) return yield* Effect.fail(failure)
+          // The images drawn were paid for: the engine keeps them on the attempt and hands them back.
+          return yield* Effect.fail(
+            new UpstreamError({
+              message: `${failure.message} (${drawn.length} image(s) drawn before it are kept for the attempt)`,
+              reason: failure.reason,
+              retryable: failure.retryable,
+              ...(failure.retryAfterMs === undefined ? {} : { retryAfterMs: failure.retryAfterMs }),
+              partialResult: ProviderHttp.result(job.job, drawn)
+            })
+          )
         }),
       poll: () =>
         Effect.fail(new UpstreamError({ message: `${name} is synchronous: there is no job to poll`, reason: null, retryable: false }))

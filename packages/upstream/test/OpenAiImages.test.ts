@@ -148,6 +148,52 @@ describe("OpenAI images adapter", () => {
     expect(size(null, "gpt-image-1", [1024, 1536])).toBe("1024x1536")
   })
 
+  it("a split dall-e-3 job one of whose calls fails keeps the others' images: the retry asks only for the missing one", async () => {
+    const job = Testing.job({ n: 3 })
+    const input = OpenAiImages.defaultInput(job, "dall-e-3")
+    const generations = () => api.requests.filter((request) => request.path === "/v1/images/generations")
+    const before = generations().length
+    // Exactly one of the three calls fails, once.
+    api.failNext(FakeOpenAi.serverError(), { path: /\/v1\/images\/generations$/ })
+    // One MediaStore throughout: the kept images are the ones it stored at the first submit.
+    const { failed, retried, images } = await run(Effect.gen(function*() {
+      const provider = yield* OpenAiImages.make({ key: "sk-test", baseUrl: api.url })
+      const failed = yield* Effect.flip(provider.submit({ job, model: "dall-e-3" }, input, context))
+      // The engine hands the kept images back with the attempt's next submit.
+      const partial = failed.partialResult === undefined ? {} : { partialResult: failed.partialResult }
+      const retried = yield* provider.submit({ job, model: "dall-e-3" }, input, { ...context, ...partial })
+      if (retried._tag !== "Completed") throw new Error("expected the images")
+      return { failed, retried: retried.result, images: yield* Effect.forEach(retried.result.urls, fetchResult) }
+    }))
+    // Three calls, then one asking for the one image missing.
+    const calls = generations().slice(before)
+    expect(calls.map((request) => FakeServer.json(request).n)).toEqual([1, 1, 1, 1])
+    expect(failed).toMatchObject({ _tag: "UpstreamError", retryable: true, reason: null })
+    const kept = failed.partialResult?.urls ?? []
+    expect(failed.partialResult?.type).toBe("image")
+    expect(kept).toHaveLength(2)
+    expect(retried.urls).toHaveLength(3)
+    expect(retried.urls.slice(0, 2)).toEqual(kept)
+    for (const bytes of images) expect(Png.readPngSize(bytes)).toEqual({ width: 1792, height: 1024 })
+  })
+
+  it("a split job whose calls all fail keeps nothing; a submit with every image kept asks for none", async () => {
+    const job = Testing.job({ n: 2 })
+    const input = OpenAiImages.defaultInput(job, "dall-e-3")
+    api.failNext(FakeOpenAi.serverError(503), { path: /\/v1\/images\/generations$/, times: 2 })
+    const failed = await run(Effect.flip(submit(job, input, "dall-e-3")))
+    expect(failed.retryable).toBe(true)
+    expect(failed.partialResult).toBeUndefined()
+    const before = api.requests.length
+    const partialResult = { type: "image" as const, urls: [`${cdn}a.png`, `${cdn}b.png`] }
+    const done = await run(
+      Effect.flatMap(OpenAiImages.make({ key: "sk-test", baseUrl: api.url }), (provider) =>
+        provider.submit({ job, model: "dall-e-3" }, input, { ...context, partialResult }))
+    )
+    expect(done).toEqual({ _tag: "Completed", result: partialResult })
+    expect(api.requests.length).toBe(before)
+  })
+
   it("the default input asks dall-e for base64 (its URLs expire in an hour), never the GPT image models", () => {
     const job = Testing.job({ n: 2 })
     expect(OpenAiImages.defaultInput(job, "dall-e-3")).toEqual({ model: "dall-e-3", prompt: "a test", n: 2, size: "1792x1024", response_format: "b64_json" })

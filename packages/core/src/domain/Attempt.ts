@@ -60,7 +60,7 @@ export const idempotencyKey = (record: TaskRecord): string => `${record.id}.${cu
 export const touch = (
   record: TaskRecord,
   startedAt: number,
-  patch: Partial<Pick<UpstreamAttempt, "upstreamId" | "error" | "transientFailures" | "upstreamResult" | "copyFailures">> = {},
+  patch: Partial<Pick<UpstreamAttempt, "upstreamId" | "error" | "transientFailures" | "upstreamResult" | "copyFailures" | "partialResult">> = {},
   /** The provider target of a new attempt (`Upstream.describe`). */
   provider?: string
 ): ReadonlyArray<UpstreamAttempt> => {

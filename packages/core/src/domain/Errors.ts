@@ -2,7 +2,7 @@
  * Domain errors. They never carry HTTP shapes; the HTTP layer maps them to the envelope.
  */
 import { Effect, Schema } from "effect"
-import { FailureReason, TaskStatus } from "./Task.js"
+import { FailureReason, TaskResult, TaskStatus } from "./Task.js"
 
 /** A client's string in a message, cut short: an error should not echo a megabyte back. */
 export const shortened = (value: string): string => (value.length > 64 ? `${value.slice(0, 64)}…` : value)
@@ -89,7 +89,13 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
    * failures. A transient failure; the attempt moves to the next target at once when the
    * upstream has one (`Upstream.failover`), and is otherwise retried with backoff.
    */
-  circuitOpen: Schema.optional(Schema.Boolean)
+  circuitOpen: Schema.optional(Schema.Boolean),
+  /**
+   * A job the upstream runs as several paid calls (dall-e-3's `n` images) failed in part:
+   * what the calls that succeeded gave (with the context's `partialResult`, if any). The
+   * engine keeps it on the running attempt and hands it back with the attempt's next submit.
+   */
+  partialResult: Schema.optional(TaskResult)
 }) {}
 
 /** The media store could not keep or serve bytes. */

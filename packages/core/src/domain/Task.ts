@@ -94,7 +94,14 @@ export const UpstreamAttempt = Schema.Struct({
    */
   upstreamResult: Schema.optional(TaskResult),
   /** Failed tries to copy `upstreamResult` so far (the last one's message is `error`). */
-  copyFailures: Schema.optional(Schema.Int)
+  copyFailures: Schema.optional(Schema.Int),
+  /**
+   * What the paid calls of this attempt that succeeded gave, when a job split into several
+   * calls (dall-e-3's `n`) failed in part (`UpstreamError.partialResult`): handed back to the
+   * upstream with the attempt's next submit (`SubmitContext.partialResult`), which asks only
+   * for the rest. Absent when nothing of the attempt was kept, and in rows written before it existed.
+   */
+  partialResult: Schema.optional(TaskResult)
 }).annotations({ identifier: "UpstreamAttempt" })
 export type UpstreamAttempt = typeof UpstreamAttempt.Type
 

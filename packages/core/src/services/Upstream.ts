@@ -55,6 +55,12 @@ export interface SubmitContext {
   readonly idempotencyKey: string
   /** The client's input as submitted, with `model`: what a relay to another gateway passes on. */
   readonly request: TaskInput
+  /**
+   * What the calls of this attempt that succeeded already gave: an earlier submit of the
+   * attempt failed with `UpstreamError.partialResult`. The upstream asks only for the rest
+   * and answers the whole, these files first. Absent for an attempt with nothing kept.
+   */
+  readonly partialResult?: TaskResult
 }
 
 /** A provider's webhook as it arrived at `/webhooks/{provider}/{token}`: raw, for its signature. */
@@ -72,6 +78,15 @@ export interface InboundWebhook {
  * An upstream provider. Failures are `UpstreamError`s, classified: `retryable` for transient
  * ones (connection error, timeout, 5xx, 429, with `retryAfterMs` from `Retry-After`), which
  * the engine retries with backoff; permanent ones carry the task's `failure_reason`.
+ *
+ * A job that succeeded upstream is never paid for twice. An upstream whose submit makes
+ * several paid calls for one job (the OpenAI images adapter splits an `n` above what one
+ * call draws) and sees some of them fail keeps what the others gave: it fails with the
+ * error and `partialResult`, the files drawn so far. The engine records them on the running
+ * attempt (`UpstreamAttempt.partialResult`, in the store, so that they outlive a restart)
+ * before it decides on the failure, and the attempt's next submit carries them
+ * (`SubmitContext.partialResult`): the upstream asks only for the missing files. They belong
+ * to the attempt: a fallback or failover starts a new attempt, which asks for the whole job.
  */
 export class Upstream extends Context.Tag("@mediagate/core/Upstream")<Upstream, {
   readonly submit: (job: UpstreamJob, context: SubmitContext) => Effect.Effect<SubmitOutcome, UpstreamError>
