@@ -71,6 +71,17 @@ const peersOf = (name) => {
   const manifest = manifests.find((m) => m.name === name)
   return Object.fromEntries(Object.entries(manifest.peerDependencies ?? {}).filter(([peer]) => !peer.startsWith("@mediagate/") && peers[peer] === undefined))
 }
+/**
+ * The typed client alone, for a program that calls a mediagate server without embedding it:
+ * its tarball needs @mediagate/core's too (a dependency, and not on the npm registry).
+ */
+const clientAlone = ["@mediagate/client", "@mediagate/core"]
+const clientPeers = Object.fromEntries(
+  manifests
+    .filter((m) => clientAlone.includes(m.name))
+    .flatMap((m) => Object.entries(m.peerDependencies ?? {}).filter(([peer]) => !peer.startsWith("@mediagate/")))
+)
+
 const extras = {
   "@mediagate/store-sql":
     "SQLite or PostgreSQL backends (`@mediagate/server/sql`; better-sqlite3 compiles in its install script, which npm 11 runs once allowed: `npm pkg set allowScripts.better-sqlite3=true --json`)",
@@ -78,10 +89,16 @@ const extras = {
 }
 
 if (json) {
-  console.log(JSON.stringify({ dest, tarballs, embedding, peers, install: install(embedding, peers) }, null, 2))
+  console.log(
+    JSON.stringify({ dest, tarballs, embedding, peers, install: install(embedding, peers), clientAlone: install(clientAlone, clientPeers) }, null, 2)
+  )
 } else {
   console.log(`\n${packed.length} tarballs in ${dest}\n\nIn your project, install what embedding needs (Node 20, 22 or 24):\n\n  ${install(embedding, peers)}\n`)
   for (const [name, what] of Object.entries(extras)) {
     if (tarballs[name] !== undefined) console.log(`For ${what}, also:\n\n  ${install([name], peersOf(name))}\n`)
   }
+  console.log(
+    `For the typed client alone, in a program that calls a mediagate server without embedding it (the client's tarball needs core's):\n\n  ${install(clientAlone, clientPeers)}\n`
+  )
+  console.log("The README's Express example also needs Express itself: add 'express@^5' to the first line.\n")
 }

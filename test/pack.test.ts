@@ -115,6 +115,7 @@ interface PackAll {
   readonly embedding: ReadonlyArray<string>
   readonly peers: Record<string, string>
   readonly install: string
+  readonly clientAlone: string
 }
 
 /** Runs a file of the scratch project with plain node and nothing but PATH. */
@@ -196,6 +197,10 @@ describe("the packages as a user installs them", () => {
     for (const name of pack.embedding) expect(pack.install).toContain(pack.tarballs[name]!.file)
     expect(pack.peers).toEqual({ effect: "^3.22.0", "@effect/platform": "^0.97.0", "@effect/platform-node": "^0.108.0" })
     expect(pack.install).toMatch(/^npm install /)
+    // The client alone needs core's tarball (a dependency that is not on the npm registry).
+    expect(pack.clientAlone.split(" ").slice(2).sort()).toEqual(
+      [pack.tarballs["@mediagate/client"]!.file, pack.tarballs["@mediagate/core"]!.file, "'effect@^3.22.0'", "'@effect/platform@^0.97.0'"].sort()
+    )
 
     // The scratch project: our tarballs, and the peers and frameworks a host installs itself, at the workspace's versions.
     const app = join(scratch, "app")
