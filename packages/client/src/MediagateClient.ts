@@ -3,13 +3,14 @@
  * client Effect derives from the one HttpApi contract, with the bearer key on each request
  * and the contract's errors turned into `MediagateError`.
  */
-import { HttpApiClient, HttpClient, HttpClientRequest, UrlParams } from "@effect/platform"
-import { Api, type ModelInfo, type Task } from "@mediagate/core"
-import { Config, type ConfigError, Context, Effect, Either, FiberRef, Layer, Redacted } from "effect"
+import { HttpApiClient, HttpClient, HttpClientRequest, HttpClientResponse, UrlParams } from "@effect/platform"
+import { Api, type ModelInfo, Task } from "@mediagate/core"
+import { createParser, type EventSourceMessage } from "eventsource-parser"
+import { Config, type ConfigError, Context, Effect, Either, FiberRef, Layer, Option, Redacted, Schema, Stream } from "effect"
 import { globalValue } from "effect/GlobalValue"
-import { type ClientError, MediagateError, refail, type RunTimeout } from "./Errors.js"
+import { type ClientError, MediagateError, refail, type RunTimeout, TransportError } from "./Errors.js"
 import type { InputOf, ModelId } from "./Models.js"
-import { type RunOptions, waitForEnd } from "./Run.js"
+import { type RunOptions, type Update, waitForEnd } from "./Run.js"
 
 /** Where the server is and the key to call it with. */
 export interface ClientOptions {
@@ -96,6 +97,13 @@ export interface Client {
   ) => Effect.Effect<Task.Task, ClientError | RunTimeout>
   /** Waits until a submitted task ends (what `run` does after submitting). */
   readonly waitFor: (taskId: string, options?: RunOptions) => Effect.Effect<Task.Task, ClientError | RunTimeout>
+  /**
+   * The task's events stream (`GET /api/v1/task/{taskId}/events`), parsed: the task at once
+   * and at each change of status, its status and progress at each change of progress, a
+   * `KeepAlive` for each comment; it ends after the terminal status. Fails when the server
+   * answers an error or something other than `text/event-stream`.
+   */
+  readonly events: (taskId: string) => Stream.Stream<Update, ClientError>
   /** The model catalog: every model with the JSON Schema of its input. */
   readonly models: Effect.Effect<ReadonlyArray<ModelInfo.ModelInfo>, ClientError>
   /** The client derived from the contract, for the endpoints not wrapped here (account, callbacks). */
@@ -140,10 +148,44 @@ export type ApiClient = Effect.Effect.Success<ReturnType<typeof derive>>
 /** The mediagate client as a service. */
 export class MediagateClient extends Context.Tag("@mediagate/client/MediagateClient")<MediagateClient, Client>() {}
 
+const decodeTask = Schema.decodeUnknown(Schema.parseJson(Task.Task))
+const decodeProgress = Schema.decodeUnknown(
+  Schema.parseJson(Schema.Struct({ status: Task.Task.fields.status, progress: Schema.NullOr(Task.WireProgress) }))
+)
+
+/** An event of the stream as what it tells; none for an event of another name (a later server's). */
+const update = (message: EventSourceMessage | "comment"): Effect.Effect<Option.Option<Update>, ClientError> => {
+  if (message === "comment") return Effect.succeedSome({ _tag: "KeepAlive" })
+  switch (message.event) {
+    case "task":
+      return decodeTask(message.data).pipe(Effect.map((task) => Option.some({ _tag: "Task", task } as const)), Effect.catchAll(refail))
+    case "progress":
+      return decodeProgress(message.data).pipe(
+        Effect.map(({ progress, status }) => Option.some({ _tag: "Progress", status, progress } as const)),
+        Effect.catchAll(refail)
+      )
+    default:
+      return Effect.succeedNone
+  }
+}
+
+/** The messages of a text/event-stream body, read with eventsource-parser (a parser per stream). */
+const messages = <E>(text: Stream.Stream<string, E>): Stream.Stream<EventSourceMessage | "comment", E> =>
+  Stream.suspend(() => {
+    const parsed: Array<EventSourceMessage | "comment"> = []
+    const parser = createParser({ onEvent: (message) => void parsed.push(message), onComment: () => void parsed.push("comment") })
+    return Stream.mapConcat(text, (chunk) => {
+      parser.feed(chunk)
+      return parsed.splice(0)
+    })
+  })
+
 /** Makes a client from `HttpApiClient.make(Api.MediagateApi)` on the HttpClient in context. */
 export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     const api = yield* derive(options)
+    const http = yield* HttpClient.HttpClient
+    const key = typeof options.apiKey === "string" ? Redacted.make(options.apiKey) : options.apiKey
 
     /**
      * The body of a submit (and of an estimate), checked with the contract's own decoder, as
@@ -203,8 +245,29 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
         Effect.withSpan("MediagateClient.cancel", { attributes: { taskId } })
       )
 
+    const events = (taskId: string): Stream.Stream<Update, ClientError> =>
+      Stream.unwrap(Effect.gen(function*() {
+        const request = HttpClientRequest.get(`/api/v1/task/${encodeURIComponent(taskId)}/events`).pipe(
+          HttpClientRequest.prependUrl(options.baseUrl.toString()),
+          HttpClientRequest.bearerToken(Redacted.value(key)),
+          HttpClientRequest.setHeader("accept", "text/event-stream")
+        )
+        const response = yield* http.execute(request).pipe(Effect.flatMap(HttpClientResponse.filterStatusOk), Effect.catchAll(refail))
+        const type = response.headers["content-type"] ?? ""
+        if (!type.toLowerCase().startsWith("text/event-stream")) {
+          return yield* new TransportError({ message: `${request.url} answered ${type === "" ? "no Content-Type" : type}, not text/event-stream` })
+        }
+        return response.stream.pipe(
+          Stream.catchAll(refail),
+          Stream.decodeText(),
+          messages,
+          Stream.mapEffect(update),
+          Stream.filterMap((found) => found)
+        )
+      })).pipe(Stream.withSpan("MediagateClient.events", { attributes: { taskId } }))
+
     const waitFor = (taskId: string, runOptions: RunOptions = {}) =>
-      waitForEnd(taskId, get, runOptions).pipe(Effect.withSpan("MediagateClient.waitFor", { attributes: { taskId } }))
+      waitForEnd(taskId, get, runOptions, events).pipe(Effect.withSpan("MediagateClient.waitFor", { attributes: { taskId } }))
 
     const run = <M extends ModelId>(model: M, input: InputOf<M>, runOptions: RunOptions & SubmitOptions = {}) =>
       Effect.flatMap(submit(model, input, runOptions), (taskId) => waitFor(taskId, runOptions)).pipe(
@@ -217,7 +280,7 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
       Effect.withSpan("MediagateClient.models")
     )
 
-    return { submit, estimate, get, list, cancel, run, waitFor, models, api } satisfies Client
+    return { submit, estimate, get, list, cancel, run, waitFor, events, models, api } satisfies Client
   })
 
 /** The list's query parameters, as the server reads them. */

@@ -6,7 +6,7 @@ export { type ClientError, MediagateError, RunTimeout, TransportError } from "./
 /** Model ids and their input types. */
 export { type CatalogSpec, type InputOf, isModelId, type ModelId, modelIds } from "./Models.js"
 /** How `run` waits. */
-export { pollBackoff, type RunOptions, terminalStatuses } from "./Run.js"
+export { pollBackoff, type RunOptions, terminalStatuses, type Update } from "./Run.js"
 /** The promise facade. */
 export { Mediagate, type PromiseRunOptions } from "./Mediagate.js"
 /** A receiver's check of a mediagate callback (Standard Webhooks signature), and why it refuses one. */
