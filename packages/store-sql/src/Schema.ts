@@ -4,6 +4,7 @@
  * migrations table is ours too (`<prefix>migrations`). The DDL is plain enough to be the
  * same for SQLite and PostgreSQL.
  */
+import type { SqlError } from "@effect/sql"
 import { Migrator, SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
@@ -20,6 +21,7 @@ export const tables = (prefix: string) => ({
   idempotencyKeys: `${prefix}idempotency_keys`,
   rateBuckets: `${prefix}rate_buckets`,
   holds: `${prefix}holds`,
+  databaseId: `${prefix}database_id`,
   migrations: `${prefix}migrations`
 })
 
@@ -269,9 +271,29 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
       yield* sql`ALTER TABLE ${sql(t.tasks)} ADD COLUMN callback_events TEXT`
       // The event a callback tells of; null for the spec's terminal callback with its own body.
       yield* sql`ALTER TABLE ${sql(t.callbacks)} ADD COLUMN event TEXT`
+    }),
+    "0020_database_id": Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // One random id for these tables in this database: the task store and the ledger that
+      // read the same id write a task and its reservation in one transaction (`databaseIdOf`).
+      yield* sql`CREATE TABLE ${sql(t.databaseId)} (id TEXT NOT NULL)`
+      const random = sql.literal(sql.onDialectOrElse({ pg: () => "md5(random()::text || clock_timestamp()::text)", orElse: () => "lower(hex(randomblob(16)))" }))
+      yield* sql`INSERT INTO ${sql(t.databaseId)} (id) VALUES (${random})`
     })
   }
 }
+
+/**
+ * The id of the tables of `prefix` in the client's database (migration 0020): the same for
+ * every backend on them, whichever client or process reads it, and another for another
+ * database or prefix (two SQLite `:memory:` clients are two databases).
+ */
+export const databaseIdOf = (prefix: string): Effect.Effect<string, SqlError.SqlError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ readonly id: string }>`SELECT id FROM ${sql(tables(prefix).databaseId)}`
+    return `${prefix}:${String(rows[0]!.id)}`
+  })
 
 /**
  * Runs the pending migrations, each once, in the order of their numbers (the migrator sorts

@@ -2,7 +2,9 @@
  * TaskStore on @effect/sql: SQLite (the embedded default) and PostgreSQL (several nodes).
  * Every SqlError becomes the store's StoreError here (logged); none reaches a handler. How
  * statements reach the database is the executor's (`internal/Executor.ts`), the claim of due
- * work is `internal/ClaimDue.ts`.
+ * work is `internal/ClaimDue.ts`. A new task and its price's reservation are written in one
+ * transaction (`createHeld`) when the ledger keeps its entries in the same tables' database
+ * (`databaseId`); the ledger's statements are `internal/LedgerWrites.ts`.
  */
 import type { SqlClient } from "@effect/sql"
 import { Ids, TaskConflict, TaskStore } from "@mediagate/core"
@@ -14,7 +16,8 @@ import * as ClaimDue from "./internal/ClaimDue.js"
 import * as Executor from "./internal/Executor.js"
 import { refail as refailAs } from "./internal/refail.js"
 import { num, numOrNull, records, strOrNull } from "./internal/Rows.js"
-import { modelExpression } from "./Schema.js"
+import * as LedgerWrites from "./internal/LedgerWrites.js"
+import * as Schema from "./Schema.js"
 import * as TaskRow from "./TaskRow.js"
 
 /** Settings of the SQL store. */
@@ -35,12 +38,15 @@ export const make = (options: Options = {}): Effect.Effect<
   Effect.gen(function*() {
     const db = yield* Database.prepare("the task store", options)
     const { compile, isPg, sql, tables: t } = db
+    // Read before the executor takes the SQLite client's one connection for itself.
+    const databaseId = yield* Schema.databaseIdOf(options.tablePrefix ?? Database.defaultPrefix).pipe(refail("start"))
     const executor = yield* Executor.make(sql, isPg)
+    const ledger = LedgerWrites.make(db)
     const claimDue = ClaimDue.make(executor, db)
 
     // Statements, compiled once. Written with ?; PostgreSQL numbers its placeholders.
     const tasks = `"${t.tasks}"`
-    const modelOf = modelExpression(isPg)
+    const modelOf = Schema.modelExpression(isPg)
     const columns = TaskRow.columns
     const insertTask = compile(`INSERT INTO ${tasks} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`)
     const updateColumns = columns.filter((column) => column !== "id")
@@ -127,6 +133,16 @@ export const make = (options: Options = {}): Effect.Effect<
           : executor.transaction((run) =>
             Effect.zipRight(run(insertTask, TaskRow.values(TaskRow.toRow(task))), writeCallbacks(run, callbacks))
           )).pipe(Effect.asVoid, refail("create")),
+
+      databaseId,
+      // The hold first: too little credit ends the transaction before the task is written.
+      createHeld: (task, callbacks, hold) =>
+        executor.transaction((run) =>
+          ledger.reserve(run, hold).pipe(
+            Effect.zipRight(run(insertTask, TaskRow.values(TaskRow.toRow(task)))),
+            Effect.zipRight(writeCallbacks(run, callbacks))
+          )
+        ).pipe(Effect.asVoid, refail("createHeld")),
 
       get: (id) =>
         executor.run(selectById, [id]).pipe(

@@ -69,12 +69,27 @@ export class InsufficientCredits extends Data.TaggedError("InsufficientCredits")
 /** A charge or release for a task that has no reservation. */
 export class NoReservation extends Data.TaggedError("NoReservation")<{ readonly taskId: string }> {}
 
+/** A reservation to write: `amount` held from the account for the task, under the entry id `id`. */
+export interface Hold {
+  readonly id: string
+  readonly accountId: AccountId
+  readonly taskId: string
+  readonly amount: number
+  readonly at: number
+}
+
 /** The ledger. Every operation may fail with StoreError when the database does not answer, as in the TaskStore. */
 export class Ledger extends Context.Tag("@mediagate/core/Ledger")<Ledger, {
+  /**
+   * The database (and table prefix) the entries are kept in, when a TaskStore can write
+   * there too: a store with the same `databaseId` writes a new task and its reservation in
+   * one transaction (`TaskStore.createHeld`). Absent: the ledger shares no transaction.
+   */
+  readonly databaseId?: string | undefined
   /** Adds `amount` (> 0) to the account's balance, once per entry id: asked again with the same id, the entry already written, not written now. */
   readonly credit: (input: { readonly id: string; readonly accountId: AccountId; readonly amount: number; readonly at: number; readonly note: string | null }) => Effect.Effect<Credited, StoreError>
   /** Holds `amount` for the task, once; the existing reservation when there is one. */
-  readonly reserve: (input: { readonly id: string; readonly accountId: AccountId; readonly taskId: string; readonly amount: number; readonly at: number }) => Effect.Effect<LedgerEntry, InsufficientCredits | StoreError>
+  readonly reserve: (input: Hold) => Effect.Effect<LedgerEntry, InsufficientCredits | StoreError>
   /** Takes the task's held amount out of the balance, once; the existing charge or release when there is one. */
   readonly charge: (input: { readonly id: string; readonly taskId: string; readonly at: number }) => Effect.Effect<LedgerEntry, NoReservation | StoreError>
   /** Gives the task's held amount back, once; the existing charge or release when there is one. */

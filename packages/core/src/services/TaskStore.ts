@@ -6,6 +6,7 @@ import { Context } from "effect"
 import type { StoreError, TaskConflict } from "../domain/Errors.js"
 import type { AccountId, TaskId } from "../domain/Ids.js"
 import type { CallbackEvent, TaskRecord, TaskStatus } from "../domain/Task.js"
+import type { Hold, InsufficientCredits } from "./Ledger.js"
 
 /** Options of a claim for due work. */
 export interface ClaimOptions {
@@ -121,6 +122,21 @@ export interface TaskPage {
 export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStore, {
   /** Stores a new task, with the callbacks it already owes (a task that fails at once). */
   readonly create: (task: TaskRecord, callbacks?: ReadonlyArray<CallbackRow>) => Effect.Effect<void, StoreError>
+  /**
+   * The database (and table prefix) the tasks are kept in, for a store that can write its
+   * ledger's entries too (`createHeld`): the Ledger with the same `databaseId` keeps them there.
+   */
+  readonly databaseId?: string | undefined
+  /**
+   * `create` and the ledger's `reserve` of `hold` (the Ledger whose `databaseId` is this
+   * store's) in one transaction: both or neither. Too little credit fails it with
+   * InsufficientCredits, and nothing is written.
+   */
+  readonly createHeld?: (
+    task: TaskRecord,
+    callbacks: ReadonlyArray<CallbackRow>,
+    hold: Hold
+  ) => Effect.Effect<void, InsufficientCredits | StoreError>
   /** The task with this id, whoever owns it: for the engine and the deliverer, never for a client's request. */
   readonly get: (id: TaskId) => Effect.Effect<Option.Option<TaskRecord>, StoreError>
   /** The task with this id if `owner` owns it: what a client's request may read. */

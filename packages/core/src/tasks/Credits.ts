@@ -1,18 +1,19 @@
 /**
- * What credits do over a task's life, each rule in one place: the submit reserves the task's
- * price before the task is stored (`reserve`), the write that ends the task charges it on
+ * What credits do over a task's life, each rule in one place: the submit stores the task with
+ * its price held, both or neither (`storeHeld`), the write that ends the task charges it on
  * SUCCESS and gives it back on FAILURE, TIMEOUT and CANCELLED (`settle`), a settlement that
  * failed (a dropped database connection) is tried again at once in the background
  * (`settleRetrying`), and the scheduler's settlement sweep finishes what a crash left between
  * two writes. Amounts are integer micro-USD (1 USD = 1,000,000).
  */
-import { Duration, Effect, Either, Option, Schedule } from "effect"
+import { Clock, Duration, Effect, Either, Option, Schedule } from "effect"
 import type { StoreError } from "../domain/Errors.js"
 import type { Ids } from "../domain/Ids.js"
 import * as Ledger from "../services/Ledger.js"
 import type { TaskStatus } from "../domain/Task.js"
 import { isTerminal } from "../domain/Task.js"
 import type { TaskRecord } from "../domain/Task.js"
+import type { CallbackRow, TaskStore } from "../services/TaskStore.js"
 
 /** The movement that ends a task's reservation: a charge on SUCCESS, a release on any other end; none while it runs. */
 export const settlementOf = (status: TaskStatus): "charge" | "release" | undefined =>
@@ -22,13 +23,61 @@ export const settlementOf = (status: TaskStatus): "charge" | "release" | undefin
 export const entryId = (ids: Ids["Type"]) => Effect.map(ids.token(12), (token) => `le_${token}`)
 
 /**
- * Holds the price of the task `record` is about to store, for its owner. Fails with
- * InsufficientCredits, which the submit turns into a task that ends FAILURE with
- * INSUFFICIENT_POINTS.
+ * Stores the new task `record` (with the callbacks it owes) with its price held for its
+ * owner, both or neither. Fails with InsufficientCredits, having written nothing, which the
+ * submit turns into a task that ends FAILURE with INSUFFICIENT_POINTS.
+ *
+ * A store that keeps its tasks in the ledger's database (the same `databaseId`) writes both
+ * in one transaction (`TaskStore.createHeld`). Otherwise the hold is written first and the
+ * task after it, the two never split by an interruption; a task write that fails leaves a
+ * hold without a task, which `lapse` gives back within moments unless the task was stored
+ * all the same.
  */
-export const reserve = (ledger: Ledger.Ledger["Type"], ids: Ids["Type"], record: TaskRecord, now: number) =>
-  Effect.flatMap(entryId(ids), (id) =>
-    ledger.reserve({ id, accountId: record.ownerId, taskId: record.id, amount: record.job.priceMicroUsd, at: now }))
+export const storeHeld = (
+  ledger: Ledger.Ledger["Type"],
+  store: TaskStore["Type"],
+  ids: Ids["Type"],
+  record: TaskRecord,
+  callbacks: ReadonlyArray<CallbackRow>,
+  now: number
+): Effect.Effect<void, Ledger.InsufficientCredits | StoreError> =>
+  Effect.flatMap(entryId(ids), (id) => {
+    const hold: Ledger.Hold = { id, accountId: record.ownerId, taskId: record.id, amount: record.job.priceMicroUsd, at: now }
+    if (store.createHeld !== undefined && store.databaseId !== undefined && store.databaseId === ledger.databaseId) {
+      return store.createHeld(record, callbacks, hold)
+    }
+    return Effect.uninterruptible(
+      Effect.zipRight(ledger.reserve(hold), store.create(record, callbacks).pipe(Effect.onError(() => lapse(ledger, store, ids, record.id))))
+    )
+  })
+
+/**
+ * The hold of a task whose write failed (the ledger in another database than the task):
+ * released unless the task was stored all the same (the write's answer was lost), read back
+ * and tried again on `retrySchedule` in the background, as `settleRetrying` is; past that the
+ * settlement sweep has it. A daemon fiber, bounded in time: the submit goes on to fail.
+ */
+const lapse = (ledger: Ledger.Ledger["Type"], store: TaskStore["Type"], ids: Ids["Type"], taskId: TaskRecord["id"]) =>
+  store.get(taskId).pipe(
+    Effect.flatMap(Option.match({
+      onSome: () => Effect.succeed(false),
+      onNone: () =>
+        Effect.all([entryId(ids), Clock.currentTimeMillis]).pipe(
+          Effect.flatMap(([id, at]) => ledger.release({ id, taskId, at })),
+          Effect.as(true),
+          Effect.catchTag("NoReservation", () => Effect.succeed(false))
+        )
+    })),
+    Effect.retry(retrySchedule),
+    Effect.flatMap((released) =>
+      released ? Effect.logWarning(`credits: released the hold of task ${taskId}, whose write failed`) : Effect.void
+    ),
+    Effect.catchAll((cause) =>
+      Effect.logWarning(`credits: the hold of task ${taskId}, whose write failed, is still held after retries; the settlement sweep will release it`, cause)
+    ),
+    Effect.forkDaemon,
+    Effect.asVoid
+  )
 
 /**
  * Ends an ended task's reservation as its status says, once whoever asks. A task without a

@@ -12,7 +12,6 @@ import * as Credits from "./Credits.js"
 import type * as IdempotencyKeys from "../services/IdempotencyKeys.js"
 import * as IdempotentSubmit from "./IdempotentSubmit.js"
 import { Ids, TaskId } from "../domain/Ids.js"
-import { Ledger } from "../services/Ledger.js"
 import { ModelCatalog } from "../models/ModelCatalog.js"
 import type { ModelSpec } from "../models/ModelSpec.js"
 import { Moderation } from "../services/Moderation.js"
@@ -163,7 +162,6 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     const wakeup = yield* TaskWakeup
     const deliverer = yield* CallbackWakeup
     const upstream = yield* Upstream
-    const ledger = yield* Ledger
     const deadlines = yield* Deadlines
     const writes = yield* TaskWrites
     const changes = yield* TaskChanges
@@ -237,19 +235,20 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
           provider: upstream.provider !== undefined ? upstream.provider(job) : null
         })
       // Rules the spec says fail the task (not the call): the task is accepted and fails at
-      // once. Otherwise its price is held before it is stored, so a stored running task always
-      // has its reservation (a crash in between leaves a reservation without a task, which the
-      // settlement sweep releases); an account that cannot pay gets a task that failed with
-      // INSUFFICIENT_POINTS, as the spec's failure table has it.
-      const record = normalized.rejection !== undefined
-        ? yield* Effect.orDie(Transition.apply(pending, { to: "FAILURE", reason: "INVALID_PARAMETERS", message: normalized.rejection }, now))
-        : yield* Credits.reserve(ledger, ids, pending, now).pipe(
-          Effect.as(pending),
-          Effect.catchTag("InsufficientCredits", (error) =>
-            Effect.orDie(Transition.apply(pending, { to: "FAILURE", reason: "INSUFFICIENT_POINTS", message: Credits.insufficientMessage(error) }, now)))
+      // once. Otherwise it is stored with its price held, both or neither (one transaction
+      // when the ledger is in the task store's database), so a stored running task always has
+      // its reservation and a failed write holds nothing; an account that cannot pay gets a
+      // task that failed with INSUFFICIENT_POINTS, as the spec's failure table has it.
+      const fail = (reason: "INVALID_PARAMETERS" | "INSUFFICIENT_POINTS", message: string) =>
+        Effect.flatMap(Effect.orDie(Transition.apply(pending, { to: "FAILURE", reason, message }, now)), writes.create)
+      if (normalized.rejection !== undefined) {
+        yield* fail("INVALID_PARAMETERS", normalized.rejection)
+      } else {
+        yield* writes.createHeld(pending, now).pipe(
+          Effect.zipRight(wakeup.wake),
+          Effect.catchTag("InsufficientCredits", (error) => fail("INSUFFICIENT_POINTS", Credits.insufficientMessage(error)))
         )
-      yield* writes.create(record)
-      if (record.status === "PENDING") yield* wakeup.wake
+      }
       return taskId
     })
 

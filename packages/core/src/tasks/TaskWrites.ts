@@ -2,7 +2,8 @@
  * The one write path of task state. A change goes through the state machine, the callbacks
  * it owes are worked out here (a task that reaches a terminal state with a callBackUrl owes
  * exactly one; one that asked for callback events also owes `started` and throttled
- * `progress` ones), and the record and its callbacks are written together, all or nothing. The
+ * `progress` ones), and the record and its callbacks are written together, all or nothing. A
+ * new task's price is held with it, both or neither (`Credits.storeHeld`). The
  * write that ends a task then settles its credits (`Credits.settle`; nothing to settle under
  * `Ledger.layerUnbilled`), trying again in the background when the ledger fails; a crash
  * between the two is finished by the settlement sweep. The API (submit, cancel) and the
@@ -13,6 +14,7 @@ import * as Metrics from "../services/Metrics.js"
 import { Context, Effect, Either, Layer, Option } from "effect"
 import * as Credits from "./Credits.js"
 import type { IllegalTransition, StoreError, TaskConflict } from "../domain/Errors.js"
+import type { InsufficientCredits } from "../services/Ledger.js"
 import { Ledger } from "../services/Ledger.js"
 import type { UpstreamId } from "../domain/Ids.js"
 import { Ids } from "../domain/Ids.js"
@@ -83,6 +85,11 @@ export interface WriteOptions {
 export class TaskWrites extends Context.Tag("@mediagate/core/TaskWrites")<TaskWrites, {
   /** Stores a new task (PENDING, or already ended by a rule of its model) with the callback it owes. */
   readonly create: (record: TaskRecord) => Effect.Effect<void, StoreError>
+  /**
+   * Stores a new PENDING task with its price held at `now`, both or neither
+   * (`Credits.storeHeld`); InsufficientCredits when its owner cannot pay, nothing written.
+   */
+  readonly createHeld: (record: TaskRecord, now: number) => Effect.Effect<void, InsufficientCredits | StoreError>
   /** Applies `change` to `current` at `now` and writes it if `current` is still the stored version. */
   readonly apply: (
     current: TaskRecord,
@@ -207,13 +214,17 @@ export const make: Effect.Effect<TaskWrites["Type"], never, TaskStore | Ids | Le
           Effect.as(record)
         )))
 
+  /** A new task stored by `store` with the callbacks it owes. */
+  const created = <E>(proposed: TaskRecord, store: (record: TaskRecord, callbacks: ReadonlyArray<CallbackRow>) => Effect.Effect<void, E>) =>
+    Effect.flatMap(callbacksOwed(null, proposed), ({ callbacks, record }) =>
+      store(record, callbacks).pipe(
+        Effect.zipRight(Metrics.taskSubmitted(record)),
+        Effect.zipRight(owed(callbacks))
+      ))
+
   return {
-    create: (proposed) =>
-      Effect.flatMap(callbacksOwed(null, proposed), ({ callbacks, record }) =>
-        store.create(record, callbacks).pipe(
-          Effect.zipRight(Metrics.taskSubmitted(record)),
-          Effect.zipRight(owed(callbacks))
-        )),
+    create: (proposed) => created(proposed, store.create),
+    createHeld: (proposed, now) => created(proposed, (record, callbacks) => Credits.storeHeld(ledger, store, ids, record, callbacks, now)),
     apply: (current, change, now, options = {}) => {
       const base = options.attempts === undefined && options.progress === undefined ? current : new TaskRecord({
         ...current,

@@ -1,0 +1,115 @@
+/**
+ * The ledger's movements as statements on a transaction's connection, compiled once: what
+ * the SQL ledger runs in a transaction of its own, and what the task store runs in the
+ * transaction that stores a new task (`SqlTaskStore`'s `createHeld`), so that a reservation
+ * and its task are written both or neither. On PostgreSQL a movement about a task first
+ * takes an advisory lock on the task, so two nodes asking for the same movement write it once.
+ */
+import type { SqlError } from "@effect/sql"
+import { Ids, Ledger } from "@mediagate/core"
+import { Effect, Option } from "effect"
+import type * as Database from "../Database.js"
+import type { Run } from "./Executor.js"
+
+/** A row of the entries table. */
+export type EntryRow = {
+  id: string
+  account_id: string
+  task_id: string | null
+  kind: string
+  amount: number | string
+  held: number | string
+  at: number | string
+  note: string | null
+}
+
+/** A row of the entries table as an entry. */
+export const entryOf = (row: EntryRow): Ledger.LedgerEntry => ({
+  id: String(row.id),
+  accountId: Ids.AccountId.make(String(row.account_id)),
+  taskId: row.task_id === null ? null : String(row.task_id),
+  kind: String(row.kind) as Ledger.EntryKind,
+  amount: Number(row.amount),
+  held: Number(row.held),
+  at: Number(row.at),
+  note: row.note === null ? null : String(row.note)
+})
+
+/** The movements' statements for the tables of a prepared database. */
+export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "compile" | "isPg" | "tables">) => {
+  // Compiled once and run on the transaction's connection: the query builder's machinery
+  // around each statement cost more than the statement (docs/benchmarks.md), and a movement
+  // runs several.
+  const quoted = { entries: `"${t.ledgerEntries}"`, balances: `"${t.ledgerBalances}"`, open: `"${t.ledgerOpen}"` }
+  const insertEntry = compile(`INSERT INTO ${quoted.entries} (id, account_id, task_id, kind, amount, held, at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+  const addToSums = compile(
+    `INSERT INTO ${quoted.balances} (account_id, balance, reserved) VALUES (?, ?, ?)
+     ON CONFLICT (account_id) DO UPDATE SET balance = ${quoted.balances}.balance + excluded.balance, reserved = ${quoted.balances}.reserved + excluded.reserved`
+  )
+  const openReservation = compile(`INSERT INTO ${quoted.open} (task_id, entry_id, at) VALUES (?, ?, ?)`)
+  const closeReservation = compile(`DELETE FROM ${quoted.open} WHERE task_id = ?`)
+  // The kinds written out, not bound: the partial unique indexes of migration 0011 answer these.
+  const reservationOf = compile(`SELECT * FROM ${quoted.entries} WHERE task_id = ? AND kind = 'reserve'`)
+  const endOf = compile(`SELECT * FROM ${quoted.entries} WHERE task_id = ? AND kind IN ('charge', 'release')`)
+  const entryById = compile(`SELECT * FROM ${quoted.entries} WHERE id = ?`)
+  const sumsOf = compile(`SELECT balance, reserved FROM ${quoted.balances} WHERE account_id = ?`)
+  const lockAccount = compile(`SELECT 1 FROM ${quoted.balances} WHERE account_id = ? FOR UPDATE`)
+  // PostgreSQL: the hold in one statement, as the account's row is locked by its UPDATE until
+  // the commit; a submit of the same account waits for one statement and the commit, not
+  // for five round trips. The UPDATE's condition is checked again on the row's latest
+  // version after that wait (READ COMMITTED), so the sums never go below what is held. No
+  // row back: too little credit, or no sums row yet, which the statements below answer.
+  const holdAtOnce = compile(
+    `WITH held AS (
+       UPDATE ${quoted.balances} SET reserved = reserved + ? WHERE account_id = ? AND balance - reserved >= ? RETURNING account_id
+     ), entry AS (
+       INSERT INTO ${quoted.entries} (id, account_id, task_id, kind, amount, held, at, note)
+       SELECT ?, account_id, ?, 'reserve', 0, ?, ?, NULL FROM held RETURNING id
+     )
+     INSERT INTO ${quoted.open} (task_id, entry_id, at) SELECT ?, id, ? FROM entry RETURNING entry_id`
+  )
+  const advisoryLock = compile(`SELECT pg_advisory_xact_lock(hashtext(?))`)
+
+  /** Writes `entry` and moves its account's sums; a reservation is opened, a charge or release closes it. */
+  const write = (run: Run, entry: Ledger.LedgerEntry) =>
+    run(insertEntry, [entry.id, entry.accountId, entry.taskId, entry.kind, entry.amount, entry.held, entry.at, entry.note]).pipe(
+      Effect.zipRight(run(addToSums, [entry.accountId, entry.amount, entry.held])),
+      Effect.zipRight(
+        entry.kind === "reserve"
+          ? run(openReservation, [entry.taskId, entry.id, entry.at])
+          : entry.kind === "credit"
+          ? Effect.void
+          : run(closeReservation, [entry.taskId])
+      ),
+      Effect.as(entry)
+    )
+  /** PostgreSQL: the task's movements one at a time, to the commit. */
+  const lockTask = (run: Run, taskId: string) => (isPg ? Effect.asVoid(run(advisoryLock, [`ledger:${taskId}`])) : Effect.void)
+  const first = (rows: ReadonlyArray<Record<string, unknown>>) => Option.map(Option.fromNullable(rows[0] as EntryRow | undefined), entryOf)
+  const sums = (run: Run, accountId: string) =>
+    run(sumsOf, [accountId]).pipe(
+      Effect.map((rows) => ({ balance: Number(rows[0]?.["balance"] ?? 0), reserved: Number(rows[0]?.["reserved"] ?? 0) }))
+    )
+
+  /** `Ledger.reserve` within the caller's transaction: the existing reservation when there is one. */
+  const reserve = (run: Run, { accountId, amount, at, id, taskId }: Ledger.Hold): Effect.Effect<Ledger.LedgerEntry, Ledger.InsufficientCredits | SqlError.SqlError> =>
+    Effect.gen(function*() {
+      yield* lockTask(run, taskId)
+      const existing = first(yield* run(reservationOf, [taskId]))
+      if (Option.isSome(existing)) return existing.value
+      const entry: Ledger.LedgerEntry = { id, accountId, taskId, kind: "reserve", amount: 0, held: amount, at, note: null }
+      if (isPg && amount > 0) {
+        const held = yield* run(holdAtOnce, [amount, accountId, amount, id, taskId, amount, at, taskId, at])
+        if (held.length > 0) return entry
+      }
+      // On PostgreSQL the account's row is locked from here to the commit.
+      if (isPg) yield* run(lockAccount, [accountId])
+      const { balance, reserved } = yield* sums(run, accountId)
+      if (amount > balance - reserved) {
+        return yield* Effect.fail(new Ledger.InsufficientCredits({ accountId, requested: amount, available: balance - reserved }))
+      }
+      return yield* write(run, entry)
+    })
+
+  return { write, lockTask, first, sums, reserve, reservationOf, endOf, entryById, advisoryLock }
+}
