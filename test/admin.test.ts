@@ -67,6 +67,31 @@ describe("admin CLI", () => {
     expect((await admin(["acount", "list"])).code).toBe(1)
   })
 
+  it("help is plain text in a pipe; a mistyped command is named at its own level, with the one meant", { timeout: 120_000 }, async () => {
+    const nowhere = "sqlite:/nonexistent-folder/x.db"
+    // stdout is a pipe here, as in `npm run admin -- --help | less`.
+    const help = await admin(["--help"], nowhere)
+    expect(help.code).toBe(0)
+    expect(help.stdout).toContain("account")
+    expect(help.stdout).not.toContain("\u001b")
+    expect((await admin(["credits", "add", "--help"], nowhere)).stdout).not.toContain("\u001b")
+    expect(await admin(["account", "creat"], nowhere)).toMatchObject({
+      code: 1,
+      stdout: "",
+      stderr: "mediagate admin: unknown command account creat; did you mean account create?\n"
+    })
+    expect(await admin(["acount", "list"], nowhere)).toMatchObject({
+      code: 1,
+      stdout: "",
+      stderr: "mediagate admin: unknown command acount; did you mean account?\n"
+    })
+    expect(await admin(["key", "zap"], nowhere)).toMatchObject({
+      code: 1,
+      stdout: "",
+      stderr: "mediagate admin: unknown command key zap; the commands of key are create, revoke (mediagate admin key --help)\n"
+    })
+  })
+
   it("accounts and keys made by the CLI work at a running server; a revoked key stops within 5 s", { timeout: 120_000 }, async () => {
     const created = await admin(["account", "create", "--name", "acme", "--json"])
     expect(created.code).toBe(0)
