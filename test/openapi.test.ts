@@ -8,7 +8,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Validator } from "@seriousme/openapi-schema-validator"
 import { Ajv } from "ajv"
 import { AuthFailures, HeldRequests, RateLimit, Routes } from "@mediagate/http"
-import { Duration, Effect, Layer, Option } from "effect"
+import { Duration, Effect, Layer, Logger, Option } from "effect"
+import { Outage, outageServer } from "./outage.js"
 import { apiKey, idleServer, testServer } from "./support.js"
 
 interface Answer {
@@ -118,7 +119,7 @@ describe("the OpenAPI document", () => {
         conforms(wrongMethod, "components", "schemas", "MethodNotAllowed")
 
         // Statuses the server never answers are not documented.
-        expect(Object.keys(document.paths["/api/v1/task/{taskId}"]!["get"]!.responses).sort()).toEqual(["200", "400", "401", "404", "429", "500"])
+        expect(Object.keys(document.paths["/api/v1/task/{taskId}"]!["get"]!.responses).sort()).toEqual(["200", "400", "401", "404", "429", "500", "503"])
         expect(Object.keys(document.paths["/api/v1/task/submit"]!["post"]!.responses).sort()).toEqual(["200", "400", "401", "409", "413", "422", "429", "500", "503"])
       }))
   })
@@ -419,6 +420,23 @@ describe("the OpenAPI document says exactly what the server enforces", () => {
       expect(tooLargeEstimate.status).toBe(413)
       declared(document, "/api/v1/task/estimate", "post", tooLargeEstimate)
     }).pipe(Effect.provide(idleServer)))
+
+  it.effect("503 for a database out of reach, on every operation, is declared with its body and its Retry-After", () =>
+    Effect.gen(function*() {
+      const document = yield* getDocument
+      const taskId = yield* endedTask
+      Outage.down = true
+      try {
+        for (const { method, path, request } of operations(document, taskId)) {
+          const answer = yield* send(request)
+          expect([path, method, answer.status]).toEqual([path, method, 503])
+          expect(answer.headers["retry-after"]).toMatch(/^[1-9][0-9]*$/)
+          declared(document, path, method, answer)
+        }
+      } finally {
+        Outage.down = false
+      }
+    }).pipe(Effect.provide(outageServer), Effect.provide(Logger.replace(Logger.defaultLogger, Logger.none))))
 
   it.effect("429 from the key's rate limit, on every operation, is declared with its body and its Retry-After", () =>
     Effect.gen(function*() {

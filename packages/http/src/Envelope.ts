@@ -19,6 +19,7 @@ import type { Accounts } from "@mediagate/core"
 import { Cause, Effect, Option } from "effect"
 import { authenticate } from "./Auth.js"
 import { allowedMethods, isApiPath, notFoundMessage } from "./Paths.js"
+import * as StoreFailures from "./StoreFailures.js"
 
 /** A JSON envelope response. */
 export const envelope = (code: number, msg: string, data?: unknown, headers?: Record<string, string>) =>
@@ -33,8 +34,21 @@ export type HttpError<E> = E extends ValidationError ? Api.BadRequest
   : E extends ModerationUnavailable ? Api.ServiceUnavailable
   : E extends TaskNotFound ? Api.NotFound
   : E extends TaskNotCancellable | TaskConflict ? Api.Conflict
-  : E extends StoreError ? Api.InternalServerError
+  : E extends StoreError ? Api.ServiceUnavailable | Api.InternalServerError
   : E
+
+/**
+ * Seconds a 503 asks the client to wait (`Retry-After`) where the answer names none of its
+ * own: the database out of reach, moderation down, a server shutting down.
+ */
+export const retryAfterSeconds = 5
+
+/** The message of a request answered 503 because the database could not be reached. */
+export const storeUnavailableMessage = "the database is unavailable; try again later"
+
+/** 503 for a store that cannot reach its database (`StoreFailures.unreachable`); 500 for any other store failure. */
+const storeFailure = (error: StoreError): Api.ServiceUnavailable | Api.InternalServerError =>
+  StoreFailures.unreachable(error) ? new Api.ServiceUnavailable({ code: 503, msg: storeUnavailableMessage }) : Api.internalError()
 
 /** Maps a domain error onto the envelope error the contract gives it; other errors pass unchanged. */
 export const toHttpError = <E>(error: E): HttpError<E> => {
@@ -59,7 +73,7 @@ export const toHttpError = <E>(error: E): HttpError<E> => {
     : error instanceof TaskConflict
     ? new Api.Conflict({ code: 409, msg: "task is changing; try again" })
     : error instanceof StoreError
-    ? Api.internalError()
+    ? storeFailure(error)
     : error
   return mapped as HttpError<E>
 }
@@ -67,17 +81,45 @@ export const toHttpError = <E>(error: E): HttpError<E> => {
 /** The one log line of a failure answered with 500: its cause, never shown to the client. */
 const logAnsweredWith500 = (cause: Cause.Cause<unknown>) => Effect.logError("mediagate: unhandled failure answered with 500", cause)
 
+/** The one log line of a request answered 503 because the database could not be reached. */
+const logAnsweredWith503 = (cause: Cause.Cause<unknown>) =>
+  Effect.logWarning("mediagate: the database could not be reached; answered 503", cause)
+
+/** The log line of a store failure: 503's for the database out of reach, else 500's. */
+const logStoreFailure = (error: StoreError, cause: Cause.Cause<unknown>) =>
+  StoreFailures.unreachable(error) ? logAnsweredWith503(cause) : logAnsweredWith500(cause)
+
 /**
- * A use case's errors as the contract's (`toHttpError`). A store that failed is answered as a
- * defect is (`middleware`): 500 `internal server error`, with the same log line.
+ * A use case's errors as the contract's (`toHttpError`). A store that could not reach its
+ * database is 503 (Retry-After is added by `middleware`); a store that failed otherwise is
+ * answered as a defect is: 500 `internal server error`, with the same log line.
  */
 export const answerErrors = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, HttpError<E>, R> =>
   effect.pipe(
-    Effect.tapErrorCause((cause) =>
-      Option.exists(Cause.failureOption(cause), (error) => error instanceof StoreError) ? logAnsweredWith500(cause) : Effect.void
-    ),
+    Effect.tapErrorCause((cause) => {
+      const failure = Cause.failureOption(cause)
+      return Option.isSome(failure) && failure.value instanceof StoreError ? logStoreFailure(failure.value, cause) : Effect.void
+    }),
     Effect.mapError(toHttpError)
   )
+
+/**
+ * A StoreError that ended a request, as a failure or as a defect: authentication turns the
+ * accounts store's failure into a defect (it may only fail with 401).
+ */
+const storeErrorOf = (cause: Cause.Cause<unknown>): Option.Option<StoreError> =>
+  Cause.find(cause, (reason) =>
+    reason._tag === "Fail" && reason.error instanceof StoreError
+      ? Option.some(reason.error)
+      : reason._tag === "Die" && reason.defect instanceof StoreError
+      ? Option.some(reason.defect)
+      : Option.none())
+
+/** A 503 answer with Retry-After, unless it names its own. */
+const withRetryAfter = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse =>
+  response.status === 503 && response.headers["retry-after"] === undefined
+    ? HttpServerResponse.setHeader(response, "retry-after", String(retryAfterSeconds))
+    : response
 
 const isErrorEnvelope = (error: unknown): error is { readonly code: number; readonly msg: string; readonly data?: unknown } =>
   error instanceof Api.BadRequest || error instanceof Api.Unauthorized || error instanceof Api.NotFound ||
@@ -112,20 +154,34 @@ const unrouted = Effect.gen(function*() {
 const answer = (error: { readonly code: number; readonly msg: string; readonly data?: unknown }) =>
   envelope(error.code, error.msg, error.data)
 
-/** Wraps an app so that every failure it leaves unanswered becomes an envelope. */
-export const middleware = <E, R>(
+/** Every failure `app` leaves unanswered, as an envelope. */
+const answered = <E, R>(
   app: HttpApp.Default<E, R>
 ): HttpApp.Default<never, R | Accounts.Accounts | HttpServerRequest.HttpServerRequest> =>
   Effect.catchAllCause(app, (cause) => {
+    const store = storeErrorOf(cause)
+    if (Option.isSome(store) && StoreFailures.unreachable(store.value)) {
+      return logAnsweredWith503(cause).pipe(Effect.as(envelope(503, storeUnavailableMessage)))
+    }
     const failure = Cause.failureOption(cause)
     if (Option.isSome(failure)) {
       const error = failure.value as { readonly _tag?: string }
       if (isErrorEnvelope(error)) return Effect.succeed(answer(error))
       if (error._tag === "RouteNotFound") {
-        return unrouted.pipe(Effect.catchAll((unauthorized) => Effect.succeed(answer(unauthorized))))
+        // Authentication there may fail too (the accounts' database out of reach): answered alike.
+        return answered(unrouted.pipe(Effect.catchAll((unauthorized) => Effect.succeed(answer(unauthorized)))))
       }
       if (error._tag === "RequestError") return Effect.succeed(envelope(400, "the request could not be read"))
     }
     if (Cause.isInterruptedOnly(cause)) return Effect.succeed(envelope(503, "service unavailable"))
     return logAnsweredWith500(cause).pipe(Effect.as(envelope(500, "internal server error")))
   })
+
+/**
+ * Wraps an app so that every failure it leaves unanswered becomes an envelope, and every 503
+ * carries Retry-After. A store that could not reach its database is 503 wherever it failed.
+ */
+export const middleware = <E, R>(
+  app: HttpApp.Default<E, R>
+): HttpApp.Default<never, R | Accounts.Accounts | HttpServerRequest.HttpServerRequest> =>
+  Effect.map(answered(app), withRetryAfter)

@@ -315,6 +315,8 @@ export class MediagateApi extends HttpApi.make("mediagate")
   .add(AccountGroup)
   // Every endpoint is authenticated, and the limits run before authentication (HTTP layer).
   .addError(TooManyRequests)
+  // The database out of reach: any endpoint that reads or writes it (authentication does).
+  .addError(ServiceUnavailable)
   .addError(InternalServerError)
   // Answered for a wrong method on a known path, which no endpoint describes.
   .annotate(HttpApi.AdditionalSchemas, [MethodNotAllowed])

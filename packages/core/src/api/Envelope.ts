@@ -76,9 +76,17 @@ export class UnprocessableEntity extends Schema.Class<UnprocessableEntity>("Unpr
   HttpApiSchema.annotations({ status: 422 })
 ) {}
 
-/** 503: something the request needs is down (the moderation backend); nothing was created. */
+/**
+ * 503: something the request needs is down for a while: the moderation backend (nothing was
+ * created) or the database. The `Retry-After` header gives the seconds to wait
+ * (OpenApiDocument declares it).
+ */
 export class ServiceUnavailable extends Schema.Class<ServiceUnavailable>("ServiceUnavailable")(
-  envelopeError(503, "What is unavailable; nothing was created, and the request may be sent again later."),
+  envelopeError(
+    503,
+    "What is unavailable (the moderation backend, the database); send the request again after the seconds of the Retry-After header. " +
+      "A submit refused by moderation created nothing; one that lost the database may have been stored, so send it again with the same Idempotency-Key."
+  ),
   HttpApiSchema.annotations({ status: 503 })
 ) {}
 

@@ -3,7 +3,7 @@
  * framework's own decode error (`{issues, message, _tag}`) is never returned (every 400 is
  * `{code, msg}`: what HttpApi cannot decode is answered as `BadRequest`), and the titles and
  * ids Schema derives from code (`between(4, 15)`, `int`) are not names of the API. The
- * headers of a 429, which HttpApi cannot declare, are added, and so is the bearer key as the
+ * headers of a 429 and a 503, which HttpApi cannot declare, are added, and so is the bearer key as the
  * document's default security, which HttpApi writes on each operation only.
  */
 import type { OpenApi } from "@effect/platform"
@@ -36,10 +36,17 @@ type Response = {
 }
 
 /**
- * Headers of answers by status, which HttpApi has no way to declare: every 429 carries
- * Retry-After; the key's rate limit adds the IETF draft's RateLimit fields.
+ * Headers of answers by status, which HttpApi has no way to declare: every 429 and 503
+ * carries Retry-After; the key's rate limit adds the IETF draft's RateLimit fields.
  */
 const statusHeaders: Readonly<Record<string, Record<string, unknown>>> = {
+  "503": {
+    "Retry-After": {
+      description: "Seconds to wait before trying again.",
+      required: true,
+      schema: { type: "integer", minimum: 1 }
+    }
+  },
   "429": {
     "Retry-After": {
       description: "Seconds to wait before trying again.",
