@@ -6,12 +6,12 @@
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { StoreError } from "@mediagate/core"
 import { Cause, Effect, Either, Layer, Redacted } from "effect"
 import { existsSync } from "node:fs"
 import { dirname } from "node:path"
 import { migrate, tables } from "./Schema.js"
+import * as SqliteWorker from "./SqliteWorker.js"
 
 /** A parsed database URL. */
 export type DatabaseUrl =
@@ -36,14 +36,15 @@ const reason = (cause: Cause.Cause<unknown>) => {
 /**
  * SQLite at `filename`, WAL journal. Its folder must exist: a mistyped path fails here
  * instead of silently creating folders somewhere (a host that wants a default folder
- * creates it first).
+ * creates it first). The connection lives in a worker thread (`SqliteWorker`), so a
+ * statement that waits on the disk never holds the event loop.
  */
 export const layerSqlite = (filename: string): Layer.Layer<SqlClient.SqlClient, StoreError> =>
   Layer.unwrapEffect(
     Effect.suspend(() => {
       const folder = dirname(filename)
       return filename === ":memory:" || existsSync(folder)
-        ? Effect.succeed(SqliteClient.layer({ filename }))
+        ? Effect.succeed(SqliteWorker.layer({ filename }))
         : Effect.fail(new StoreError({ message: `cannot open database ${filename}: the folder ${folder} does not exist` }))
     })
   ).pipe(

@@ -1,0 +1,252 @@
+/**
+ * An `SqlClient` for SQLite whose connection lives in a worker thread. better-sqlite3 answers
+ * synchronously: on the main thread a statement that waits on the disk (a frozen or failing
+ * volume, a busy lock waited out for its timeout) held the event loop, and with it every
+ * request, /healthz included (issue 33). Here the main thread sends each statement to the
+ * worker and waits for its answer as for any other I/O; a stalled disk stalls only the
+ * statements.
+ *
+ * The connection is single, as in @effect/sql-sqlite-node's client (whose shape this
+ * follows): a semaphore hands it to one fiber at a time, a transaction keeps it from BEGIN to
+ * COMMIT, and the worker runs what it receives in order.
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import { SqlClient, SqlConnection, SqlError, Statement } from "@effect/sql"
+import type Sqlite from "better-sqlite3"
+import { Effect, Layer, Scope } from "effect"
+import { createRequire } from "node:module"
+import type * as Threads from "node:worker_threads"
+import { Worker } from "node:worker_threads"
+
+/** Settings of `make`. */
+export interface Options {
+  /** The database file, or `:memory:`. */
+  readonly filename: string
+  /** Keep the rollback journal instead of WAL. Default: WAL. */
+  readonly disableWAL?: boolean
+  /** Prepared statements kept per connection. Default 200. */
+  readonly prepareCacheSize?: number
+}
+
+type Operation = "rows" | "raw" | "values" | "unprepared" | "close"
+
+/** What the main thread sends: one statement (or `close`), numbered so its answer finds its caller. */
+interface Request {
+  readonly id: number
+  readonly op: Operation
+  readonly sql: string
+  readonly params: ReadonlyArray<unknown>
+  readonly safeIntegers: boolean
+}
+
+/** What the worker answers: the rows (or the run's result), or the error with its SQLite code. */
+interface Reply {
+  readonly id: number
+  readonly rows?: unknown
+  readonly error?: { readonly message: string; readonly code: string | undefined; readonly stage: "open" | "prepare" | "execute" }
+}
+
+interface WorkerData {
+  readonly driver: string
+  readonly filename: string
+  readonly wal: boolean
+  readonly cacheSize: number
+}
+
+/**
+ * The worker's whole program. It runs in the worker as the text of this function (see
+ * `source`), so it uses only its parameters: no import or other name of this module. Its
+ * inner functions are arrows passed as arguments, never named, so that a transpiler that
+ * keeps names (tsx does) inserts no helper call into it.
+ */
+const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite): void => {
+  const port = threads.parentPort!
+  const data = threads.workerData as WorkerData
+  const fail = (id: number, stage: "open" | "prepare" | "execute", cause: unknown): Reply => ({
+    id,
+    error: {
+      stage,
+      message: cause instanceof Error ? cause.message : String(cause),
+      code: typeof (cause as { code?: unknown })?.code === "string" ? (cause as { code: string }).code : undefined
+    }
+  })
+  let db: Sqlite.Database
+  try {
+    db = new Driver(data.filename)
+    if (data.wal) db.pragma("journal_mode = WAL")
+  } catch (cause) {
+    port.postMessage(fail(0, "open", cause))
+    return
+  }
+  // Prepared statements by text, the oldest dropped first (a Map keeps insertion order).
+  const cache = new Map<string, Sqlite.Statement>()
+  port.postMessage({ id: 0, rows: [] } satisfies Reply)
+  port.on("message", (request: Request) => {
+    if (request.op === "close") {
+      db.close()
+      port.close()
+      return
+    }
+    let statement: Sqlite.Statement | undefined
+    try {
+      statement = request.op === "unprepared" ? db.prepare(request.sql) : cache.get(request.sql)
+      if (statement === undefined) {
+        statement = db.prepare(request.sql)
+        cache.set(request.sql, statement)
+        if (cache.size > data.cacheSize) cache.delete(cache.keys().next().value!)
+      }
+    } catch (cause) {
+      port.postMessage(fail(request.id, "prepare", cause))
+      return
+    }
+    try {
+      let rows: unknown
+      if (statement.reader) {
+        statement.safeIntegers(request.safeIntegers)
+        if (request.op === "values") statement.raw(true)
+        try {
+          rows = statement.all(...request.params)
+        } finally {
+          if (request.op === "values") statement.raw(false)
+        }
+      } else {
+        statement.safeIntegers(request.safeIntegers)
+        const result = statement.run(...request.params)
+        rows = request.op === "raw" ? result : []
+      }
+      port.postMessage({ id: request.id, rows } satisfies Reply)
+    } catch (cause) {
+      port.postMessage(fail(request.id, "execute", cause))
+    }
+  })
+}
+
+/**
+ * What the worker evaluates: the program's text called with its two modules. `__name` is
+ * esbuild's helper for kept names, defined in case a transpiler put one in anyway.
+ */
+const source = [
+  "const __name = (target) => target;",
+  "const threads = require(\"node:worker_threads\");",
+  `(${workerProgram.toString()})(threads, require(threads.workerData.driver));`
+].join("\n")
+
+/**
+ * better-sqlite3 as @effect/sql-sqlite-node (the peer dependency that brings it) resolves it,
+ * found from this module: the worker loads it by this path.
+ */
+const driverPath = () => {
+  const here = createRequire(import.meta.url)
+  return createRequire(here.resolve("@effect/sql-sqlite-node")).resolve("better-sqlite3")
+}
+
+/** The error of a failed statement, as @effect/sql-sqlite-node words it, its SQLite code on the cause. */
+const sqlError = (error: NonNullable<Reply["error"]>) =>
+  new SqlError.SqlError({
+    cause: Object.assign(new Error(error.message), { name: "SqliteError", code: error.code }),
+    message: error.stage === "open"
+      ? `Failed to open database: ${error.message}`
+      : error.stage === "prepare"
+      ? "Failed to prepare statement "
+      : "Failed to execute statement"
+  })
+
+/**
+ * The worker and the calls waiting on it. While a call waits the worker keeps the process
+ * alive; while none does it does not, as an idle better-sqlite3 connection did not.
+ */
+const start = (options: Options) =>
+  Effect.async<{ readonly call: (op: Operation, sql: string, params: ReadonlyArray<unknown>, safeIntegers: boolean) => Effect.Effect<unknown, SqlError.SqlError>; readonly close: Effect.Effect<void> }, SqlError.SqlError>((resume) => {
+    const worker = new Worker(source, {
+      eval: true,
+      workerData: {
+        driver: driverPath(),
+        filename: options.filename,
+        wal: options.disableWAL !== true,
+        cacheSize: options.prepareCacheSize ?? 200
+      } satisfies WorkerData
+    })
+    const pending = new Map<number, (reply: Reply) => void>()
+    let next = 0
+    let stopped: string | undefined
+    let opened = false
+    const stopAll = (reason: string) => {
+      stopped ??= reason
+      const error = { message: `the SQLite worker stopped: ${stopped}`, code: undefined, stage: "execute" } as const
+      for (const [id, answer] of pending) answer({ id, error })
+      pending.clear()
+      if (!opened) {
+        opened = true
+        resume(Effect.fail(sqlError({ ...error, stage: "open" })))
+      }
+    }
+    const exited = new Promise<void>((done) => worker.once("exit", () => done()))
+    worker.on("message", (reply: Reply) => {
+      if (!opened) {
+        opened = true
+        worker.unref()
+        return resume(reply.error === undefined ? Effect.succeed({ call, close }) : Effect.fail(sqlError(reply.error)))
+      }
+      const answer = pending.get(reply.id)
+      pending.delete(reply.id)
+      if (pending.size === 0) worker.unref()
+      answer?.(reply)
+    })
+    worker.on("error", (error) => stopAll(error.message))
+    worker.on("exit", (code) => stopAll(`exit code ${code}`))
+    const call = (op: Operation, sql: string, params: ReadonlyArray<unknown>, safeIntegers: boolean) =>
+      Effect.async<unknown, SqlError.SqlError>((answer) => {
+        if (stopped !== undefined) return answer(Effect.fail(sqlError({ message: `the SQLite worker stopped: ${stopped}`, code: undefined, stage: "execute" })))
+        const id = ++next
+        if (pending.size === 0) worker.ref()
+        pending.set(id, (reply) => answer(reply.error === undefined ? Effect.succeed(reply.rows) : Effect.fail(sqlError(reply.error))))
+        worker.postMessage({ id, op, sql, params, safeIntegers } satisfies Request)
+      })
+    // Referenced until it has exited, so the connection closes (checkpointing the WAL) before the process ends.
+    const close = Effect.promise(() => {
+      worker.ref()
+      if (stopped === undefined) worker.postMessage({ id: 0, op: "close", sql: "", params: [], safeIntegers: false } satisfies Request)
+      return exited
+    })
+  })
+
+/** A client on `options.filename`, its worker ended (the connection closed) with the scope. */
+export const make = (options: Options): Effect.Effect<SqlClient.SqlClient, SqlError.SqlError, Scope.Scope | Reactivity.Reactivity> =>
+  Effect.gen(function*() {
+    const connection = yield* Effect.acquireRelease(start(options), (worker) => worker.close)
+    const run = (op: Operation, sql: string, params: ReadonlyArray<unknown>) =>
+      Effect.flatMap(SqlClient.SafeIntegers, (safe) => connection.call(op, sql, params, safe))
+    const rows = (op: Operation, sql: string, params: ReadonlyArray<unknown>, transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined) =>
+      Effect.map(run(op, sql, params), (result) => transformRows === undefined ? result as ReadonlyArray<any> : transformRows(result as ReadonlyArray<object>))
+    const self: SqlConnection.Connection = {
+      execute: (sql, params, transformRows) => rows("rows", sql, params, transformRows),
+      executeRaw: (sql, params) => run("raw", sql, params),
+      executeValues: (sql, params) => Effect.map(run("values", sql, params), (result) => result as ReadonlyArray<ReadonlyArray<unknown>>),
+      executeUnprepared: (sql, params, transformRows) => rows("unprepared", sql, params ?? [], transformRows),
+      executeStream: () => Effect.dieMessage("executeStream not implemented") as never
+    }
+    const semaphore = yield* Effect.makeSemaphore(1)
+    const acquirer = semaphore.withPermits(1)(Effect.succeed(self))
+    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
+      Effect.as(
+        Effect.zipRight(restore(semaphore.take(1)), Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1)))),
+        self
+      )
+    )
+    return yield* SqlClient.make({
+      acquirer,
+      compiler: Statement.makeCompilerSqlite(),
+      transactionAcquirer,
+      // Connections in other threads and processes now run truly at the same time as this
+      // one: a deferred BEGIN that reads and then writes fails (SQLITE_BUSY) when another
+      // connection wrote in between, which @effect/sql's migrator takes for "another node is
+      // migrating" and carries on before those migrations are committed. IMMEDIATE takes the
+      // write lock first, waiting (busy timeout) for the other transaction to end.
+      beginTransaction: "BEGIN IMMEDIATE",
+      spanAttributes: [["db.system.name", "sqlite"]]
+    })
+  })
+
+/** `make` as a layer. */
+export const layer = (options: Options): Layer.Layer<SqlClient.SqlClient, SqlError.SqlError> =>
+  Layer.scoped(SqlClient.SqlClient, make(options)).pipe(Layer.provide(Reactivity.layer))
