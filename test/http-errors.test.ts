@@ -117,7 +117,7 @@ describe("HTTP errors", () => {
         expectEnvelope(
           yield* submit({ model: "alpha-image-2/text-to-image", input: { prompt: "x" }, callBackUrl: "http://localhost:9/cb" }),
           400,
-          "callBackUrl must name a public host (localhost and private addresses are not supported; for local development allow them with MEDIAGATE_ALLOW_PRIVATE_URLS=true, or SubmitPolicy.allowPrivateUrls when embedding)"
+          "callBackUrl must name a public host (localhost and private addresses are not supported; for local development allow them with MEDIAGATE_ALLOW_PRIVATE_URLS=true, or allowPrivateUrls: true in Deployment.services (or Mediagate.layer) when embedding)"
         )
         expectEnvelope(
           yield* submit({ model: "alpha-image-2/text-to-image", input: { prompt: "x" }, user_id: 5 }),
@@ -155,7 +155,7 @@ describe("HTTP errors", () => {
         expectEnvelope(
           yield* submit({ model: "alpha-image-2/image-to-image", input: { prompt: "x", imageUrls: ["https://10.0.0.1/a.png"] } }),
           400,
-          "input.imageUrls[0] must name a public host (localhost and private addresses are not supported; for local development allow them with MEDIAGATE_ALLOW_PRIVATE_URLS=true, or SubmitPolicy.allowPrivateUrls when embedding) for alpha-image-2/image-to-image"
+          "input.imageUrls[0] must name a public host (localhost and private addresses are not supported; for local development allow them with MEDIAGATE_ALLOW_PRIVATE_URLS=true, or allowPrivateUrls: true in Deployment.services (or Mediagate.layer) when embedding) for alpha-image-2/image-to-image"
         )
       }))
 

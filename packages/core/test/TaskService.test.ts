@@ -103,7 +103,7 @@ const T2I = "alpha-image-2/text-to-image"
 const I2I = "alpha-image-2/image-to-image"
 const NOW = 1_767_225_600_123 // 2026-01-01T00:00:00.123Z
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
-const notPublic = "must name a public host (localhost and private addresses are not supported; for local development allow them with MEDIAGATE_ALLOW_PRIVATE_URLS=true, or SubmitPolicy.allowPrivateUrls when embedding)"
+const notPublic = "must name a public host (localhost and private addresses are not supported; for local development allow them with MEDIAGATE_ALLOW_PRIVATE_URLS=true, or allowPrivateUrls: true in Deployment.services (or Mediagate.layer) when embedding)"
 
 /** Submit as the HTTP edge does it: decode the body with the request Schema, then call the use case. */
 const submit = (body: unknown) =>

@@ -55,7 +55,8 @@ describe("UrlPolicy.checkUrl: literal URLs at submit", () => {
 
   it("the refusal says how to allow private hosts for local development", () => {
     expect(notPublic).toContain("MEDIAGATE_ALLOW_PRIVATE_URLS=true")
-    expect(notPublic).toContain("SubmitPolicy.allowPrivateUrls")
+    // The option an embedder passes, not the service behind it.
+    expect(notPublic).toContain("allowPrivateUrls: true in Deployment.services")
   })
 
   it("a host name is not resolved at submit: a name of a loopback address passes here and is refused when we connect", () => {

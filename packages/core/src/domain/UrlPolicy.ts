@@ -129,7 +129,7 @@ export const isNonPublicHostname = (hostname: string): boolean => {
 /** The refusal of a non-public host, with the switch that allows it for development. */
 export const notPublicMessage =
   "must name a public host (localhost and private addresses are not supported; for local development " +
-  "allow them with MEDIAGATE_ALLOW_PRIVATE_URLS=true, or SubmitPolicy.allowPrivateUrls when embedding)"
+  "allow them with MEDIAGATE_ALLOW_PRIVATE_URLS=true, or allowPrivateUrls: true in Deployment.services (or Mediagate.layer) when embedding)"
 
 /**
  * Longest URL a client may give (callBackUrl, media URLs), in characters: what browsers and
