@@ -6,7 +6,7 @@
  * value of the wrong type or outside a model's literals, a missing required field and an
  * unknown model do not compile, for models of every family.
  */
-import { FetchHttpClient } from "@effect/platform"
+import { FetchHttpClient, HttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import {
   type Client,
@@ -18,7 +18,7 @@ import {
   type Task,
   verifyCallback
 } from "@mediagate/client"
-import { Effect, Either } from "effect"
+import { Effect, Either, Layer, Stream } from "effect"
 import { killAll, type Server, startServer, stop } from "./standalone-process.js"
 
 const key = "client-test-key-0123456789"
@@ -227,6 +227,50 @@ describe("Effect client", () => {
         expect(catalog.map((model) => model.id)).toEqual(modelIds)
         expect(catalog).toHaveLength(37)
       })))
+})
+
+describe("run follows the events stream", () => {
+  let demo: Server
+  beforeAll(async () => {
+    demo = await startServer({ MEDIAGATE_API_KEY: key, MEDIAGATE_DATABASE_URL: "memory", MEDIAGATE_SIMULATOR_PROFILE: "demo" })
+  }, 60_000)
+  afterAll(async () => {
+    if (demo !== undefined) await stop(demo, "SIGTERM")
+  })
+
+  it.live("a job of 2 to 4 s shows its queue positions and percents as the server sends them, with no query of the task", () =>
+    Effect.gen(function*() {
+      const paths: Array<string> = []
+      const recording = Layer.effect(
+        HttpClient.HttpClient,
+        Effect.map(HttpClient.HttpClient, HttpClient.tapRequest((request) => Effect.sync(() => void paths.push(`${request.method} ${new URL(request.url, demo.url).pathname}`))))
+      ).pipe(Layer.provide(FetchHttpClient.layer))
+      const seen: Array<string> = []
+      const task = yield* Effect.flatMap(MediagateClient.make({ baseUrl: demo.url, apiKey: key }), (client) =>
+        client.run("dream-4", { prompt: "a koi pond" }, {
+          onProgress: (t, p) =>
+            void seen.push(`${t.status} ${p === null ? "-" : p.stage === "queued" ? `#${p.queue_position}` : `${p.stage} ${p.percent}`}`),
+          timeout: "30 seconds"
+        })).pipe(Effect.provide(recording))
+      expect(task.status).toBe("SUCCESS")
+      // Queue positions and percents between the start and the end, all from the stream: the task is never queried.
+      const between = seen.slice(0, -1).filter((line) => line.startsWith("PROCESSING #") || line.startsWith("PROCESSING running"))
+      expect(between.length, seen.join(", ")).toBeGreaterThanOrEqual(2)
+      expect(seen.at(-1)).toMatch(/^SUCCESS/)
+      expect(paths).toEqual(["POST /api/v1/task/submit", `GET /api/v1/task/${task.taskId}/events`])
+    }).pipe(Effect.provide(FetchHttpClient.layer)), 30_000)
+
+  it.live("events: the stream of an ended task is the task, then its end; an unknown task is 404 task not found", () =>
+    Effect.flatMap(MediagateClient.make({ baseUrl: demo.url, apiKey: key }), (client) =>
+      Effect.gen(function*() {
+        const ended = yield* client.run("dream-4", { prompt: "a heron" })
+        const updates = yield* Stream.runCollect(client.events(ended.taskId))
+        expect([...updates].filter((update) => update._tag !== "KeepAlive")).toEqual([{ _tag: "Task", task: ended }])
+        const unknown = yield* Effect.flip(Stream.runDrain(client.events("01900000-0000-7000-8000-000000000000")))
+        expect(unknown).toMatchObject({ _tag: "MediagateError", status: 404, msg: "task not found" })
+        const notWaited = yield* Effect.flip(client.waitFor("01900000-0000-7000-8000-000000000000"))
+        expect(notWaited).toMatchObject({ _tag: "MediagateError", status: 404, msg: "task not found" })
+      })).pipe(Effect.provide(FetchHttpClient.layer)), 30_000)
 })
 
 describe("promise facade", () => {
