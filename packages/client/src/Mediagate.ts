@@ -16,7 +16,7 @@ export interface PromiseRunOptions extends SubmitOptions {
   readonly onProgress?: (task: Task.Task, progress: Task.WireProgress | null) => void
   /** Milliseconds (or a Duration such as "10 minutes") to wait for the task's end before rejecting with RunTimeout. */
   readonly timeout?: Duration.DurationInput
-  /** How long each query asks the server to hold its answer. Default 20 seconds. */
+  /** Polling (a server without the events stream), how long each query asks the server to hold its answer. Default 20 seconds. */
   readonly wait?: Duration.DurationInput
   /** Stops waiting (the task goes on at the server). */
   readonly signal?: AbortSignal
