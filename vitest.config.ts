@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config"
+import { s3SkipMarker } from "./packages/media/test/s3SkipMarker.js"
 import { pgSkipMarker } from "./packages/store-sql/src/internal/pgSkipMarker.js"
 import SlowestFirst from "./scripts/run-summary/sequencer.js"
 
@@ -7,7 +8,8 @@ import SlowestFirst from "./scripts/run-summary/sequencer.js"
  * that has tests, and the black-box suites in test/), and, besides the default reporter, the
  * watchdog that stops a test file whose worker no longer answers (see
  * scripts/watchdog/reporter.ts) and the summary at the end: the slowest files, the wall time
- * and the suites whose PostgreSQL cases did not run (scripts/run-summary/reporter.ts).
+ * and the suites whose PostgreSQL cases, or cases on the signature-checking S3 server, did not
+ * run (scripts/run-summary/reporter.ts).
  * Reporters are the run's, not a project's, so they are set here.
  */
 export default defineConfig({
@@ -28,7 +30,8 @@ export default defineConfig({
     },
     // The slowest files first (scripts/run-summary/sequencer.ts).
     sequence: { sequencer: SlowestFirst },
-    // A suite's "PostgreSQL cases not run" line is gathered into one by the summary, not printed where it happens.
-    onConsoleLog: (log) => !log.startsWith(pgSkipMarker)
+    // A suite's "PostgreSQL cases not run" and "S3 signature cases not run" lines are gathered
+    // into one each by the summary, not printed where they happen.
+    onConsoleLog: (log) => !log.startsWith(pgSkipMarker) && !log.startsWith(s3SkipMarker)
   }
 })

@@ -1,7 +1,9 @@
 /**
  * The MediaStore contract (packages/media/test/MediaStoreContract.ts), one suite run unchanged
- * against the memory store, the file store and the S3 store, the last on s3rver started on
- * loopback by this file. Each test gets a store of its own: a fresh store, folder or prefix.
+ * against the memory store, the file store and the S3 store, the last twice: on s3rver started
+ * on loopback by this file, and on a bucket of the S3 server at MEDIAGATE_TEST_S3_URL, which
+ * checks SigV4 signatures as s3rver does not (Ceph RGW: scripts/ceph/start.sh; skipped when
+ * it is not set). Each test gets a store of its own: a fresh store, folder or prefix.
  */
 import { afterAll, beforeAll } from "@effect/vitest"
 import { Ids } from "@mediagate/core"
@@ -13,15 +15,19 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { mediaStoreContract } from "../packages/media/test/MediaStoreContract.js"
+import { checkingS3SkipReason, checkingS3Url, freshCheckingBucket, type TestS3 } from "../packages/media/test/CheckingS3.js"
 import { type RunningS3rver, startS3rver } from "../packages/media/test/S3rver.js"
 
 const root = mkdtempSync(join(tmpdir(), "mediagate-media-contract-"))
 let s3: RunningS3rver | undefined
+let checking: TestS3 | undefined
 beforeAll(async () => {
   s3 = await startS3rver()
+  if (checkingS3Url !== undefined) checking = await freshCheckingBucket("contract")
 })
 afterAll(async () => {
   await s3?.close()
+  await checking?.close()
   rmSync(root, { recursive: true, force: true })
 })
 let count = 0
@@ -38,3 +44,8 @@ mediaStoreContract("S3 (s3rver)", () => {
   return (baseUrl) =>
     Layer.suspend(() => S3MediaStore.layerWith({ bucket: s3!.bucket, prefix, client: s3!.client, baseUrl }))
 }, provide)
+mediaStoreContract("S3 (Ceph RGW, which checks signatures)", () => {
+  const prefix = `contract-${++count}/`
+  return (baseUrl) =>
+    Layer.suspend(() => S3MediaStore.layerWith({ bucket: checking!.bucket, prefix, client: checking!.client, baseUrl }))
+}, provide, checkingS3SkipReason("media-store-contract"))

@@ -1,23 +1,20 @@
 /**
  * An S3-speaking server on loopback for the tests: s3rver, on a free port, its objects in a
- * temporary folder, with one bucket. It does not check SigV4 signatures; s3rver's gaps
- * (bytes=0-0 answered whole, CopyObject onto itself keeping LastModified, a listing longer
- * than one page failing without node's --openssl-legacy-provider) are in docs/decisions.md.
+ * temporary folder, with one bucket. It does not check SigV4 signatures (CheckingS3.ts gives
+ * a server that does); s3rver's gaps (bytes=0-0 answered whole, CopyObject onto itself
+ * keeping LastModified, a listing longer than one page failing without node's
+ * --openssl-legacy-provider) are in docs/decisions.md.
  */
 import S3rver from "s3rver"
 import { mkdtempSync, rmSync, utimesSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { S3MediaStore } from "../src/s3.js"
+import type { TestS3 } from "./CheckingS3.js"
 
 /** A running s3rver. */
-export interface RunningS3rver {
-  readonly endpoint: string
-  readonly bucket: string
-  readonly client: S3MediaStore.ClientOptions
+export interface RunningS3rver extends TestS3 {
   /** Sets an object's LastModified (s3rver takes it from its file's time): ages a file without waiting. */
   readonly setLastModified: (key: string, at: Date) => void
-  readonly close: () => Promise<void>
 }
 
 /** Starts s3rver with the bucket `media`. */
