@@ -14,7 +14,7 @@ import { Ids, Ledger, Task, TaskService, TaskStore } from "@mediagate/core"
 import { Deployment } from "@mediagate/server"
 import { SqlBackends } from "@mediagate/server/sql"
 import { freshPgDatabase, pgSkipReason, pgUrl } from "@mediagate/store-sql/testing"
-import { Context, Effect, Fiber, HashSet, Layer, Logger, Option } from "effect"
+import { Context, Effect, Exit, Fiber, HashSet, Layer, Logger, Option } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -32,6 +32,8 @@ const model = "dream-4"
 /** How long the connections are killed for at most, and how long the ledger then has to be settled. */
 const killingFor = 12_000
 const settleWithin = 8_000
+/** Submits made while the connections are killed. */
+const submitsCount = 150
 
 /** Every backend of the database but the killer's own, terminated; how many. */
 const killAll = (killer: pg.Client) =>
@@ -150,5 +152,47 @@ describe.skipIf(pgUrl === undefined)("ledger on PostgreSQL while its connections
       expect(reserved).toBe(0)
       expect(entries.reduce((sum, entry) => sum + entry.held, 0)).toBe(0)
       expect(HashSet.size(HashSet.fromIterable(entries.map((entry) => entry.id)))).toBe(entries.length)
+    }).pipe(Effect.scoped, Effect.provide(quietLogger)), { timeout: 60_000 })
+
+  it.live(`${submitsCount} submits while the connections are killed: no hold is left without its task`, () =>
+    Effect.gen(function*() {
+      const url = yield* freshPgDatabase(pgUrl!, "ledger_kill_submits")
+      const context = yield* Layer.build(Deployment.services({
+        simulatorProfile: "demo",
+        allowPrivateUrls: true,
+        backends: SqlBackends.make({ publicUrl: "http://127.0.0.1:1", databaseUrl: url, mediaDir: join(dir, "media-submits") })
+      }))
+      const ledger = Context.get(context, Ledger.Ledger)
+      const store = Context.get(context, TaskStore.TaskStore)
+      const tasks = Context.get(context, TaskService)
+      yield* ledger.credit({ id: "start", accountId: owner.id, amount: credits, at: 0, note: null })
+
+      const killer = new pg.Client({ connectionString: url })
+      yield* Effect.promise(() => killer.connect())
+      yield* Effect.addFinalizer(() => Effect.promise(() => killer.end()))
+      let kills = 0
+      const killing = yield* Effect.fork(Effect.forever(Effect.zipRight(
+        Effect.map(killAll(killer), (killed) => kills += killed),
+        Effect.sleep("100 millis")
+      )))
+      const submitted = yield* Effect.forEach(
+        Array.from({ length: submitsCount }, (_, i) => `submit ${i}`),
+        (prompt) => Effect.exit(tasks.submit(owner, { model, input: { prompt, n: 1 } })),
+        { concurrency: 8 }
+      )
+      yield* Fiber.interrupt(killing)
+      const failed = submitted.filter(Exit.isFailure).length
+
+      // At once, not at the settlement sweep (every 5 minutes, for holds older than 10): every
+      // open reservation's task is stored. Reads that meet a connection killed last are tried again.
+      const again = Effect.retry({ times: 5 })
+      const open = yield* again(ledger.open({ before: Number.MAX_SAFE_INTEGER, limit: 10_000 }))
+      const unstored = yield* Effect.filter(open, (entry) => Effect.map(again(store.get(Ids.TaskId.make(entry.taskId!))), Option.isNone))
+      console.log(
+        `ledger-pg-kill: ${kills} connections killed during ${submitsCount} submits; ${failed} submits failed; ` +
+          `${open.length} reservations open, ${unstored.length} of them without a stored task`
+      )
+      expect(failed).toBeGreaterThan(0)
+      expect(unstored.map((entry) => entry.taskId)).toEqual([])
     }).pipe(Effect.scoped, Effect.provide(quietLogger)), { timeout: 60_000 })
 })
