@@ -10,7 +10,9 @@
  *   list of URLs; `error` says why it failed;
  * - under `Prefer: wait` an output may be a base64 `data:` URI (the official client's `run()`
  *   takes `https:` or `data:`): it is decoded, at most `maxDataBytes`, and stored in the
- *   MediaStore, so the task returns our URL, never a data: URI (docs/decisions.md);
+ *   MediaStore, so the task returns our URL, never a data: URI (docs/decisions.md); a
+ *   prediction that ended at submit but whose outputs could not be stored for a while is
+ *   answered as accepted and polled, never created again;
  * - status `GET {base}/v1/predictions/{id}`; cancel `POST {base}/v1/predictions/{id}/cancel`.
  *   A prediction still `starting` or `processing` reports its `logs` (one text, every line
  *   so far) as its progress, with a percent where a progress-bar line states one
@@ -187,7 +189,16 @@ export const make = (options: Options): Provider => {
         })
         const id = ProviderHttp.stringField(answer.body, "id")
         if (Option.isNone(id)) return yield* Effect.fail(ProviderHttp.malformed(name, "a prediction id", answer.body))
-        const now = yield* outcome(job.job, answer.body)
+        // The prediction exists now and is paid for: a transient failure after this (its data:
+        // output not stored, the MediaStore down) must not create another. It is answered as
+        // accepted, and the poll reads the prediction again.
+        const now = yield* outcome(job.job, answer.body).pipe(
+          Effect.catchIf((error) => error.retryable, (error) =>
+            Effect.as(
+              Effect.logWarning(`${name}: prediction ${id.value} ended at submit, but ${error.message}; polling it`),
+              { _tag: "Running" } as const
+            ))
+        )
         return now._tag === "Completed"
           ? ({ _tag: "Completed", result: now.result } satisfies Upstream.SubmitOutcome)
           : ({ _tag: "Accepted", upstreamId: Ids.UpstreamId.make(id.value) } satisfies Upstream.SubmitOutcome)

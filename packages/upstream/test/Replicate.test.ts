@@ -8,7 +8,7 @@ import type { HttpClient } from "@effect/platform"
 import { FetchHttpClient } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { Task, UpstreamError } from "@mediagate/core"
-import { Ids, MediaStore } from "@mediagate/core"
+import { Ids, MediaError, MediaStore } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { MemoryMediaStore } from "@mediagate/store-memory"
 import { Png, Replicate } from "@mediagate/upstream"
@@ -93,6 +93,30 @@ describe("Replicate adapter", () => {
     })
     await Effect.runPromise(program.pipe(Effect.provide(MemoryMediaStore.layer({ baseUrl: cdn })), Effect.provide(FetchHttpClient.layer)))
     expect(inline.requests.find((r) => r.headers["idempotency-key"] === "k-data")!.headers.prefer).toBe("wait=60")
+  })
+
+  it("with wait, a prediction whose data: outputs could not be stored (the MediaStore down) is accepted and polled, never created again", async () => {
+    const cdn = "https://cdn.example/media/"
+    const program = Effect.gen(function*() {
+      const media = yield* MediaStore.MediaStore
+      let puts = 0
+      // The first file the adapter stores fails, as a store that is down for a moment.
+      const flaky: MediaStore.MediaStore["Type"] = {
+        ...media,
+        put: (file) => ++puts === 1 ? Effect.fail(new MediaError({ message: "the bucket answered 503" })) : media.put(file)
+      }
+      const provider = Replicate.make({ token: "r8_token", baseUrl: inline.url, wait: 60, media: flaky })
+      const work = { job: Testing.job({ n: 2 }), model: "o/m" }
+      const submitted = yield* provider.submit(work, { prompt: "x", num_outputs: 2 }, context("k-data-store-down"))
+      if (submitted._tag !== "Accepted") throw new Error(`expected the prediction accepted, got ${submitted._tag}`)
+      const polled = yield* provider.poll(submitted.upstreamId, work)
+      if (polled._tag !== "Completed") throw new Error("expected the finished prediction")
+      return polled.result.urls
+    })
+    const urls = await Effect.runPromise(program.pipe(Effect.provide(MemoryMediaStore.layer({ baseUrl: cdn })), Effect.provide(FetchHttpClient.layer)))
+    expect(urls).toHaveLength(2)
+    expect(urls.every((url) => url.startsWith(cdn))).toBe(true)
+    expect(inline.requests.filter((r) => r.method === "POST" && r.headers["idempotency-key"] === "k-data-store-down")).toHaveLength(1)
   })
 
   it("without a MediaStore, a data: output fails the attempt instead of reaching the client", async () => {
