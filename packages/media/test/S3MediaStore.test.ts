@@ -1,8 +1,10 @@
 /**
  * What only the S3 store has, on s3rver started on loopback: s3rver itself checked with the
  * SDK (so the store's tests prove something about S3), the s3:// URL and the SDK's variables,
- * the bucket checked at start, a store that is down, and retention by sweep. The contract
- * every store passes is test/media-store-contract.test.ts.
+ * the bucket checked at start, a store that is down, and retention by sweep; and the
+ * credentials checked at start, on the S3 server at MEDIAGATE_TEST_S3_URL that checks SigV4
+ * signatures as s3rver does not (Ceph RGW, scripts/ceph/start.sh; skipped when it is not
+ * set). The contract every store passes is test/media-store-contract.test.ts.
  */
 import {
   DeleteObjectsCommand,
@@ -17,6 +19,7 @@ import { type AddressInfo, createServer, type Socket } from "node:net"
 import { MediaError, MediaStore } from "@mediagate/core"
 import { ConfigProvider, Effect, Either, HashMap, Layer, Logger, Option, Stream, TestClock } from "effect"
 import { S3MediaStore } from "../src/s3.js"
+import { checkingS3SkipReason, checkingS3Url, freshCheckingBucket, type TestS3 } from "./CheckingS3.js"
 import { bytesOf, collect } from "./MediaStoreContract.js"
 import { type RunningS3rver, startS3rver } from "./S3rver.js"
 
@@ -265,4 +268,40 @@ describe("S3MediaStore", () => {
       }).pipe(Effect.provide(layer({ prefix, retention: "1 day", sweepInterval: "1 hour" })))
     }).pipe(Effect.provide(logs.layer))
   })
+})
+
+const checkingSkipped = checkingS3SkipReason("media S3MediaStore")
+
+describe.skipIf(checkingS3Url === undefined)(`S3MediaStore on a server that checks signatures${checkingSkipped}`, () => {
+  let checking: TestS3
+  beforeAll(async () => {
+    checking = await freshCheckingBucket("s3store")
+  })
+  afterAll(() => checking?.close())
+
+  it.effect("a wrong secret or access key fails the layer at start, with one line: access denied", () =>
+    Effect.gen(function*() {
+      const credentials = checking.client.credentials!
+      const start = (wrong: Partial<typeof credentials>) =>
+        Effect.flip(
+          Layer.build(S3MediaStore.layerWith({
+            bucket: checking.bucket,
+            prefix: freshPrefix(),
+            client: { ...checking.client, credentials: { ...credentials, ...wrong } },
+            baseUrl
+          })).pipe(Effect.scoped)
+        )
+      const denied = `cannot use bucket ${checking.bucket} at ${checking.endpoint}: access denied (check the credentials)`
+      expect((yield* start({ secretAccessKey: "not-the-secret" })).message).toBe(denied)
+      expect((yield* start({ accessKeyId: "NOSUCHACCESSKEY00000" })).message).toBe(denied)
+    }))
+
+  it.effect("with the right secret the store puts and reads back", () =>
+    Effect.gen(function*() {
+      const media = yield* MediaStore.MediaStore
+      const url = yield* media.put({ bytes: bytesOf(5_000, 4), contentType: "image/png", extension: "png" })
+      expect(Option.getOrThrow(yield* media.get(keyOfUrl(url))).bytes).toEqual(bytesOf(5_000, 4))
+    }).pipe(Effect.provide(Layer.suspend(() =>
+      S3MediaStore.layerWith({ bucket: checking.bucket, prefix: freshPrefix(), client: checking.client, baseUrl })
+    ))))
 })
