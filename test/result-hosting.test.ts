@@ -13,7 +13,7 @@
  */
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { MediagateHttp } from "@mediagate/http"
 import { Relay, RoutesFile } from "@mediagate/upstream"
 import { Backends, Deployment } from "@mediagate/server"
@@ -22,6 +22,7 @@ import { readFileSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
+import * as FakeReplicate from "../packages/upstream/test/fakes/FakeReplicate.js"
 import { apiKey, client, testCredits } from "./support.js"
 
 const png = readFileSync(join(import.meta.dirname, "../packages/media/test/fixtures/image-64x48.png"))
@@ -64,15 +65,19 @@ const loopback = Effect.acquireRelease(
   ({ server }) => Effect.promise(() => new Promise<void>((done) => server.close(() => done())))
 )
 
-/** The standalone composition with the media rules, both models routed to the gateway at `gateway`. */
-const frontServer = (gateway: string, deadlines: Readonly<Record<string, Duration.DurationInput>> = {}) =>
+/**
+ * The standalone composition with the media rules, both models routed to the gateway at
+ * `gateway`; with `replicate`, dream-4 routed to the Replicate at that address (`Prefer: wait`).
+ */
+const frontServer = (gateway: string, deadlines: Readonly<Record<string, Duration.DurationInput>> = {}, replicate?: string) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
       const publicUrl = `http://127.0.0.1:${server.address._tag === "TcpAddress" ? server.address.port : 0}`
       const routes = RoutesFile.expandRoutes([
         { model: "alpha-image-2", targets: [{ provider: "relay", model: "alpha-image-2", input: Relay.defaultInput }] },
-        { model: "beta-imagine", targets: [{ provider: "relay", model: "beta-imagine", input: Relay.defaultInput }] }
+        { model: "beta-imagine", targets: [{ provider: "relay", model: "beta-imagine", input: Relay.defaultInput }] },
+        ...(replicate === undefined ? [] : [{ model: "dream-4", targets: [{ provider: "replicate", model: "o/m", input: (job: { readonly prompt: string }) => ({ prompt: job.prompt }) }] }])
       ], RoutesFile.routableModels())
       return MediagateHttp.serve.pipe(Layer.provide(Deployment.services(
         {
@@ -83,7 +88,9 @@ const frontServer = (gateway: string, deadlines: Readonly<Record<string, Duratio
             unrouted: "fail",
             providers: {
               fal: Option.none(),
-              replicate: Option.none(),
+              replicate: replicate === undefined
+                ? Option.none()
+                : Option.some({ token: "r8_token", baseUrl: Option.some(replicate), wait: Option.some(60), webhookSecret: Option.none() }),
               openai: Option.none(),
               relay: Option.some({ baseUrl: gateway, key: "gateway-key", webhookSecret: Option.none() })
             }
@@ -173,4 +180,50 @@ describe("result hosting", () => {
         expect(submits.get("notes.txt")).toBe(1)
       }).pipe(Effect.provide(frontServer(base)))
     }).pipe(Effect.scoped), 30_000)
+})
+
+/** What the fake Replicate answers, under `Prefer: wait`, for a prompt: one data: output of the given media type and bytes. */
+const dataOutputs: Readonly<Record<string, string>> = {
+  octet: `data:application/octet-stream;base64,${png.toString("base64")}`,
+  untyped: `data:;base64,${png.toString("base64")}`,
+  plain: `data:text/plain;base64,${png.toString("base64")}`,
+  text: `data:application/octet-stream;base64,${Buffer.from("not a picture").toString("base64")}`
+}
+
+describe("a Replicate output as a data: URI", () => {
+  let replicate: Awaited<ReturnType<typeof FakeReplicate.start>>
+  beforeAll(async () => {
+    replicate = await FakeReplicate.start({ token: "r8_token", dataUris: true, end: (p) => ({ output: [dataOutputs[p.input["prompt"] as string]!] }) })
+  })
+  afterAll(() => replicate.close())
+
+  /** Runs dream-4 on the fake Replicate, the prompt naming its output. */
+  const replicated = (prompt: string) =>
+    Effect.gen(function*() {
+      const { base } = yield* loopback
+      return yield* run("dream-4", {}, prompt).pipe(Effect.provide(frontServer(base, {}, replicate.url)))
+    }).pipe(Effect.scoped)
+
+  for (const prompt of ["octet", "untyped", "plain"]) {
+    it.live(`declared ${dataOutputs[prompt]!.slice(0, dataOutputs[prompt]!.indexOf(";"))} with a PNG's bytes: hosted as image/png by its bytes, the task succeeds`, () =>
+      Effect.gen(function*() {
+        const { base } = yield* loopback
+        yield* Effect.gen(function*() {
+          const task = yield* run("dream-4", {}, prompt)
+          expect(task).toMatchObject({ status: "SUCCESS", error: null })
+          const [url] = task.result!.urls
+          expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/media\/[0-9a-f]{32}\.png$/)
+          const served = yield* Effect.promise(() => fetch(url!))
+          expect(served.headers.get("content-type")).toBe("image/png")
+          expect(Buffer.from(yield* Effect.promise(() => served.arrayBuffer())).equals(png)).toBe(true)
+        }).pipe(Effect.provide(frontServer(base, {}, replicate.url)))
+      }).pipe(Effect.scoped), 30_000)
+  }
+
+  it.live("bytes that are no file we serve end the task FAILURE, saying what the bytes are", () =>
+    Effect.gen(function*() {
+      const task = yield* replicated("text")
+      expect(task).toMatchObject({ status: "FAILURE", result: null })
+      expect(task.error).toContain("replicate: a data: output declared application/octet-stream is not an image, video or audio file we serve (its bytes are application/octet-stream)")
+    }), 30_000)
 })

@@ -9,7 +9,8 @@
  *   (the official client's `Status`; `aborted` ends it like `canceled`); `output` is a URL or a
  *   list of URLs; `error` says why it failed;
  * - under `Prefer: wait` an output may be a base64 `data:` URI (the official client's `run()`
- *   takes `https:` or `data:`): it is decoded, at most `maxDataBytes`, and stored in the
+ *   takes `https:` or `data:`): it is decoded, at most `maxDataBytes`, typed by its bytes
+ *   (the declared type, often application/octet-stream, is not trusted) and stored in the
  *   MediaStore, so the task returns our URL, never a data: URI (docs/decisions.md); a
  *   prediction that ended at submit but whose outputs could not be stored for a while is
  *   answered as accepted and polled, never created again;
@@ -31,7 +32,7 @@
  * Replicate signs them in the Standard Webhooks scheme with the account's webhook secret
  * (`webhookSecret`, or fetched once from `GET /v1/webhooks/default/secret`).
  */
-import { Ids, MediaStore, StandardWebhooks, type Task, type Upstream, UpstreamError } from "@mediagate/core"
+import { Ids, MediaProbe, MediaStore, StandardWebhooks, type Task, type Upstream, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
 import * as Progress from "./Progress.js"
 import * as ProviderHttp from "./ProviderHttp.js"
@@ -122,9 +123,17 @@ export const make = (options: Options): Provider => {
     const decoded = decodeDataUri(url, maxDataBytes)
     if (Option.isNone(decoded)) return Effect.fail(permanent("an output is a data: URI that cannot be decoded"))
     if (decoded.value === "tooLarge") return Effect.fail(permanent(`a data: output is larger than ${maxDataBytes} bytes`))
-    const { bytes, contentType } = decoded.value
+    // The type comes from the bytes, as for a file fetched from a URL: a declared type
+    // (application/octet-stream, text/plain, none) says nothing a picture's first bytes do not.
+    const declared = decoded.value.contentType
+    const { bytes } = decoded.value
+    const contentType = MediaProbe.contentType(bytes)
     const extension = extensionOf(contentType)
-    if (extension === undefined) return Effect.fail(permanent(`a data: output of type ${contentType.slice(0, 64)} cannot be served`))
+    if (extension === undefined) {
+      return Effect.fail(
+        permanent(`a data: output declared ${declared.slice(0, 64)} is not an image, video or audio file we serve (its bytes are ${contentType})`)
+      )
+    }
     if (options.media === undefined) return Effect.fail(permanent("a data: output cannot be hosted: this adapter was made without a MediaStore"))
     return options.media.put({ bytes, contentType, extension }).pipe(
       Effect.mapError((error) => new UpstreamError({ message: `storing ${name}'s output failed: ${error.message}`, reason: null, retryable: true }))
