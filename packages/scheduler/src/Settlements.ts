@@ -1,12 +1,13 @@
 /**
  * The settlement sweep: the safety net of credits, as the engine's periodic scan is of
- * tasks. A task's price is held before the task is stored and settled after the write that
- * ends it (`Credits`; a failed settlement is tried again at once in the background); a
- * process that dies between two of those writes, or a database away for longer than those
- * tries, leaves a reservation open. The sweep looks at every open reservation: one whose task
- * has ended is settled as its status says, whatever its age; one whose task was never stored
- * is released once it is older than `grace` (its submit may still be running); one whose task
- * still runs is left alone. Every movement is written once whoever asks, so the sweep and a
+ * tasks. A task's price is held with the task (one transaction when the ledger and the task
+ * store share a database; otherwise first, given back at once if the task's write fails) and
+ * settled after the write that ends it (`Credits`; a failed settlement is tried again at once
+ * in the background); a process that dies between two of those writes, or a database away
+ * for longer than those tries, leaves a reservation open. The sweep looks at every open
+ * reservation: one whose task has ended is settled as its status says, whatever its age;
+ * one whose task was never stored is released once it is older than `grace` (its submit may
+ * still be running); one whose task still runs is left alone. Every movement is written once whoever asks, so the sweep and a
  * live write racing for the same task do no harm.
  */
 import type { StoreError } from "@mediagate/core"
