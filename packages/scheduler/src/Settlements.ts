@@ -7,8 +7,8 @@
  * for longer than those tries, leaves a reservation open. The sweep looks at every open
  * reservation: one whose task has ended is settled as its status says, whatever its age;
  * one whose task was never stored is released once it is older than `grace` (its submit may
- * still be running); one whose task still runs is left alone. Every movement is written once whoever asks, so the sweep and a
- * live write racing for the same task do no harm.
+ * still be running); one whose task still runs is left alone. Every movement is written once
+ * whoever asks, so the sweep and a live write racing for the same task do no harm.
  */
 import type { StoreError } from "@mediagate/core"
 import { Credits, Ids, Ledger, Task, TaskStore } from "@mediagate/core"
