@@ -9,7 +9,10 @@
  * SUCCESS with the upstream's URL; a file we do not serve fails it at once. The engine's
  * retry delays are shortened to milliseconds and the deadline to a second, so the test runs
  * on the real clock and waits for the task, it does not sleep. (test/result-copy.test.ts
- * counts the same on the TestClock.)
+ * counts the same on the TestClock.) A Replicate output given as a `data:` URI under
+ * `Prefer: wait` (dream-4 routed to the Replicate fake) is typed by its bytes: a PNG declared
+ * `application/octet-stream`, `text/plain` or nothing is hosted as image/png; bytes we do not
+ * serve fail the task saying so.
  */
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
