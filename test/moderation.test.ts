@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { spawn } from "node:child_process"
+import { blockedByCategory, disguises, innocent } from "../packages/core/test/LookAlikes.js"
 import * as FakeOpenAi from "../packages/upstream/test/fakes/FakeOpenAi.js"
 import type * as FakeServer from "../packages/upstream/test/fakes/FakeServer.js"
 import { nodeArgs } from "./programs.js"
@@ -64,6 +65,24 @@ describe("moderation in the standalone server", () => {
     await stop(server, "SIGTERM")
   })
 
+  it("a blocked prompt of every category rewritten with Cyrillic or Greek look-alikes is refused as the plain one is; genuine Cyrillic and Greek pass (issue 33)", { timeout: 60_000 }, async () => {
+    const { port, server } = await serve({})
+    const missed: Array<string> = []
+    for (const [category, prompt, flagged] of blockedByCategory) {
+      expect(await submit(port, prompt)).toEqual({ status: 400, body: rejected(flagged) })
+      for (const [how, text] of disguises(prompt)) {
+        const answer = await submit(port, text)
+        if (JSON.stringify(answer) !== JSON.stringify({ status: 400, body: rejected(flagged) })) {
+          missed.push(`${category}, ${how}: ${text} answered ${answer.status} ${JSON.stringify(answer.body)}`)
+        }
+      }
+    }
+    expect(missed).toEqual([])
+    for (const prompt of innocent) expect([prompt, (await submit(port, prompt)).status]).toEqual([prompt, 200])
+    expect(await tasksOf(port)).toHaveLength(innocent.length)
+    await stop(server, "SIGTERM")
+  })
+
   it("an operator's rules file adds its words; a bad file stops the start with one line", { timeout: 60_000 }, async () => {
     const rules = join(dir, "rules.json")
     writeFileSync(rules, JSON.stringify({ categories: { illicit: { words: ["moonshine still"] } } }))
@@ -97,6 +116,13 @@ describe("moderation in the standalone server", () => {
     })
     expect(await submit(port, "please hate/threatening! this")).toEqual({ status: 400, body: rejected(["hate/threatening"]) })
     expect(JSON.parse(openai.requests.at(-1)!.body)).toEqual({ model: "omni-moderation-latest", input: "please hate/threatening! this" })
+    // The API gets the prompt as the client sent it, look-alike letters and all (the fake
+    // keeps a body's bytes, one latin1 character each).
+    expect((await submit(port, "a scene full of g\u043er\u0435")).status).toBe(200)
+    expect(JSON.parse(Buffer.from(openai.requests.at(-1)!.body, "latin1").toString("utf8"))).toEqual({
+      model: "omni-moderation-latest",
+      input: "a scene full of g\u043er\u0435"
+    })
     // The API decides alone: the local list is not consulted.
     expect((await submit(port, "a battlefield full of gore")).status).toBe(200)
 
@@ -107,7 +133,7 @@ describe("moderation in the standalone server", () => {
     })
     openai.failNext({ status: 500, body: { error: { message: "boom" } } })
     expect((await submit(port, "a lighthouse")).status).toBe(503)
-    expect(await tasksOf(port)).toHaveLength(1)
+    expect(await tasksOf(port)).toHaveLength(2)
     await stop(server, "SIGTERM")
     // The operator's log says why, without the key.
     expect(server.output()).toContain("moderation: the moderation service answered 429: Rate limit reached; the submit was refused (failing closed)")

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer } from "effect"
 import { Moderation, ModerationRules } from "../src/index.js"
+import { blockedByCategory, disguises, innocent } from "./LookAlikes.js"
 
 const check = (prompt: string, rules: ModerationRules.Rules = ModerationRules.builtIn) =>
   Effect.flatMap(Moderation.Moderation, (moderation) => moderation.check(prompt)).pipe(Effect.provide(ModerationRules.layer(rules)))
@@ -54,6 +55,71 @@ describe("ModerationRules: the built-in list", () => {
         expect([prompt, (yield* check(prompt)).flagged]).toEqual([prompt, true])
       }
     }))
+})
+
+describe("ModerationRules: letters of other scripts that look like Latin ones (issue 33)", () => {
+  it.effect("a blocked prompt of every category, rewritten with Cyrillic or Greek look-alikes, flags what the plain one flags", () =>
+    Effect.gen(function*() {
+      expect(new Set(blockedByCategory.map(([category]) => category))).toEqual(new Set(Moderation.moderationCategories))
+      const missed: Array<string> = []
+      for (const [category, prompt, flagged] of blockedByCategory) {
+        expect([prompt, yield* flaggedOf(prompt)]).toEqual([prompt, [...flagged].sort()])
+        expect(flagged).toContain(category)
+        for (const [how, text] of disguises(prompt)) {
+          expect([how, text]).toEqual([how, expect.stringMatching(/[^\x00-\x7f]/)])
+          const found = yield* flaggedOf(text)
+          if (found.join() !== [...flagged].sort().join()) missed.push(`${category}, ${how}: ${text} flags [${found.join(", ")}]`)
+        }
+      }
+      expect(missed).toEqual([])
+    }))
+
+  it.effect("genuine Cyrillic and Greek text, alone or among Latin words, passes", () =>
+    Effect.gen(function*() {
+      for (const prompt of innocent) {
+        expect([prompt, yield* flaggedOf(prompt)]).toEqual([prompt, []])
+      }
+    }))
+
+  it.effect("an operator's words and patterns in Cyrillic still match Cyrillic text", () =>
+    Effect.gen(function*() {
+      const rules = Either.getOrThrow(ModerationRules.parseRulesFile(JSON.stringify({
+        categories: { violence: { words: ["резня"] }, "hate/threatening": { patterns: ["убить всех"] } }
+      })))
+      expect(yield* flaggedOf("резня в деревне", rules)).toEqual(["violence"])
+      expect(yield* flaggedOf("Убить всех!", rules)).toEqual(["hate", "hate/threatening"])
+      expect(yield* flaggedOf("Кот спит на подоконнике", rules)).toEqual([])
+    }))
+})
+
+describe("ModerationRules: the cost of a check", () => {
+  it("a 10,000-character prompt repeating one term of a two-term rule costs about what an innocent prompt of that length does", () => {
+    const rules = ModerationRules.make(Either.getOrThrow(ModerationRules.compile(ModerationRules.builtIn)))
+    const fill = (unit: string) => unit.repeat(Math.ceil(10_000 / unit.length)).slice(0, 10_000)
+    const time = (prompt: string) => {
+      const start = performance.now()
+      Effect.runSync(rules.check(prompt))
+      return performance.now() - start
+    }
+    // The median of seven ratios to the yardstick checked just before, after two to warm up:
+    // a moment of load on the machine weighs on one pair, not on the verdict.
+    const times = (prompt: string, yardstick: string) =>
+      Array.from({ length: 9 }, () => {
+        const base = time(yardstick)
+        return time(prompt) / base
+      }).slice(2).sort((a, b) => a - b)[3]!
+    // Innocent text of the same kind: ASCII, and Latin with Cyrillic look-alikes (read twice).
+    const latin = fill("a lighthouse at dusk over a calm sea, ")
+    const lookAlikes = fill("\u0430 l\u0456ghth\u043eus\u0435 \u0430t dusk \u043ev\u0435r \u0430 \u0441\u0430lm s\u0435\u0430, ")
+    for (
+      const [unit, yardstick] of [["child ", latin], ["a nude ", latin], ["12 year old ", latin], ["a nud\u0435 ", lookAlikes], ["\u0441hild ", lookAlikes]] as const
+    ) {
+      const prompt = fill(unit)
+      expect([unit, Effect.runSync(rules.check(prompt)).flagged]).toEqual([unit, false])
+      const ratio = times(prompt, yardstick)
+      expect([unit, ratio < 5 ? "under 5 times" : `${ratio.toFixed(1)} times`]).toEqual([unit, "under 5 times"])
+    }
+  })
 })
 
 describe("ModerationRules: an operator's rules file", () => {

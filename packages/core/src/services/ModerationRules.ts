@@ -7,6 +7,10 @@
  * characters becomes one space, so `Gore!!`, `g o r e` aside, matches the word `gore`.
  * Words and phrases match whole words; patterns are JavaScript regular expressions on the
  * normalised text (case-insensitive, Unicode).
+ * A prompt with characters outside ASCII is also read with letters of other scripts taken
+ * for the Latin ones they look like, by Unicode's confusables data (UTS #39, through the
+ * `unhomoglyph` package): Cyrillic `gоrе` and Greek `gοre` match `gore`. Words and patterns
+ * are matched in both readings, so rules written in Cyrillic still match Cyrillic text.
  * A match in a subcategory also flags its parent (`violence/graphic` flags `violence`), as
  * moderation APIs answer.
  *
@@ -15,6 +19,7 @@
  * adds to it, or replaces it, with a rules file (`parseRulesFile`).
  */
 import { Context, Effect, Either, Layer, ParseResult, Schema } from "effect"
+import unhomoglyph from "unhomoglyph"
 import { Moderation, type ModerationCategory, moderationCategories, verdict } from "./Moderation.js"
 
 /** The words, phrases and patterns of one category. */
@@ -85,7 +90,9 @@ export const builtIn: Rules = {
   },
   "sexual/minors": {
     words: ["child porn", "child pornography", "loli", "lolicon", "shotacon", "csam"],
-    patterns: [`\\b${minors}\\b.*\\b${sexualTerms}\\b`, `\\b${sexualTerms}\\b.*\\b${minors}\\b`]
+    // Both anywhere, each looked for once from the start: `minor.*sexual` and `sexual.*minor`
+    // tried from every occurrence of the first term, which cost the square of the prompt's length.
+    patterns: [`^(?=.*\\b${minors}\\b)(?=.*\\b${sexualTerms}\\b)`]
   },
   violence: {
     words: ["murder", "murdering", "massacre", "slaughtering people", "torture", "torturing", "lynching", "mass shooting", "school shooting", "stabbing", "beheading", "behead", "execution video"],
@@ -100,40 +107,113 @@ export const builtIn: Rules = {
 /** Digits and symbols read as the letters they stand in for. */
 const standIns: Readonly<Record<string, string>> = { "0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s" }
 
+/** The words of a text: stand-ins replaced inside words, every run of other characters one space, a space at each end. */
+const wordsOf = (text: string): string => {
+  // A stand-in counts only next to a letter (`k1ll`), so `2 kids` and `1980` stay numbers.
+  const read = text.replace(/[013457@$]/g, (char, at: number) =>
+    /\p{L}/u.test(text[at - 1] ?? "") || /\p{L}/u.test(text[at + 1] ?? "") ? standIns[char]! : char)
+  return ` ${read.replace(/[^\p{L}\p{N}]+/gu, " ").trim()} `
+}
+
+const withoutMarks = (text: string): string => text.normalize("NFD").replace(/\p{M}+/gu, "")
+
 /**
  * The text the rules read: NFKC, lower case, accents removed, stand-ins replaced inside
  * words, every run of other characters one space, with a space at each end.
  */
-export const normalize = (prompt: string): string => {
-  const plain = prompt.normalize("NFKC").toLowerCase().normalize("NFD").replace(/\p{M}+/gu, "")
-  // A stand-in counts only next to a letter (`k1ll`), so `2 kids` and `1980` stay numbers.
-  const read = plain.replace(/[013457@$]/g, (char, at: number) =>
-    /\p{L}/u.test(plain[at - 1] ?? "") || /\p{L}/u.test(plain[at + 1] ?? "") ? standIns[char]! : char)
-  return ` ${read.replace(/[^\p{L}\p{N}]+/gu, " ").trim()} `
+export const normalize = (prompt: string): string => wordsOf(withoutMarks(prompt.normalize("NFKC").toLowerCase()))
+
+/**
+ * The ASCII letters by their skeleton in Unicode's confusables data (UTS #39), upper and
+ * lower case apart: `I` and `l` share the skeleton `l`, `m` has `rn`.
+ */
+const latinBySkeleton = new Map<string, { upper?: string; lower?: string }>()
+for (const letter of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") {
+  const skeleton = unhomoglyph(letter)
+  const known = latinBySkeleton.get(skeleton) ?? {}
+  latinBySkeleton.set(skeleton, letter === letter.toLowerCase() ? { ...known, lower: letter } : { ...known, upper: letter })
+}
+
+/** What each character outside ASCII has been read as, kept for the characters seen last. */
+const readAs = new Map<string, string>()
+
+/**
+ * A character outside ASCII as what it looks like, in lower case, by the confusables data:
+ * its skeleton, and when an ASCII letter has the same skeleton, that letter of the
+ * character's own case (Greek `Ι`, whose skeleton is `l` as `I`'s is, reads `i`; Cyrillic
+ * `В` reads `b`). An upper-case letter the data does not map reads as its lower case does.
+ */
+const lookAlike = (char: string): string => {
+  const known = readAs.get(char)
+  if (known !== undefined) return known
+  const skeleton = unhomoglyph(char)
+  const lower = char.toLowerCase()
+  const latin = latinBySkeleton.get(skeleton)
+  const read = skeleton === char && lower !== char
+    ? lookAlike(lower)
+    : latin === undefined
+    ? skeleton.toLowerCase()
+    : (char === lower ? latin.lower ?? latin.upper! : latin.upper ?? latin.lower!).toLowerCase()
+  if (readAs.size >= 4096) readAs.clear()
+  readAs.set(char, read)
+  return read
+}
+
+/**
+ * Letters of other scripts read as the ones they look like (UTS #39 confusables), in lower
+ * case: Cyrillic `gоrе` is `gore`. Only characters outside ASCII are read so: ASCII is what
+ * the rules are written in, and the data's own ASCII look-alikes (`m` as `rn`, `I` as `l`)
+ * would make innocent words collide.
+ */
+export const fold = (text: string): string =>
+  text.replace(/[^\x00-\x7f]+/g, (run) => {
+    let read = ""
+    for (const char of run) read += lookAlike(char)
+    return read
+  })
+
+/** The prompt as the rules read it, and, when it has characters outside ASCII, with look-alikes folded too. */
+export interface Texts {
+  readonly plain: string
+  readonly folded: string
+}
+
+/** The texts the rules read in a prompt: `normalize`'s, and the same after `fold`. */
+export const textsOf = (prompt: string): Texts => {
+  const plain = normalize(prompt)
+  if (!/[^\x00-\x7f]/.test(plain)) return { plain, folded: plain }
+  return { plain, folded: wordsOf(withoutMarks(fold(prompt.normalize("NFKC").normalize("NFD")).toLowerCase())) }
 }
 
 interface Compiled {
   readonly category: ModerationCategory
-  readonly test: (text: string) => boolean
+  readonly test: (texts: Texts) => boolean
 }
 
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
-/** The rules as tests on normalised text; a pattern that is not a valid expression is a Left naming it. */
+/** One expression tested on the plain text and, when it differs, on the folded one. */
+const onBoth = (plain: RegExp, folded: RegExp = plain) => (texts: Texts): boolean =>
+  plain.test(texts.plain) || (texts.folded !== texts.plain && folded.test(texts.folded))
+
+/**
+ * The rules as tests on normalised text; a pattern that is not a valid expression is a Left
+ * naming it. Words are matched in the plain text and, folded as the prompt is, in the folded
+ * one; patterns, which may be written in any script, in both texts.
+ */
 export const compile = (rules: Rules): Either.Either<ReadonlyArray<Compiled>, string> => {
   const compiled: Array<Compiled> = []
   for (const category of moderationCategories) {
     const entry = rules[category]
     if (entry === undefined) continue
-    const phrases = entry.words.map((word) => normalize(word).trim()).filter((word) => word.length > 0)
+    const phrases = entry.words.map((word) => textsOf(word)).filter((word) => word.plain.trim().length > 0)
     if (phrases.length > 0) {
-      const words = new RegExp(` (?:${phrases.map(escape).join("|")}) `, "u")
-      compiled.push({ category, test: (text) => words.test(text) })
+      const wordsIn = (text: "plain" | "folded") => new RegExp(` (?:${phrases.map((word) => escape(word[text].trim())).join("|")}) `, "u")
+      compiled.push({ category, test: onBoth(wordsIn("plain"), wordsIn("folded")) })
     }
     for (const pattern of entry.patterns) {
       try {
-        const expression = new RegExp(pattern, "iu")
-        compiled.push({ category, test: (text) => expression.test(text) })
+        compiled.push({ category, test: onBoth(new RegExp(pattern, "iu")) })
       } catch (error) {
         return Either.left(`the ${category} pattern ${JSON.stringify(pattern)} is not a valid regular expression: ${(error as Error).message}`)
       }
@@ -146,10 +226,10 @@ export const compile = (rules: Rules): Either.Either<ReadonlyArray<Compiled>, st
 export const make = (compiled: ReadonlyArray<Compiled>): Context.Tag.Service<Moderation> => ({
   check: (prompt) =>
     Effect.sync(() => {
-      const text = normalize(prompt)
+      const texts = textsOf(prompt)
       const flagged = new Set<ModerationCategory>()
       for (const rule of compiled) {
-        if (flagged.has(rule.category) || !rule.test(text)) continue
+        if (flagged.has(rule.category) || !rule.test(texts)) continue
         flagged.add(rule.category)
         const parent = parents[rule.category]
         if (parent !== undefined) flagged.add(parent)
