@@ -53,6 +53,8 @@ export interface ServerConfig {
   readonly heldRequests: { readonly perKey: number; readonly total: number }
   /** Failed authentications a minute each client address may have; none when turned off. */
   readonly authFailureLimit: Option.Option<number>
+  /** How long a client may take to send a request's headers, then its body (408 past either). */
+  readonly requestTimeouts: { readonly headers: Duration.Duration; readonly body: Duration.Duration }
   /** Pre-submission moderation: which moderator, and what happens when its backend is down. */
   readonly moderation: ModerationConfig
   /** Deadlines by model family, replacing the models' defaults. */
@@ -126,6 +128,8 @@ export const variables = [
   "MEDIAGATE_MAX_HELD_PER_KEY",
   "MEDIAGATE_MAX_HELD",
   "MEDIAGATE_AUTH_FAILURE_LIMIT",
+  "MEDIAGATE_HEADERS_TIMEOUT",
+  "MEDIAGATE_BODY_TIMEOUT",
   "MEDIAGATE_MODERATION",
   "MEDIAGATE_MODERATION_RULES",
   "MEDIAGATE_MODERATION_URL",
@@ -394,6 +398,16 @@ const authFailureLimit = variable("MEDIAGATE_AUTH_FAILURE_LIMIT", (raw) => {
     : Either.left(`must be failed authentications a minute per client address, a whole number from 1, or off (got ${shown(raw)})`)
 }).pipe(Config.withDefault(Option.some(20)))
 
+/** How long a client may take to send a request's headers and its body: 10 s each by default, 100 ms to 5 m. */
+const requestTimeouts = Config.all({
+  headers: duration("MEDIAGATE_HEADERS_TIMEOUT", [Duration.millis(100), "100ms"], [Duration.minutes(5), "5m"]).pipe(
+    Config.withDefault(Duration.seconds(10))
+  ),
+  body: duration("MEDIAGATE_BODY_TIMEOUT", [Duration.millis(100), "100ms"], [Duration.minutes(5), "5m"]).pipe(
+    Config.withDefault(Duration.seconds(10))
+  )
+})
+
 /** Reads MEDIAGATE_* variables. */
 export const serverConfig: Config.Config<ServerConfig> = Config.all({
   port: port.pipe(Config.withDefault(8080)),
@@ -432,6 +446,7 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   rateLimit,
   heldRequests,
   authFailureLimit,
+  requestTimeouts,
   moderation,
   logFormat: oneOf("MEDIAGATE_LOG_FORMAT", ["logfmt", "json"]).pipe(Config.withDefault("logfmt" as const)),
   logLevel: oneOf("MEDIAGATE_LOG_LEVEL", ["debug", "info", "warning", "error", "none"]).pipe(Config.withDefault("info" as const)),

@@ -8,7 +8,7 @@
  */
 import { HttpMiddleware, HttpServer, type HttpServerError } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { ClientErrors, MediagateHttp, Prometheus, Routes } from "@mediagate/http"
+import { ClientErrors, MediagateHttp, Prometheus, RequestTimeouts, Routes } from "@mediagate/http"
 import { Backends as ServerBackends, Deployment } from "@mediagate/server"
 import { RoutesFile } from "@mediagate/upstream"
 import { Context, Effect, Layer, Option } from "effect"
@@ -55,11 +55,18 @@ export const bucketMedia = (
         })))
   })
 
-/** The HTTP server on `host:port`: `http`, or a new one; Node's own errors answered in the envelope. */
-export const server = (config: Pick<ServerConfig, "host" | "port">, http: NodeServer = createServer()) =>
+/**
+ * The HTTP server on `host:port`: `http`, or a new one; Node's own errors answered in the
+ * envelope, and node's deadlines for a request's headers (and the outer bound of the whole
+ * request) set from `requestTimeouts` (`RequestTimeouts.applyTo`; the library's defaults without it).
+ */
+export const server = (
+  config: Pick<ServerConfig, "host" | "port"> & Partial<Pick<ServerConfig, "requestTimeouts">>,
+  http: NodeServer = createServer()
+) =>
   NodeHttpServer.layer(() => {
     ClientErrors.install(http)
-    return http
+    return RequestTimeouts.applyTo(http, config.requestTimeouts)
   }, { port: config.port, host: config.host })
 
 /** The HTTP server `layer` serves on: `server`, still to bind or bound already. */
@@ -71,7 +78,7 @@ export type Listening = Layer.Layer<Layer.Layer.Success<ReturnType<typeof server
  * NodeHttpServer listens when its layer is built and a node:http server listens only once,
  * so `layer` gets this built server, never a second `server` on the same `http`.
  */
-export const bindNow = (config: Pick<ServerConfig, "host" | "port">, http?: NodeServer) =>
+export const bindNow = (config: Pick<ServerConfig, "host" | "port"> & Partial<Pick<ServerConfig, "requestTimeouts">>, http?: NodeServer) =>
   Effect.flatMap(Layer.build(server(config, http)), (context) => {
     const { address } = Context.get(context, HttpServer.HttpServer)
     // A host and a port always give a TCP address; a Unix socket here would be a bug.
@@ -98,6 +105,7 @@ type Tunables =
   | "mediaRetention"
   | "mediaBucket"
   | "metrics"
+  | "requestTimeouts"
 export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | "providers" | "webhooks" | "logFormat" | "logLevel"> & Partial<Pick<ServerConfig, Tunables>> & {
   readonly routing?: Routing
   /** Whether each engine step runs in a span (`Engine.Options.stepSpans`): on when traces are exported. */
@@ -123,5 +131,7 @@ export const layer = (config: LayerConfig, backends: Backends, listening: Listen
     Layer.provide(Layer.succeed(Routes.PublicUrl, Option.some(config.publicUrl))),
     Layer.provide(config.webhookPrefix === undefined ? Layer.empty : Layer.succeed(Routes.WebhookPrefix, config.webhookPrefix)),
     Layer.provide(config.metrics === true ? Layer.succeed(Prometheus.Enabled, true) : Layer.empty),
+    // The body's deadline, which the handlers apply (the headers' is node's, set by `server`).
+    Layer.provide(config.requestTimeouts === undefined ? Layer.empty : RequestTimeouts.layer(config.requestTimeouts)),
     Layer.provide(listening)
   )

@@ -115,15 +115,21 @@ const storeErrorOf = (cause: Cause.Cause<unknown>): Option.Option<StoreError> =>
       ? Option.some(reason.defect)
       : Option.none())
 
-/** A 503 answer with Retry-After, unless it names its own. */
-const withRetryAfter = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse =>
+/**
+ * The headers an answer's status asks for: Retry-After on a 503 that names none of its own;
+ * `Connection: close` on a 408, whose request was not read to its end.
+ */
+const statusHeaders = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse =>
   response.status === 503 && response.headers["retry-after"] === undefined
     ? HttpServerResponse.setHeader(response, "retry-after", String(retryAfterSeconds))
+    : response.status === 408
+    ? HttpServerResponse.setHeader(response, "connection", "close")
     : response
 
 const isErrorEnvelope = (error: unknown): error is { readonly code: number; readonly msg: string; readonly data?: unknown } =>
   error instanceof Api.BadRequest || error instanceof Api.Unauthorized || error instanceof Api.NotFound ||
-  error instanceof Api.MethodNotAllowed || error instanceof Api.PayloadTooLarge || error instanceof Api.ServiceUnavailable ||
+  error instanceof Api.MethodNotAllowed || error instanceof Api.PayloadTooLarge || error instanceof Api.RequestTimeout ||
+  error instanceof Api.ServiceUnavailable ||
   error instanceof Api.InternalServerError
 
 /** 405 with the methods the path takes. */
@@ -178,10 +184,11 @@ const answered = <E, R>(
   })
 
 /**
- * Wraps an app so that every failure it leaves unanswered becomes an envelope, and every 503
- * carries Retry-After. A store that could not reach its database is 503 wherever it failed.
+ * Wraps an app so that every failure it leaves unanswered becomes an envelope, every 503
+ * carries Retry-After and every 408 closes the connection (`statusHeaders`). A store that
+ * could not reach its database is 503 wherever it failed.
  */
 export const middleware = <E, R>(
   app: HttpApp.Default<E, R>
 ): HttpApp.Default<never, R | Accounts.Accounts | HttpServerRequest.HttpServerRequest> =>
-  Effect.map(answered(app), withRetryAfter)
+  Effect.map(answered(app), statusHeaders)

@@ -11,6 +11,7 @@ import { Duration, Effect, Layer, Schedule, Stream } from "effect"
 import { answerErrors } from "./Envelope.js"
 import * as EventStream from "./EventStream.js"
 import * as JsonDepth from "./JsonDepth.js"
+import * as RequestTimeouts from "./RequestTimeouts.js"
 
 /** Largest accepted request body (DESIGN.md section 3). */
 export const maxBodyBytes = 1024 * 1024
@@ -28,12 +29,18 @@ const isJson = (contentType: string | undefined) =>
  */
 const drainBytes = 16 * maxBodyBytes
 
-/** The body as text, at most `maxBodyBytes` of it kept; 413 when there is more. */
+/** 408: the body did not arrive within its deadline (`RequestTimeouts`). */
+const tooSlow = () => new Api.RequestTimeout({ code: 408, msg: "the request body took too long to arrive" })
+
+/**
+ * The body as text, at most `maxBodyBytes` of it kept; 413 when there is more, 408 when it
+ * does not arrive within the body's deadline.
+ */
 const readText = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
     const kept: Array<Uint8Array> = []
     let bytes = 0
-    yield* request.stream.pipe(
+    const read = request.stream.pipe(
       Stream.takeWhile(() => bytes <= drainBytes),
       Stream.runForEach((chunk) =>
         Effect.sync(() => {
@@ -43,6 +50,7 @@ const readText = (request: HttpServerRequest.HttpServerRequest) =>
       ),
       Effect.mapError(() => badRequest("the request body could not be read"))
     )
+    yield* RequestTimeouts.readBody(read, tooSlow)
     if (bytes > maxBodyBytes) return yield* Effect.fail(tooLarge())
     const body = new Uint8Array(bytes)
     kept.reduce((offset, chunk) => (body.set(chunk, offset), offset + chunk.length), 0)

@@ -36,3 +36,5 @@ export * as ClientErrors from "./ClientErrors.js"
 export * as Embedding from "./Embedding.js"
 /** The events stream's text: `task` and `progress` events, and the data of each. */
 export * as EventStream from "./EventStream.js"
+/** How long a client may take to send a request's headers and body. */
+export * as RequestTimeouts from "./RequestTimeouts.js"

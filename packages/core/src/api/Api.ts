@@ -21,6 +21,7 @@ import {
   NotFound,
   okSchema,
   PayloadTooLarge,
+  RequestTimeout,
   ServiceUnavailable,
   TooManyRequests,
   Unauthorized,
@@ -108,6 +109,7 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
       .addError(ModerationRejectedResponse)
       .addError(Conflict)
       .addError(PayloadTooLarge)
+      .addError(RequestTimeout)
       .addError(UnprocessableEntity)
       .addError(ServiceUnavailable)
       .annotate(OpenApi.Summary, "Submit a task")
@@ -119,6 +121,7 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
       .addSuccess(EstimateResponse)
       .addError(BadRequest)
       .addError(PayloadTooLarge)
+      .addError(RequestTimeout)
       .annotate(OpenApi.Summary, "Price a task without submitting it")
       .annotate(
         OpenApi.Description,

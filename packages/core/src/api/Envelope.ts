@@ -90,6 +90,15 @@ export class ServiceUnavailable extends Schema.Class<ServiceUnavailable>("Servic
   HttpApiSchema.annotations({ status: 503 })
 ) {}
 
+/**
+ * 408: the request's body did not arrive within its deadline (10 seconds by default); the
+ * connection is closed and nothing of the request was used.
+ */
+export class RequestTimeout extends Schema.Class<RequestTimeout>("RequestTimeout")(
+  envelopeError(408, "The request took too long to arrive; nothing of it was used."),
+  HttpApiSchema.annotations({ status: 408 })
+) {}
+
 /** 413: request body over the limit. */
 export class PayloadTooLarge extends Schema.Class<PayloadTooLarge>("PayloadTooLarge")(
   envelopeError(413, "The body limit."),
