@@ -146,7 +146,7 @@ const pgRows = async (url: string): Promise<Array<Row>> =>
     yield* Effect.addFinalizer(() => Effect.promise(() => pool.end()))
     // The bare rows' tables; PgLimits's layer below migrates the same prefix (IF NOT EXISTS).
     for (const statement of Schema.limitTables("bench_")) yield* Effect.promise(() => pool.query(statement))
-    const take = (i: number) => pool.query({ name: "take", text: PgLimits.statements("bench_").take, values: [digests[i % KEYS], perSecond, burst, now()] })
+    const take = (i: number) => pool.query({ name: "take", text: PgLimits.statements("bench_").take, values: [digests[i % KEYS], perSecond, burst, now(), 1] })
     const select1 = () => pool.query({ name: "select1", text: "SELECT 1" })
     // The same take through mediagate's own (PgLimits on @effect/sql's pool), and a held place taken and given back.
     const runtime = ManagedRuntime.make(PgLimits.layer({ tablePrefix: "bench_" }).pipe(Layer.provide(Database.layerPg(Redacted.make(target)))))
@@ -154,7 +154,7 @@ const pgRows = async (url: string): Promise<Array<Row>> =>
     const limits = yield* Effect.promise(() => runtime.runPromise(SharedLimits.SharedLimits))
     const rate = { perSecond, burst }
     const caps = { perKey: 1_000_000, total: 1_000_000 }
-    const ownTake = (i: number) => runtime.runPromise(limits.take(digests[i % KEYS]!, rate))
+    const ownTake = (i: number) => runtime.runPromise(limits.take(digests[i % KEYS]!, rate, 1))
     const holdAndRelease = (i: number) =>
       runtime.runPromise(Effect.flatMap(limits.hold(digests[i % KEYS]!, caps), (hold) => hold._tag === "Held" ? limits.release(hold.id) : Effect.void))
     return yield* Effect.promise(async () => {
@@ -162,7 +162,7 @@ const pgRows = async (url: string): Promise<Array<Row>> =>
       await measure(500, 1, ownTake)
       return [
         await figures("PostgreSQL SELECT 1 (yardstick)", select1),
-        await figures("PostgreSQL take (INSERT ... ON CONFLICT)", take),
+        await figures("PostgreSQL take (row locked, then UPDATE or INSERT)", take),
         await figures("PostgreSQL take through PgLimits (@effect/sql)", ownTake),
         await figures("PostgreSQL held place taken and given back (PgLimits)", holdAndRelease)
       ]

@@ -6,7 +6,8 @@
  * both nodes' (the per-key cap reached with the places split between them answers 429); a
  * node that died (its places no longer renewed) gives them back once they lapse. Then two
  * standalone server processes on one database, with only the rate limit's usual variables:
- * the burst holds over both. Real time passes here (database I/O), so waits poll with a bound.
+ * the burst holds over both; and three with 300 requests of one key at once, which keep to
+ * the limit (issue 33). Real time passes here (database I/O), so waits poll with a bound.
  */
 import type { SharedLimits } from "@mediagate/core"
 import { Ids, Ledger } from "@mediagate/core"
@@ -22,7 +23,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
-import { killAll, startServer, stop } from "./standalone-process.js"
+import { killAll, type Server, startServer, stop } from "./standalone-process.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-cluster-limits-"))
 const cleanups: Array<() => Promise<void>> = []
@@ -58,6 +59,16 @@ const database = async () => {
     yield* ledger.credit({ id: "credits", accountId: account.id, amount: 1_000_000_000, at: 0, note: null })
   })))
   return db.url
+}
+
+/** `count` standalone server processes on a fresh database, with the key of `apiKey` and `env`. */
+const standaloneServers = async (count: number, label: string, env: Record<string, string>) => {
+  const db = await freshDatabase(pgUrl!, label)
+  cleanups.push(db.drop)
+  const common = { MEDIAGATE_DATABASE_URL: db.url, MEDIAGATE_MEDIA_DIR: join(dir, "media"), MEDIAGATE_API_KEY: apiKey, ...env }
+  const servers: Array<Server> = []
+  for (let i = 0; i < count; i++) servers.push(await startServer(common))
+  return servers
 }
 
 /** A node: the API over the SQL backends of `url`, with the edge's limits shared as the standalone server has them. */
@@ -173,20 +184,10 @@ describe.skipIf(pgUrl === undefined)(`the edge's limits over two nodes on one Po
   })
 
   it("two standalone servers on one database: a key's burst holds over both, with no setting for it", { timeout: 60_000 }, async () => {
-    const db = await freshDatabase(pgUrl!, "cluster_standalone")
-    cleanups.push(db.drop)
-    const env = {
-      MEDIAGATE_DATABASE_URL: db.url,
-      MEDIAGATE_MEDIA_DIR: join(dir, "media"),
-      MEDIAGATE_API_KEY: apiKey,
-      MEDIAGATE_RATE_LIMIT: "1",
-      MEDIAGATE_RATE_LIMIT_BURST: "5"
-    }
-    const serverA = await startServer(env)
-    const serverB = await startServer(env)
+    const [serverA, serverB] = await standaloneServers(2, "cluster_standalone", { MEDIAGATE_RATE_LIMIT: "1", MEDIAGATE_RATE_LIMIT_BURST: "5" })
     const statuses: Array<number> = []
     for (let i = 0; i < 12; i++) {
-      const response = await fetch(`${(i % 2 === 0 ? serverA : serverB).url}/api/v1/task/${missing}`, { headers: auth })
+      const response = await fetch(`${(i % 2 === 0 ? serverA! : serverB!).url}/api/v1/task/${missing}`, { headers: auth })
       await response.arrayBuffer()
       statuses.push(response.status)
     }
@@ -195,7 +196,28 @@ describe.skipIf(pgUrl === undefined)(`the edge's limits over two nodes on one Po
     expect(through).toBeGreaterThanOrEqual(5)
     expect(through).toBeLessThanOrEqual(6)
     expect(statuses.filter((status) => status === 429).length).toBe(12 - through)
-    await stop(serverA, "SIGTERM")
-    await stop(serverB, "SIGTERM")
+    await stop(serverA!, "SIGTERM")
+    await stop(serverB!, "SIGTERM")
+  })
+
+  it("three standalone servers, 300 requests of one key at once (100 each): admitted within the limit, not each node's burst", { timeout: 120_000 }, async () => {
+    const servers = await standaloneServers(3, "cluster_burst", { MEDIAGATE_RATE_LIMIT: "5" })
+    // Each node's connections opened, as a running cluster's are, by a request of another key (401).
+    for (const server of servers) await (await fetch(`${server.url}/api/v1/account`, { headers: { authorization: "Bearer mg_warm_up" } })).arrayBuffer()
+    const started = Date.now()
+    const statuses = await Promise.all(Array.from({ length: 300 }, async (_, i) => {
+      const response = await fetch(`${servers[i % 3]!.url}/api/v1/account`, { headers: auth })
+      await response.arrayBuffer()
+      return response.status
+    }))
+    const seconds = (Date.now() - started) / 1000
+    const admitted = statuses.filter((status) => status === 200).length
+    const fellBack = servers.filter((server) => server.output().includes("the shared buckets cannot be reached")).length
+    console.log(`cluster-limits: ${admitted} of 300 admitted in ${seconds.toFixed(2)} s (burst 10, 5 a second); ${fellBack} of 3 nodes fell back to their own buckets`)
+    expect(statuses.filter((status) => status !== 200 && status !== 429)).toEqual([])
+    // The burst, and what refilled while the requests went out: 10 + 5 a second.
+    expect(admitted).toBeGreaterThanOrEqual(10)
+    expect(admitted).toBeLessThanOrEqual(10 + Math.ceil(5 * seconds))
+    for (const server of servers) await stop(server, "SIGTERM")
   })
 })

@@ -2,8 +2,9 @@
  * Per-key rate limits: a token bucket per API key, `perSecond` requests a second with
  * bursts of up to `burst`. The buckets are kept in this process (`layer`), or for every node
  * on the shared store (`layerShared`: `SharedLimits`, PostgreSQL's `PgLimits`), so that a key
- * gets that much from the whole cluster; when the shared store fails, the node falls back
- * to its own buckets (fail open, logged). A request over the limit answers 429 in the envelope, with `Retry-After` (seconds)
+ * gets that much from the whole cluster (one take at a time per key and node, see
+ * `makeShared`); when the shared store fails or is slow, the node falls back to its own
+ * buckets with its share of the limit (logged). A request over the limit answers 429 in the envelope, with `Retry-After` (seconds)
  * and the IETF draft's `RateLimit-Policy` and `RateLimit` fields
  * (draft-ietf-httpapi-ratelimit-headers): `"per-key";q=<perSecond>;w=1` and
  * `"per-key";r=0;t=<seconds until a request is allowed>`.
@@ -15,7 +16,7 @@
  * (`TokenBuckets`). Times come from the Clock.
  */
 import { SharedLimits } from "@mediagate/core"
-import { Clock, Context, Duration, Effect, Layer } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Exit, Layer } from "effect"
 import { createHash } from "node:crypto"
 import * as TokenBuckets from "./TokenBuckets.js"
 
@@ -63,64 +64,158 @@ export const layer = (options: Options): Layer.Layer<RateLimit> => Layer.sync(Ra
 
 /** Settings of `makeShared`. */
 export interface SharedOptions extends Options {
-  /** Longest wait for the shared store before a take falls back to this node's bucket. Default 1 s. */
+  /**
+   * Longest a request waits for the shared store before this node's own buckets decide it
+   * (with its share of the limit). Default 1 s.
+   */
   readonly timeout?: Duration.DurationInput
 }
 
+/** A request waiting for its key's next take from the shared store. */
+interface Waiter {
+  readonly key: string
+  readonly answer: Deferred.Deferred<Decision>
+  /** When this node's own buckets decide it instead (Clock milliseconds). */
+  readonly deadline: number
+}
+
 /**
- * Buckets shared by every node (`SharedLimits`). A key the store refused is refused by this
- * node without asking again until its Retry-After. A take the store cannot answer (down, or
- * slower than `timeout`) is taken from this node's own bucket instead: the API stays up,
- * limited per node, while the database is away; a warning is logged once until the store
+ * Buckets shared by every node (`SharedLimits`). A node asks the store once at a time per
+ * key: the requests of a key that come while its take is on the way wait for the next one,
+ * a take of as many tokens as they are, and are answered from it in order of arrival (a
+ * burst of requests costs the database two statements per node, not one each, and does not
+ * queue on its connections). A key the store refused, or left without a whole token, is
+ * refused by this node without asking again until its bucket has one. A request the store
+ * cannot answer within `timeout` of its arrival (down, or slow) is decided by this node's own
+ * buckets instead, with 1/N of the limit (N the nodes on the store seen recently,
+ * `SharedLimits.nodes`, and a burst of at least 1): the API stays up and the cluster keeps
+ * to about the limit while the database is away; a warning is logged once until the store
  * answers again.
  */
 export const makeShared = (options: SharedOptions, shared: Context.Tag.Service<SharedLimits.SharedLimits>): Context.Tag.Service<RateLimit> => {
-  const local = make(options)
-  const rate = { perSecond: local.perSecond, burst: local.burst }
-  const timeout = options.timeout ?? Duration.seconds(1)
+  const perSecond = options.perSecond
+  const burst = options.burst ?? perSecond * 2
+  const rate = { perSecond, burst }
+  const timeout = Duration.toMillis(options.timeout ?? Duration.seconds(1))
   const maxKeys = options.maxKeys ?? 10_000
-  // Keys the store refused, until their Retry-After: no node can give a bucket tokens sooner
+  // This node's share of the limit, for when the store cannot answer: made again when the
+  // count of nodes changes.
+  let own = { nodes: 1, limit: make({ perSecond, burst, maxKeys }) }
+  const ownShare = Effect.map(shared.nodes, (nodes) => {
+    if (nodes !== own.nodes) own = { nodes, limit: make({ perSecond: perSecond / nodes, burst: Math.max(1, burst / nodes), maxKeys }) }
+    return own.limit
+  })
+  // Keys refused until their bucket has a whole token again: no node can give it one sooner
   // than its refill does, so these are refused here without a round trip. A key sending far
   // past its limit would otherwise cost a write on the database every node shares for each
   // request. Oldest first; at most `maxKeys`.
   const refusedUntil = new Map<string, number>()
+  const refusal = (digest: string, now: number): Decision | undefined => {
+    const until = refusedUntil.get(digest)
+    if (until === undefined) return undefined
+    if (now < until) return { _tag: "Limited", retryAfterMs: until - now }
+    refusedUntil.delete(digest)
+    return undefined
+  }
+  // By key's digest, while a take of that key is on its way: the requests that came since,
+  // for the next take.
+  const queued = new Map<string, Array<Waiter>>()
   let degraded = false
-  const fromStore = (key: string, digest: string, now: number) =>
-    shared.take(digest, rate).pipe(
-      Effect.timeoutFail({ duration: timeout, onTimeout: () => "timed out" as const }),
-      Effect.tap((decision) => {
-        if (decision._tag === "Limited") {
-          refusedUntil.set(digest, now + decision.retryAfterMs)
-          if (refusedUntil.size > maxKeys) refusedUntil.delete(refusedUntil.keys().next().value!)
-        }
-        if (!degraded) return Effect.void
-        degraded = false
-        return Effect.logInfo("rate limit: the shared buckets answer again")
-      }),
-      Effect.catchAll((error) =>
-        Effect.suspend(() => {
-          const warn = degraded
-            ? Effect.void
-            : Effect.logWarning("rate limit: the shared buckets cannot be reached; limiting with this node's buckets", error)
-          degraded = true
-          return Effect.zipRight(warn, local.take(key))
-        })
-      )
+
+  const answer = (waiters: ReadonlyArray<Waiter>, decisions: ReadonlyArray<Decision>) =>
+    waiters.forEach((waiter, i) => Deferred.unsafeDone(waiter.answer, Exit.succeed(decisions[i]!)))
+
+  /** The decisions of `waiters`, in order, from a take of their count that got `taken`. */
+  const decide = (digest: string, now: number, waiters: ReadonlyArray<Waiter>, taken: SharedLimits.Taken): Array<Decision> => {
+    const retryAfterMs = Math.ceil(((1 - taken.tokens) / perSecond) * 1000)
+    if (taken.tokens < 1) {
+      refusedUntil.delete(digest)
+      refusedUntil.set(digest, now + retryAfterMs)
+      if (refusedUntil.size > maxKeys) refusedUntil.delete(refusedUntil.keys().next().value!)
+    }
+    return waiters.map((_, i): Decision =>
+      i < taken.granted
+        ? { _tag: "Allowed", remaining: Math.floor(taken.tokens) + taken.granted - 1 - i }
+        : { _tag: "Limited", retryAfterMs }
     )
+  }
+
+  /** Answers `waiters` from one take of their count, or from this node's share if the store does not answer in time. */
+  const takeFor = (digest: string, waiters: ReadonlyArray<Waiter>): Effect.Effect<void> =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      // The first came first: its deadline is the nearest.
+      const wait = waiters[0]!.deadline - now
+      // A take the timeout cuts short goes on in the background (the store's statements are
+      // uninterruptible: waiting for one to stop would be waiting for it to end).
+      const fromStore = wait <= 0
+        ? Effect.fail("timed out" as const)
+        : Effect.timeoutFail(Effect.interruptible(Effect.disconnect(shared.take(digest, rate, waiters.length))), {
+          duration: wait,
+          onTimeout: () => "timed out" as const
+        })
+      return fromStore.pipe(
+        Effect.map((taken) => decide(digest, now, waiters, taken)),
+        Effect.tap(() => {
+          if (!degraded) return Effect.void
+          degraded = false
+          return Effect.logInfo("rate limit: the shared buckets answer again")
+        }),
+        Effect.catchAllCause((cause) =>
+          Effect.gen(function*() {
+            if (!degraded) {
+              yield* Effect.logWarning("rate limit: the shared buckets cannot be reached; limiting with this node's share of the buckets", cause)
+            }
+            degraded = true
+            const limit = yield* ownShare
+            return yield* Effect.forEach(waiters, (waiter) => limit.take(waiter.key))
+          })
+        ),
+        Effect.map((decisions) => answer(waiters, decisions))
+      )
+    })
+
+  /** The requests queued for the next take of `digest` (those refused meanwhile answered); none closes the key's queue. */
+  const next = (digest: string, now: number): Array<Waiter> => {
+    let waiters = queued.get(digest) ?? []
+    const refused = refusal(digest, now)
+    if (refused !== undefined) {
+      answer(waiters, waiters.map(() => refused))
+      waiters = []
+    }
+    if (waiters.length === 0) queued.delete(digest)
+    else queued.set(digest, [])
+    return waiters
+  }
+
+  /** Takes for `digest` until no request waits; uninterruptible, so that every waiter is answered (each take is bounded by the timeout). */
+  const drain = (digest: string, first: Array<Waiter>): Effect.Effect<void> =>
+    Effect.uninterruptible(Effect.gen(function*() {
+      for (let waiters = first; waiters.length > 0;) {
+        yield* takeFor(digest, waiters)
+        const now = yield* Clock.currentTimeMillis
+        waiters = next(digest, now)
+      }
+    }))
+
   return {
-    perSecond: local.perSecond,
-    burst: local.burst,
+    perSecond,
+    burst,
     take: (key) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
         const digest = keyDigest(key)
-        const until = refusedUntil.get(digest)
-        if (until !== undefined) {
-          if (now < until) return Effect.succeed<Decision>({ _tag: "Limited", retryAfterMs: until - now })
-          refusedUntil.delete(digest)
+        const refused = refusal(digest, now)
+        if (refused !== undefined) return refused
+        const waiter: Waiter = { key, answer: yield* Deferred.make<Decision>(), deadline: now + timeout }
+        const waiting = queued.get(digest)
+        if (waiting !== undefined) waiting.push(waiter)
+        else {
+          queued.set(digest, [])
+          yield* Effect.forkDaemon(drain(digest, [waiter]))
         }
-        return fromStore(key, digest, now)
+        return yield* Deferred.await(waiter.answer)
       }),
-    size: local.size
+    size: Effect.suspend(() => own.limit.size)
   }
 }
 

@@ -4,18 +4,26 @@
  * crash, so they skip the WAL), named with the table prefix (`Schema.limitTables`).
  *
  * Rate limit: `<prefix>rate_buckets(digest, tokens, at, allowed, full_at)`, one row a key's
- * bucket. A take is one statement, one round trip: `INSERT ... ON CONFLICT DO UPDATE ...
- * RETURNING` refills the bucket from the time since its last take, takes a token if there is
- * one and answers what it did. `full_at` is when the bucket would be full again: a row past
- * it is the same as no row, so the sweep deletes those.
+ * bucket. A take of `count` tokens is one statement, one round trip: it locks the key's row
+ * (`SELECT ... FOR UPDATE`), refills the bucket from the time since its last take, takes as
+ * many of the tokens as it has whole and answers how many it took and what is left; a key
+ * without a row gets one, full less what it took (two nodes inserting the same new key at
+ * once: the one that lost asks again). `full_at` is when the bucket would be full again: a
+ * row past it is the same as no row, so the sweep deletes those.
+ *
+ * Nodes: each node keeps a row of its own in the same table, `node:<its name>` (a key's
+ * digest never has a colon), whose `full_at` it moves `holdLifetime` ahead at start and at
+ * every renewal, and counts the other nodes' rows not yet past theirs: the nodes seen
+ * recently (`SharedLimits.nodes`). A node that stops in order deletes its row; a dead one's
+ * is swept with the full buckets.
  *
  * Held requests: `<prefix>holds(id, node, digest, expires_at)`, one row a place. A place is
  * taken in a transaction that first takes a transaction advisory lock on the key's digest,
  * so two nodes never both take a key's last place (the per-key cap holds exactly); the
  * total cap is counted in the same statement without a lock over every key, so requests of
  * different keys racing for the very last places may pass it by a few (recorded in
- * docs/decisions.md). Every node renews the expiry of the places it holds now every
- * `renewEvery` (a place it gave back is no longer renewed, even if deleting it failed); a
+ * docs/decisions.md). Every node renews the expiry of the places it holds now (and its
+ * row among the nodes) every `renewEvery` (a place it gave back is no longer renewed, even if deleting it failed); a
  * place lapses `holdLifetime` after its last renewal, so a node that died (SIGKILL) gives its
  * places back within that time. Places not renewed and buckets full again are deleted by
  * the same periodic sweep. Times are whole Clock milliseconds (rounded up): PostgreSQL's
@@ -38,23 +46,44 @@ export interface Options extends Database.Options {
 
 /**
  * The statements on `prefix`'s tables, PostgreSQL's parameters numbered. `take` is
- * `(digest, perSecond, burst, now)`; `hold` is `(id, node, digest, expiresAt, now, perKey, total)`.
+ * `(digest, perSecond, burst, now, count)` and answers `(tokens, granted)`, or no row when
+ * another node inserted the key's row at the same time (ask again); `hold` is
+ * `(id, node, digest, expiresAt, now, perKey, total)`; `presence` is `(node row, now, until)`.
  */
 export const statements = (prefix: string) => {
   const buckets = `"${prefix}rate_buckets"`
   const holds = `"${prefix}holds"`
-  // The bucket as refilled up to $4 (a node whose clock is behind refills nothing, never less).
-  const refilled = `LEAST($3::float8, b.tokens + GREATEST(0, $4::bigint - b.at) * $2::float8 / 1000)`
+  // Tokens a take of $5 gets from a bucket holding `tokens`: the whole ones, at most $5.
+  const granted = (tokens: string) => `GREATEST(0, LEAST($5::float8, FLOOR(${tokens})))`
   return {
-    take: `INSERT INTO ${buckets} AS b (digest, tokens, at, allowed, full_at)
-      VALUES ($1, $3::float8 - 1, $4::bigint, true, $4::bigint + CEIL(1000 / $2::float8)::bigint)
-      ON CONFLICT (digest) DO UPDATE SET
-        tokens = CASE WHEN ${refilled} >= 1 THEN ${refilled} - 1 ELSE ${refilled} END,
-        allowed = ${refilled} >= 1,
-        at = GREATEST(b.at, $4::bigint),
-        full_at = GREATEST(b.at, $4::bigint)
-          + CEIL(($3::float8 - CASE WHEN ${refilled} >= 1 THEN ${refilled} - 1 ELSE ${refilled} END) * 1000 / $2::float8)::bigint
-      RETURNING tokens, allowed`,
+    // The row locked first, so that its tokens before the take (and so how many it took)
+    // are the latest; refilled up to $4 (a node whose clock is behind refills nothing, never less).
+    take: `WITH old AS (
+        SELECT digest, LEAST($3::float8, tokens + GREATEST(0, $4::bigint - at) * $2::float8 / 1000) AS refilled,
+          GREATEST(at, $4::bigint) AS at
+        FROM ${buckets} WHERE digest = $1 FOR UPDATE
+      ), taking AS (
+        SELECT digest, refilled, at, ${granted("refilled")} AS granted FROM old
+      ), updated AS (
+        UPDATE ${buckets} AS b SET tokens = t.refilled - t.granted, allowed = t.granted > 0, at = t.at,
+          full_at = t.at + CEIL(($3::float8 - (t.refilled - t.granted)) * 1000 / $2::float8)::bigint
+        FROM taking t WHERE b.digest = t.digest
+        RETURNING b.tokens, t.granted
+      ), inserted AS (
+        INSERT INTO ${buckets} (digest, tokens, at, allowed, full_at)
+        SELECT $1, $3::float8 - n.granted, $4::bigint, n.granted > 0, $4::bigint + CEIL(n.granted * 1000 / $2::float8)::bigint
+        FROM (SELECT ${granted("$3::float8")} AS granted) n
+        WHERE NOT EXISTS (SELECT 1 FROM old)
+        ON CONFLICT (digest) DO NOTHING
+        RETURNING tokens, ${granted("$3::float8")} AS granted
+      )
+      SELECT tokens, granted FROM updated UNION ALL SELECT tokens, granted FROM inserted`,
+    presence: `WITH me AS (
+        INSERT INTO ${buckets} (digest, tokens, at, allowed, full_at) VALUES ($1, 0, $2::bigint, false, $3::bigint)
+        ON CONFLICT (digest) DO UPDATE SET at = EXCLUDED.at, full_at = EXCLUDED.full_at
+      )
+      SELECT 1 + count(*) AS nodes FROM ${buckets} WHERE digest LIKE 'node:%' AND digest <> $1 AND full_at > $2::bigint`,
+    leave: `DELETE FROM ${buckets} WHERE digest = $1`,
     lock: `SELECT pg_advisory_xact_lock(hashtext($1))`,
     hold: `WITH held AS (
         SELECT count(*) FILTER (WHERE digest = $3) AS mine, count(*) AS every FROM ${holds} WHERE expires_at > $5::bigint
@@ -106,16 +135,26 @@ export const make = (options: Options = {}): Effect.Effect<
     const executor = Executor.perOperation(sql, "BEGIN")
     const run = executor.run
 
-    const take = (digest: string, rate: SharedLimits.Rate): Effect.Effect<SharedLimits.Decision, StoreError> =>
-      Effect.flatMap(nowMillis, (now) => run(s.take, [digest, rate.perSecond, rate.burst, now])).pipe(
-        Effect.map(([row]): SharedLimits.Decision => {
-          const tokens = Number(row?.["tokens"])
-          return row?.["allowed"] === true
-            ? { _tag: "Allowed", remaining: Math.floor(tokens) }
-            : { _tag: "Limited", retryAfterMs: Math.ceil(((1 - tokens) / rate.perSecond) * 1000) }
-        }),
+    const take = (digest: string, rate: SharedLimits.Rate, count: number): Effect.Effect<SharedLimits.Taken, StoreError> => {
+      // No row answers only when another node inserted the key's row meanwhile: it is there now.
+      const once = Effect.flatMap(nowMillis, (now) => run(s.take, [digest, rate.perSecond, rate.burst, now, count]))
+      return Effect.repeat(once, { until: (rows) => rows.length > 0, times: 2 }).pipe(
+        Effect.flatMap(([row]) =>
+          row === undefined
+            ? Effect.fail(new StoreError({ message: "the rate-limit bucket's row was inserted and gone again" }))
+            : Effect.succeed({ granted: Number(row["granted"]), tokens: Number(row["tokens"]) })
+        ),
         StoreError.refail("taking from a rate-limit bucket")
       )
+    }
+
+    // Nodes seen recently, this one included: counted at start and at each renewal.
+    let nodes = 1
+    const presence = Effect.flatMap(nowMillis, (now) => run(s.presence, [`node:${node}`, now, now + lifetime])).pipe(
+      Effect.map(([row]) => {
+        nodes = Math.max(1, Number(row?.["nodes"] ?? 1))
+      })
+    )
 
     const hold = (digest: string, caps: SharedLimits.Caps): Effect.Effect<SharedLimits.Hold, StoreError> =>
       Effect.gen(function*() {
@@ -143,16 +182,18 @@ export const make = (options: Options = {}): Effect.Effect<
     const renewAndSweep = Effect.gen(function*() {
       const now = yield* nowMillis
       if (live.size > 0) yield* run(s.renew, [[...live], now + lifetime])
+      yield* presence
       yield* run(s.sweepHolds, [now])
       yield* run(s.sweepBuckets, [now])
     }).pipe(
       Effect.catchAll((error) => Effect.logWarning("shared limits: renewing this node's held places failed; trying again later", error))
     )
     const every = options.renewEvery ?? Duration.seconds(10)
+    yield* presence.pipe(Effect.catchAll((error) => Effect.logWarning("shared limits: counting the nodes failed; trying again later", error)))
     yield* Effect.forkScoped(Effect.repeat(Effect.delay(renewAndSweep, every), Schedule.forever))
-    // A node that stops in order gives its places back at once; one that dies lets them lapse.
-    yield* Effect.addFinalizer(() => Effect.ignore(run(s.releaseNode, [node])))
-    return { take, hold, release }
+    // A node that stops in order gives its places back and leaves the count at once; one that dies lets them lapse.
+    yield* Effect.addFinalizer(() => Effect.zip(Effect.ignore(run(s.releaseNode, [node])), Effect.ignore(run(s.leave, [`node:${node}`]))))
+    return { take, hold, release, nodes: Effect.sync(() => nodes) }
   })
 
 /** The shared limits on the PostgreSQL client in context. */

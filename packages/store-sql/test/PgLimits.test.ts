@@ -1,15 +1,15 @@
 /**
  * The edge's limits shared on PostgreSQL (`PgLimits`), two or three nodes on one fresh
  * database, each its own `make` over its own pool, time from the TestClock: a key's bucket
- * is one for all of them; the caps on held places count every node's; a node that stops
+ * is one for all of them, a take of several tokens gets what the bucket has; each counts the
+ * nodes seen recently; the caps on held places count every node's; a node that stops
  * renewing (one that died) gives its places back once they lapse, while a live node's stay;
  * old rows are swept.
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import type { SharedLimits } from "@mediagate/core"
-import type { Scope } from "effect"
-import { Context, Effect, Layer, Redacted, TestClock } from "effect"
+import { Context, Effect, Exit, Layer, Redacted, Scope, TestClock } from "effect"
 import { Database, PgLimits } from "../src/index.js"
 import { freshPgDatabase, pgSkipReason, pgUrl } from "../src/Testing.js"
 
@@ -27,32 +27,94 @@ const node = (url: string, options: PgLimits.Options = {}): Effect.Effect<
 
 const rate = { perSecond: 2, burst: 3 }
 
+/**
+ * `limits.nodes` once it is `want`, or as it is after 100,000 event-loop turns: a renewal
+ * the TestClock fired answers as I/O, which the TestClock does not wait for.
+ */
+const nodesOnceSettled = (limits: Context.Tag.Service<SharedLimits.SharedLimits>, want: number) =>
+  Effect.gen(function*() {
+    for (let turn = 0; turn < 100_000 && (yield* limits.nodes) !== want; turn++) {
+      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+    }
+    return yield* limits.nodes
+  })
+
 describe.skipIf(pgUrl === undefined)(`PgLimits${pgSkipReason("PgLimits")}`, () => {
   it.scoped("one bucket per key over every node: the burst in total, then perSecond; an idle bucket's row is swept", () =>
     Effect.gen(function*() {
       const url = yield* freshPgDatabase(pgUrl!, "limits_rate")
       const [a, b] = [yield* node(url), yield* node(url)]
       const takes = [a, b, a, b].map(({ limits }) => limits)
-      const decisions = yield* Effect.forEach(takes, (limits) => limits.take("key1", rate))
-      expect(decisions).toEqual([
-        { _tag: "Allowed", remaining: 2 },
-        { _tag: "Allowed", remaining: 1 },
-        { _tag: "Allowed", remaining: 0 },
-        { _tag: "Limited", retryAfterMs: 500 }
+      const taken = yield* Effect.forEach(takes, (limits) => limits.take("key1", rate, 1))
+      expect(taken).toEqual([
+        { granted: 1, tokens: 2 },
+        { granted: 1, tokens: 1 },
+        { granted: 1, tokens: 0 },
+        { granted: 0, tokens: 0 }
       ])
       // Another key has its own bucket.
-      expect((yield* b.limits.take("key2", rate))._tag).toBe("Allowed")
+      expect((yield* b.limits.take("key2", rate, 1)).granted).toBe(1)
       yield* TestClock.adjust("499 millis")
-      expect((yield* b.limits.take("key1", rate))._tag).toBe("Limited")
+      expect((yield* b.limits.take("key1", rate, 1)).granted).toBe(0)
       yield* TestClock.adjust("1 millis")
-      expect(yield* b.limits.take("key1", rate)).toEqual({ _tag: "Allowed", remaining: 0 })
-      expect((yield* a.limits.take("key1", rate))._tag).toBe("Limited")
+      expect(yield* b.limits.take("key1", rate, 1)).toEqual({ granted: 1, tokens: 0 })
+      expect((yield* a.limits.take("key1", rate, 1)).granted).toBe(0)
       // A bucket full again is the same as none: the sweep (every 10 s) deletes its row.
       yield* TestClock.adjust("20 seconds")
-      const rows = yield* a.sql`SELECT count(*)::int AS n FROM mediagate_rate_buckets`
+      const rows = yield* a.sql`SELECT count(*)::int AS n FROM mediagate_rate_buckets WHERE digest NOT LIKE 'node:%'`
       expect(rows).toEqual([{ n: 0 }])
-      for (let i = 0; i < 3; i++) expect((yield* a.limits.take("key1", rate))._tag).toBe("Allowed")
-      expect((yield* b.limits.take("key1", rate))._tag).toBe("Limited")
+      for (let i = 0; i < 3; i++) expect((yield* a.limits.take("key1", rate, 1)).granted).toBe(1)
+      expect((yield* b.limits.take("key1", rate, 1)).granted).toBe(0)
+    }), 30_000)
+
+  it.scoped("a take of several tokens gets as many as the bucket has, in one statement, on a new key's row and an old one's", () =>
+    Effect.gen(function*() {
+      const url = yield* freshPgDatabase(pgUrl!, "limits_many")
+      const [a, b] = [yield* node(url), yield* node(url)]
+      // A new key: its row is the full bucket less what the take got.
+      expect(yield* a.limits.take("key1", rate, 2)).toEqual({ granted: 2, tokens: 1 })
+      expect(yield* b.limits.take("key1", rate, 5)).toEqual({ granted: 1, tokens: 0 })
+      expect(yield* a.limits.take("key1", rate, 5)).toEqual({ granted: 0, tokens: 0 })
+      expect(yield* b.limits.take("key2", rate, 7)).toEqual({ granted: 3, tokens: 0 })
+      // 1.25 s at 2 a second: 2.5 tokens, two of them whole.
+      yield* TestClock.adjust("1250 millis")
+      expect(yield* a.limits.take("key1", rate, 9)).toEqual({ granted: 2, tokens: 0.5 })
+      yield* TestClock.adjust("250 millis")
+      expect(yield* b.limits.take("key1", rate, 1)).toEqual({ granted: 1, tokens: 0 })
+      // Many nodes asking for a new key's tokens at once: the burst in total, no more.
+      const c = yield* node(url)
+      const racing = yield* Effect.all(
+        Array.from({ length: 30 }, (_, i) => [a, b, c][i % 3]!.limits.take("key3", { perSecond: 0.001, burst: 10 }, 2)),
+        { concurrency: "unbounded" }
+      )
+      expect(racing.reduce((sum, taken) => sum + taken.granted, 0)).toBe(10)
+    }), 30_000)
+
+  it.scoped("nodes: each counts the nodes seen recently; one that stops in order leaves at once, a dead one after the lifetime", () =>
+    Effect.gen(function*() {
+      const url = yield* freshPgDatabase(pgUrl!, "limits_nodes")
+      const a = yield* node(url)
+      expect(yield* a.limits.nodes).toBe(1)
+      const b = yield* node(url)
+      // A node counts the others when it starts, and they count it at their next renewal (every 10 s).
+      expect(yield* b.limits.nodes).toBe(2)
+      expect(yield* a.limits.nodes).toBe(1)
+      yield* TestClock.adjust("10 seconds")
+      expect(yield* nodesOnceSettled(a.limits, 2)).toBe(2)
+      // A third that never renews (what a killed node looks like), and a fourth that stops in order.
+      const dead = yield* node(url, { renewEvery: "1 day" })
+      expect(yield* dead.limits.nodes).toBe(3)
+      const stopping = yield* Scope.make()
+      yield* node(url).pipe(Scope.extend(stopping))
+      yield* TestClock.adjust("10 seconds")
+      expect(yield* nodesOnceSettled(a.limits, 4)).toBe(4)
+      yield* Scope.close(stopping, Exit.void)
+      yield* TestClock.adjust("10 seconds")
+      expect(yield* nodesOnceSettled(a.limits, 3)).toBe(3)
+      // The dead node's row lapses 30 s after it was written.
+      yield* TestClock.adjust("10 seconds")
+      expect(yield* nodesOnceSettled(a.limits, 2)).toBe(2)
+      expect(yield* b.limits.nodes).toBe(2)
     }), 30_000)
 
   it.scoped("the caps on held places count every node's; a place given back is free again", () =>

@@ -21,6 +21,15 @@ export type Decision =
   | { readonly _tag: "Allowed"; readonly remaining: number }
   | { readonly _tag: "Limited"; readonly retryAfterMs: number }
 
+/**
+ * What a take of `count` tokens did: `granted` of them taken (`count`, or as many whole
+ * tokens as the bucket had), and the `tokens` left (below 1 when it could not give them all).
+ */
+export interface Taken {
+  readonly granted: number
+  readonly tokens: number
+}
+
 /** The caps on held requests: per key, and over every key. */
 export interface Caps {
   readonly perKey: number
@@ -37,8 +46,17 @@ export type Hold =
 
 /** The edge's limits over every node. */
 export class SharedLimits extends Context.Tag("@mediagate/core/SharedLimits")<SharedLimits, {
-  /** Takes one token from the bucket of the key of `digest`. */
-  readonly take: (digest: string, rate: Rate) => Effect.Effect<Decision, StoreError>
+  /**
+   * Takes `count` tokens from the bucket of the key of `digest`, or as many whole ones as it
+   * has: one round trip for several requests of a key at once.
+   */
+  readonly take: (digest: string, rate: Rate, count: number) => Effect.Effect<Taken, StoreError>
+  /**
+   * How many nodes share the store, this one included (at least 1), as last counted: nodes
+   * seen recently. Answers at once, without asking the store: it is what a node divides the
+   * limits by while the store cannot be reached.
+   */
+  readonly nodes: Effect.Effect<number>
   /**
    * Takes a place for a held request of the key of `digest` under `caps`. The place is this
    * node's: it lapses if the node stops renewing it (a node that died gives its places back).
