@@ -120,7 +120,7 @@ describe("the OpenAPI document", () => {
 
         // Statuses the server never answers are not documented.
         expect(Object.keys(document.paths["/api/v1/task/{taskId}"]!["get"]!.responses).sort()).toEqual(["200", "400", "401", "404", "429", "500", "503"])
-        expect(Object.keys(document.paths["/api/v1/task/submit"]!["post"]!.responses).sort()).toEqual(["200", "400", "401", "409", "413", "422", "429", "500", "503"])
+        expect(Object.keys(document.paths["/api/v1/task/submit"]!["post"]!.responses).sort()).toEqual(["200", "400", "401", "408", "409", "413", "422", "429", "500", "503"])
       }))
   })
 
