@@ -74,6 +74,18 @@ describe("ModerationRules: letters of other scripts that look like Latin ones (i
       expect(missed).toEqual([])
     }))
 
+  it.effect("invisible characters inside a word do not hide it (UTS #39 drops default-ignorable code points)", () =>
+    Effect.gen(function*() {
+      const missed: Array<string> = []
+      // Zero-width space, soft hyphen, zero-width joiner, word joiner, byte order mark, a variation selector.
+      for (const invisible of ["\u200b", "\u00ad", "\u200d", "\u2060", "\ufeff", "\ufe0f"]) {
+        for (const prompt of [`a scene full of g${invisible}ore`, `a m${invisible}ass${invisible}acre`, `a scene full of g${invisible}\u043er\u0435`]) {
+          if (!(yield* check(prompt)).flagged) missed.push(JSON.stringify(prompt))
+        }
+      }
+      expect(missed).toEqual([])
+    }))
+
   it.effect("genuine Cyrillic and Greek text, alone or among Latin words, passes", () =>
     Effect.gen(function*() {
       for (const prompt of innocent) {

@@ -2,9 +2,10 @@
  * Moderation by local rules, the default moderator: for each of the spec's 13 categories a
  * list of words and phrases and a list of regular expressions, matched against the prompt.
  *
- * The prompt is normalised first (Unicode NFKC, lower case, accents removed, common digit and
- * symbol stand-ins for letters read as letters: `k1ll` is `kill`), and every run of other
- * characters becomes one space, so `Gore!!`, `g o r e` aside, matches the word `gore`.
+ * The prompt is normalised first (Unicode NFKC, lower case, accents and invisible characters
+ * such as the zero-width space removed, common digit and symbol stand-ins for letters read as
+ * letters: `k1ll` is `kill`), and every run of other characters becomes one space, so
+ * `Gore!!`, `g o r e` aside, matches the word `gore`.
  * Words and phrases match whole words; patterns are JavaScript regular expressions on the
  * normalised text (case-insensitive, Unicode).
  * A prompt with characters outside ASCII is also read with letters of other scripts taken
@@ -115,11 +116,17 @@ const wordsOf = (text: string): string => {
   return ` ${read.replace(/[^\p{L}\p{N}]+/gu, " ").trim()} `
 }
 
-const withoutMarks = (text: string): string => text.normalize("NFD").replace(/\p{M}+/gu, "")
+/**
+ * Accents and other combining marks removed, and the characters that show nothing (zero-width
+ * space and joiners, soft hyphen, word joiner: Unicode's default-ignorable code points, which
+ * UTS #39 drops too), so `g\u200Bore` is `gore`.
+ */
+const withoutMarks = (text: string): string => text.normalize("NFD").replace(/[\p{M}\p{Default_Ignorable_Code_Point}]+/gu, "")
 
 /**
- * The text the rules read: NFKC, lower case, accents removed, stand-ins replaced inside
- * words, every run of other characters one space, with a space at each end.
+ * The text the rules read: NFKC, lower case, accents and invisible characters removed,
+ * stand-ins replaced inside words, every run of other characters one space, with a space at
+ * each end.
  */
 export const normalize = (prompt: string): string => wordsOf(withoutMarks(prompt.normalize("NFKC").toLowerCase()))
 
