@@ -19,7 +19,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { freshDatabase, pgSkipReason, pgUrl } from "@mediagate/store-sql/testing"
 import { setTimeout as pause } from "node:timers/promises"
 import pg from "pg"
-import { checkingS3SkipReason, checkingS3Url, freshCheckingBucket, type TestS3 } from "../packages/media/test/CheckingS3.js"
+import { checkingS3SkipReason, freshCheckingBucket, type TestS3 } from "../packages/media/test/CheckingS3.js"
 import { startS3rver } from "../packages/media/test/S3rver.js"
 import { api, awaitTerminal, killAll, type Server, startServer, stop, submit } from "./standalone-process.js"
 
