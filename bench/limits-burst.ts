@@ -10,7 +10,7 @@
  * - `node`: through the rate limit as a node runs it (`RateLimit.makeShared` with its
  *   default fall-back threshold of 1 s), which asks the database once at a time per key.
  *
- *   npx tsx --conditions=@mediagate/source bench/limits-burst.ts
+ *   npm run bench:limits-burst
  *   (PostgreSQL from MEDIAGATE_BENCH_PG_URL or MEDIAGATE_TEST_PG_URL, else 127.0.0.1:5432/test;
  *   BENCH_NODES, BENCH_PER_NODE, BENCH_ROUNDS change the shape)
  */

@@ -47,8 +47,11 @@ export interface ServerConfig {
   readonly maxRunningPerAccount: number
   /** Of those, at most this many on one provider, by provider name (`*`: every provider not named). */
   readonly maxRunningPerProvider: Readonly<Record<string, number>>
-  /** Requests a second each API key may make, and its burst; none when turned off. */
-  readonly rateLimit: Option.Option<{ readonly perSecond: number; readonly burst: number }>
+  /**
+   * Requests a second each API key may make, its burst, and how long a request waits for the
+   * shared buckets (several nodes) before its node decides it alone; none when turned off.
+   */
+  readonly rateLimit: Option.Option<{ readonly perSecond: number; readonly burst: number; readonly timeout: Duration.Duration }>
   /** Requests held open at once (events streams, `?wait=`): per API key and in total. */
   readonly heldRequests: { readonly perKey: number; readonly total: number }
   /** Failed authentications a minute each client address may have; none when turned off. */
@@ -125,6 +128,7 @@ export const variables = [
   "MEDIAGATE_DEADLINES",
   "MEDIAGATE_RATE_LIMIT",
   "MEDIAGATE_RATE_LIMIT_BURST",
+  "MEDIAGATE_RATE_LIMIT_SHARED_TIMEOUT",
   "MEDIAGATE_MAX_HELD_PER_KEY",
   "MEDIAGATE_MAX_HELD",
   "MEDIAGATE_AUTH_FAILURE_LIMIT",
@@ -369,17 +373,23 @@ const duration = (name: Variable, [min, minLabel]: Bound, [max, maxLabel]: Bound
       )
   })
 
-/** Requests a second per key (default 50, `off` for none) and the burst (default twice that). */
+/**
+ * Requests a second per key (default 50, `off` for none), the burst (default twice that), and
+ * the wait for the shared buckets before a node decides alone (default 1 s, 10 ms to 1 m).
+ */
 const rateLimit = Config.all({
   perSecond: variable("MEDIAGATE_RATE_LIMIT", (raw) => {
     if (raw.trim().toLowerCase() === "off") return Either.right(null)
     const value = /^\d{1,6}$/.test(raw.trim()) ? Number(raw.trim()) : NaN
     return value >= 1 ? Either.right(value) : Either.left(`must be requests a second per key, a whole number from 1, or off (got ${shown(raw)})`)
   }).pipe(Config.withDefault(50 as number | null)),
-  burst: Config.option(count("MEDIAGATE_RATE_LIMIT_BURST", 1_000_000))
+  burst: Config.option(count("MEDIAGATE_RATE_LIMIT_BURST", 1_000_000)),
+  timeout: duration("MEDIAGATE_RATE_LIMIT_SHARED_TIMEOUT", [Duration.millis(10), "10ms"], [Duration.minutes(1), "1m"]).pipe(
+    Config.withDefault(Duration.seconds(1))
+  )
 }).pipe(
-  Config.map(({ burst, perSecond }) =>
-    perSecond === null ? Option.none() : Option.some({ perSecond, burst: Option.getOrElse(burst, () => perSecond * 2) })
+  Config.map(({ burst, perSecond, timeout }) =>
+    perSecond === null ? Option.none() : Option.some({ perSecond, burst: Option.getOrElse(burst, () => perSecond * 2), timeout })
   )
 )
 

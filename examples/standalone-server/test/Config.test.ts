@@ -244,12 +244,15 @@ describe("serverConfig", () => {
       ])
     }))
 
-  it.effect("rate limits: 50 a second per key with a burst of twice that by default; off turns them off", () =>
+  it.effect("rate limits: 50 a second per key with a burst of twice that by default, 1 s for the shared buckets; off turns them off", () =>
     Effect.gen(function*() {
-      expect(Either.getOrThrow(yield* read({})).rateLimit).toEqual(Option.some({ perSecond: 50, burst: 100 }))
-      expect(Either.getOrThrow(yield* read({ MEDIAGATE_RATE_LIMIT: "5", MEDIAGATE_RATE_LIMIT_BURST: "8" })).rateLimit).toEqual(
-        Option.some({ perSecond: 5, burst: 8 })
-      )
+      expect(Either.getOrThrow(yield* read({})).rateLimit).toEqual(Option.some({ perSecond: 50, burst: 100, timeout: Duration.seconds(1) }))
+      expect(
+        Either.getOrThrow(yield* read({ MEDIAGATE_RATE_LIMIT: "5", MEDIAGATE_RATE_LIMIT_BURST: "8", MEDIAGATE_RATE_LIMIT_SHARED_TIMEOUT: "250ms" })).rateLimit
+      ).toEqual(Option.some({ perSecond: 5, burst: 8, timeout: Duration.millis(250) }))
+      expect(yield* problems({ MEDIAGATE_RATE_LIMIT_SHARED_TIMEOUT: "0s" })).toEqual([
+        `MEDIAGATE_RATE_LIMIT_SHARED_TIMEOUT must be a duration from 10ms to 1m, such as 500ms, 10s or 2m (got "0s")`
+      ])
       expect(Either.getOrThrow(yield* read({ MEDIAGATE_RATE_LIMIT: "off" })).rateLimit).toEqual(Option.none())
       expect(yield* problems({ MEDIAGATE_RATE_LIMIT: "fast" })).toEqual([
         `MEDIAGATE_RATE_LIMIT must be requests a second per key, a whole number from 1, or off (got "fast")`

@@ -105,8 +105,8 @@ export const engineOptions = (config: EngineConfig): Engine.Options => ({
 
 /** The limits of the HTTP edge; each left out has the library's default (no rate limit). */
 export interface EdgeConfig {
-  /** Requests a second per key and the burst; none: no rate limit. */
-  readonly rateLimit?: Option.Option<RateLimit.Options>
+  /** Requests a second per key and the burst (and the wait for the shared buckets); none: no rate limit. */
+  readonly rateLimit?: Option.Option<RateLimit.SharedOptions>
   /** Requests held open at once (events streams, `?wait=`), per key and in total. */
   readonly heldRequests?: HeldRequests.Limits
   /** Failed authentications a minute per client address; none: no limit. */
