@@ -105,7 +105,7 @@ describe("ModerationRules: letters of other scripts that look like Latin ones (i
 })
 
 describe("ModerationRules: the cost of a check", () => {
-  it("a 10,000-character prompt repeating one term of a two-term rule costs about what an innocent prompt of that length does", () => {
+  it("a 10,000-character prompt repeating one term of a two-term rule costs about what an innocent prompt of that length does, not its square", () => {
     const rules = ModerationRules.make(Either.getOrThrow(ModerationRules.compile(ModerationRules.builtIn)))
     const fill = (unit: string) => unit.repeat(Math.ceil(10_000 / unit.length)).slice(0, 10_000)
     const time = (prompt: string) => {
@@ -113,13 +113,13 @@ describe("ModerationRules: the cost of a check", () => {
       Effect.runSync(rules.check(prompt))
       return performance.now() - start
     }
-    // The median of seven ratios to the yardstick checked just before, after two to warm up:
-    // a moment of load on the machine weighs on one pair, not on the verdict.
+    // The median of eleven ratios to the yardstick checked just before, after four to warm
+    // up: a moment of load on the machine weighs on one pair, not on the verdict.
     const times = (prompt: string, yardstick: string) =>
-      Array.from({ length: 9 }, () => {
+      Array.from({ length: 15 }, () => {
         const base = time(yardstick)
         return time(prompt) / base
-      }).slice(2).sort((a, b) => a - b)[3]!
+      }).slice(4).sort((a, b) => a - b)[5]!
     // Innocent text of the same kind: ASCII, and Latin with Cyrillic look-alikes (read twice).
     const latin = fill("a lighthouse at dusk over a calm sea, ")
     const lookAlikes = fill("\u0430 l\u0456ghth\u043eus\u0435 \u0430t dusk \u043ev\u0435r \u0430 \u0441\u0430lm s\u0435\u0430, ")
@@ -129,7 +129,8 @@ describe("ModerationRules: the cost of a check", () => {
       const prompt = fill(unit)
       expect([unit, Effect.runSync(rules.check(prompt)).flagged]).toEqual([unit, false])
       const ratio = times(prompt, yardstick)
-      expect([unit, ratio < 5 ? "under 5 times" : `${ratio.toFixed(1)} times`]).toEqual([unit, "under 5 times"])
+      // About 1 now; 120 to 270 when the rule scanned the rest of the prompt from every "child".
+      expect([unit, ratio < 20 ? "under 20 times" : `${ratio.toFixed(1)} times`]).toEqual([unit, "under 20 times"])
     }
   })
 })
