@@ -17,6 +17,7 @@ import { Effect, Layer, Scope } from "effect"
 import { createRequire } from "node:module"
 import type * as Threads from "node:worker_threads"
 import { Worker } from "node:worker_threads"
+import * as Mutex from "./internal/Mutex.js"
 
 /** Settings of `make`. */
 export interface Options {
@@ -225,11 +226,12 @@ export const make = (options: Options): Effect.Effect<SqlClient.SqlClient, SqlEr
       executeUnprepared: (sql, params, transformRows) => rows("unprepared", sql, params ?? [], transformRows),
       executeStream: () => Effect.dieMessage("executeStream not implemented") as never
     }
-    const semaphore = yield* Effect.makeSemaphore(1)
-    const acquirer = semaphore.withPermits(1)(Effect.succeed(self))
+    // One fiber at a time on the connection (internal/Mutex.ts says why not a Semaphore).
+    const lock = Mutex.make()
+    const acquirer = lock.withLock(Effect.succeed(self))
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
       Effect.as(
-        Effect.zipRight(restore(semaphore.take(1)), Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1)))),
+        Effect.zipRight(restore(lock.acquire), Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, lock.release))),
         self
       )
     )

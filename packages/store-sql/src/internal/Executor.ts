@@ -7,6 +7,7 @@ import type { SqlClient, SqlConnection, SqlError } from "@effect/sql"
 import { StoreError } from "@mediagate/core"
 import type { Scope } from "effect"
 import { Effect, Exit } from "effect"
+import * as Mutex from "./Mutex.js"
 import type { Row } from "./Rows.js"
 
 /** Runs one compiled statement with its parameters. */
@@ -38,15 +39,16 @@ const transaction = <A, E>(
  * store a client of its own). Fibers share that connection, so a lock orders them: a
  * transaction runs from `BEGIN IMMEDIATE` to `COMMIT` with no other fiber's statement in
  * between (it would otherwise commit or roll back with someone else's transaction), and a
- * single statement waits while a transaction is open. better-sqlite3 answers synchronously,
- * so the lock is never held across a wait on the database. `BEGIN IMMEDIATE` takes the
+ * single statement waits while a transaction is open. The statements run in a worker thread
+ * (`SqliteWorker`), so the lock is held across each wait for the database, and many fibers
+ * wait for it: `Mutex` hands it on in order (a Semaphore did not). `BEGIN IMMEDIATE` takes the
  * write lock up front, so a writer never fails halfway when another process writes the
  * same file.
  */
 const sqlite = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlError, Scope.Scope> =>
   Effect.gen(function*() {
     const connection = yield* sql.reserve
-    const exclusive = (yield* Effect.makeSemaphore(1)).withPermits(1)
+    const exclusive = Mutex.make().withLock
     const executor: Executor = {
       run: (text, params) => exclusive(connection.execute(text, params, undefined)),
       transaction: (body) => exclusive(transaction(connection, "BEGIN IMMEDIATE", body))
