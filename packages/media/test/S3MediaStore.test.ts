@@ -296,6 +296,38 @@ describe.skipIf(checkingS3Url === undefined)(`S3MediaStore on a server that chec
       expect((yield* start({ accessKeyId: "NOSUCHACCESSKEY00000" })).message).toBe(denied)
     }))
 
+  it.effect("presigned redirects: the URL serves the bytes and a range; moved to another key, or signed with a wrong secret, it is refused", () =>
+    Effect.gen(function*() {
+      // Presigned URLs are signed at the Clock's now, which the server checks against its own.
+      yield* TestClock.setTime(Date.now())
+      const prefix = freshPrefix()
+      const presigned = Layer.suspend(() =>
+        S3MediaStore.layerWith({ bucket: checking.bucket, prefix, client: checking.client, baseUrl, serve: "presigned" })
+      )
+      const { key, other, url } = yield* Effect.gen(function*() {
+        const media = yield* MediaStore.MediaStore
+        const key = keyOfUrl(yield* media.put({ bytes: bytesOf(3_000, 5), contentType: "image/png", extension: "png" }))
+        const other = keyOfUrl(yield* media.put({ bytes: bytesOf(3_000, 6), contentType: "image/png", extension: "png" }))
+        return { key, other, url: (yield* media.redirect!(key)).url }
+      }).pipe(Effect.provide(presigned))
+      const whole = yield* Effect.promise(() => fetch(url))
+      expect(whole.status).toBe(200)
+      expect(Buffer.from(yield* Effect.promise(() => whole.arrayBuffer())).equals(Buffer.from(bytesOf(3_000, 5)))).toBe(true)
+      const part = yield* Effect.promise(() => fetch(url, { headers: { range: "bytes=10-19" } }))
+      expect([part.status, Buffer.from(yield* Effect.promise(() => part.arrayBuffer())).equals(Buffer.from(bytesOf(3_000, 5).subarray(10, 20)))])
+        .toEqual([206, true])
+
+      const moved = yield* Effect.promise(() => fetch(url.replace(key, other)))
+      expect(moved.status).toBe(403)
+      // The presigner over a client with a wrong secret (a store would not have started with it).
+      const wrongClient = S3MediaStore.makeClient({ ...checking.client, credentials: { ...checking.client.credentials!, secretAccessKey: "not-the-secret" } })
+      const sign = yield* S3MediaStore.presigner({ client: wrongClient, bucket: checking.bucket, prefix }, "1 hour")
+      const wrongUrl = (yield* sign(key)).url
+      wrongClient.destroy()
+      expect(new URL(wrongUrl).pathname).toBe(new URL(url).pathname)
+      expect((yield* Effect.promise(() => fetch(wrongUrl))).status).toBe(403)
+    }))
+
   it.effect("with the right secret the store puts and reads back", () =>
     Effect.gen(function*() {
       const media = yield* MediaStore.MediaStore
