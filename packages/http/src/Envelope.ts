@@ -18,6 +18,7 @@ import {
 import type { Accounts } from "@mediagate/core"
 import { Cause, Effect, Option } from "effect"
 import { authenticate } from "./Auth.js"
+import * as Compression from "./Compression.js"
 import { allowedMethods, isApiPath, notFoundMessage } from "./Paths.js"
 import * as StoreFailures from "./StoreFailures.js"
 
@@ -186,9 +187,11 @@ const answered = <E, R>(
 /**
  * Wraps an app so that every failure it leaves unanswered becomes an envelope, every 503
  * carries Retry-After and every 408 closes the connection (`statusHeaders`). A store that
- * could not reach its database is 503 wherever it failed.
+ * could not reach its database is 503 wherever it failed. Answers are compressed as the
+ * request accepts, static pages cached (`Compression`).
  */
 export const middleware = <E, R>(
   app: HttpApp.Default<E, R>
 ): HttpApp.Default<never, R | Accounts.Accounts | HttpServerRequest.HttpServerRequest> =>
-  Effect.map(answered(app), statusHeaders)
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    Effect.flatMap(Effect.map(answered(app), statusHeaders), (response) => Compression.negotiate(request, response)))

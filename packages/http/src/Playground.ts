@@ -143,7 +143,7 @@ export const contentSecurityPolicy = [
   "frame-ancestors 'none'"
 ].join("; ")
 
-/** `GET /playground`: the page, not cached past a deploy. */
+/** `GET /playground`: the page, made once; its ETag and cache lifetime are `Compression`'s, as for every static page. */
 export const route: Layer.Layer<never> = HttpApiBuilder.Router.use((router) =>
   router.get(
     playgroundPath,
@@ -152,7 +152,6 @@ export const route: Layer.Layer<never> = HttpApiBuilder.Router.use((router) =>
         contentType: "text/html; charset=utf-8",
         headers: Headers.fromInput({
           "content-security-policy": contentSecurityPolicy,
-          "cache-control": "no-cache",
           "x-content-type-options": "nosniff"
         })
       })

@@ -36,11 +36,28 @@ const requestOrigin = (request: HttpServerRequest.HttpServerRequest): string => 
 /** The OpenAPI document, without `servers`, which the route adds per request. */
 const document = OpenApi.fromApi(Docs.documentedApi)
 
+/**
+ * The answers of the document by base URL, made once each: the same bytes every time, so
+ * that `Compression` compresses each once and its ETag holds. At most `maxDocuments` are
+ * kept (origins come from the Host header, which the client chooses); past that the oldest goes.
+ */
+const documents = new Map<string, HttpServerResponse.HttpServerResponse>()
+const maxDocuments = 16
+
+const documentFor = (url: string): HttpServerResponse.HttpServerResponse => {
+  const known = documents.get(url)
+  if (known !== undefined) return known
+  const made = HttpServerResponse.unsafeJson({ ...document, servers: [{ url }] })
+  if (documents.size >= maxDocuments) documents.delete(documents.keys().next().value!)
+  documents.set(url, made)
+  return made
+}
+
 /** The OpenAPI document with `servers` naming the public URL, else the request's origin. */
 const servedDocument = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const url = Option.getOrElse(yield* PublicUrl, () => requestOrigin(request))
-  return yield* HttpServerResponse.json({ ...document, servers: [{ url }] })
+  return documentFor(url)
 })
 
 /**
