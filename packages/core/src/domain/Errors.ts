@@ -55,7 +55,8 @@ const messageOf = (cause: unknown): string =>
 /**
  * A store could not do its job: its database is down, refused a statement, or could not be
  * opened. A failure a caller handles (the engine and the deliverer try again later, the HTTP
- * layer answers 500), never a defect; the cause is logged where it happened.
+ * layer answers 503 with Retry-After when the database could not be reached, else 500),
+ * never a defect; the cause is logged where it happened.
  */
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
   message: Schema.String,
