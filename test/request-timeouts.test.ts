@@ -6,13 +6,16 @@
  * the loopback: real time passes, under two seconds a case.
  */
 import { HttpServer } from "@effect/platform"
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import * as Server from "@mediagate/example-standalone-server/Server"
 import { MediagateHttp, RequestTimeouts } from "@mediagate/http"
 import { Backends, Deployment } from "@mediagate/server"
 import { Duration, Effect, Layer, Redacted } from "effect"
 import { connect } from "node:net"
+import { killAll, startServer } from "./standalone-process.js"
 import { apiKey, testCredits } from "./support.js"
+
+afterAll(killAll)
 
 const timeouts: RequestTimeouts.Settings = { headers: Duration.millis(300), body: Duration.millis(300) }
 
@@ -97,7 +100,7 @@ describe("a request sent too slowly", () => {
         body: { code: 408, msg: "the request body took too long to arrive" }
       })
       expect(exchange.closedAfter).toBeGreaterThanOrEqual(250)
-      expect(exchange.closedAfter).toBeLessThan(1_500)
+      expect(exchange.closedAfter).toBeLessThan(2_000)
       // Nothing of the cut-off submit was kept.
       const listed = yield* Effect.promise(() =>
         fetch(`http://127.0.0.1:${at}/api/v1/tasks`, { headers: { authorization: `Bearer ${apiKey}` } }).then((response) => response.json())
@@ -126,6 +129,22 @@ describe("a request sent too slowly", () => {
         body: { code: 408, msg: "the request took too long to arrive" }
       })
       expect(exchange.closedAfter).toBeGreaterThanOrEqual(250)
-      expect(exchange.closedAfter).toBeLessThan(1_500)
+      expect(exchange.closedAfter).toBeLessThan(2_000)
     }).pipe(Effect.provide(served)))
+})
+
+describe("the standalone server's deadlines (MEDIAGATE_HEADERS_TIMEOUT, MEDIAGATE_BODY_TIMEOUT)", () => {
+  it("a body and headers sent a byte at a time are answered 408 past the configured deadlines", { timeout: 30_000 }, async () => {
+    const server = await startServer({
+      MEDIAGATE_DATABASE_URL: "memory",
+      MEDIAGATE_API_KEY: apiKey,
+      MEDIAGATE_HEADERS_TIMEOUT: "300ms",
+      MEDIAGATE_BODY_TIMEOUT: "300ms"
+    })
+    const slowBody = parse((await Effect.runPromise(slowly(server.port, submitHead(), body))).text)
+    expect({ status: slowBody.status, body: slowBody.body }).toEqual({ status: 408, body: { code: 408, msg: "the request body took too long to arrive" } })
+    const slowHeaders = await Effect.runPromise(slowly(server.port, "GET /api/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n", "X-Slow: 1\r\n".repeat(40)))
+    expect(parse(slowHeaders.text).status).toBe(408)
+    expect(slowHeaders.closedAfter).toBeLessThan(2_000)
+  })
 })
