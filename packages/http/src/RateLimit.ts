@@ -160,17 +160,23 @@ export const makeShared = (options: SharedOptions, shared: Context.Tag.Service<S
           degraded = false
           return Effect.logInfo("rate limit: the shared buckets answer again")
         }),
-        Effect.catchAllCause((cause) =>
+        Effect.catchAll((error) =>
           Effect.gen(function*() {
             if (!degraded) {
-              yield* Effect.logWarning("rate limit: the shared buckets cannot be reached; limiting with this node's share of the buckets", cause)
+              yield* Effect.logWarning("rate limit: the shared buckets cannot be reached; limiting with this node's share of the buckets", error)
             }
             degraded = true
             const limit = yield* ownShare
             return yield* Effect.forEach(waiters, (waiter) => limit.take(waiter.key))
           })
         ),
-        Effect.map((decisions) => answer(waiters, decisions))
+        // A defect (a bug) is every waiter's, as it would be without the shared take.
+        Effect.exit,
+        Effect.map((exit) =>
+          Exit.isSuccess(exit)
+            ? answer(waiters, exit.value)
+            : waiters.forEach((waiter) => Deferred.unsafeDone(waiter.answer, Exit.failCause(exit.cause)))
+        )
       )
     })
 

@@ -9,7 +9,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { SharedLimits, StoreError } from "@mediagate/core"
 import type { Context } from "effect"
-import { Chunk, Effect, Exit, Fiber, FiberStatus, Logger, Option, Scope, TestClock } from "effect"
+import { Cause, Chunk, Effect, Exit, Fiber, FiberStatus, Logger, Option, Scope, TestClock } from "effect"
 import { HeldRequests, RateLimit } from "../src/index.js"
 
 /**
@@ -19,7 +19,7 @@ import { HeldRequests, RateLimit } from "../src/index.js"
  */
 const standIn = () => {
   const state = {
-    mode: "up" as "up" | "limited" | "down" | "hung",
+    mode: "up" as "up" | "limited" | "down" | "hung" | "broken",
     delay: 0,
     nodes: 1,
     tokens: 100,
@@ -33,6 +33,8 @@ const standIn = () => {
         ? Effect.fail(new StoreError({ message: "connection refused" }))
         : state.mode === "hung"
         ? Effect.never
+        : state.mode === "broken"
+        ? Effect.dieMessage("a bug in the store")
         : Effect.delay(Effect.sync(value), state.delay)
     )
   const store: Context.Tag.Service<SharedLimits.SharedLimits> = {
@@ -185,6 +187,17 @@ describe("shared limits", () => {
       expect((yield* Fiber.join(second))._tag).toBe("Allowed")
       expect((yield* Fiber.join(third))._tag).toBe("Allowed")
       expect(state.counts).toEqual([1, 2])
+    }))
+
+  it.effect("a defect in the store's take is every waiting request's, and the key's next request asks again", () =>
+    Effect.gen(function*() {
+      const { state, store } = standIn()
+      state.mode = "broken"
+      const limit = RateLimit.makeShared({ perSecond: 1, burst: 4 }, store)
+      const exits = yield* Effect.all([limit.take("k"), limit.take("k")].map(Effect.exit), { concurrency: "unbounded" })
+      expect(exits.map((exit) => Exit.isFailure(exit) && Cause.isDie(exit.cause))).toEqual([true, true])
+      state.mode = "up"
+      expect((yield* limit.take("k"))._tag).toBe("Allowed")
     }))
 
   it.effect("held places come from the store and go back to it; down, this node counts them under the same caps", () =>
