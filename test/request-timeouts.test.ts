@@ -108,6 +108,20 @@ describe("a request sent too slowly", () => {
       expect(listed).toEqual({ code: 0, msg: "ok", data: expect.objectContaining({ tasks: [] }) })
     }).pipe(Effect.provide(served)))
 
+  it.live("a provider webhook's body sent a byte at a time: the same 408", () =>
+    Effect.gen(function*() {
+      const payload = JSON.stringify({ request_id: "r1", status: "OK", payload: { images: [] } })
+      const head = ["POST /webhooks/fal/some-token HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json", `Content-Length: ${payload.length}`, "", ""]
+      const exchange = yield* slowly(yield* port, head.join("\r\n"), payload)
+      const answer = parse(exchange.text)
+      expect({ status: answer.status, connection: answer.headers["connection"], body: answer.body }).toEqual({
+        status: 408,
+        connection: "close",
+        body: { code: 408, msg: "the request body took too long to arrive" }
+      })
+      expect(exchange.closedAfter).toBeLessThan(2_000)
+    }).pipe(Effect.provide(served)))
+
   it.live("the same body sent within the deadline is accepted", () =>
     Effect.gen(function*() {
       const at = yield* port

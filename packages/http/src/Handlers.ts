@@ -29,9 +29,6 @@ const isJson = (contentType: string | undefined) =>
  */
 const drainBytes = 16 * maxBodyBytes
 
-/** 408: the body did not arrive within its deadline (`RequestTimeouts`). */
-const tooSlow = () => new Api.RequestTimeout({ code: 408, msg: "the request body took too long to arrive" })
-
 /**
  * The body as text, at most `maxBodyBytes` of it kept; 413 when there is more, 408 when it
  * does not arrive within the body's deadline.
@@ -50,7 +47,7 @@ const readText = (request: HttpServerRequest.HttpServerRequest) =>
       ),
       Effect.mapError(() => badRequest("the request body could not be read"))
     )
-    yield* RequestTimeouts.readBody(read, tooSlow)
+    yield* RequestTimeouts.readBody(read, RequestTimeouts.bodyTooSlow)
     if (bytes > maxBodyBytes) return yield* Effect.fail(tooLarge())
     const body = new Uint8Array(bytes)
     kept.reduce((offset, chunk) => (body.set(chunk, offset), offset + chunk.length), 0)

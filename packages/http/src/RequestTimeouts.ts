@@ -9,6 +9,7 @@
  * envelope by `ClientErrors`; `applyTo` sets it, and sets node's `requestTimeout` a little
  * past both, as the outer bound.
  */
+import { Api } from "@mediagate/core"
 import { Context, Duration, Effect, Fiber, Layer } from "effect"
 import type * as Http from "node:http"
 
@@ -48,6 +49,9 @@ export const applyTo = (server: Http.Server, settings: Settings = defaults): Htt
   checked.connectionsCheckingInterval = Math.max(10, Math.min(1_000, Math.floor(headers / 4)))
   return server
 }
+
+/** 408: the body did not arrive within its deadline. */
+export const bodyTooSlow = () => new Api.RequestTimeout({ code: 408, msg: "the request body took too long to arrive" })
 
 /**
  * Runs `read` (the reading of a request body) within the body's deadline, failing with

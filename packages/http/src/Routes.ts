@@ -12,6 +12,7 @@ import * as Docs from "./Docs.js"
 import * as Playground from "./Playground.js"
 import * as Health from "./Health.js"
 import * as Prometheus from "./Prometheus.js"
+import * as RequestTimeouts from "./RequestTimeouts.js"
 import { allowedMethods, mediaPrefix, openApiPath, publicOpenApiPath, webhookPrefix } from "./Paths.js"
 
 export { docsPath, healthPath, landingPath, mediaPrefix, openApiPath, playgroundPath, publicOpenApiPath, readyPath, webhookPrefix } from "./Paths.js"
@@ -196,7 +197,8 @@ export const media = HttpApiBuilder.Router.use((router) =>
  * Provider webhooks (`<WebhookPrefix>/{provider}/{token}`, outside /api/v1/: providers have no key
  * of ours). The upstream checks the provider's signature; a genuine one wakes the task,
  * which is then polled at once. 401 for a signature that does not check out (or a provider
- * that sends none), 200 otherwise, in the envelope.
+ * that sends none), 408 for a body that does not arrive within its deadline
+ * (`RequestTimeouts`), 200 otherwise, in the envelope.
  */
 export const webhooks = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
@@ -207,7 +209,7 @@ export const webhooks = HttpApiBuilder.Router.use((router) =>
       Effect.gen(function*() {
         const { provider = "", token = "" } = yield* HttpRouter.params
         const request = yield* HttpServerRequest.HttpServerRequest
-        const body = new Uint8Array(yield* request.arrayBuffer)
+        const body = new Uint8Array(yield* RequestTimeouts.readBody(request.arrayBuffer, RequestTimeouts.bodyTooSlow))
         const accepted = yield* tasks.receiveWebhook({ provider, token, headers: request.headers, body })
         return accepted ? envelope(0, "ok") : envelope(401, "the webhook's signature is not valid")
       })
