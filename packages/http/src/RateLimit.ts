@@ -83,8 +83,8 @@ interface Waiter {
  * Buckets shared by every node (`SharedLimits`). A node asks the store once at a time per
  * key: the requests of a key that come while its take is on the way wait for the next one,
  * a take of as many tokens as they are, and are answered from it in order of arrival (a
- * burst of requests costs the database two statements per node, not one each, and does not
- * queue on its connections). A key the store refused, or left without a whole token, is
+ * burst of one key costs the database a statement or two per node, not one a request, and
+ * does not queue on its connections). A key the store refused, or left without a whole token, is
  * refused by this node without asking again until its bucket has one. A request the store
  * cannot answer within `timeout` of its arrival (down, or slow) is decided by this node's own
  * buckets instead, with 1/N of the limit (N the nodes on the store seen recently,
@@ -206,21 +206,24 @@ export const makeShared = (options: SharedOptions, shared: Context.Tag.Service<S
   return {
     perSecond,
     burst,
+    // Uninterruptible up to the wait: a key's queue opened must have its drain started.
     take: (key) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const digest = keyDigest(key)
-        const refused = refusal(digest, now)
-        if (refused !== undefined) return refused
-        const waiter: Waiter = { key, answer: yield* Deferred.make<Decision>(), deadline: now + timeout }
-        const waiting = queued.get(digest)
-        if (waiting !== undefined) waiting.push(waiter)
-        else {
-          queued.set(digest, [])
-          yield* Effect.forkDaemon(drain(digest, [waiter]))
-        }
-        return yield* Deferred.await(waiter.answer)
-      }),
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const digest = keyDigest(key)
+          const refused = refusal(digest, now)
+          if (refused !== undefined) return refused
+          const waiter: Waiter = { key, answer: yield* Deferred.make<Decision>(), deadline: now + timeout }
+          const waiting = queued.get(digest)
+          if (waiting !== undefined) waiting.push(waiter)
+          else {
+            queued.set(digest, [])
+            yield* Effect.forkDaemon(drain(digest, [waiter]))
+          }
+          return yield* restore(Deferred.await(waiter.answer))
+        })
+      ),
     size: Effect.suspend(() => own.limit.size)
   }
 }
