@@ -25,7 +25,8 @@ export const authenticate: Effect.Effect<
   if (Option.isNone(key)) return yield* Effect.fail(Api.unauthorized())
   const accounts = yield* Accounts.Accounts
   // The middleware can only fail with Unauthorized (it is the one failure its endpoints
-  // declare); an accounts store that cannot answer is answered as any defect: 500, logged.
+  // declare); an accounts store that cannot answer dies here, and the envelope's middleware
+  // answers it 503 with Retry-After when the database was out of reach (StoreFailures), else 500.
   const account = yield* accounts.authenticate(key.value).pipe(Effect.catchTag("StoreError", Effect.die))
   return yield* Option.match(account, { onNone: () => Effect.fail(Api.unauthorized()), onSome: Effect.succeed })
 })

@@ -115,8 +115,8 @@ export interface TaskPage {
 
 /**
  * The task store. Every operation may fail with StoreError when the database does not answer
- * (logged where it happens; the HTTP layer answers 500, the engine and the deliverer try
- * again later); `update` also fails with TaskConflict on a lost optimistic check. A backend
+ * (logged where it happens; the HTTP layer answers 503 with Retry-After for a database out
+ * of reach, 500 otherwise; the engine and the deliverer try again later); `update` also fails with TaskConflict on a lost optimistic check. A backend
  * whose database is unreachable at start fails to build its layer.
  */
 export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStore, {

@@ -1,8 +1,9 @@
 /**
  * The SQL backends' edge while serving: a driver failure becomes the backend's typed
  * StoreError (`StoreError.refail`), logged here with the backend's name (`store`, `ledger`,
- * ...). Callers handle it by name: the HTTP layer answers 500, the engine and the deliverer
- * try again later. Every other failure (a lost optimistic check, too few credits) passes
+ * ...). Callers handle it by name: the HTTP layer answers 503 with Retry-After when the
+ * database could not be reached (`StoreFailures` in @mediagate/http) and 500 otherwise, the
+ * engine and the deliverer try again later. Every other failure (a lost optimistic check, too few credits) passes
  * unchanged.
  *
  * A statement the database refuses for breaking a constraint is the exception: the stores
