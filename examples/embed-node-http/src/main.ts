@@ -3,9 +3,9 @@
  * mediagate's paths (under /api/v1/, /media/, /webhooks/, and /docs, /openapi.json,
  * /healthz, /readyz) go to mediagate; everything else stays the host's.
  */
-import { MediagateHttp } from "@mediagate/http"
+import { MediagateHttp, RequestTimeouts } from "@mediagate/http"
 import { Backends, Deployment } from "@mediagate/server"
-import { Redacted } from "effect"
+import { Layer, Redacted } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 
@@ -21,11 +21,16 @@ export interface HostOptions {
   readonly allowPrivateUrls?: boolean
   /** The account's starting credits in micro-USD (default 10,000,000: $10). */
   readonly credits?: number
+  /** How long a client may take to send a request's headers and its body (default 10 s each). */
+  readonly timeouts?: RequestTimeouts.Settings
 }
 
 /** Starts the host application; resolves once it listens. */
 export const start = async (options: HostOptions) => {
-  const server = Http.createServer()
+  // A client that sends its request slowly is answered 408 past these deadlines: Node's for
+  // the headers, set here before the server listens, and mediagate's for the body.
+  const timeouts = options.timeouts ?? RequestTimeouts.defaults
+  const server = RequestTimeouts.applyTo(Http.createServer(), timeouts)
   await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve))
   const { port } = server.address() as AddressInfo
   const publicUrl = `http://${options.host}:${port}`
@@ -45,7 +50,7 @@ export const start = async (options: HostOptions) => {
     simulatorProfile: options.simulatorProfile ?? "demo",
     allowPrivateUrls: options.allowPrivateUrls ?? false,
     backends
-  })
+  }).pipe(Layer.merge(RequestTimeouts.layer(timeouts)))
   // Given the host's server, requests Node itself refuses (431, a malformed request line)
   // are answered in mediagate's envelope too.
   const api = await MediagateHttp.makeNodeHandler(services, { server })

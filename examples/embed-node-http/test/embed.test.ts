@@ -2,6 +2,7 @@
  * The embedding example: the host's own route and mediagate's API on one node:http server.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { Duration } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as Net from "node:net"
@@ -121,5 +122,50 @@ describe("embedding in an existing node:http server", () => {
     expect(verified.code).toBe(0)
     expect(verified.data.taskId).toBe(submitted.body.data.taskId)
     expect(verified.data.status).toBe("SUCCESS")
+  })
+
+  // Real time on a real socket, a few hundred milliseconds: the deadlines are what is tested.
+  it("a client that sends its body or its headers a byte at a time is answered 408 in the envelope", async () => {
+    const slow = await start({
+      port: 0,
+      host: "127.0.0.1",
+      apiKey,
+      simulatorProfile: "instant",
+      timeouts: { headers: Duration.millis(300), body: Duration.millis(300) }
+    })
+    /** Sends `head`, then `drip` a byte every 50 ms, until the server closes the connection. */
+    const slowly = (head: string, drip: string) =>
+      new Promise<string>((resolve) => {
+        const socket = Net.connect(Number(new URL(slow.url).port), "127.0.0.1")
+        const received: Array<Buffer> = []
+        let sent = 0
+        const ticker = setInterval(() => sent < drip.length && socket.writable && socket.write(drip[sent++]!), 50)
+        const giveUp = setTimeout(() => socket.destroy(), 5_000)
+        socket.on("data", (chunk) => received.push(chunk))
+        socket.on("error", () => {})
+        socket.on("close", () => {
+          clearInterval(ticker)
+          clearTimeout(giveUp)
+          resolve(Buffer.concat(received).toString("utf8"))
+        })
+        socket.write(head)
+      })
+    try {
+      const body = JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: `a slow kite ${"x".repeat(100)}` } })
+      const bodyAnswer = await slowly(
+        `POST /api/v1/task/submit HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+        body
+      )
+      expect(bodyAnswer.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout")
+      expect(JSON.parse(bodyAnswer.split("\r\n\r\n")[1]!)).toEqual({ code: 408, msg: "the request body took too long to arrive" })
+      const headersAnswer = await slowly("GET /api/v1/account HTTP/1.1\r\n", `Host: x\r\nAuthorization: Bearer ${apiKey}\r\nX-Slow: ${"y".repeat(100)}\r\n\r\n`)
+      expect(headersAnswer.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout")
+      expect(headersAnswer).toContain('"code":408')
+      // Nothing was created by the submit that did not arrive.
+      const listed = await fetch(`${slow.url}/api/v1/tasks`, { headers: authorized })
+      expect(((await listed.json()) as { data: { tasks: Array<unknown> } }).data.tasks).toEqual([])
+    } finally {
+      await slow.close()
+    }
   })
 })
