@@ -71,28 +71,44 @@ const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite): void => 
       code: typeof (cause as { code?: unknown })?.code === "string" ? (cause as { code: string }).code : undefined
     }
   })
-  let db: Sqlite.Database
-  try {
-    db = new Driver(data.filename)
-    if (data.wal) db.pragma("journal_mode = WAL")
-  } catch (cause) {
-    port.postMessage(fail(0, "open", cause))
-    return
+  // Switching a fresh file to WAL takes an exclusive lock, and SQLite answers SQLITE_BUSY at
+  // once, without its busy handler, when another connection holds a lock in the rollback
+  // journal's mode at that moment (another client of the same file switching it too: both
+  // hold a shared lock and want the exclusive one). So the open is tried again, 20 ms apart,
+  // for as long as the busy timeout (5 s). This thread serves only this connection, so it
+  // can sleep (Atomics.wait).
+  const pause = new Int32Array(new SharedArrayBuffer(4))
+  let db: Sqlite.Database | undefined
+  for (let attempt = 1; db === undefined; attempt++) {
+    let opened: Sqlite.Database | undefined
+    try {
+      opened = new Driver(data.filename)
+      if (data.wal) opened.pragma("journal_mode = WAL")
+      db = opened
+    } catch (cause) {
+      opened?.close()
+      if ((cause as { code?: unknown })?.code !== "SQLITE_BUSY" || attempt * 20 >= 5000) {
+        port.postMessage(fail(0, "open", cause))
+        return
+      }
+      Atomics.wait(pause, 0, 0, 20)
+    }
   }
+  const database = db
   // Prepared statements by text, the oldest dropped first (a Map keeps insertion order).
   const cache = new Map<string, Sqlite.Statement>()
   port.postMessage({ id: 0, rows: [] } satisfies Reply)
   port.on("message", (request: Request) => {
     if (request.op === "close") {
-      db.close()
+      database.close()
       port.close()
       return
     }
     let statement: Sqlite.Statement | undefined
     try {
-      statement = request.op === "unprepared" ? db.prepare(request.sql) : cache.get(request.sql)
+      statement = request.op === "unprepared" ? database.prepare(request.sql) : cache.get(request.sql)
       if (statement === undefined) {
-        statement = db.prepare(request.sql)
+        statement = database.prepare(request.sql)
         cache.set(request.sql, statement)
         if (cache.size > data.cacheSize) cache.delete(cache.keys().next().value!)
       }
