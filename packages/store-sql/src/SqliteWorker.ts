@@ -56,9 +56,9 @@ interface WorkerData {
 
 /**
  * The worker's whole program. It runs in the worker as the text of this function (see
- * `source`), so it uses only its parameters: no import or other name of this module. Its
- * inner functions are arrows passed as arguments, never named, so that a transpiler that
- * keeps names (tsx does) inserts no helper call into it.
+ * `source`), so it uses only its parameters: no import or other name of this module. A
+ * transpiler that keeps names (tsx does) wraps its named inner functions in `__name(...)`,
+ * esbuild's helper, which `source` defines.
  */
 const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite): void => {
   const port = threads.parentPort!
@@ -139,8 +139,8 @@ const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite): void => 
 }
 
 /**
- * What the worker evaluates: the program's text called with its two modules. `__name` is
- * esbuild's helper for kept names, defined in case a transpiler put one in anyway.
+ * What the worker evaluates: the program's text called with its two modules, after a
+ * `__name` that leaves a function as it is (see `workerProgram`).
  */
 const source = [
   "const __name = (target) => target;",
