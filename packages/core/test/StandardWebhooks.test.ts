@@ -1,7 +1,8 @@
 /**
- * StandardWebhooks, the one implementation of the scheme, has no platform API: its HMAC and
- * its base64 reading are checked here against node's (node:crypto, Buffer), which signed and
- * verified before, so signatures and secrets read exactly as they always did.
+ * StandardWebhooks, the one implementation of the scheme, has no platform API: its HMAC
+ * (@noble/hashes) and its base64 reading are checked here against node's (node:crypto,
+ * Buffer), which signed and verified before, so signatures and secrets read exactly as they
+ * always did.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { StandardWebhooks } from "@mediagate/core"

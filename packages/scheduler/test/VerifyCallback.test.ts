@@ -4,7 +4,7 @@
  * library both ways, and in the receiver example of docs/callbacks.md, run as written.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "@effect/vitest"
-import { Task, TaskStore } from "@mediagate/core"
+import { StandardWebhooks, Task, TaskStore } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { NodeOutbound, NodeResolver } from "@mediagate/media"
 import { MemoryAccounts, MemoryTaskStore } from "@mediagate/store-memory"
@@ -166,6 +166,43 @@ describe("verifyCallback", () => {
       const ours = Webhooks.sign(secret, "msg_both", Math.floor(now / 1000), request.body)
       expect(ours).toBe(library.sign("msg_both", timestamp, request.body))
     }))
+
+  it("agrees with the standardwebhooks library during a rotation, both ways", () => {
+    const body = JSON.stringify({ code: 0, msg: "ok", data: Task.toWire(Testing.record({ id: "0190c8a4-0000-7000-8000-0000000000ab" })) })
+    // The library checks the timestamp against the wall clock: the message is signed at it.
+    const now = Date.now()
+    const seconds = Math.floor(now / 1000)
+    const timestamp = new Date(seconds * 1000)
+    const headers = (signature: string) => ({ "webhook-id": "msg_rotated", "webhook-timestamp": String(seconds), "webhook-signature": signature })
+    // Ours, as the deliverer sends it during a rotation (the current secret first), checked by
+    // the library under either secret, and refused under a third.
+    const ours = headers(`${Webhooks.sign(secret, "msg_rotated", seconds, body)} ${Webhooks.sign(otherSecret, "msg_rotated", seconds, body)}`)
+    expect(new Webhook(secret).verify(body, ours)).toEqual(JSON.parse(body))
+    expect(new Webhook(otherSecret).verify(body, ours)).toEqual(JSON.parse(body))
+    expect(() => new Webhook(Webhooks.secretFromHex("ee".repeat(24))).verify(body, ours)).toThrow("No matching signature found")
+    // The library's, one per secret, checked by ours under the receiver's current and previous secrets.
+    const theirs = headers(`${new Webhook(otherSecret).sign("msg_rotated", timestamp, body)} ${new Webhook(secret).sign("msg_rotated", timestamp, body)}`)
+    expect(reasonOf(verifyCallback([secret, otherSecret], theirs, body, { now }))).toBe("accepted")
+    expect(reasonOf(verifyCallback(otherSecret, headers(new Webhook(otherSecret).sign("msg_rotated", timestamp, body)), body, { now }))).toBe("accepted")
+    expect(reasonOf(verifyCallback(secret, headers(new Webhook(otherSecret).sign("msg_rotated", timestamp, body)), body, { now }))).toBe("BadSignature")
+  })
+
+  it("the deliverer's signer (node:crypto) and the receiver's check (core, @noble/hashes) agree, for secrets read leniently", () => {
+    let seed = 5
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_= ."
+    const now = 1_900_000_000_000
+    for (let i = 0; i < 300; i++) {
+      const key = Array.from({ length: 1 + Math.floor(next() * 90) }, () => alphabet[Math.floor(next() * alphabet.length)]).join("")
+      const signing = i % 2 === 0 ? `whsec_${key}` : key
+      const body = Array.from({ length: Math.floor(next() * 300) }, () => String.fromCharCode(32 + Math.floor(next() * 400))).join("")
+      const signature = Webhooks.sign(signing, `msg_${i}`, now / 1000, body)
+      expect(signature, JSON.stringify(signing)).toBe(StandardWebhooks.sign(signing, `msg_${i}`, now / 1000, body))
+      const headers = { "webhook-id": `msg_${i}`, "webhook-timestamp": String(now / 1000), "webhook-signature": signature }
+      // A secret with no key bytes signs nothing a receiver can check: refused, never accepted.
+      expect(StandardWebhooks.verify(signing, headers, body, now), JSON.stringify(signing)).toBe(Buffer.from(key, "base64").length > 0)
+    }
+  })
 })
 
 describe("docs/callbacks.md", () => {

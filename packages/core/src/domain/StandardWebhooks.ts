@@ -7,10 +7,14 @@
  * with `verify`; a receiver checks a mediagate callback with `verifyCallback`, built on `check`.
  *
  * No platform API (no node:crypto, no Buffer): the client re-exports the receiver's check, and
- * it must run wherever the client does.
+ * it must run wherever the client does, and answer synchronously, which Web Crypto's
+ * `subtle.sign` does not. The HMAC is `@noble/hashes` (audited, synchronous, no dependencies);
+ * the server's deliverer signs with node:crypto (scheduler's `Webhooks.sign`), and both are
+ * checked against node:crypto and the `standardwebhooks` library in the tests.
  */
+import { hmac as nobleHmac } from "@noble/hashes/hmac.js"
+import { sha256 } from "@noble/hashes/sha2.js"
 import { Duration, Either, Encoding, Schema } from "effect"
-import { hmacSha256 } from "../internal/hmacSha256.js"
 
 /** How far `webhook-timestamp` may be from now, either way, unless told otherwise: 5 minutes. */
 export const defaultTolerance: Duration.Duration = Duration.minutes(5)
@@ -58,9 +62,15 @@ export const secretFromHex = (hex: string): string => `whsec_${Encoding.encodeBa
 const keyOf = (secret: string): Uint8Array => bytesOfBase64(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret)
 
 const hmac = (key: Uint8Array, id: string, timestampSeconds: number | string, body: string | Uint8Array): Uint8Array =>
-  hmacSha256(key, [utf8.encode(`${id}.${timestampSeconds}.`), typeof body === "string" ? utf8.encode(body) : body])
+  nobleHmac.create(sha256, key)
+    .update(utf8.encode(`${id}.${timestampSeconds}.`))
+    .update(typeof body === "string" ? utf8.encode(body) : body)
+    .digest()
 
-/** The `webhook-signature` value for a message. */
+/**
+ * The `webhook-signature` value for a message, wherever it runs (tests, a relay in a worker).
+ * The deliverer signs with node:crypto instead: scheduler's `Webhooks.sign`, the same value.
+ */
 export const sign = (secret: string, id: string, timestampSeconds: number, body: string): string =>
   `v1,${Encoding.encodeBase64(hmac(keyOf(secret), id, timestampSeconds, body))}`
 
