@@ -5,7 +5,7 @@
  */
 import { Clock, Duration, Effect, Either, Schema } from "effect"
 import * as StandardWebhooks from "../domain/StandardWebhooks.js"
-import type { CallbackEvent, Task } from "../domain/Task.js"
+import { CallbackEvent, type Task } from "../domain/Task.js"
 import { TaskResponse } from "./Api.js"
 
 /** Why a callback was refused; `message` says it in a sentence. */
@@ -30,9 +30,32 @@ export interface VerifyOptions {
   readonly now?: number
 }
 
-const decodeBody = Schema.decodeUnknownEither(Schema.parseJson(TaskResponse), { onExcessProperty: "preserve" })
+/** A callback's body: the query answer's envelope, and the event of a task submitted with `callBackEvents`. */
+const CallbackBody = Schema.extend(TaskResponse, Schema.Struct({ event: Schema.optional(Schema.Unknown) }))
+
+const decodeBody = Schema.decodeUnknownEither(Schema.parseJson(CallbackBody), { onExcessProperty: "preserve" })
 
 const utf8 = new TextDecoder("utf-8", { ignoreBOM: true })
+
+/** The signature checked, then the body decoded, once: what both `verifyCallback` and `verifyCallbackEvent` read. */
+const verifiedBody = (
+  secret: string | ReadonlyArray<string>,
+  headers: CallbackHeaders,
+  body: string | Uint8Array,
+  options: VerifyOptions
+): Either.Either<typeof CallbackBody.Type, CallbackVerificationError> =>
+  Either.flatMap(
+    // A receiver's check, outside any Effect runtime: the wall clock unless told (verifyCallbackEffect reads the Clock).
+    Either.mapLeft(
+      StandardWebhooks.check(secret, headers, body, { now: options.now ?? Date.now(), tolerance: options.tolerance }),
+      (refused) => new CallbackVerificationError(refused)
+    ),
+    () =>
+      Either.mapLeft(
+        decodeBody(typeof body === "string" ? body : utf8.decode(body)),
+        () => new CallbackVerificationError({ reason: "InvalidBody", message: "the body is not a mediagate callback" })
+      )
+  )
 
 /**
  * Checks a callback as a receiver gets it, per Standard Webhooks: the three headers are
@@ -47,19 +70,7 @@ export const verifyCallback = (
   headers: CallbackHeaders,
   body: string | Uint8Array,
   options: VerifyOptions = {}
-): Either.Either<Task, CallbackVerificationError> =>
-  Either.flatMap(
-    // A receiver's check, outside any Effect runtime: the wall clock unless told (verifyCallbackEffect reads the Clock).
-    Either.mapLeft(
-      StandardWebhooks.check(secret, headers, body, { now: options.now ?? Date.now(), tolerance: options.tolerance }),
-      (refused) => new CallbackVerificationError(refused)
-    ),
-    () =>
-      Either.match(decodeBody(typeof body === "string" ? body : utf8.decode(body)), {
-        onLeft: () => Either.left(new CallbackVerificationError({ reason: "InvalidBody", message: "the body is not a mediagate callback" })),
-        onRight: (envelope) => Either.right(envelope.data)
-      })
-  )
+): Either.Either<Task, CallbackVerificationError> => Either.map(verifiedBody(secret, headers, body, options), (decoded) => decoded.data)
 
 /** A verified callback: the task it carries, and its event (null for the default callback, which has none). */
 export interface VerifiedCallback {
@@ -67,10 +78,7 @@ export interface VerifiedCallback {
   readonly task: Task
 }
 
-const eventOf = (body: string | Uint8Array): CallbackEvent | null => {
-  const event = (JSON.parse(typeof body === "string" ? body : utf8.decode(body)) as { event?: unknown }).event
-  return event === "started" || event === "progress" || event === "completed" ? event : null
-}
+const isCallbackEvent = Schema.is(CallbackEvent)
 
 /**
  * `verifyCallback` for a receiver of callback events (a submit with `callBackEvents`): the
@@ -82,8 +90,12 @@ export const verifyCallbackEvent = (
   body: string | Uint8Array,
   options: VerifyOptions = {}
 ): Either.Either<VerifiedCallback, CallbackVerificationError> =>
-  // The body parsed as the task: it is JSON, so reading its event cannot throw.
-  Either.map(verifyCallback(secret, headers, body, options), (task) => ({ event: eventOf(body), task }))
+  // The event read from the envelope as decoded (the body is parsed once); one this version
+  // does not know is no event.
+  Either.map(verifiedBody(secret, headers, body, options), (decoded) => ({
+    event: isCallbackEvent(decoded.event) ? decoded.event : null,
+    task: decoded.data
+  }))
 
 /** `verifyCallback` with the time from the Clock in context (TestClock in tests). */
 export const verifyCallbackEffect = (
