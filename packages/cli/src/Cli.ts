@@ -20,7 +20,7 @@ import { MediagateClient } from "@mediagate/client"
 import { Config, Console, Data, Duration, Effect, Option, Redacted, Stream } from "effect"
 import * as CommandLine from "./CommandLine.js"
 import * as Help from "./Help.js"
-import * as Progress from "./Progress.js"
+import * as Progress from "./ProgressLine.js"
 
 /** A failure the user can act on: one line on stderr, exit 1. */
 export class CliError extends Data.TaggedError("CliError")<{ readonly message: string }> {}

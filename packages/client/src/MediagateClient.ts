@@ -8,7 +8,7 @@ import { Api, type ModelInfo, Task } from "@mediagate/core"
 import { createParser, type EventSourceMessage } from "eventsource-parser"
 import { Config, type ConfigError, Context, Effect, Either, FiberRef, Layer, Option, Redacted, Schema, Stream } from "effect"
 import { globalValue } from "effect/GlobalValue"
-import { type ClientError, MediagateError, refail, type RunTimeout, TransportError } from "./Errors.js"
+import { type ClientError, MediagateError, refail, type RunTimeout, TransportError } from "./CallErrors.js"
 import type { InputOf, ModelId } from "./Models.js"
 import { type RunOptions, type Update, waitForEnd } from "./Run.js"
 

@@ -16,7 +16,7 @@
  */
 import type { Task } from "@mediagate/core"
 import { Chunk, Clock, Duration, Effect, Option, Ref, Schedule, Stream } from "effect"
-import { type ClientError, RunTimeout, TransportError } from "./Errors.js"
+import { type ClientError, RunTimeout, TransportError } from "./CallErrors.js"
 
 /** How `run` and `waitFor` wait. */
 export interface RunOptions {

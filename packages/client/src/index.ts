@@ -2,13 +2,13 @@
 export * as MediagateClient from "./MediagateClient.js"
 export type { Client, ClientOptions, Estimate, ListOptions, SubmitOptions, TaskPage } from "./MediagateClient.js"
 /** The client's errors. */
-export { type ClientError, MediagateError, RunTimeout, TransportError } from "./Errors.js"
+export { type ClientError, MediagateError, RunTimeout, TransportError } from "./CallErrors.js"
 /** Model ids and their input types. */
 export { type CatalogSpec, type InputOf, isModelId, type ModelId, modelIds } from "./Models.js"
 /** How `run` waits. */
 export { pollBackoff, type RunOptions, terminalStatuses, type Update } from "./Run.js"
 /** The promise facade. */
-export { Mediagate, type PromiseRunOptions } from "./Mediagate.js"
+export { Mediagate, type PromiseRunOptions } from "./PromiseClient.js"
 /** A receiver's check of a mediagate callback (Standard Webhooks signature), and why it refuses one. */
 export { CallbackVerificationError, verifyCallback, verifyCallbackEvent } from "@mediagate/core"
 import type { Task as TaskNs } from "@mediagate/core"

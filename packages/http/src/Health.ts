@@ -10,7 +10,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Ids, TaskStore } from "@mediagate/core"
 import { Context, Duration, Effect, Layer, Option } from "effect"
-import { envelope } from "./Envelope.js"
+import { envelope } from "./EnvelopeMiddleware.js"
 import { healthPath, readyPath } from "./Paths.js"
 
 /** The outcome of one readiness check. */

@@ -7,7 +7,7 @@ import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse, Open
 import { Accounts, MediaStore, TaskService } from "@mediagate/core"
 import { Context, Effect, Layer, Option, Stream } from "effect"
 import { authenticate } from "./Auth.js"
-import { envelope, methodNotAllowed, notFound, requestPath } from "./Envelope.js"
+import { envelope, methodNotAllowed, notFound, requestPath } from "./EnvelopeMiddleware.js"
 import * as Docs from "./Docs.js"
 import * as Playground from "./Playground.js"
 import * as Health from "./Health.js"

@@ -1,7 +1,7 @@
 /** Bearer-key authentication. */
 export * as Auth from "./Auth.js"
 /** The envelope on every answer. */
-export * as Envelope from "./Envelope.js"
+export * as Envelope from "./EnvelopeMiddleware.js"
 /** Task endpoint handlers. */
 export * as Handlers from "./Handlers.js"
 /** The composed HTTP app: serve it, or mount it in a node:http server. */

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Database, Schema, SqlAccounts, SqlTaskStore } from "../src/index.js"
-import { freshPgDatabase, pgSkipReason } from "../src/Testing.js"
+import { freshPgDatabase, pgSkipReason } from "../src/TestDatabases.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-migrations-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))

@@ -10,7 +10,7 @@ import { Ids, TaskStore } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { Context, Effect, Fiber, Layer, Option, Redacted } from "effect"
 import { Database, SqlTaskStore } from "../src/index.js"
-import { freshPgDatabase, pgSkipReason, pgUrl } from "../src/Testing.js"
+import { freshPgDatabase, pgSkipReason, pgUrl } from "../src/TestDatabases.js"
 
 describe.skipIf(pgUrl === undefined)(`the PostgreSQL pool${pgSkipReason("PgInterrupt")}`, () => {
   it.live("survives requests interrupted while they wait for a connection: afterwards every statement still runs", () =>

@@ -11,7 +11,7 @@ import { describe, expect, it } from "@effect/vitest"
 import type { SharedLimits } from "@mediagate/core"
 import { Context, Effect, Exit, Layer, Redacted, Scope, TestClock } from "effect"
 import { Database, PgLimits } from "../src/index.js"
-import { freshPgDatabase, pgSkipReason, pgUrl } from "../src/Testing.js"
+import { freshPgDatabase, pgSkipReason, pgUrl } from "../src/TestDatabases.js"
 
 /** A node: the shared limits over a pool of its own on `url`, with the pool's client. */
 const node = (url: string, options: PgLimits.Options = {}): Effect.Effect<

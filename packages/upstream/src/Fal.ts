@@ -35,7 +35,7 @@ import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Ids, type Upstream, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
 import { createHash, createPublicKey, type KeyObject, verify } from "node:crypto"
-import * as Progress from "./Progress.js"
+import * as Progress from "./ProgressParsing.js"
 import * as ProviderHttp from "./ProviderHttp.js"
 import type { Provider, ProviderJob } from "./Router.js"
 

@@ -21,7 +21,7 @@
  */
 import { Ids, StandardWebhooks, type Task, type Upstream, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
-import * as Progress from "./Progress.js"
+import * as Progress from "./ProgressParsing.js"
 import * as ProviderHttp from "./ProviderHttp.js"
 import type { Provider } from "./Router.js"
 

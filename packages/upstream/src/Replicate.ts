@@ -34,7 +34,7 @@
  */
 import { Ids, MediaProbe, MediaStore, StandardWebhooks, type Task, type Upstream, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
-import * as Progress from "./Progress.js"
+import * as Progress from "./ProgressParsing.js"
 import * as ProviderHttp from "./ProviderHttp.js"
 import type { Provider, ProviderJob } from "./Router.js"
 

@@ -17,7 +17,7 @@ export * as OpenAiModeration from "./OpenAiModeration.js"
 /** What the provider adapters share: JSON calls and the classification of failures. */
 export * as ProviderHttp from "./ProviderHttp.js"
 /** Progress as providers report it: queue positions, bounded log lines, percents from progress bars. */
-export * as Progress from "./Progress.js"
+export * as Progress from "./ProgressParsing.js"
 /** A relay to another gateway of this spec. */
 export * as Relay from "./Relay.js"
 /** Replicate predictions. */

@@ -1,7 +1,7 @@
 /**
  * What a suite whose PostgreSQL cases do not run logs before its name (`pgSkipReason` of
- * Testing.ts). A module of its own, with no imports, because the run's configuration and its
+ * TestDatabases.ts). A module of its own, with no imports, because the run's configuration and its
  * summary reporter (scripts/run-summary/reporter.ts) read it in vitest's main process, where
- * loading Testing.ts would load effect and pg at every start of vitest.
+ * loading TestDatabases.ts would load effect and pg at every start of vitest.
  */
 export const pgSkipMarker = "[PostgreSQL cases not run] "

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, TestClock } from "effect"
 import type { Task } from "@mediagate/client"
-import * as Progress from "../src/Progress.js"
+import * as Progress from "../src/ProgressLine.js"
 
 const base: Task = {
   taskId: "t-1",
