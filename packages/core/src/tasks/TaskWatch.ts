@@ -14,6 +14,7 @@ import { isTerminal, toWire } from "../domain/Task.js"
 import type { Account } from "../services/Accounts.js"
 import { shows, TaskChanges } from "../services/TaskChanges.js"
 import { TaskStore } from "../services/TaskStore.js"
+import { spanOptions } from "./SpanOptions.js"
 
 /**
  * How often a waiter reads its task again when no change was published: the safety net for
@@ -21,9 +22,6 @@ import { TaskStore } from "../services/TaskStore.js"
  * or a notification lost).
  */
 export const recheckInterval = Duration.seconds(5)
-
-/** Spans without stack traces: capturing one costs about as much as the span (bench:costs). */
-const spanOptions = { captureStackTrace: false }
 
 /** `watch` and `wait` over the store and the composition's TaskChanges; `query` answers a wait that saw no end. */
 export const make = (

@@ -1,0 +1,209 @@
+/**
+ * Submit (spec section 4.1) and its estimate: every rule a submit checks, moderation, and the
+ * new task stored with its price held, or failed at once by a rule the spec says fails the
+ * task. A submit under an Idempotency-Key goes through `IdempotentSubmit`.
+ */
+import { Clock, Context, Duration, Effect, Either, Option } from "effect"
+import type { Account } from "../services/Accounts.js"
+import type { SubmitRequest } from "../api/Api.js"
+import type { StoreError } from "../domain/Errors.js"
+import { ModerationRejected, ModerationUnavailable, ValidationError } from "../domain/Errors.js"
+import * as Credits from "./Credits.js"
+import type * as IdempotencyKeys from "../services/IdempotencyKeys.js"
+import * as IdempotentSubmit from "./IdempotentSubmit.js"
+import { Ids, type TaskId } from "../domain/Ids.js"
+import { ModelCatalog } from "../models/ModelCatalog.js"
+import type { ModelSpec } from "../models/ModelSpec.js"
+import { Moderation } from "../services/Moderation.js"
+import * as Pricing from "../models/Pricing.js"
+import { Prices } from "../models/Pricing.js"
+import type { TaskInput, UpstreamJob } from "../domain/Task.js"
+import * as Transition from "../domain/Transition.js"
+import { CallbackEvent, TaskRecord } from "../domain/Task.js"
+import { TaskWakeup } from "../services/TaskEvents.js"
+import { Upstream } from "../services/Upstream.js"
+import { TaskWrites } from "./TaskWrites.js"
+import { checkUrl } from "../domain/UrlPolicy.js"
+import { unsupportedModel } from "./UnsupportedModel.js"
+import { spanOptions } from "./SpanOptions.js"
+
+/** What the submit use case accepts beyond the model's own rules. */
+export class SubmitPolicy extends Context.Reference<SubmitPolicy>()("@mediagate/core/SubmitPolicy", {
+  defaultValue: () => ({
+    /** Accept localhost and private addresses in callBackUrl and media URLs (development and tests only). */
+    allowPrivateUrls: false as boolean
+  })
+}) {}
+
+/**
+ * Deadlines by model family (`motion`, `clip3`, `alpha-image-2`, ...; docs/models.md lists
+ * each model's family and default): a task of a family listed here ends TIMEOUT after this
+ * long instead of its model's default.
+ */
+export class Deadlines extends Context.Reference<Deadlines>()("@mediagate/core/Deadlines", {
+  defaultValue: (): ReadonlyMap<string, Duration.Duration> => new Map()
+}) {}
+
+/** Every media URL (the fields the model's schema marks) must name a public host (unless the policy allows private ones). */
+const checkMediaUrls = (model: ModelSpec, input: Record<string, unknown>, allowPrivate: boolean) => {
+  for (const { path, url } of model.mediaUrls(input)) {
+    const problem = checkUrl(url, { protocols: ["http:", "https:"], allowPrivate })
+    if (problem !== undefined) {
+      return Either.left(new ValidationError({ message: `input.${path} ${problem} for ${model.id}` }))
+    }
+  }
+  return Either.right(undefined)
+}
+
+/** The callback address must be an absolute http(s) URL on a public host (unless the policy allows private ones). */
+const checkCallBackUrl = (callBackUrl: string | undefined, allowPrivate: boolean) => {
+  const problem = callBackUrl === undefined ? undefined : checkUrl(callBackUrl, { protocols: ["http:", "https:"], allowPrivate })
+  return problem === undefined ? Either.right(undefined) : Either.left(new ValidationError({ message: `callBackUrl ${problem}` }))
+}
+
+/** What a submit would store and charge (`TaskService.estimate`). */
+export interface Estimate {
+  /** The model id as submitted. */
+  readonly model: string
+  /** The input as the task would store it (and the query endpoint show it). */
+  readonly input: TaskInput
+  /** The normalised job: defaults resolved, `adjustments` made, `priceMicroUsd` set. */
+  readonly job: UpstreamJob
+  /** Set when a rule of the model would fail the task at once (INVALID_PARAMETERS). */
+  readonly rejection: string | undefined
+}
+
+/** What a submit may carry beyond its body. */
+export interface SubmitOptions {
+  /** The request's Idempotency-Key and the fingerprint of its body (`IdempotencyKeys.fingerprint`). */
+  readonly idempotency?: { readonly key: string; readonly fingerprint: string } | undefined
+}
+
+/** Re-exported so handlers can name every failure of submit. */
+export type SubmitError =
+  | StoreError
+  | ValidationError
+  | ModerationRejected
+  | ModerationUnavailable
+  | IdempotencyKeys.IdempotencyKeyMismatch
+  | IdempotencyKeys.IdempotencyKeyInUse
+
+/** `submit` and `estimate` over the catalog, its price table, moderation and the write path; dies at once when the price table is incomplete. */
+export const make = Effect.gen(function*() {
+  const ids = yield* Ids
+  const catalog = yield* ModelCatalog
+  const moderation = yield* Moderation
+  const wakeup = yield* TaskWakeup
+  const upstream = yield* Upstream
+  const deadlines = yield* Deadlines
+  const writes = yield* TaskWrites
+  const prices = yield* Prices
+  // An incomplete price table is the host's configuration bug: stop at start, not at a submit.
+  yield* Either.match(Pricing.validate(catalog.models, prices), {
+    onLeft: (missing) => Effect.dieMessage(`mediagate: the price table is incomplete: ${missing}`),
+    onRight: () => Effect.void
+  })
+  const modelIds = catalog.models.map((model) => model.id)
+
+  /**
+   * Every rule a submit checks before moderation, in its order, with nothing written: the
+   * model, its normalised and priced job, and the input as the task stores it. Submit and
+   * estimate both go through it, so an estimate refuses exactly what a submit refuses.
+   */
+  const prepare = (request: SubmitRequest) => Effect.gen(function*() {
+    const policy = yield* SubmitPolicy
+    yield* checkCallBackUrl(request.callBackUrl, policy.allowPrivateUrls)
+    if (request.callBackEvents !== undefined && request.callBackUrl === undefined) {
+      return yield* new ValidationError({ message: "callBackEvents needs a callBackUrl to send them to" })
+    }
+    const model = yield* Option.match(catalog.find(request.model), {
+      onNone: () => Effect.fail(unsupportedModel(request.model, modelIds)),
+      onSome: Effect.succeed
+    })
+    const normalized = yield* model.normalize(request.input)
+    yield* checkMediaUrls(model, request.input, policy.allowPrivateUrls)
+    const job: UpstreamJob = { ...normalized.job, priceMicroUsd: model.price(normalized.job, prices) }
+    // The task's model is the submitted top-level one, whatever the input holds.
+    const { model: _ignored, ...inputFields } = request.input
+    const input: TaskInput = { model: request.model, ...inputFields }
+    return { model, normalized, job, input }
+  })
+
+  /** Validates, moderates and stores a new PENDING task (with `given` as its id, else a new one); returns its id. */
+  const create = (account: Account, request: SubmitRequest, given?: TaskId) => Effect.gen(function*() {
+    const { input, job, model, normalized } = yield* prepare(request)
+    const verdict = yield* moderation.check(job.prompt)
+    if (verdict.flagged) {
+      return yield* new ModerationRejected({ flagged: verdict.flagged, categories: verdict.categories })
+    }
+
+    const now = yield* Clock.currentTimeMillis
+    const taskId = given ?? (yield* ids.taskId)
+    const pending = new TaskRecord({
+        id: taskId,
+        ownerId: account.id,
+        status: "PENDING",
+        input,
+        job,
+        result: null,
+        failureReason: null,
+        errorMessage: null,
+        callBackUrl: request.callBackUrl ?? null,
+        // The events asked for, each once, in a fixed order (started, progress, completed).
+        callbackEvents: request.callBackEvents === undefined
+          ? null
+          : { events: CallbackEvent.literals.filter((event) => request.callBackEvents!.includes(event)), lastProgress: null },
+        userId: request.user_id ?? null,
+        upstreamId: null,
+        createdAt: now,
+        updatedAt: now,
+        deadlineAt: now + Duration.toMillis(deadlines.get(model.family) ?? model.deadline),
+        dueAt: now,
+        leaseOwner: null,
+        leaseUntil: null,
+        version: 1,
+        provider: upstream.provider !== undefined ? upstream.provider(job) : null
+      })
+    // Rules the spec says fail the task (not the call): the task is accepted and fails at
+    // once. Otherwise it is stored with its price held, both or neither (one transaction
+    // when the ledger is in the task store's database), so a stored running task always has
+    // its reservation and a failed write holds nothing; an account that cannot pay gets a
+    // task that failed with INSUFFICIENT_POINTS, as the spec's failure table has it.
+    const fail = (reason: "INVALID_PARAMETERS" | "INSUFFICIENT_POINTS", message: string) =>
+      Effect.flatMap(Effect.orDie(Transition.apply(pending, { to: "FAILURE", reason, message }, now)), writes.create)
+    if (normalized.rejection !== undefined) {
+      yield* fail("INVALID_PARAMETERS", normalized.rejection)
+    } else {
+      yield* writes.createHeld(pending, now).pipe(
+        Effect.zipRight(wakeup.wake),
+        Effect.catchTag("InsufficientCredits", (error) => fail("INSUFFICIENT_POINTS", Credits.insufficientMessage(error)))
+      )
+    }
+    return taskId
+  })
+
+  const submitOnce = yield* IdempotentSubmit.make(create)
+
+  /**
+   * Validates, moderates and stores a new PENDING task; returns its id, and whether it is
+   * the task an earlier request with the same Idempotency-Key created (`replayed`).
+   */
+  const submit = Effect.fn("TaskService.submit", spanOptions)(
+    function*(account: Account, request: SubmitRequest, options: SubmitOptions = {}) {
+      if (options.idempotency === undefined) return { taskId: yield* create(account, request), replayed: false }
+      return yield* submitOnce(account, request, options.idempotency.key, options.idempotency.fingerprint)
+    }
+  )
+
+  /**
+   * What a submit of `request` would store and charge, with nothing created, held or
+   * moderated: the rules' refusals are submit's own (`prepare`). `rejection` is the message
+   * a task refused by a rule of its model (motion's mediaUrls counts) would fail with at once.
+   */
+  const estimate = Effect.fn("TaskService.estimate", spanOptions)(function*(request: SubmitRequest) {
+    const { input, job, normalized } = yield* prepare(request)
+    return { model: request.model, input, job, rejection: normalized.rejection } satisfies Estimate
+  })
+
+  return { submit, estimate } as const
+})
