@@ -19,9 +19,10 @@ import { Api } from "@mediagate/core"
 import { Backends, Deployment } from "@mediagate/server"
 import { EventStream, MediagateHttp, Playground, PlaygroundForm } from "@mediagate/http"
 import { Effect, Layer, Redacted } from "effect"
-import { mkdirSync, statSync } from "node:fs"
+import { mkdirSync, readFileSync, statSync } from "node:fs"
 import { createServer } from "node:http"
 import { dirname } from "node:path"
+import * as PlaygroundScript from "../scripts/playground-script.js"
 import { browser } from "./browser.js"
 
 const screenshot = new URL("../docs/screenshots/playground.png", import.meta.url).pathname
@@ -245,6 +246,29 @@ describe("the playground page", () => {
       expect(elsewhere).toEqual([])
       expect(errors).toEqual([])
     }).pipe(Effect.scoped, Effect.provide(loopbackServer)), 120_000)
+
+  it("embeds the bundle of playground/app.ts as it is now (run `npm run build:playground` after changing it)", async () => {
+    expect(readFileSync(PlaygroundScript.target, "utf8")).toBe(await PlaygroundScript.render())
+  }, 30_000)
+
+  // The simulator fails a prompt with `[sim:fail]`: the page ends on FAILURE with the reason.
+  it.live("shows a failed task's reason", () =>
+    Effect.gen(function*() {
+      const base = yield* origin
+      const { errors, page } = yield* browser
+      yield* Effect.promise(() => page.goto(`${base}/playground`, { waitUntil: "load" }))
+      yield* Effect.promise(() => page.fill("#key", apiKey))
+      yield* Effect.promise(() => page.click("#use-key"))
+      yield* Effect.promise(() => page.locator("#model option").first().waitFor({ state: "attached", timeout: 10_000 }))
+      yield* Effect.promise(() => page.selectOption("#model", "alpha-image-2/text-to-image"))
+      yield* Effect.promise(() => page.fill("#f-prompt", "a lighthouse at dawn [sim:fail]"))
+      yield* Effect.promise(() => page.click("#submit"))
+      yield* Effect.promise(() => page.locator("#status[data-status=FAILURE]").waitFor({ timeout: 30_000 }))
+      // The reason comes with the status, not after it.
+      expect(yield* Effect.promise(() => page.textContent("#status"))).toBe("FAILURE: simulated upstream failure")
+      expect(yield* Effect.promise(() => page.textContent("#results"))).toBe("")
+      expect(errors).toEqual([])
+    }).pipe(Effect.scoped, Effect.provide(loopbackServer)), 60_000)
 
   // What the page does with an estimate that has adjustments, with `progress` events and with
   // a video, from canned answers (in the server's shapes) in place of the server's.

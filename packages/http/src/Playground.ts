@@ -9,7 +9,7 @@
 import { Headers, HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { createHash } from "node:crypto"
-import { appScript } from "./PlaygroundApp.js"
+import { appScript } from "./PlaygroundScript.js"
 import { formScript } from "./PlaygroundForm.js"
 import { playgroundPath } from "./Paths.js"
 
@@ -106,7 +106,7 @@ const body = `
 </main>
 `
 
-/** The page's whole script: the form functions, then the page around them. */
+/** The page's whole script: the form functions, then the page around them (`playground/app.ts`, bundled); its hash is in the policy. */
 const script = `"use strict";\n${formScript}\n${appScript}`
 
 const sha256 = (text: string) => `'sha256-${createHash("sha256").update(text, "utf8").digest("base64")}'`
