@@ -9,6 +9,21 @@ import type { Deployment } from "@mediagate/server"
 import { Database } from "@mediagate/store-sql"
 import { Replicate } from "@mediagate/upstream"
 import { Config, ConfigError, Duration, Either, Option } from "effect"
+import {
+  boolean,
+  count,
+  duration,
+  httpUrl,
+  nonEmpty,
+  oneOf,
+  parseDuration,
+  secret,
+  shown,
+  variable,
+  variables
+} from "./ConfigVariables.js"
+
+export { parseDuration, variables } from "./ConfigVariables.js"
 
 /** The simulator's latency profiles. */
 export type SimulatorProfile = "instant" | "demo" | "realistic"
@@ -105,79 +120,6 @@ export type ProviderConfig = Deployment.ProviderConfig
 /** The database used when MEDIAGATE_DATABASE_URL is not set. */
 export const defaultDatabaseUrl = "sqlite:./data/mediagate.db"
 
-/** Every variable the server reads, for the README check. */
-export const variables = [
-  "MEDIAGATE_PORT",
-  "MEDIAGATE_HOST",
-  "MEDIAGATE_PUBLIC_URL",
-  "MEDIAGATE_API_KEY",
-  "MEDIAGATE_STARTING_CREDITS",
-  "MEDIAGATE_SIMULATOR_PROFILE",
-  "MEDIAGATE_ALLOW_PRIVATE_URLS",
-  "MEDIAGATE_UPSTREAM",
-  "MEDIAGATE_DATABASE_URL",
-  "MEDIAGATE_MEDIA_DIR",
-  "MEDIAGATE_MEDIA_URL",
-  "MEDIAGATE_MEDIA_REDIRECT",
-  "MEDIAGATE_MEDIA_RETENTION",
-  "MEDIAGATE_LEASE",
-  "MEDIAGATE_SHUTDOWN_GRACE",
-  "MEDIAGATE_MAX_RUNNING",
-  "MEDIAGATE_MAX_RUNNING_PER_ACCOUNT",
-  "MEDIAGATE_MAX_RUNNING_PER_PROVIDER",
-  "MEDIAGATE_DEADLINES",
-  "MEDIAGATE_RATE_LIMIT",
-  "MEDIAGATE_RATE_LIMIT_BURST",
-  "MEDIAGATE_RATE_LIMIT_SHARED_TIMEOUT",
-  "MEDIAGATE_MAX_HELD_PER_KEY",
-  "MEDIAGATE_MAX_HELD",
-  "MEDIAGATE_AUTH_FAILURE_LIMIT",
-  "MEDIAGATE_HEADERS_TIMEOUT",
-  "MEDIAGATE_BODY_TIMEOUT",
-  "MEDIAGATE_MODERATION",
-  "MEDIAGATE_MODERATION_RULES",
-  "MEDIAGATE_MODERATION_URL",
-  "MEDIAGATE_MODERATION_KEY",
-  "MEDIAGATE_MODERATION_MODEL",
-  "MEDIAGATE_MODERATION_FAIL_OPEN",
-  "MEDIAGATE_ROUTES",
-  "MEDIAGATE_UNROUTED",
-  "MEDIAGATE_WEBHOOK_PREFIX",
-  "MEDIAGATE_LOG_FORMAT",
-  "MEDIAGATE_LOG_LEVEL",
-  "MEDIAGATE_METRICS",
-  "FAL_KEY",
-  "MEDIAGATE_FAL_URL",
-  "MEDIAGATE_FAL_JWKS_URL",
-  "REPLICATE_API_TOKEN",
-  "MEDIAGATE_REPLICATE_URL",
-  "MEDIAGATE_REPLICATE_WAIT",
-  "MEDIAGATE_REPLICATE_WEBHOOK_EVENTS",
-  "REPLICATE_WEBHOOK_SECRET",
-  "OPENAI_API_KEY",
-  "MEDIAGATE_OPENAI_URL",
-  "MEDIAGATE_RELAY_URL",
-  "MEDIAGATE_RELAY_KEY",
-  "MEDIAGATE_RELAY_WEBHOOK_SECRET"
-] as const
-
-type Variable = typeof variables[number]
-
-/** An operator's value in a message, cut short like every other echoed string. */
-const shown = (value: string) => JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value)
-
-/** A variable parsed by `parse`, which answers the rule it broke. The message is the whole line. */
-const variable = <A>(name: Variable, parse: (raw: string) => Either.Either<A, string>): Config.Config<A> =>
-  Config.string(name).pipe(
-    Config.mapOrFail((raw) =>
-      Either.mapLeft(parse(raw), (rule) => ConfigError.InvalidData([], `${name} ${rule}`))
-    )
-  )
-
-const oneOf = <const A extends string>(name: Variable, values: ReadonlyArray<A>, rule = `must be one of ${values.join(", ")}`) =>
-  variable(name, (raw) =>
-    values.includes(raw as A) ? Either.right(raw as A) : Either.left(`${rule} (got ${shown(raw)})`))
-
 /** A port, or 0 for one the system chooses when the server binds (the banner names it). */
 const port = variable("MEDIAGATE_PORT", (raw) => {
   const value = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN
@@ -186,29 +128,9 @@ const port = variable("MEDIAGATE_PORT", (raw) => {
     : Either.left(`must be a whole number from 0 to 65535, 0 for any free port (got ${shown(raw)})`)
 })
 
-const truthy = ["true", "yes", "on", "1"]
-const falsy = ["false", "no", "off", "0"]
-const boolean = (name: Variable) =>
-  variable(name, (raw) =>
-    truthy.includes(raw.toLowerCase())
-      ? Either.right(true)
-      : falsy.includes(raw.toLowerCase())
-      ? Either.right(false)
-      : Either.left(`must be true or false (got ${shown(raw)})`))
-
 const allowPrivateUrls = boolean("MEDIAGATE_ALLOW_PRIVATE_URLS")
 
-/** An absolute http(s) URL. */
-const httpUrl = (name: Variable) =>
-  variable(name, (raw) =>
-    /^https?:\/\/[^/\s]+/i.test(raw) && URL.canParse(raw)
-      ? Either.right(raw)
-      : Either.left(`must be an absolute http:// or https:// URL (got ${shown(raw)})`))
-
 const publicUrl = httpUrl("MEDIAGATE_PUBLIC_URL")
-
-/** A secret: not empty, and never echoed in a message. */
-const secret = (name: Variable) => variable(name, (raw) => raw.trim().length > 0 ? Either.right(raw.trim()) : Either.left("must not be empty"))
 
 /**
  * MEDIAGATE_REPLICATE_WEBHOOK_EVENTS: a comma-separated subset of Replicate's events that
@@ -302,24 +224,6 @@ const apiKey = variable("MEDIAGATE_API_KEY", (raw) =>
 const startingCredits = variable("MEDIAGATE_STARTING_CREDITS", (raw) =>
   /^\$?0+(\.0+)?$/.test(raw.trim()) ? Either.right(0) : Credits.parseUsd(raw))
 
-const nonEmpty = (name: Variable) =>
-  variable(name, (raw) => raw.length > 0 ? Either.right(raw) : Either.left("must not be empty"))
-
-const units: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
-
-/** `500ms`, `10s`, `2m`, `4h`, `30d`, or undefined. */
-export const parseDuration = (raw: string): Duration.Duration | undefined => {
-  const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/.exec(raw.trim())
-  return match === null ? undefined : Duration.millis(Math.round(Number(match[1]) * units[match[2]!]!))
-}
-
-/** A whole number from 1 to `max`. */
-const count = (name: Variable, max: number) =>
-  variable(name, (raw) => {
-    const value = /^\d{1,9}$/.test(raw.trim()) ? Number(raw.trim()) : NaN
-    return value >= 1 && value <= max ? Either.right(value) : Either.left(`must be a whole number from 1 to ${max} (got ${shown(raw)})`)
-  })
-
 /** The model families of the catalog, which MEDIAGATE_DEADLINES may name. */
 const families = [...new Set(ModelCatalog.allModels.map((model) => model.family))]
 
@@ -359,19 +263,6 @@ const providerLimits = variable("MEDIAGATE_MAX_RUNNING_PER_PROVIDER", (raw) => {
   }
   return entries.length === 0 ? Either.left("must not be empty") : Either.right(Object.fromEntries(entries))
 })
-
-type Bound = readonly [Duration.Duration, string]
-
-/** A duration written as a number and a unit (`500ms`, `10s`, `2m`), from `min` to `max`. */
-const duration = (name: Variable, [min, minLabel]: Bound, [max, maxLabel]: Bound) =>
-  variable(name, (raw) => {
-    const value = parseDuration(raw)
-    return value !== undefined && Duration.between(value, { minimum: min, maximum: max })
-      ? Either.right(value)
-      : Either.left(
-        `must be a duration from ${minLabel} to ${maxLabel}, such as 500ms, 10s or 2m (got ${shown(raw)})`
-      )
-  })
 
 /**
  * Requests a second per key (default 50, `off` for none), the burst (default twice that), and

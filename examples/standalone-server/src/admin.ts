@@ -18,14 +18,14 @@
  * `--json` on each prints one JSON document for scripts. Failures print one line to
  * stderr and exit 1.
  */
-import { Args, AutoCorrect, CliConfig, Command, CommandDescriptor, HelpDoc, Options, ValidationError } from "@effect/cli"
+import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import type { Accounts as AccountsNs } from "@mediagate/core"
 import { Accounts, Api, ApiKeys, Credits, Ids, Ledger } from "@mediagate/core"
 import { Webhooks } from "@mediagate/scheduler"
 import { Database, SqlAccounts, SqlLedger } from "@mediagate/store-sql"
 import { Clock, Console, Data, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
-import { stripVTControlCharacters } from "node:util"
+import { commandMistake, plainText } from "./AdminCommandLine.js"
 import { defaultDatabaseUrl, parseDuration } from "./Config.js"
 
 /** A failure the operator can act on: printed as one line, exit 1. */
@@ -343,51 +343,6 @@ const command = Command.make("admin").pipe(
 
 const cli = Command.run(command, { name: "mediagate admin", version: "0.1.0" })
 
-/** The candidate one or two edits from `typed`, as @effect/cli's own auto-correction measures it. */
-const nearest = (typed: string, candidates: ReadonlyArray<string>) =>
-  candidates
-    .map((candidate) => ({ candidate, distance: AutoCorrect.levensteinDistance(typed, candidate, CliConfig.defaultConfig) }))
-    .filter(({ distance }) => distance <= CliConfig.defaultConfig.autoCorrectLimit)
-    .sort((a, b) => a.distance - b.distance)[0]?.candidate
-
-/**
- * A mistyped command, read before @effect/cli parses the line: it reports an unknown command
- * of a group as a mistake of the level above ("Invalid subcommand for admin - use one of
- * 'account', ..." for `account creat`). Undefined when the commands named exist.
- */
-const commandMistake = (args: ReadonlyArray<string>): string | undefined => {
-  const [group, name] = args
-  if (group === undefined || group.startsWith("-")) return undefined
-  const groupNames = Object.keys(groups)
-  if (!(group in groups)) {
-    const near = nearest(group, groupNames)
-    return near !== undefined
-      ? `unknown command ${group}; did you mean ${near}?`
-      : `unknown command ${group}; the commands are ${groupNames.join(", ")} (mediagate admin --help)`
-  }
-  if (name === undefined || name.startsWith("-")) return undefined
-  const names = groups[group as keyof typeof groups][1].flatMap((each) => [...CommandDescriptor.getNames(each.descriptor)])
-  if (names.includes(name)) return undefined
-  const near = nearest(name, names)
-  return near !== undefined
-    ? `unknown command ${group} ${name}; did you mean ${group} ${near}?`
-    : `unknown command ${group} ${name}; the commands of ${group} are ${names.join(", ")} (mediagate admin ${group} --help)`
-}
-
-/**
- * @effect/cli writes its help and its complaints in ANSI colours whatever the output is:
- * plain text unless stdout is a terminal and NO_COLOR is unset (https://no-color.org).
- */
-const colour = process.stdout.isTTY === true && (process.env["NO_COLOR"] ?? "") === ""
-const plainText = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  colour ? effect : Console.consoleWith((console) =>
-    Console.withConsole(effect, {
-      ...console,
-      log: (...args) => console.log(...args.map((arg) => (typeof arg === "string" ? stripVTControlCharacters(arg) : arg))),
-      error: (...args) => console.error(...args.map((arg) => (typeof arg === "string" ? stripVTControlCharacters(arg) : arg)))
-    })
-  )
-
 const databaseUrl = process.env["MEDIAGATE_DATABASE_URL"] ?? defaultDatabaseUrl
 
 /** The accounts and the credits ledger of the database, on one client. */
@@ -397,7 +352,7 @@ const database = Layer.unwrapEffect(Effect.suspend(() =>
     : Effect.succeed(Layer.mergeAll(SqlAccounts.layer, SqlLedger.layer).pipe(Layer.provide(Database.layerFromUrl(databaseUrl))))
 ))
 
-const mistake = commandMistake(process.argv.slice(2))
+const mistake = commandMistake(groups, process.argv.slice(2))
 
 ;(mistake !== undefined ? Effect.fail(new AdminError({ message: mistake })) : plainText(cli(process.argv))).pipe(
   Effect.provide(Layer.mergeAll(NodeContext.layer, Ids.layer)),
