@@ -1,9 +1,9 @@
 /**
- * Submit and query (spec sections 4.1 and 4.2) without HTTP, against a small memory
+ * Submit, query and a provider's webhook (spec sections 4.1 and 4.2) without HTTP, against a small memory
  * TaskStore written here, the production Ids and the real model catalog.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Context, Effect, Exit, Layer, Option, Ref, TestClock } from "effect"
+import { Cause, Context, Effect, Exit, Fiber, Layer, Option, Ref, TestClock } from "effect"
 import {
   Api,
   IdempotencyKeys,
@@ -25,7 +25,8 @@ import {
   TaskWrites,
   Transition,
   Upstream,
-  ValidationError
+  ValidationError,
+  webhookWatch
 } from "../src/index.js"
 
 // ---------------------------------------------------------------------------
@@ -534,4 +535,131 @@ describe("TaskService.submit: the moderation verdict", () => {
     }).pipe(Effect.provide(serviceWith(Layer.succeed(Moderation.Moderation, {
       check: () => Effect.succeed({ flagged: true, categories: { hate: true } as never })
     })))))
+})
+
+describe("TaskService.receiveWebhook", () => {
+  /** How often the engine was woken. */
+  class Wakes extends Context.Tag("test/Wakes")<Wakes, Ref.Ref<number>>() {}
+
+  /** An upstream whose webhooks are genuine when they carry `x-signature: good`; nothing runs on it here. */
+  const signedUpstream = Layer.succeed(Upstream.Upstream, {
+    submit: () => Effect.die("not used by these tests"),
+    poll: () => Effect.die("not used by these tests"),
+    verifyWebhook: (webhook) => Effect.succeed(webhook.headers["x-signature"] === "good")
+  })
+
+  /** The service and the write path the engine would use, on one TaskChanges, with the engine's wake-ups counted. */
+  const WebhookService = TaskService.Default.pipe(
+    Layer.provideMerge(TaskWrites.layer),
+    Layer.provide([
+      TaskChanges.layer,
+      Ledger.layerUnbilled,
+      IdempotencyKeys.layerMemory,
+      TaskEvents.CallbackWakeup.layerNone,
+      Layer.effect(TaskEvents.TaskWakeup, Effect.map(Wakes, (wakes) => ({ wake: Ref.update(wakes, (n) => n + 1) }))),
+      signedUpstream
+    ]),
+    Layer.provideMerge(Layer.mergeAll(MemoryStore, Ids.layer, ModelCatalog.layer, Moderation.layerAllowAll, Layer.effect(Wakes, Ref.make(0))))
+  )
+
+  const webhook = (taskId: string, signature = "good") =>
+    Effect.flatMap(TaskService, (service) =>
+      service.receiveWebhook({ provider: "fake", token: taskId, headers: { "x-signature": signature }, body: new Uint8Array() }))
+
+  /**
+   * A submitted task as the engine leaves it: its job accepted upstream and its next poll at
+   * NOW + 30 s, held by a worker's step until NOW + 60 s when `held`. The engine's wake-ups
+   * are counted from here.
+   */
+  const submittedTask = (held: boolean) =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(NOW)
+      const { taskId } = yield* submit({ model: T2I, input: { prompt: "p" } })
+      const tasks = yield* StoredTasks
+      const stored = tasks.get(taskId)!
+      const record = new Task.TaskRecord({
+        ...stored,
+        status: "SUBMITTED",
+        upstreamId: Ids.UpstreamId.make("job-1"),
+        dueAt: NOW + 30_000,
+        leaseOwner: held ? "worker-1" : null,
+        leaseUntil: held ? NOW + 60_000 : null,
+        version: stored.version + 1
+      })
+      tasks.set(taskId, record)
+      yield* Ref.set(yield* Wakes, 0)
+      return record
+    })
+
+  const stored = (taskId: string) => Effect.map(StoredTasks, (tasks) => tasks.get(taskId)!)
+
+  it.effect("a genuine webhook makes a task nobody holds due now and wakes the engine", () =>
+    Effect.gen(function*() {
+      const task = yield* submittedTask(false)
+      expect(yield* webhook(task.id)).toBe(true)
+      expect((yield* stored(task.id)).dueAt).toBe(NOW)
+      expect(yield* Ref.get(yield* Wakes)).toBe(1)
+    }).pipe(Effect.provide(WebhookService)))
+
+  it.effect("a webhook the upstream does not find genuine is refused and changes nothing", () =>
+    Effect.gen(function*() {
+      const task = yield* submittedTask(false)
+      expect(yield* webhook(task.id, "forged")).toBe(false)
+      expect(yield* stored(task.id)).toEqual(task)
+      expect(yield* Ref.get(yield* Wakes)).toBe(0)
+    }).pipe(Effect.provide(WebhookService)))
+
+  it.effect("a webhook for an unknown task, or one not yet submitted upstream, is accepted and left alone", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(NOW)
+      const { taskId } = yield* submit({ model: T2I, input: { prompt: "p" } })
+      const before = yield* stored(taskId)
+      expect(yield* webhook(taskId)).toBe(true)
+      expect(yield* webhook("no-such-task")).toBe(true)
+      expect(yield* stored(taskId)).toEqual(before)
+    }).pipe(Effect.provide(WebhookService)))
+
+  it.effect("for a task a worker holds, it waits for the step's write on this node and then makes the task due now", () =>
+    Effect.gen(function*() {
+      const task = yield* submittedTask(true)
+      const answer = yield* Effect.fork(webhook(task.id))
+      yield* TestClock.adjust(0)
+      expect(Option.isNone(yield* Fiber.poll(answer))).toBe(true)
+      // The step's write gives the lease up and puts the next poll at the safety net's time.
+      const writes = yield* TaskWrites.TaskWrites
+      yield* writes.reschedule(task, NOW + 30_000)
+      // Woken by the write itself: no time passes.
+      yield* TestClock.adjust(0)
+      expect(yield* Fiber.poll(answer)).toEqual(Option.some(Exit.succeed(true)))
+      const after = yield* stored(task.id)
+      expect([after.dueAt, after.leaseOwner]).toEqual([NOW, null])
+      expect(yield* Ref.get(yield* Wakes)).toBe(1)
+    }).pipe(Effect.provide(WebhookService)))
+
+  it.effect("a worker on another node, whose write is not published here, is seen at the re-read every webhookWatch.every ms", () =>
+    Effect.gen(function*() {
+      const task = yield* submittedTask(true)
+      const answer = yield* Effect.fork(webhook(task.id))
+      yield* TestClock.adjust(0)
+      // The other node's step gives the lease up: written to the store only.
+      const tasks = yield* StoredTasks
+      tasks.set(task.id, new Task.TaskRecord({ ...task, leaseOwner: null, leaseUntil: null, version: task.version + 1 }))
+      yield* TestClock.adjust(webhookWatch.every - 1)
+      expect(Option.isNone(yield* Fiber.poll(answer))).toBe(true)
+      yield* TestClock.adjust(1)
+      expect(yield* Fiber.poll(answer)).toEqual(Option.some(Exit.succeed(true)))
+      expect((yield* stored(task.id)).dueAt).toBe(NOW + webhookWatch.every)
+    }).pipe(Effect.provide(WebhookService)))
+
+  it.effect("a step that keeps the task past webhookWatch.limit ms is left to its own write; the engine is woken", () =>
+    Effect.gen(function*() {
+      const task = yield* submittedTask(true)
+      const answer = yield* Effect.fork(webhook(task.id))
+      yield* TestClock.adjust(webhookWatch.limit - 1)
+      expect(Option.isNone(yield* Fiber.poll(answer))).toBe(true)
+      yield* TestClock.adjust(1)
+      expect(yield* Fiber.poll(answer)).toEqual(Option.some(Exit.succeed(true)))
+      expect(yield* stored(task.id)).toEqual(task)
+      expect(yield* Ref.get(yield* Wakes)).toBe(1)
+    }).pipe(Effect.provide(WebhookService)))
 })
