@@ -91,6 +91,8 @@ export * as TaskWrites from "./tasks/TaskWrites.js"
 export * as TaskStore from "./services/TaskStore.js"
 /** The state machine. */
 export * as Transition from "./domain/Transition.js"
+/** What happens to a task on an event: the write, what follows it, what it owes. */
+export * as Lifecycle from "./domain/Lifecycle.js"
 /** Conversions of input media (WebP to JPEG). */
 export * as Transcoder from "./services/Transcoder.js"
 /** Upstream providers. */

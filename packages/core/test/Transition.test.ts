@@ -5,6 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import { IllegalTransition, Ids, Task, Transition } from "../src/index.js"
+import * as TaskFixtures from "./TaskFixtures.js"
 
 const statuses: ReadonlyArray<Task.TaskStatus> = [
   "PENDING",
@@ -33,24 +34,7 @@ const CREATED = 1_000
 const UPDATED = 2_000
 const NOW = 3_000
 
-const job: Task.UpstreamJob = {
-  model: "alpha-image-2",
-  mode: "text-to-image",
-  output: "image",
-  prompt: "a lighthouse",
-  n: 1,
-  ratio: null,
-  resolution: "1k",
-  width: null,
-  height: null,
-  duration: null,
-  imageUrls: [],
-  params: {},
-  fallbackModel: null,
-  sync: true,
-  priceMicroUsd: 20_000,
-  adjustments: []
-}
+const job = TaskFixtures.job(true)
 
 /** A record as the engine would hold it in `status`, leased by a worker. */
 const record = (status: Task.TaskStatus, overrides: Partial<Task.TaskRecord> = {}) =>
