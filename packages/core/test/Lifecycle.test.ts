@@ -317,12 +317,15 @@ describe("Lifecycle table", () => {
       .toMatchObject({ change: { to: "TIMEOUT" } })
   })
 
-  it("webhook: an accepted job due later is due now; a held task waits for its step; others are left alone", () => {
+  it("webhook: an accepted job due later is due now, the engine woken; a held task waits for its step; others are left alone", () => {
     const waiting = record("SUBMITTED", { upstreamId: Ids.UpstreamId.make("up-1"), dueAt: 40_000 })
-    expect(decide(waiting, { _tag: "Webhook" }).write).toEqual({ _tag: "Reschedule", dueAt: NOW, patch: {} })
+    expect(decide(waiting, { _tag: "Webhook" })).toMatchObject({ write: { _tag: "Reschedule", dueAt: NOW, patch: {} }, then: { _tag: "Wake" } })
     expect(decide(new Task.TaskRecord({ ...waiting, leaseUntil: NOW + 1 }, true), { _tag: "Webhook" }).then).toEqual({ _tag: "AwaitStep" })
-    expect(decide(new Task.TaskRecord({ ...waiting, dueAt: NOW }, true), { _tag: "Webhook" }).write).toEqual({ _tag: "None" })
-    expect(decide(record("PENDING"), { _tag: "Webhook" }).write).toEqual({ _tag: "None" })
+    // A lease that ended holds nothing.
+    expect(decide(new Task.TaskRecord({ ...waiting, leaseUntil: NOW }, true), { _tag: "Webhook" }).then).toEqual({ _tag: "Wake" })
+    expect(decide(new Task.TaskRecord({ ...waiting, dueAt: NOW }, true), { _tag: "Webhook" })).toMatchObject({ write: { _tag: "None" }, then: { _tag: "Wake" } })
+    expect(decide(record("PENDING"), { _tag: "Webhook" })).toMatchObject({ write: { _tag: "None" }, then: { _tag: "Done" } })
+    expect(decide(record("SUCCESS", { upstreamId: Ids.UpstreamId.make("up-1") }), { _tag: "Webhook" }).then).toEqual({ _tag: "Done" })
   })
 
   it("result copied: SUCCESS with the copies, counted", () => {

@@ -91,6 +91,7 @@ export const make = (options: Options = {}, worker = "worker"): Effect.Effect<
             return Option.getOrElse(yield* store.get(record.id), () => record)
           case "Done":
           case "AwaitStep":
+          case "Wake":
           case "NotCancellable":
             return written
         }

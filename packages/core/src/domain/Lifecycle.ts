@@ -101,8 +101,10 @@ export type Then =
   | { readonly _tag: "CancelUpstream" }
   /** Read the task as it now stands. */
   | { readonly _tag: "Reread" }
-  /** A held task (a step in flight): wait for its step's write, then make it due now. */
+  /** A held task (a step in flight): wait for its step's write, then decide again. */
   | { readonly _tag: "AwaitStep" }
+  /** Wake the engine: the task is due now. */
+  | { readonly _tag: "Wake" }
   /** The cancel is refused: the task has ended. */
   | { readonly _tag: "NotCancellable" }
 
@@ -333,10 +335,11 @@ export const decide = (record: TaskRecord, event: Event, now: number): Answer =>
           event.provider
         )
     case "Webhook":
-      // Only a task waiting on an accepted job is woken; one held by a worker after its step.
+      // Only a task waiting on an accepted job is made due now (the engine moving it meanwhile
+      // is as good) and the engine woken; one a worker holds once its step has written.
       if (record.dueAt === null || record.upstreamId === null) return none(record)
       if (record.leaseUntil !== null && record.leaseUntil > now) return none(record, { _tag: "AwaitStep" })
-      return record.dueAt > now ? answer(record, reschedule(now)) : none(record)
+      return record.dueAt > now ? answer(record, reschedule(now), { _tag: "Wake" }) : none(record, { _tag: "Wake" })
     case "ResultCopied":
       return answer(record, apply({ to: "SUCCESS", result: event.result }, { attempts: Attempt.touch(record, event.startedAt) }), undefined, {
         count: { copy: "ok" }

@@ -1,13 +1,15 @@
 /**
- * Cancel: the caller's task ends CANCELLED unless it has ended, read again and decided again
- * when the engine moved it meanwhile; the upstream is then asked to stop its job.
+ * Cancel: the caller's task ends CANCELLED unless it has ended (`Lifecycle`'s answer to a
+ * cancel request, carried out here), read again and decided again when the engine moved it
+ * meanwhile; the upstream is then asked to stop its job.
  */
 import { Clock, Effect, Option } from "effect"
 import type { Account } from "../services/Accounts.js"
 import { TaskNotCancellable, TaskNotFound } from "../domain/Errors.js"
 import type { TaskId } from "../domain/Ids.js"
+import * as Lifecycle from "../domain/Lifecycle.js"
 import type { TaskRecord } from "../domain/Task.js"
-import { isTerminal, toWire } from "../domain/Task.js"
+import { toWire } from "../domain/Task.js"
 import { TaskWakeup } from "../services/TaskEvents.js"
 import { TaskStore } from "../services/TaskStore.js"
 import { Upstream } from "../services/Upstream.js"
@@ -30,19 +32,20 @@ export const make = Effect.gen(function*() {
       const found = yield* store.getOwned(taskId, account.id)
       if (Option.isNone(found)) return yield* new TaskNotFound({ taskId })
       const record = found.value
-      if (isTerminal(record.status)) return yield* new TaskNotCancellable({ taskId, status: record.status })
       const now = yield* Clock.currentTimeMillis
-      const cancelled = yield* writes.apply(record, { to: "CANCELLED", message: "cancelled by the client" }, now).pipe(
+      const answer = Lifecycle.decide(record, { _tag: "CancelRequested" }, now)
+      if (answer.write._tag !== "Apply") return yield* new TaskNotCancellable({ taskId, status: record.status })
+      const cancelled = yield* writes.apply(record, answer.write.change, now, answer.write.options).pipe(
         Effect.map(Option.some),
         // The engine moved the task meanwhile: read it again and decide again.
         Effect.catchTag("TaskConflict", (conflict) => (attempt < 5 ? Effect.succeed(Option.none()) : Effect.fail(conflict))),
-        // Not terminal when read, so the state machine allows CANCELLED.
+        // Lifecycle answers CANCELLED only for a task not terminal when read, which the state machine allows.
         Effect.catchTag("IllegalTransition", Effect.die)
       )
       if (Option.isSome(cancelled)) {
         // Its running slot is free now: the engine may start waiting work at once.
         yield* wakeup.wake
-        yield* stopUpstreamJob(record)
+        if (answer.then._tag === "CancelUpstream") yield* stopUpstreamJob(record)
         return toWire(cancelled.value)
       }
     }

@@ -5,6 +5,7 @@
  */
 import { Clock, Duration, Effect, Option, Queue } from "effect"
 import { TaskId } from "../domain/Ids.js"
+import * as Lifecycle from "../domain/Lifecycle.js"
 import type { TaskRecord } from "../domain/Task.js"
 import { TaskChanges } from "../services/TaskChanges.js"
 import { TaskWakeup } from "../services/TaskEvents.js"
@@ -30,10 +31,13 @@ export const make = Effect.gen(function*() {
   const writes = yield* TaskWrites
   const changes = yield* TaskChanges
 
-  /** Makes the task due now, when it is due later; the engine moving it meanwhile is as good. */
-  const dueNow = (record: TaskRecord, now: number) =>
-    record.dueAt !== null && record.dueAt > now
-      ? writes.reschedule(record, now).pipe(Effect.asVoid, Effect.catchTags({ TaskConflict: () => Effect.void, IllegalTransition: () => Effect.void }))
+  /** Carries out the answer's write, if any; the engine moving the task meanwhile is as good. */
+  const carry = (record: TaskRecord, answer: Lifecycle.Answer) =>
+    answer.write._tag === "Reschedule"
+      ? writes.reschedule(record, answer.write.dueAt, answer.write.patch).pipe(
+        Effect.asVoid,
+        Effect.catchTags({ TaskConflict: () => Effect.void, IllegalTransition: () => Effect.void })
+      )
       : Effect.void
 
   /**
@@ -51,8 +55,9 @@ export const make = Effect.gen(function*() {
       for (;;) {
         const now = yield* Clock.currentTimeMillis
         const current = yield* store.get(taskId)
-        if (Option.isNone(current) || current.value.dueAt === null) return
-        if (current.value.leaseUntil === null || current.value.leaseUntil <= now) return yield* dueNow(current.value, now)
+        if (Option.isNone(current)) return
+        const answer = Lifecycle.decide(current.value, { _tag: "Webhook" }, now)
+        if (answer.then._tag !== "AwaitStep") return yield* carry(current.value, answer)
         const left = since + webhookWatch.limit - now
         if (left <= 0) return
         yield* Effect.raceFirst(Queue.take(written), Effect.sleep(Duration.millis(Math.min(webhookWatch.every, left))))
@@ -71,10 +76,11 @@ export const make = Effect.gen(function*() {
   const receiveWebhook = Effect.fn("TaskService.receiveWebhook", spanOptions)(function*(webhook: InboundWebhook) {
     if (upstream.verifyWebhook === undefined || !(yield* upstream.verifyWebhook(webhook))) return false
     const found = yield* store.get(TaskId.make(webhook.token))
-    if (Option.isNone(found) || found.value.dueAt === null || found.value.upstreamId === null) return true
+    if (Option.isNone(found)) return true
     const now = yield* Clock.currentTimeMillis
-    const { leaseUntil } = found.value
-    yield* leaseUntil !== null && leaseUntil > now ? afterStep(found.value.id, now) : dueNow(found.value, now)
+    const answer = Lifecycle.decide(found.value, { _tag: "Webhook" }, now)
+    if (answer.then._tag === "Done") return true
+    yield* answer.then._tag === "AwaitStep" ? afterStep(found.value.id, now) : carry(found.value, answer)
     yield* wakeup.wake
     return true
   })
