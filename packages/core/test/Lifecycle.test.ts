@@ -100,6 +100,11 @@ const arbRetry = FastCheck.record({ jitter: FastCheck.double({ min: 0, max: 0.99
 )
 
 const arbEvent: FastCheck.Arbitrary<Lifecycle.Event> = FastCheck.oneof(
+  FastCheck.option(FastCheck.constant("too many images"), { nil: undefined }).map((rejection) => ({
+    _tag: "Submitted" as const,
+    ...(rejection === undefined ? {} : { rejection })
+  })),
+  FastCheck.constant({ _tag: "CreditsRefused" as const, message: "not enough credits" }),
   FastCheck.record({ hostsCopies: FastCheck.boolean() }).map(({ hostsCopies }) => ({ _tag: "Claimed" as const, hostsCopies, lease, provider: "fal" })),
   FastCheck.integer({ min: 0, max: NOW }).map((startedAt) => ({ _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make("up-2"), startedAt, pollAt: NOW + 1_000 })),
   FastCheck.option(FastCheck.integer({ min: 0, max: 100 }), { nil: undefined }).map((percent) => ({
@@ -130,8 +135,16 @@ const arbNow = FastCheck.integer({ min: 1_000, max: 2 * DEADLINE })
 /** The record the answer's write makes, through the state machine (none: the record as it is). */
 const written = (before: Task.TaskRecord, answer: Lifecycle.Answer, now: number) => {
   const write = answer.write
-  if (write._tag === "None") return Either.right(before)
-  return write._tag === "Apply" ? Transition.apply(before, write.change, now) : Transition.reschedule(before, write.dueAt, write.patch)
+  switch (write._tag) {
+    case "None":
+      return Either.right(before)
+    case "Create":
+      return write.change === null ? Either.right(before) : Transition.apply(before, write.change, now)
+    case "Apply":
+      return Transition.apply(before, write.change, now)
+    case "Reschedule":
+      return Transition.reschedule(before, write.dueAt, write.patch)
+  }
 }
 
 describe("Lifecycle properties", () => {
@@ -188,9 +201,11 @@ describe("Lifecycle properties", () => {
         const answer = Lifecycle.decide(before, event, now)
         const after = written(before, answer, now)
         if (Either.isLeft(after)) return
-        expect(answer.callback === "terminal").toBe(TaskWrites.owesCallback(before.status, after.right))
-        expect(answer.callback === "started").toBe(TaskWrites.eventsOwed(before, after.right).some((owed) => owed.event === "started"))
-        expect(answer.settles).toBe(Task.isTerminal(after.right.status) && !Task.isTerminal(before.status))
+        // A new task is written from nothing, and holds nothing to settle when it ends at once.
+        const created = answer.write._tag === "Create"
+        expect(answer.callback === "terminal").toBe(TaskWrites.owesCallback(created ? null : before.status, after.right))
+        expect(answer.callback === "started").toBe(TaskWrites.eventsOwed(created ? null : before, after.right).some((owed) => owed.event === "started"))
+        expect(answer.settles).toBe(!created && Task.isTerminal(after.right.status) && !Task.isTerminal(before.status))
       }),
       { numRuns: 2_000 }
     )
@@ -202,6 +217,19 @@ describe("Lifecycle table", () => {
   const claimed = (hostsCopies = true): Lifecycle.Event => ({ _tag: "Claimed", hostsCopies, lease, provider: "fal" })
   const accepted = attempt({ upstreamId: "up-1" })
   const finished = attempt({ upstreamId: "up-1", upstreamResult: result, copyFailures: 1, error: "disk full" })
+
+  it("submitted: stored with its price held and the engine woken; failed at once by its model's rule or its owner's credits", () => {
+    const held = decide(record("PENDING"), { _tag: "Submitted" })
+    expect([held.write, held.then, held.dueAt, held.callback, held.settles]).toEqual([{ _tag: "Create", change: null }, { _tag: "Wake" }, 500, null, false])
+    const rejected = decide(record("PENDING"), { _tag: "Submitted", rejection: "too many images" })
+    expect(rejected.write).toEqual({ _tag: "Create", change: { to: "FAILURE", reason: "INVALID_PARAMETERS", message: "too many images" } })
+    expect([rejected.then, rejected.callback, rejected.settles, rejected.dueAt]).toEqual([{ _tag: "Done" }, "terminal", false, null])
+    expect(decide(record("PENDING", { callBackUrl: null }), { _tag: "CreditsRefused", message: "short by 5" })).toMatchObject({
+      write: { _tag: "Create", change: { to: "FAILURE", reason: "INSUFFICIENT_POINTS", message: "short by 5" } },
+      callback: null
+    })
+    expect(decide(record("SUBMITTED"), { _tag: "Submitted" }).write).toEqual({ _tag: "None" })
+  })
 
   it("claimed, new async task: submitted, nothing written first", () => {
     const answer = decide(record("PENDING"), claimed())

@@ -69,6 +69,8 @@ export const make = (options: Options = {}, worker = "worker"): Effect.Effect<
       Effect.gen(function*() {
         yield* report(record, answer)
         const change = answer.write
+        // A new task's creation answers a submit, never a step's event.
+        if (change._tag === "Create") return yield* Effect.dieMessage(`engine: a creation of task ${record.id} answered to a step`)
         const written = change._tag === "None"
           ? record
           : yield* write(

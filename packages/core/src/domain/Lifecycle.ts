@@ -30,6 +30,10 @@ export interface Retry {
  * (`Upstream.describe`); `startedAt` is when the call that answered started.
  */
 export type Event =
+  /** A new task, built PENDING; `rejection` when a rule of its model fails it at once. */
+  | { readonly _tag: "Submitted"; readonly rejection?: string }
+  /** A new task whose owner cannot pay its price (`message` says why). */
+  | { readonly _tag: "CreditsRefused"; readonly message: string }
   /** The engine claimed the task: its next step. */
   | {
     readonly _tag: "Claimed"
@@ -67,8 +71,13 @@ export type Event =
   /** The task changed under the worker during a call (a client cancelled it). */
   | { readonly _tag: "LeaseLost" }
 
-/** The write an answer makes: through the state machine, a new due time in the same status, or none. */
+/**
+ * The write an answer makes: the new task stored (as built, its price held with it; or ended
+ * at once by `change`, nothing held), a change through the state machine, a new due time in
+ * the same status, or none.
+ */
 export type Write =
+  | { readonly _tag: "Create"; readonly change: TaskChange | null }
   | {
     readonly _tag: "Apply"
     readonly change: TaskChange
@@ -114,7 +123,7 @@ export interface Answer {
   readonly then: Then
   /** The callback the write owes: the terminal one, or `started` when it leaves PENDING for the upstream. */
   readonly callback: "terminal" | "started" | null
-  /** Whether the write ends the task, so its credits are settled. */
+  /** Whether the write ends a running task, so its credits are settled (a new task ended at once held nothing). */
   readonly settles: boolean
   /** The task's next due time once the write went through. */
   readonly dueAt: number | null
@@ -127,8 +136,9 @@ export interface Answer {
 }
 
 const answer = (record: TaskRecord, write: Write, then: Then = { _tag: "Done" }, extra: Pick<Answer, "count" | "alarm" | "failure"> = {}): Answer => {
-  const to = write._tag === "Apply" ? write.change.to : record.status
-  const ends = write._tag === "Apply" && isTerminal(to)
+  const change = write._tag === "Apply" || write._tag === "Create" ? write.change : null
+  const to = change === null ? record.status : change.to
+  const ends = isTerminal(to) && !isTerminal(record.status)
   const asked = record.callbackEvents?.events.includes("started") === true
   return {
     write,
@@ -138,14 +148,8 @@ const answer = (record: TaskRecord, write: Write, then: Then = { _tag: "Done" },
       : record.status === "PENDING" && to !== "PENDING" && !isTerminal(to) && asked && record.callBackUrl !== null
       ? "started"
       : null,
-    settles: ends,
-    dueAt: write._tag === "Reschedule"
-      ? write.dueAt
-      : write._tag === "None"
-      ? record.dueAt
-      : "dueAt" in write.change
-      ? write.change.dueAt
-      : null,
+    settles: ends && write._tag === "Apply",
+    dueAt: write._tag === "Reschedule" ? write.dueAt : change === null ? record.dueAt : "dueAt" in change ? change.dueAt : null,
     ...extra
   }
 }
@@ -287,6 +291,16 @@ export const decide = (record: TaskRecord, event: Event, now: number): Answer =>
     return none(record, event._tag === "CancelRequested" ? { _tag: "NotCancellable" } : { _tag: "Done" })
   }
   switch (event._tag) {
+    case "Submitted":
+      // Stored with its price held and the engine woken; or failed at once by its model's rule.
+      if (record.status !== "PENDING") return none(record)
+      return event.rejection === undefined
+        ? answer(record, { _tag: "Create", change: null }, { _tag: "Wake" })
+        : answer(record, { _tag: "Create", change: { to: "FAILURE", reason: "INVALID_PARAMETERS", message: event.rejection } })
+    case "CreditsRefused":
+      return record.status === "PENDING"
+        ? answer(record, { _tag: "Create", change: { to: "FAILURE", reason: "INSUFFICIENT_POINTS", message: event.message } })
+        : none(record)
     case "Claimed":
       return claimed(record, event, now)
     case "Accepted": {
