@@ -47,7 +47,7 @@ export const make = (options: Options = {}, worker = "worker"): Effect.Effect<
 
     /** What an answer owes before its write: the warning of a failed call, an alarm, its counts. */
     const report = (record: Task.TaskRecord, answer: Lifecycle.Answer) =>
-      Effect.gen(function*() {
+      answer.failure === undefined && answer.alarm === undefined && answer.count === undefined ? Effect.void : Effect.gen(function*() {
         const error = answer.failure
         if (error !== undefined) {
           // The step's annotations (taskId, model) come with it.
