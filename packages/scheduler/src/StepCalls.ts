@@ -5,7 +5,8 @@
  * `Lifecycle`'s events; the step hands that to `Lifecycle.decide` and carries out its answer.
  */
 import { Attempt, Lifecycle, Metrics, ModelCatalog, Task, Upstream, UpstreamError } from "@mediagate/core"
-import type { Ids } from "@mediagate/core"
+import type { Ids, TaskStore } from "@mediagate/core"
+import type { Scope } from "effect"
 import { Duration, Effect, Either, Option, Random } from "effect"
 import * as GuardedCall from "./GuardedCall.js"
 import * as Loops from "./Loops.js"
@@ -18,8 +19,23 @@ export interface Called {
   readonly now: number
 }
 
+/** A claimed task's calls, each answering what it found. */
+export interface Calls {
+  /** The provider target of the attempt a write opens, when none runs (`Upstream.describe`). */
+  readonly named: (record: Task.TaskRecord) => { readonly provider?: string }
+  readonly submit: (claimed: Task.TaskRecord) => Effect.Effect<Called>
+  readonly poll: (claimed: Task.TaskRecord, upstreamId: Ids.UpstreamId) => Effect.Effect<Called>
+  readonly copy: (claimed: Task.TaskRecord, attempt: Task.UpstreamAttempt & { readonly upstreamResult: Task.TaskResult }) => Effect.Effect<Called>
+  readonly cancelUpstream: (record: Task.TaskRecord) => Effect.Effect<void>
+  /** Whether the upstream hosts results (copies them into the MediaStore). */
+  readonly hostsCopies: boolean
+}
+
 /** The calls of `worker`'s steps under `settings`. */
-export const make = (settings: ReturnType<typeof resolve>, worker: string) =>
+export const make = (
+  settings: ReturnType<typeof resolve>,
+  worker: string
+): Effect.Effect<Calls, never, Upstream.Upstream | ModelCatalog.ModelCatalog | TaskStore.TaskStore | Scope.Scope> =>
   Effect.gen(function*() {
     const upstream = yield* Upstream.Upstream
     const catalog = yield* ModelCatalog.ModelCatalog
@@ -177,6 +193,6 @@ export const make = (settings: ReturnType<typeof resolve>, worker: string) =>
           Effect.catchAllCause((cause) => Effect.logWarning(`engine: cancelling the upstream job of task ${record.id} failed`, cause))
         )
 
-    return { named, submit, poll, copy, cancelUpstream, hostsCopies: upstream.hostResult !== undefined } as const
+    return { named, submit, poll, copy, cancelUpstream, hostsCopies: upstream.hostResult !== undefined }
   })
 
