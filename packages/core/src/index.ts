@@ -99,3 +99,11 @@ export * as Transcoder from "./services/Transcoder.js"
 export * as Upstream from "./services/Upstream.js"
 /** Which client URLs are acceptable. */
 export * as UrlPolicy from "./domain/UrlPolicy.js"
+/** What an operator does (admin API, console, admin CLI), audited. */
+export * as AdminService from "./admin/AdminService.js"
+/** Admin keys, apart from the accounts' keys. */
+export * as AdminKeys from "./services/AdminKeys.js"
+/** The audit log of admin actions. */
+export * as AuditLog from "./services/AuditLog.js"
+/** Authentication of the admin API. */
+export * as AdminAuth from "./api/AdminAuth.js"

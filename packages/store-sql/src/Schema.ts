@@ -7,6 +7,7 @@
 import type { SqlError } from "@effect/sql"
 import { Migrator, SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { operatorMigrations } from "./internal/OperatorMigrations.js"
 
 /** Table names for a prefix. */
 export const tables = (prefix: string) => ({
@@ -22,6 +23,9 @@ export const tables = (prefix: string) => ({
   rateBuckets: `${prefix}rate_buckets`,
   holds: `${prefix}holds`,
   databaseId: `${prefix}database_id`,
+  keySpend: `${prefix}key_spend`,
+  adminKeys: `${prefix}admin_keys`,
+  auditLog: `${prefix}audit_log`,
   migrations: `${prefix}migrations`
 })
 
@@ -279,7 +283,9 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, u
       yield* sql`CREATE TABLE ${sql(t.databaseId)} (id TEXT NOT NULL)`
       const random = sql.literal(sql.onDialectOrElse({ pg: () => "md5(random()::text || clock_timestamp()::text)", orElse: () => "lower(hex(randomblob(16)))" }))
       yield* sql`INSERT INTO ${sql(t.databaseId)} (id) VALUES (${random})`
-    })
+    }),
+    // 0021 on: what running the service as a business needs (scoped keys, admin keys, the audit log, usage).
+    ...operatorMigrations(t)
   }
 }
 

@@ -52,6 +52,16 @@ export class Unauthorized extends Schema.Class<Unauthorized>("Unauthorized")(
   HttpApiSchema.annotations({ status: 401 })
 ) {}
 
+/**
+ * 403: the key is known but may not do this: a customer key on an admin path, an admin key
+ * on a customer path, or a scoped key's rule (a model it may not use, its monthly cap
+ * spent); the message names the rule.
+ */
+export class Forbidden extends Schema.Class<Forbidden>("Forbidden")(
+  envelopeError(403, "The rule that refused the request."),
+  HttpApiSchema.annotations({ status: 403 })
+) {}
+
 /** 404: unknown task (msg 'task not found') or unknown route. */
 export class NotFound extends Schema.Class<NotFound>("NotFound")(
   envelopeError(404, "'task not found' for an unknown task."),

@@ -104,4 +104,22 @@ export interface KeyInfo {
   readonly createdAt: number
   readonly expiresAt: number | null
   readonly revokedAt: number | null
+  /** Its scope; absent on backends that keep none (the same as `unscoped`). */
+  readonly scope?: KeyScope | undefined
 }
+
+/**
+ * What a key may do beyond authenticating its account (scoped keys, as LiteLLM's virtual
+ * keys): each part null when the key has no such rule.
+ */
+export interface KeyScope {
+  /** Glob patterns (`*` any run of characters, `?` one) of the model ids it may submit; null: every model. */
+  readonly models: ReadonlyArray<string> | null
+  /** The most it may spend in a UTC calendar month, in micro-USD (reservations count until released); null: no cap. */
+  readonly monthlyCapMicroUsd: number | null
+  /** Its own rate limit, replacing the server's per-key limit for it; null: the server's. */
+  readonly rateLimit: { readonly perSecond: number; readonly burst: number } | null
+}
+
+/** A key with no rule of its own. */
+export const unscoped: KeyScope = { models: null, monthlyCapMicroUsd: null, rateLimit: null }

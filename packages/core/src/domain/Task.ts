@@ -219,7 +219,9 @@ export class TaskRecord extends Schema.Class<TaskRecord>("TaskRecord")({
    * The callback events the submit asked for (`callBackEvents`); null for the spec's one
    * terminal callback with its own body.
    */
-  callbackEvents: Schema.optionalWith(Schema.NullOr(CallbackEvents), { default: () => null })
+  callbackEvents: Schema.optionalWith(Schema.NullOr(CallbackEvents), { default: () => null }),
+  /** The key the task was submitted with (`Account.keyId`); null where unknown (tasks from before, keys given as config). */
+  keyId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
 }) {}
 
 /** An upstream attempt as the query endpoint shows it. */

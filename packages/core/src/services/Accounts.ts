@@ -2,7 +2,7 @@
  * API keys to accounts. Keys are stored hashed by every backend.
  */
 import { Clock, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
-import type { KeyInfo } from "../domain/ApiKeys.js"
+import type { KeyInfo, KeyScope } from "../domain/ApiKeys.js"
 import type { StoreError } from "../domain/Errors.js"
 import type { AccountId } from "../domain/Ids.js"
 
@@ -10,6 +10,10 @@ import type { AccountId } from "../domain/Ids.js"
 export interface Account {
   readonly id: AccountId
   readonly name: string
+  /** The key the request authenticated with, where the backend knows it (stored keys). */
+  readonly keyId?: string | undefined
+  /** That key's scope; absent or `ApiKeys.unscoped`: no rule beyond the account's. */
+  readonly scope?: KeyScope | undefined
 }
 
 /** Looks up the account of an API key. A database failure is a StoreError, as in the TaskStore. */
@@ -76,6 +80,8 @@ export interface NewKey {
   readonly label: string | null
   readonly createdAt: number
   readonly expiresAt: number | null
+  /** Its scope; absent: none. */
+  readonly scope?: KeyScope | undefined
 }
 
 /** The account of the current request, provided by the HTTP auth middleware. */

@@ -39,6 +39,10 @@ export interface LedgerEntry {
   readonly held: number
   readonly at: number
   readonly note: string | null
+  /** The key the task was submitted with, copied from its reservation; null for credits and where unknown. */
+  readonly keyId?: string | null | undefined
+  /** The task's model as submitted, copied from its reservation; null for credits and where unknown. */
+  readonly model?: string | null | undefined
 }
 
 export interface Balance {
@@ -76,7 +80,26 @@ export interface Hold {
   readonly taskId: string
   readonly amount: number
   readonly at: number
+  /** The key the task is submitted with, and its model: kept on the entry (and its charge or release) for usage reports. */
+  readonly keyId?: string | null | undefined
+  readonly model?: string | null | undefined
+  /**
+   * The key's monthly cap (`ApiKeys.KeyScope.monthlyCapMicroUsd`): the hold is refused with
+   * KeyCapReached when what the key has reserved in `at`'s UTC month, less what was
+   * released, plus `amount` would pass it. Needs `keyId`.
+   */
+  readonly monthlyCapMicroUsd?: number | null | undefined
 }
+
+/** A reservation refused: the key's spending in `month` (`2026-12`, UTC) would pass its cap. */
+export class KeyCapReached extends Data.TaggedError("KeyCapReached")<{
+  readonly keyId: string
+  readonly month: string
+  readonly capMicroUsd: number
+  /** What counts against the cap in that month already (reservations not released). */
+  readonly usedMicroUsd: number
+  readonly requested: number
+}> {}
 
 /** The ledger. Every operation may fail with StoreError when the database does not answer, as in the TaskStore. */
 export class Ledger extends Context.Tag("@mediagate/core/Ledger")<Ledger, {

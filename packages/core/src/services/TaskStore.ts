@@ -106,6 +106,14 @@ export interface ListFilter {
   readonly createdBefore?: number | undefined
 }
 
+/** Which tasks of every owner the admin list shows (`listAll`): the owner's filter, and these. */
+export interface AdminListFilter extends ListFilter {
+  /** Owned by this account. */
+  readonly ownerId?: AccountId | undefined
+  /** Run by this provider (`TaskRecord.provider`, the upstream's name for where the job runs). */
+  readonly provider?: string | undefined
+}
+
 /** A page of an owner's tasks, newest first. */
 export interface TaskPage {
   readonly tasks: ReadonlyArray<TaskRecord>
@@ -173,6 +181,14 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
   readonly list: (
     owner: AccountId,
     options: { readonly limit: number; readonly cursor?: TaskId | undefined; readonly filter?: ListFilter | undefined }
+  ) => Effect.Effect<TaskPage, StoreError>
+  /**
+   * Every owner's tasks, newest first, `limit` at a time, those the filter lets through; as
+   * `list`, for operators (the admin API), never for a client's request. Optional until every
+   * backend has it; the admin API needs it.
+   */
+  readonly listAll?: (
+    options: { readonly limit: number; readonly cursor?: TaskId | undefined; readonly filter?: AdminListFilter | undefined }
   ) => Effect.Effect<TaskPage, StoreError>
   /** The callbacks owed for a task, oldest first, each with where its delivery stands. */
   readonly callbacks: (taskId: TaskId) => Effect.Effect<ReadonlyArray<CallbackState>, StoreError>
