@@ -53,6 +53,8 @@ export * as Ledger from "./services/Ledger.js"
 export * as Credits from "./tasks/Credits.js"
 /** API keys: format, checksum, states. */
 export * as ApiKeys from "./domain/ApiKeys.js"
+/** Scoped keys: allowed models, monthly caps, own rate limits; parsing what people type and the refusals. */
+export * as KeyScopes from "./domain/KeyScopes.js"
 /** Moderation by local word and pattern rules, the default moderator. */
 export * as ModerationRules from "./services/ModerationRules.js"
 /** Tasks: statuses, records, the wire shape. */
