@@ -109,3 +109,5 @@ export * as AdminKeys from "./services/AdminKeys.js"
 export * as AuditLog from "./services/AuditLog.js"
 /** Authentication of the admin API. */
 export * as AdminAuth from "./api/AdminAuth.js"
+/** The admin API (`/api/v1/admin/...`): its groups, request shapes (`Requests`) and answers (`Wire`). */
+export * as AdminApi from "./api/AdminApi.js"

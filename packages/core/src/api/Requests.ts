@@ -37,7 +37,7 @@ const messageOf = (issue: ParseResult.ArrayFormatterIssue | undefined, part: Par
 }
 
 /** The first broken rule only, and a key the schema does not name is one. */
-const strict = { parseOptions: { errors: "first", onExcessProperty: "error" } } as const
+export const strict = { parseOptions: { errors: "first", onExcessProperty: "error" } } as const
 
 /** `is required` for null (JSON's way to leave a field out), else the type's rule. */
 const requiredOr = (rule: string) => (issue: ParseResult.ParseIssue) =>
@@ -47,7 +47,7 @@ const requiredOr = (rule: string) => (issue: ParseResult.ParseIssue) =>
  * A query parameter's rule. A parameter given twice reaches the schema as an array of its
  * values, and is told so.
  */
-const parameterRule = (rule: string) => (issue: ParseResult.ParseIssue) => ({
+export const parameterRule = (rule: string) => (issue: ParseResult.ParseIssue) => ({
   message: Array.isArray(issue.actual) ? "may be given once" : rule,
   override: true
 })
@@ -143,6 +143,16 @@ const decodeSubmit = Schema.decodeUnknownEither(SubmitRequest)
 export const decodeSubmitRequest = (input: unknown): Either.Either<SubmitRequest, ValidationError> =>
   Either.mapLeft(decodeSubmit(input), (error) =>
     new ValidationError({ message: messageOf(ParseResult.ArrayFormatter.formatErrorSync(error)[0], body) }))
+
+/**
+ * Decodes a JSON body read by its handler (the admin API's) with `schema`, each broken rule
+ * one message that names the field, as submit's body is decoded.
+ */
+export const decodeBodyWith = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknownEither(schema, strict.parseOptions)
+  return (input: unknown): Either.Either<A, ValidationError> =>
+    Either.mapLeft(decode(input), (error) => new ValidationError({ message: messageOf(ParseResult.ArrayFormatter.formatErrorSync(error)[0], body) }))
+}
 
 /**
  * The Idempotency-Key header as IdempotencyKeys.parseKey takes it, as a JSON Schema pattern:
