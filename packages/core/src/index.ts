@@ -103,6 +103,10 @@ export * as Upstream from "./services/Upstream.js"
 export * as UrlPolicy from "./domain/UrlPolicy.js"
 /** What an operator does (admin API, console, admin CLI), audited. */
 export * as AdminService from "./admin/AdminService.js"
+/** The AdminService over the backends and the use cases, every action audited. */
+export * as AdminOperations from "./admin/Operations.js"
+/** The admin keys' format: `mga_`, with the customer keys' checksum. */
+export * as AdminKeyFormat from "./admin/AdminKeyFormat.js"
 /** Admin keys, apart from the accounts' keys. */
 export * as AdminKeys from "./services/AdminKeys.js"
 /** The audit log of admin actions. */

@@ -20,6 +20,7 @@ export const defaultPaths: ReadonlyArray<string> = [
   "/webhooks/*",
   "/docs",
   "/playground",
+  "/console",
   "/openapi.json",
   "/healthz",
   "/readyz",

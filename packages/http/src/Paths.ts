@@ -20,6 +20,9 @@ export const docsPath = "/docs"
 /** The playground: a form per model that submits, follows and shows a task with a pasted key (no key to load it). */
 export const playgroundPath = "/playground"
 
+/** The operator's console: a page on the admin API, signed in with an admin key (no key to load it). */
+export const consolePath = "/console"
+
 /** The landing answer: name, version and links (no key). */
 export const landingPath = "/"
 
@@ -52,7 +55,7 @@ const known = (path: string, method: string): KnownPath => ({
 
 const knownPaths: ReadonlyArray<KnownPath> = (() => {
   const paths: Array<KnownPath> = [
-    ...[openApiPath, publicOpenApiPath, docsPath, playgroundPath, landingPath, healthPath, readyPath].map((path) => known(path, "GET")),
+    ...[openApiPath, publicOpenApiPath, docsPath, playgroundPath, consolePath, landingPath, healthPath, readyPath].map((path) => known(path, "GET")),
     known(`${mediaPrefix}/:key`, "GET")
   ]
   HttpApi.reflect(Api.MediagateApi, {

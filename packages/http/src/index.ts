@@ -10,6 +10,8 @@ export * as MediagateHttp from "./MediagateHttp.js"
 export * as Docs from "./Docs.js"
 /** The playground page at /playground: a form per model, with the estimate, live progress and results. */
 export * as Playground from "./Playground.js"
+/** The operator's console at /console: a page on the admin API (overview charts, accounts, tasks, providers, audit log). */
+export * as Console from "./Console.js"
 /** The playground's form functions, as the browser script the page runs. */
 export * as PlaygroundForm from "./PlaygroundForm.js"
 /** Liveness and readiness (`/healthz`, `/readyz`) and the swappable readiness checks. */

@@ -42,6 +42,26 @@ interface Turn {
 
 const beforeTurn = (a: Turn, b: Turn) => a.place < b.place || (a.place === b.place && inLine(a.head, b.head))
 
+/** The page of `list` and `listAll`: the tasks the filter lets through, newest first, after the cursor. */
+const pageOf = (
+  all: Iterable<Task.TaskRecord>,
+  { cursor, filter = {}, limit }: { readonly limit: number; readonly cursor?: string | undefined; readonly filter?: TaskStore.AdminListFilter | undefined }
+): TaskStore.TaskPage => {
+  const { createdAfter, createdBefore, model, ownerId, provider, statuses } = filter
+  const shown = (task: Task.TaskRecord) =>
+    (ownerId === undefined || task.ownerId === ownerId) &&
+    (cursor === undefined || task.id < cursor) &&
+    (statuses === undefined || statuses.includes(task.status)) &&
+    (model === undefined || task.input["model"] === model) &&
+    (provider === undefined || task.provider === provider) &&
+    (createdAfter === undefined || task.createdAt > createdAfter) &&
+    (createdBefore === undefined || task.createdAt < createdBefore)
+  // Ids are UUIDv7, so id order is creation order.
+  const found = [...all].filter(shown).sort((a, b) => (a.id < b.id ? 1 : -1))
+  const page = found.slice(0, limit)
+  return { tasks: page, nextCursor: found.length > limit ? page[page.length - 1]!.id : null }
+}
+
 /**
  * A TaskStore over Maps. Every method is atomic: JavaScript runs it without interleaving.
  * Claims read indexes, not every task: work in flight from a heap by the time it may be
@@ -282,21 +302,8 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
           }
         }
       }),
-    list: (ownerId, { cursor, filter = {}, limit }) =>
-      Effect.sync(() => {
-        const { createdAfter, createdBefore, model, statuses } = filter
-        const shown = (task: Task.TaskRecord) =>
-          (statuses === undefined || statuses.includes(task.status)) &&
-          (model === undefined || task.input["model"] === model) &&
-          (createdAfter === undefined || task.createdAt > createdAfter) &&
-          (createdBefore === undefined || task.createdAt < createdBefore)
-        // Ids are UUIDv7, so id order is creation order.
-        const owned = [...tasks.values()]
-          .filter((task) => task.ownerId === ownerId && (cursor === undefined || task.id < cursor) && shown(task))
-          .sort((a, b) => (a.id < b.id ? 1 : -1))
-        const page = owned.slice(0, limit)
-        return { tasks: page, nextCursor: owned.length > limit ? page[page.length - 1]!.id : null }
-      }),
+    list: (ownerId, { cursor, filter = {}, limit }) => Effect.sync(() => pageOf(tasks.values(), { cursor, filter: { ...filter, ownerId }, limit })),
+    listAll: (options) => Effect.sync(() => pageOf(tasks.values(), options)),
     callbacks: (taskId) => Effect.sync(() => callbacksOf(taskId).map(stateOf)),
     redeliverCallbacks: (taskId, now) =>
       Effect.sync(() => {

@@ -8,3 +8,7 @@ export * as MemoryTaskStore from "./MemoryTaskStore.js"
 export * as MemoryLedger from "./MemoryLedger.js"
 /** Submit's Idempotency-Keys in memory. */
 export * as MemoryIdempotencyKeys from "./MemoryIdempotencyKeys.js"
+/** Admin keys in memory, hashed. */
+export * as MemoryAdminKeys from "./MemoryAdminKeys.js"
+/** The audit log in memory. */
+export * as MemoryAuditLog from "./MemoryAuditLog.js"

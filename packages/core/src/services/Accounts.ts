@@ -28,6 +28,11 @@ export class Accounts extends Context.Tag("@mediagate/core/Accounts")<Accounts, 
    * Optional: without it, callbacks are signed with `webhookSecret` alone.
    */
   readonly signingSecrets?: (accountId: AccountId) => Effect.Effect<ReadonlyArray<Redacted.Redacted<string>>, StoreError>
+  /**
+   * Forgets what a cache in front of the backend holds (`cached`), so a key revoked or a
+   * secret rotated by an operator takes effect in this process at once. Absent: nothing cached.
+   */
+  readonly invalidate?: Effect.Effect<void>
 }>() {}
 
 /** An account's signing secrets as admin tools show them. */
