@@ -115,3 +115,11 @@ export * as AuditLog from "./services/AuditLog.js"
 export * as AdminAuth from "./api/AdminAuth.js"
 /** The admin API (`/api/v1/admin/...`): its groups, request shapes (`Requests`) and answers (`Wire`). */
 export * as AdminApi from "./api/AdminApi.js"
+/** The aggregate reads behind usage reports, the overview and the providers page. */
+export * as UsageStore from "./services/UsageStore.js"
+/** Usage reports: the window, the figures, CSV. */
+export * as Usage from "./tasks/Usage.js"
+/** The usage store's reads computed from records in hand (the memory backend). */
+export * as UsageRecords from "./tasks/UsageRecords.js"
+/** The operator's overview and providers page. */
+export * as Insights from "./tasks/Insights.js"
