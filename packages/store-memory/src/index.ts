@@ -12,3 +12,5 @@ export * as MemoryIdempotencyKeys from "./MemoryIdempotencyKeys.js"
 export * as MemoryAdminKeys from "./MemoryAdminKeys.js"
 /** The audit log in memory. */
 export * as MemoryAuditLog from "./MemoryAuditLog.js"
+/** The usage reports' aggregate reads over the memory backends. */
+export * as MemoryUsage from "./MemoryUsage.js"

@@ -16,3 +16,5 @@ export * as SqlLedger from "./SqlLedger.js"
 export * as SqlIdempotencyKeys from "./SqlIdempotencyKeys.js"
 /** The HTTP edge's limits shared by every node on one PostgreSQL database. */
 export * as PgLimits from "./PgLimits.js"
+/** The usage reports' aggregate reads on SQL. */
+export * as SqlUsage from "./SqlUsage.js"

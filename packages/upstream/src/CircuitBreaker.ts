@@ -33,6 +33,11 @@ export interface CircuitBreaker {
    */
   readonly run: <A>(target: string, call: Effect.Effect<A, UpstreamError>, gate?: boolean) => Effect.Effect<A, UpstreamError>
   readonly status: (target: string) => Effect.Effect<Status>
+  /**
+   * The circuit of `target` as the providers page shows it: open until its cool-down ends,
+   * half-open from then (the next gated call is a trial) and while a trial runs.
+   */
+  readonly view: (target: string) => Effect.Effect<{ readonly state: "closed" | "open" | "half-open"; readonly until: number | null }>
 }
 
 export const make = (options: Options = {}): CircuitBreaker => {
@@ -77,6 +82,15 @@ export const make = (options: Options = {}): CircuitBreaker => {
           Effect.onInterrupt(() => Effect.flatMap(Clock.currentTimeMillis, (at) => Effect.sync(() => record(target, true, at))))
         )
       }),
-    status: (target) => Effect.sync(() => get(target)._tag)
+    status: (target) => Effect.sync(() => get(target)._tag),
+    view: (target) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const state = get(target)
+        return state._tag === "Closed"
+          ? { state: "closed" as const, until: null }
+          : state._tag === "Open" && now < state.until
+          ? { state: "open" as const, until: state.until }
+          : { state: "half-open" as const, until: null }
+      })
   }
 }

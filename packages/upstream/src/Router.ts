@@ -111,6 +111,22 @@ export const targetLimits = (routes: ReadonlyArray<Route>) => {
   return { limits }
 }
 
+/**
+ * Every target of the routes once, in the routes' order, with its own running limit; then
+ * the upstream of unrouted models, when there is one (under `unroutedName`).
+ */
+const targetsOf = (options: Options) => {
+  const seen = new Map<string, Omit<Upstream.TargetStatus, "circuit">>()
+  for (const route of options.routes) {
+    for (const target of route.targets) {
+      const name = targetName(target)
+      if (!seen.has(name)) seen.set(name, { name, provider: target.provider, maxRunning: target.maxRunning ?? null })
+    }
+  }
+  const unrouted = options.unrouted === undefined ? [] : [{ name: options.unroutedName ?? "unrouted", provider: null, maxRunning: null }]
+  return [...seen.values(), ...unrouted]
+}
+
 export const make = (options: Options): Effect.Effect<Context.Tag.Service<Upstream.Upstream>, never, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     const context = yield* Effect.context<HttpClient.HttpClient>()
@@ -188,6 +204,8 @@ export const make = (options: Options): Effect.Effect<Context.Tag.Service<Upstre
         return options.unrouted?.provider === undefined ? null : options.unrouted.provider(job)
       },
       targetLimits: limits,
+      targets: Effect.forEach(targetsOf(options), (target) =>
+        Effect.map(breaker.view(target.name), (circuit) => ({ ...target, circuit }))),
       describe: (job) => {
         const found = resolve(job)
         return found === undefined ? options.unroutedName ?? "unrouted" : found.name

@@ -145,4 +145,25 @@ export class Upstream extends Context.Tag("@mediagate/core/Upstream")<Upstream, 
    * Provided with `hostsResults` by the wrapper that owns the MediaStore (`MediaUpstream`).
    */
   readonly hostResult?: (job: UpstreamJob, result: TaskResult) => Effect.Effect<TaskResult, ResultCopyError>
+  /**
+   * The provider targets the upstream runs jobs on, each with this node's circuit state, for
+   * the operator's providers page. Optional: an upstream that names no targets (the simulator
+   * alone) leaves it out, and is shown as one target.
+   */
+  readonly targets?: Effect.Effect<ReadonlyArray<TargetStatus>>
 }>() {}
+
+/** A provider target as the providers page shows it. */
+export interface TargetStatus {
+  /** The name its attempts carry (`attempts[].provider`): `fal:fal-ai/flux/dev`, or `simulator` for unrouted models. */
+  readonly name: string
+  /** The provider (`fal`); null for the upstream of unrouted models. */
+  readonly provider: string | null
+  /** Its own running limit (a route target's `maxRunning`); null: only its provider's. */
+  readonly maxRunning: number | null
+  /**
+   * This node's circuit for it (circuits are per node): closed, open until `until`, or
+   * half-open (its cool-down is over: the next call is a trial, or one runs).
+   */
+  readonly circuit: { readonly state: "closed" | "open" | "half-open"; readonly until: number | null }
+}
