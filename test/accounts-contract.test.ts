@@ -78,7 +78,7 @@ for (const backend of backends) {
       withAccounts((accounts, admin) =>
         Effect.gen(function*() {
           const key = yield* create(admin, "acct_one", "one")
-          expect(yield* accounts.authenticate(key)).toEqual(Option.some({ id: "acct_one", name: "one" }))
+          expect(yield* accounts.authenticate(key)).toEqual(Option.some({ id: "acct_one", name: "one", keyId: "key_acct_one_1", scope: ApiKeys.unscoped }))
           const value = Redacted.value(key)
           const mistyped = value.slice(0, 10) + (value[10] === "x" ? "y" : "x") + value.slice(11)
           expect(ApiKeys.classify(mistyped)).toBe("malformed")
@@ -102,7 +102,33 @@ for (const backend of backends) {
           expect(Option.map(yield* admin.revokeKey("key_acct_two_1", 80), (key) => key.revokedAt)).toEqual(Option.some(50))
           expect(yield* admin.revokeKey("key_unknown", 80)).toEqual(Option.none())
           expect(yield* accounts.authenticate(first)).toEqual(Option.none())
-          expect(yield* accounts.authenticate(second.key)).toEqual(Option.some({ id: "acct_two", name: "two" }))
+          expect(yield* accounts.authenticate(second.key)).toEqual(Option.some({ id: "acct_two", name: "two", keyId: "key_two_2", scope: ApiKeys.unscoped }))
+        })
+      ))
+
+    it.effect("a key keeps its scope: authenticate answers it with the key's id; admin views, revoke and the first key show it", () =>
+      withAccounts((accounts, admin) =>
+        Effect.gen(function*() {
+          const scope: ApiKeys.KeyScope = { models: ["alpha-*", "clip3"], monthlyCapMicroUsd: 50_000_000, rateLimit: { perSecond: 1.5, burst: 2 } }
+          const only: ApiKeys.KeyScope = { ...ApiKeys.unscoped, monthlyCapMicroUsd: 7 }
+          const first = yield* newKey("key_seven_1")
+          yield* admin.createAccount({
+            id: Ids.AccountId.make("acct_seven"),
+            name: "seven",
+            webhookSecret: Redacted.make("whsec_dGVzdA=="),
+            key: { ...first.stored, scope: only }
+          })
+          const scoped = yield* newKey("key_seven_2", { createdAt: 1 })
+          yield* admin.createKey(Ids.AccountId.make("acct_seven"), { ...scoped.stored, scope })
+          const plain = yield* newKey("key_seven_3", { createdAt: 2 })
+          yield* admin.createKey(Ids.AccountId.make("acct_seven"), plain.stored)
+          expect(yield* accounts.authenticate(scoped.key)).toEqual(Option.some({ id: "acct_seven", name: "seven", keyId: "key_seven_2", scope }))
+          expect(yield* accounts.authenticate(first.key)).toEqual(Option.some({ id: "acct_seven", name: "seven", keyId: "key_seven_1", scope: only }))
+          expect(Option.map(yield* accounts.authenticate(plain.key), (account) => account.scope)).toEqual(Option.some(ApiKeys.unscoped))
+          const shown = Option.getOrThrow(yield* admin.getAccount(Ids.AccountId.make("acct_seven")))
+          expect(shown.keys.map((key) => key.scope)).toEqual([only, scope, ApiKeys.unscoped])
+          expect((yield* admin.listAccounts).flatMap((account) => account.keys.map((key) => key.scope))).toEqual([only, scope, ApiKeys.unscoped])
+          expect(Option.map(yield* admin.revokeKey("key_seven_2", 5), (key) => key.scope)).toEqual(Option.some(scope))
         })
       ))
 

@@ -8,6 +8,10 @@ describe("KeyScopes", () => {
   it("models: glob patterns match whole model ids; no patterns is every model", () => {
     const s = scope(["alpha-*", "motion-2.0?fast", "clip[0-9]"])
     expect(KeyScopes.modelAllowed(s, "alpha-image-2")).toBe(true)
+    expect(KeyScopes.modelAllowed(s, "alpha-image-2/text-to-image")).toBe(true)
+    expect(KeyScopes.modelAllowed(scope(["*/edit"]), "alpha-image-2/edit")).toBe(true)
+    expect(KeyScopes.modelAllowed(scope(["*/edit"]), "alpha-image-2/text-to-image")).toBe(false)
+    expect(KeyScopes.modelAllowed(scope(["clip3"]), "clip3/x")).toBe(false)
     expect(KeyScopes.modelAllowed(s, "motion-2.0-fast")).toBe(true)
     expect(KeyScopes.modelAllowed(s, "clip3")).toBe(true)
     expect(KeyScopes.modelAllowed(s, "clip33")).toBe(false)

@@ -75,6 +75,9 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
     })
   })
 
+/** A rule of the caller's key (its models, its monthly cap) refused the request: 403 naming the rule. */
+const keyScopeRefused = (error: { readonly message: string }) => new Api.Forbidden({ code: 403, msg: error.message })
+
 /** An Idempotency-Key refused: 422 for another body, 409 while its first request runs. */
 const idempotencyError = <E>(error: E) =>
   error instanceof IdempotencyKeys.IdempotencyKeyMismatch
@@ -132,16 +135,16 @@ export const layer: Layer.Layer<
           const { replayed, taskId } = yield* tasks.submit(account, submit, { idempotency })
           // The same answer as the first time; the header says it is a replay (as Stripe's does).
           return replayed ? HttpServerResponse.unsafeJson(Api.ok({ taskId }), { headers: { "idempotent-replayed": "true" } }) : Api.ok({ taskId })
-        }).pipe(Effect.mapError(idempotencyError), answerErrors))
+        }).pipe(Effect.catchTag("KeyScopeRefused", (error) => Effect.fail(keyScopeRefused(error))), Effect.mapError(idempotencyError), answerErrors))
       // Raw for the same reason as submit; the same body, read and decoded the same way.
       .handleRaw("estimate", ({ request }) =>
         Effect.gen(function*() {
-          // Authenticated (the middleware) though the answer does not depend on the account.
-          yield* Accounts.CurrentAccount
+          // Authenticated (the middleware); the account's key may not use every model.
+          const account = yield* Accounts.CurrentAccount
           const body = yield* readJsonBody(request)
-          const estimate = yield* tasks.estimate(yield* Api.decodeSubmitRequest(body))
+          const estimate = yield* tasks.estimate(yield* Api.decodeSubmitRequest(body), account)
           return Api.ok(Api.estimateWire(estimate))
-        }).pipe(answerErrors))
+        }).pipe(Effect.catchTag("KeyScopeRefused", (error) => Effect.fail(keyScopeRefused(error))), answerErrors))
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount

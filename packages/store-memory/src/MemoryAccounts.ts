@@ -53,8 +53,8 @@ export const state = (accounts: ReadonlyArray<AccountWithKey>): State => {
 }
 
 const addKey = (held: State, accountId: string, key: Accounts.NewKey) => {
-  const { hash, ...terms } = key
-  held.keys.set(key.id, { ...terms, hash, accountId, revokedAt: null })
+  const { hash, scope, ...terms } = key
+  held.keys.set(key.id, { ...terms, hash, accountId, revokedAt: null, scope: scope ?? ApiKeys.unscoped })
   held.byHash.set(hash, key.id)
 }
 
@@ -83,7 +83,9 @@ export const fromState = (held: State): Context.Tag.Service<Accounts.Accounts> &
         if (stored === undefined || !ApiKeys.sameHash(stored.hash, hash) || ApiKeys.stateOf(stored, now) !== "active") return Option.none()
         return Option.map(Option.fromNullable(held.accounts.get(stored.accountId)), (account) => ({
           id: Ids.AccountId.make(stored.accountId),
-          name: account.name
+          name: account.name,
+          keyId: stored.id,
+          scope: stored.scope ?? ApiKeys.unscoped
         }))
       }),
     createAccount: ({ id, key, name, webhookSecret }) =>

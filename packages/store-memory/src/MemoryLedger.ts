@@ -1,9 +1,17 @@
 /**
  * The Ledger in memory. Every method is atomic: JavaScript runs it without interleaving.
+ * A capped key's count per UTC month (`KeyScopes.monthOf` of the reservation) is moved with
+ * its reservation and release, as the SQL ledger's key_spend table is.
  */
-import { Ids, Ledger } from "@mediagate/core"
+import { Ids, KeyScopes, Ledger } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer, Option } from "effect"
+
+/** An entry's key and model: absent, not null, where unknown (as the SQL ledger answers them). */
+const keyAndModel = (keyId: string | null, model: string | null) => ({
+  ...(keyId === null ? {} : { keyId }),
+  ...(model === null ? {} : { model })
+})
 
 /** A ledger in memory. Its operations cannot fail with StoreError, and its type says so. */
 export const make = () => {
@@ -15,6 +23,9 @@ export const make = () => {
   /** Reservations without an end yet, by task. */
   const open = new Map<string, Ledger.LedgerEntry>()
   const credits = new Map<string, Ledger.LedgerEntry>()
+  /** What counts against capped keys' caps, by key id and month (`key\u0000month`). */
+  const keySpend = new Map<string, number>()
+  const spendOf = (keyId: string, at: number) => `${keyId}\u0000${KeyScopes.monthOf(at)}`
   const write = (entry: Ledger.LedgerEntry) => {
     entries.push(entry)
     const sum = sums.get(entry.accountId) ?? { balance: 0, reserved: 0 }
@@ -37,8 +48,12 @@ export const make = () => {
         amount: kind === "charge" ? -held.held : 0,
         held: -held.held,
         at,
-        note: null
+        note: null,
+        ...keyAndModel(held.keyId ?? null, held.model ?? null)
       })
+      // A release gives the key's cap back what the reservation took in its month; a charge leaves it.
+      const spend = held.keyId == null ? undefined : spendOf(held.keyId, held.at)
+      if (kind === "release" && spend !== undefined && keySpend.has(spend)) keySpend.set(spend, keySpend.get(spend)! - held.held)
       ends.set(taskId, entry)
       open.delete(taskId)
       return Effect.succeed(entry)
@@ -56,14 +71,22 @@ export const make = () => {
             return { entry, written: true }
           })
       ),
-    reserve: ({ accountId, amount, at, id, taskId }) =>
-      Effect.suspend(() => {
+    reserve: ({ accountId, amount, at, id, keyId = null, model = null, monthlyCapMicroUsd = null, taskId }) =>
+      Effect.suspend((): Effect.Effect<Ledger.LedgerEntry, Ledger.HoldRefused> => {
         const existing = reservations.get(taskId)
         if (existing !== undefined) return Effect.succeed(existing)
+        const spend = keyId === null || monthlyCapMicroUsd === null ? undefined : spendOf(keyId, at)
+        const used = spend === undefined ? 0 : keySpend.get(spend) ?? 0
+        if (spend !== undefined && used + amount > monthlyCapMicroUsd!) {
+          return Effect.fail(
+            new Ledger.KeyCapReached({ keyId: keyId!, month: KeyScopes.monthOf(at), capMicroUsd: monthlyCapMicroUsd!, usedMicroUsd: used, requested: amount })
+          )
+        }
         const sum = sums.get(accountId) ?? { balance: 0, reserved: 0 }
         const available = sum.balance - sum.reserved
         if (amount > available) return Effect.fail(new Ledger.InsufficientCredits({ accountId, requested: amount, available }))
-        const entry = write({ id, accountId, taskId, kind: "reserve", amount: 0, held: amount, at, note: null })
+        if (spend !== undefined) keySpend.set(spend, used + amount)
+        const entry = write({ id, accountId, taskId, kind: "reserve", amount: 0, held: amount, at, note: null, ...keyAndModel(keyId, model) })
         reservations.set(taskId, entry)
         open.set(taskId, entry)
         return Effect.succeed(entry)

@@ -41,6 +41,9 @@ type KeyRow = {
   created_at: number | string
   expires_at: number | string | null
   revoked_at: number | string | null
+  allowed_models: string | null
+  monthly_cap: number | string | null
+  rate_limit: string | null
 }
 
 const numOrNull = (value: unknown) => (value === null || value === undefined ? null : Number(value))
@@ -52,7 +55,42 @@ const keyInfo = (row: KeyRow): ApiKeys.KeyInfo => ({
   label: row.label === null ? null : String(row.label),
   createdAt: Number(row.created_at),
   expiresAt: numOrNull(row.expires_at),
-  revokedAt: numOrNull(row.revoked_at)
+  revokedAt: numOrNull(row.revoked_at),
+  scope: scopeOf(row)
+})
+
+/** JSON of a column, or `fallback` when it does not read (a column written by hand). */
+const json = <A>(text: string, fallback: A): A => {
+  try {
+    return JSON.parse(text) as A
+  } catch {
+    return fallback
+  }
+}
+
+/**
+ * A key's scope from its columns (migration 0021). Models that do not read as a list of
+ * strings allow no model: a damaged column must not widen what the key may do.
+ */
+const scopeOf = (row: KeyRow): ApiKeys.KeyScope => {
+  const models = row.allowed_models === null || row.allowed_models === undefined ? null : json<unknown>(String(row.allowed_models), [])
+  const limit = row.rate_limit === null || row.rate_limit === undefined ? null : json<unknown>(String(row.rate_limit), null)
+  const rateLimit = typeof limit === "object" && limit !== null && "perSecond" in limit && "burst" in limit &&
+      typeof limit.perSecond === "number" && typeof limit.burst === "number" && limit.perSecond > 0 && limit.burst >= 1
+    ? { perSecond: limit.perSecond, burst: limit.burst }
+    : null
+  return {
+    models: models === null ? null : Array.isArray(models) ? models.filter((model): model is string => typeof model === "string") : [],
+    monthlyCapMicroUsd: numOrNull(row.monthly_cap),
+    rateLimit
+  }
+}
+
+/** A scope's columns (migration 0021); none for a key without one. */
+const scopeColumns = (scope: ApiKeys.KeyScope | undefined) => ({
+  allowed_models: scope?.models == null ? null : JSON.stringify(scope.models),
+  monthly_cap: scope?.monthlyCapMicroUsd ?? null,
+  rate_limit: scope?.rateLimit == null ? null : JSON.stringify({ perSecond: scope.rateLimit.perSecond, burst: scope.rateLimit.burst })
 })
 
 /** Builds the SQL accounts on the SqlClient in context, migrating first. */
@@ -82,7 +120,8 @@ export const make = (options: Options = {}): Effect.Effect<
           label: key.label,
           created_at: key.createdAt,
           expires_at: key.expiresAt,
-          revoked_at: null
+          revoked_at: null,
+          ...scopeColumns(key.scope)
         })
       }`
 
@@ -107,7 +146,7 @@ export const make = (options: Options = {}): Effect.Effect<
           const now = yield* Clock.currentTimeMillis
           return Option.flatMap(found, (row) =>
             ApiKeys.sameHash(String(row.key_hash), hash) && ApiKeys.stateOf(keyInfo(row), now) === "active"
-              ? Option.some({ id: Ids.AccountId.make(String(row.account_id)), name: String(row.name) })
+              ? Option.some({ id: Ids.AccountId.make(String(row.account_id)), name: String(row.name), keyId: String(row.id), scope: scopeOf(row) })
               : Option.none())
         }).pipe(refail("authenticate"))
       },

@@ -36,7 +36,7 @@ export const make = (options: Options = {}): Effect.Effect<
     const entries = sql(t.ledgerEntries)
     const openTable = sql(t.ledgerOpen)
     const databaseId = yield* Schema.databaseIdOf(options.tablePrefix ?? Database.defaultPrefix).pipe(refail("start"))
-    const { advisoryLock, endOf, entryById, first, lockTask, reservationOf, reserve, sums, write } = LedgerWrites.make(prepared)
+    const { advisoryLock, endOf, entryById, first, lockTask, reservationOf, reserve, sums, uncount, write } = LedgerWrites.make(prepared)
 
     /**
      * One movement in one transaction that, once begun, runs to its commit or rollback: an
@@ -58,6 +58,9 @@ export const make = (options: Options = {}): Effect.Effect<
           if (Option.isSome(done)) return done.value
           const held = first(yield* run(reservationOf, [taskId]))
           if (Option.isNone(held)) return yield* Effect.fail(new Ledger.NoReservation({ taskId }))
+          const { keyId, model } = held.value
+          // A release gives the key's cap back what the reservation counted; a charge leaves it.
+          if (kind === "release") yield* uncount(run, held.value)
           return yield* write(run, {
             id,
             accountId: held.value.accountId,
@@ -66,7 +69,9 @@ export const make = (options: Options = {}): Effect.Effect<
             amount: kind === "charge" ? -held.value.held : 0,
             held: -held.value.held,
             at,
-            note: null
+            note: null,
+            ...(keyId === undefined ? {} : { keyId }),
+            ...(model === undefined ? {} : { model })
           })
         })
       ).pipe(refail(kind))

@@ -38,7 +38,9 @@ export const Row = Schema.Struct({
   /** JSON; null when nothing is known (and in rows written before it existed). */
   progress: Schema.NullOr(Schema.parseJson(Task.TaskProgress)),
   /** JSON; null for the spec's one terminal callback (and in rows written before it existed). */
-  callback_events: Schema.NullOr(Schema.parseJson(Task.CallbackEvents))
+  callback_events: Schema.NullOr(Schema.parseJson(Task.CallbackEvents)),
+  /** The key the task was submitted with (migration 0021); null where unknown. */
+  key_id: Schema.NullOr(Schema.String)
 })
 /** A row as the driver hands it over and takes it. */
 export type Row = typeof Row.Encoded
@@ -73,7 +75,8 @@ const recordOf = (row: Columns): Task.TaskRecord =>
     attempts: row.attempts,
     provider: row.provider,
     progress: row.progress,
-    callbackEvents: row.callback_events
+    callbackEvents: row.callback_events,
+    keyId: row.key_id
   }, true)
 
 /** A record's columns before encoding: the one mapping of fields to columns, as `recordOf` is back. */
@@ -99,7 +102,8 @@ const columnsOf = (task: Task.TaskRecord): Columns => ({
   attempts: task.attempts,
   provider: task.provider,
   progress: task.progress,
-  callback_events: task.callbackEvents
+  callback_events: task.callbackEvents,
+  key_id: task.keyId
 })
 
 /** A row of the tasks table as a TaskRecord and back. */
@@ -164,7 +168,7 @@ export const fastFromRow = (row: unknown): Task.TaskRecord | undefined => {
   if (
     typeof r.id !== "string" || typeof r.owner_id !== "string" || !isStatus(r.status) || !isFailureReason(r.failure_reason) ||
     !isStringOrNull(r.error_message) || !isStringOrNull(r.callback_url) || !isStringOrNull(r.user_id) ||
-    !isStringOrNull(r.upstream_id) || !isStringOrNull(r.lease_owner) || !isStringOrNull(r.provider) ||
+    !isStringOrNull(r.upstream_id) || !isStringOrNull(r.lease_owner) || !isStringOrNull(r.provider) || !isStringOrNull(r.key_id ?? null) ||
     createdAt === notFast || updatedAt === notFast || deadlineAt === notFast || dueAt === notFast || leaseUntil === notFast ||
     version === notFast || !Number.isInteger(version)
   ) return undefined
@@ -200,7 +204,8 @@ export const fastFromRow = (row: unknown): Task.TaskRecord | undefined => {
     attempts,
     provider: r.provider,
     progress,
-    callback_events: callbackEvents
+    callback_events: callbackEvents,
+    key_id: (r.key_id ?? null) as string | null
   })
 }
 

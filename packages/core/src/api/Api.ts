@@ -15,6 +15,7 @@ import type { Estimate } from "../tasks/TaskService.js"
 import {
   BadRequest,
   Conflict,
+  Forbidden,
   InternalServerError,
   MethodNotAllowed,
   ModerationRejectedResponse,
@@ -106,6 +107,7 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
       .setPayload(SubmitRequest)
       .addSuccess(SubmitResponse)
       .addError(BadRequest)
+      .addError(Forbidden)
       .addError(ModerationRejectedResponse)
       .addError(Conflict)
       .addError(PayloadTooLarge)
@@ -120,6 +122,7 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
       .setPayload(SubmitRequest)
       .addSuccess(EstimateResponse)
       .addError(BadRequest)
+      .addError(Forbidden)
       .addError(PayloadTooLarge)
       .addError(RequestTimeout)
       .annotate(OpenApi.Summary, "Price a task without submitting it")

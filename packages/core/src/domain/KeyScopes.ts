@@ -3,8 +3,9 @@
  * what an operator types (the admin CLI, the admin API), checked at submit, and the sentences
  * of a refusal, which name the rule.
  *
- * - models: glob patterns, matched by picomatch (`*` any run of characters, `?` one, `[...]`
- *   one of a set), a comma list as typed: `alpha-*,motion-2.0*`;
+ * - models: glob patterns, matched by picomatch (`*` any run of characters, `/` too, as the
+ *   contract has it: `alpha-*` is every `alpha-image-2/...` mode; `?` one character but `/`;
+ *   `[...]` one of a set), a comma list as typed: `alpha-*,motion-2.0*`;
  * - a monthly cap in US dollars (`50`, `$12.50`), counted per UTC calendar month;
  * - a rate limit, `10/s`, `600/min` or `36000/h`, with a burst of the per-second figure rounded
  *   up (at least 1): a key limited to 600 a minute may send 10 at once, not 600.
@@ -22,10 +23,11 @@ type RateLimit = NonNullable<KeyScope["rateLimit"]>
 export const maxPatterns = 64
 export const maxPatternLength = 128
 
-// Model ids are letters, digits, `.`, `_`, `-` and `:`; a pattern adds the wildcards `*` and
-// `?` and `[...]` sets. Braces and extglobs are off: a comma separates patterns.
-const patternCharacters = /^[A-Za-z0-9._:*?[\]-]+$/
-const options = { dot: true, nobrace: true, noextglob: true, nonegate: true } as const
+// Model ids are letters, digits, `.`, `_`, `-`, `:` and `/`; a pattern adds the wildcards `*`
+// and `?` and `[...]` sets. Braces and extglobs are off: a comma separates patterns. `bash`
+// makes a single `*` cross `/` (a model id is not a path).
+const patternCharacters = /^[A-Za-z0-9._:/*?[\]-]+$/
+const options = { dot: true, nobrace: true, noextglob: true, nonegate: true, bash: true } as const
 
 // Compiled matchers by pattern: every submit of a scoped key matches its patterns.
 const matchers = new Map<string, (model: string) => boolean>()
@@ -62,7 +64,7 @@ export const parsePattern = (raw: string): Either.Either<string, string> => {
   if (pattern.length > maxPatternLength) return Either.left(`a model pattern must be at most ${maxPatternLength} characters`)
   if (!patternCharacters.test(pattern)) {
     return Either.left(
-      `model pattern ${JSON.stringify(pattern)} may hold only letters, digits, . _ - : and the wildcards * (any run of characters), ? (one) and [...] (one of a set)`
+      `model pattern ${JSON.stringify(pattern)} may hold only letters, digits, . _ - : / and the wildcards * (any run of characters), ? (one) and [...] (one of a set)`
     )
   }
   try {

@@ -101,6 +101,9 @@ export class KeyCapReached extends Data.TaggedError("KeyCapReached")<{
   readonly requested: number
 }> {}
 
+/** Why a reservation is refused: the account cannot pay, or the key's monthly cap would be passed. Nothing is written either way. */
+export type HoldRefused = InsufficientCredits | KeyCapReached
+
 /** The ledger. Every operation may fail with StoreError when the database does not answer, as in the TaskStore. */
 export class Ledger extends Context.Tag("@mediagate/core/Ledger")<Ledger, {
   /**
@@ -111,8 +114,13 @@ export class Ledger extends Context.Tag("@mediagate/core/Ledger")<Ledger, {
   readonly databaseId?: string | undefined
   /** Adds `amount` (> 0) to the account's balance, once per entry id: asked again with the same id, the entry already written, not written now. */
   readonly credit: (input: { readonly id: string; readonly accountId: AccountId; readonly amount: number; readonly at: number; readonly note: string | null }) => Effect.Effect<Credited, StoreError>
-  /** Holds `amount` for the task, once; the existing reservation when there is one. */
-  readonly reserve: (input: Hold) => Effect.Effect<LedgerEntry, InsufficientCredits | StoreError>
+  /**
+   * Holds `amount` for the task, once; the existing reservation when there is one. Refused
+   * when the account cannot pay it (InsufficientCredits) or the key's cap would be passed
+   * (KeyCapReached), the key's count and the account's sums both moved or neither. A
+   * release of a capped key's reservation gives its amount back to the reservation's month.
+   */
+  readonly reserve: (input: Hold) => Effect.Effect<LedgerEntry, HoldRefused | StoreError>
   /** Takes the task's held amount out of the balance, once; the existing charge or release when there is one. */
   readonly charge: (input: { readonly id: string; readonly taskId: string; readonly at: number }) => Effect.Effect<LedgerEntry, NoReservation | StoreError>
   /** Gives the task's held amount back, once; the existing charge or release when there is one. */

@@ -6,7 +6,7 @@ import { Context } from "effect"
 import type { StoreError, TaskConflict } from "../domain/Errors.js"
 import type { AccountId, TaskId } from "../domain/Ids.js"
 import type { CallbackEvent, TaskRecord, TaskStatus } from "../domain/Task.js"
-import type { Hold, InsufficientCredits } from "./Ledger.js"
+import type { Hold, HoldRefused } from "./Ledger.js"
 
 /** Options of a claim for due work. */
 export interface ClaimOptions {
@@ -144,7 +144,7 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
     task: TaskRecord,
     callbacks: ReadonlyArray<CallbackRow>,
     hold: Hold
-  ) => Effect.Effect<void, InsufficientCredits | StoreError>
+  ) => Effect.Effect<void, HoldRefused | StoreError>
   /** The task with this id, whoever owns it: for the engine and the deliverer, never for a client's request. */
   readonly get: (id: TaskId) => Effect.Effect<Option.Option<TaskRecord>, StoreError>
   /** The task with this id if `owner` owns it: what a client's request may read. */

@@ -26,7 +26,10 @@ export const entryId = (ids: Ids["Type"]) => Effect.map(ids.token(12), (token) =
 /**
  * Stores the new task `record` (with the callbacks it owes) with its price held for its
  * owner, both or neither. Fails with InsufficientCredits, having written nothing, which the
- * submit turns into a task that ends FAILURE with INSUFFICIENT_POINTS.
+ * submit turns into a task that ends FAILURE with INSUFFICIENT_POINTS; or with KeyCapReached
+ * when its key (`record.keyId`) has a monthly cap (`monthlyCapMicroUsd`) the hold would
+ * pass, having written nothing, which the submit refuses (403). The hold carries the key and
+ * the model, which its entries keep.
  *
  * A store that keeps its tasks in the ledger's database (the same `databaseId`) writes both
  * in one transaction (`TaskStore.createHeld`). Otherwise the hold is written first and the
@@ -40,10 +43,20 @@ export const storeHeld = (
   ids: Ids["Type"],
   record: TaskRecord,
   callbacks: ReadonlyArray<CallbackRow>,
-  now: number
-): Effect.Effect<void, Ledger.InsufficientCredits | StoreError> =>
+  now: number,
+  monthlyCapMicroUsd: number | null = null
+): Effect.Effect<void, Ledger.HoldRefused | StoreError> =>
   Effect.flatMap(entryId(ids), (id) => {
-    const hold: Ledger.Hold = { id, accountId: record.ownerId, taskId: record.id, amount: record.job.priceMicroUsd, at: now }
+    const hold: Ledger.Hold = {
+      id,
+      accountId: record.ownerId,
+      taskId: record.id,
+      amount: record.job.priceMicroUsd,
+      at: now,
+      keyId: record.keyId,
+      model: typeof record.input["model"] === "string" ? record.input["model"] : null,
+      monthlyCapMicroUsd: record.keyId === null ? null : monthlyCapMicroUsd
+    }
     if (store.createHeld !== undefined && store.databaseId !== undefined && store.databaseId === ledger.databaseId) {
       return store.createHeld(record, callbacks, hold)
     }

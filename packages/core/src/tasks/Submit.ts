@@ -1,14 +1,17 @@
 /**
  * Submit (spec section 4.1) and its estimate: every rule a submit checks, moderation, and the
  * new task stored with its price held, or failed at once by a rule the spec says fails the
- * task. A submit under an Idempotency-Key goes through `IdempotentSubmit`.
+ * task. A submit under an Idempotency-Key goes through `IdempotentSubmit`. A scoped key's
+ * rules (`KeyScopes`) refuse the call (403), nothing created or held: a model its patterns do
+ * not allow (submit and estimate), a hold past its monthly cap (submit).
  */
-import { Clock, Context, Duration, Effect, Either, Option } from "effect"
+import { Clock, Context, Data, Duration, Effect, Either, Option } from "effect"
 import type { Account } from "../services/Accounts.js"
 import type { SubmitRequest } from "../api/Api.js"
 import type { StoreError } from "../domain/Errors.js"
 import { ModerationRejected, ModerationUnavailable, ValidationError } from "../domain/Errors.js"
 import * as Credits from "./Credits.js"
+import * as KeyScopes from "../domain/KeyScopes.js"
 import type * as IdempotencyKeys from "../services/IdempotencyKeys.js"
 import * as IdempotentSubmit from "./IdempotentSubmit.js"
 import { Ids, type TaskId } from "../domain/Ids.js"
@@ -79,9 +82,13 @@ export interface SubmitOptions {
   readonly idempotency?: { readonly key: string; readonly fingerprint: string } | undefined
 }
 
+/** A rule of the caller's key refused the request (403): its message names the rule. Nothing was created or held. */
+export class KeyScopeRefused extends Data.TaggedError("KeyScopeRefused")<{ readonly message: string }> {}
+
 /** Re-exported so handlers can name every failure of submit. */
 export type SubmitError =
   | StoreError
+  | KeyScopeRefused
   | ValidationError
   | ModerationRejected
   | ModerationUnavailable
@@ -110,7 +117,7 @@ export const make = Effect.gen(function*() {
    * model, its normalised and priced job, and the input as the task stores it. Submit and
    * estimate both go through it, so an estimate refuses exactly what a submit refuses.
    */
-  const prepare = (request: SubmitRequest) => Effect.gen(function*() {
+  const prepare = (request: SubmitRequest, account: Account | undefined) => Effect.gen(function*() {
     const policy = yield* SubmitPolicy
     yield* checkCallBackUrl(request.callBackUrl, policy.allowPrivateUrls)
     if (request.callBackEvents !== undefined && request.callBackUrl === undefined) {
@@ -120,6 +127,10 @@ export const make = Effect.gen(function*() {
       onNone: () => Effect.fail(unsupportedModel(request.model, modelIds)),
       onSome: Effect.succeed
     })
+    // After the model is known to exist, so an unknown one is still the catalog's 400.
+    if (!KeyScopes.modelAllowed(account?.scope, request.model)) {
+      return yield* new KeyScopeRefused({ message: KeyScopes.modelRefusal(account?.scope, request.model) })
+    }
     const normalized = yield* model.normalize(request.input)
     yield* checkMediaUrls(model, request.input, policy.allowPrivateUrls)
     const job: UpstreamJob = { ...normalized.job, priceMicroUsd: model.price(normalized.job, prices) }
@@ -131,7 +142,7 @@ export const make = Effect.gen(function*() {
 
   /** Validates, moderates and stores a new PENDING task (with `given` as its id, else a new one); returns its id. */
   const create = (account: Account, request: SubmitRequest, given?: TaskId) => Effect.gen(function*() {
-    const { input, job, model, normalized } = yield* prepare(request)
+    const { input, job, model, normalized } = yield* prepare(request, account)
     const verdict = yield* moderation.check(job.prompt)
     if (verdict.flagged) {
       return yield* new ModerationRejected({ flagged: verdict.flagged, categories: verdict.categories })
@@ -162,21 +173,26 @@ export const make = Effect.gen(function*() {
         leaseOwner: null,
         leaseUntil: null,
         version: 1,
-        provider: upstream.provider !== undefined ? upstream.provider(job) : null
+        provider: upstream.provider !== undefined ? upstream.provider(job) : null,
+        keyId: account.keyId ?? null
       })
     // Rules the spec says fail the task (not the call): the task is accepted and fails at
     // once. Otherwise it is stored with its price held, both or neither (one transaction
     // when the ledger is in the task store's database), so a stored running task always has
     // its reservation and a failed write holds nothing; an account that cannot pay gets a
-    // task that failed with INSUFFICIENT_POINTS, as the spec's failure table has it.
+    // task that failed with INSUFFICIENT_POINTS, as the spec's failure table has it. A key
+    // past its monthly cap is refused (403), nothing written: the key's rule, not the task's.
     const fail = (reason: "INVALID_PARAMETERS" | "INSUFFICIENT_POINTS", message: string) =>
       Effect.flatMap(Effect.orDie(Transition.apply(pending, { to: "FAILURE", reason, message }, now)), writes.create)
     if (normalized.rejection !== undefined) {
       yield* fail("INVALID_PARAMETERS", normalized.rejection)
     } else {
-      yield* writes.createHeld(pending, now).pipe(
+      yield* writes.createHeld(pending, now, account.scope?.monthlyCapMicroUsd ?? null).pipe(
         Effect.zipRight(wakeup.wake),
-        Effect.catchTag("InsufficientCredits", (error) => fail("INSUFFICIENT_POINTS", Credits.insufficientMessage(error)))
+        Effect.catchTags({
+          InsufficientCredits: (error) => fail("INSUFFICIENT_POINTS", Credits.insufficientMessage(error)),
+          KeyCapReached: (error) => Effect.fail(new KeyScopeRefused({ message: KeyScopes.capRefusal(error) }))
+        })
       )
     }
     return taskId
@@ -197,11 +213,13 @@ export const make = Effect.gen(function*() {
 
   /**
    * What a submit of `request` would store and charge, with nothing created, held or
-   * moderated: the rules' refusals are submit's own (`prepare`). `rejection` is the message
-   * a task refused by a rule of its model (motion's mediaUrls counts) would fail with at once.
+   * moderated: the rules' refusals are submit's own (`prepare`), a model the caller's key may
+   * not use among them (`account`, when given); a key's cap is not checked (nothing is held).
+   * `rejection` is the message a task refused by a rule of its model (motion's mediaUrls
+   * counts) would fail with at once.
    */
-  const estimate = Effect.fn("TaskService.estimate", spanOptions)(function*(request: SubmitRequest) {
-    const { input, job, normalized } = yield* prepare(request)
+  const estimate = Effect.fn("TaskService.estimate", spanOptions)(function*(request: SubmitRequest, account?: Account) {
+    const { input, job, normalized } = yield* prepare(request, account)
     return { model: request.model, input, job, rejection: normalized.rejection } satisfies Estimate
   })
 

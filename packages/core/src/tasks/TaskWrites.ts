@@ -14,7 +14,7 @@ import * as Metrics from "../services/Metrics.js"
 import { Context, Effect, Either, Layer, Option } from "effect"
 import * as Credits from "./Credits.js"
 import type { IllegalTransition, StoreError, TaskConflict } from "../domain/Errors.js"
-import type { InsufficientCredits } from "../services/Ledger.js"
+import type { HoldRefused } from "../services/Ledger.js"
 import { Ledger } from "../services/Ledger.js"
 import type { UpstreamId } from "../domain/Ids.js"
 import { Ids } from "../domain/Ids.js"
@@ -87,9 +87,11 @@ export class TaskWrites extends Context.Tag("@mediagate/core/TaskWrites")<TaskWr
   readonly create: (record: TaskRecord) => Effect.Effect<void, StoreError>
   /**
    * Stores a new PENDING task with its price held at `now`, both or neither
-   * (`Credits.storeHeld`); InsufficientCredits when its owner cannot pay, nothing written.
+   * (`Credits.storeHeld`); InsufficientCredits when its owner cannot pay, KeyCapReached when
+   * its key's monthly cap (`monthlyCapMicroUsd`, of the key `record.keyId`) would be passed,
+   * nothing written.
    */
-  readonly createHeld: (record: TaskRecord, now: number) => Effect.Effect<void, InsufficientCredits | StoreError>
+  readonly createHeld: (record: TaskRecord, now: number, monthlyCapMicroUsd?: number | null) => Effect.Effect<void, HoldRefused | StoreError>
   /** Applies `change` to `current` at `now` and writes it if `current` is still the stored version. */
   readonly apply: (
     current: TaskRecord,
@@ -224,7 +226,8 @@ export const make: Effect.Effect<TaskWrites["Type"], never, TaskStore | Ids | Le
 
   return {
     create: (proposed) => created(proposed, store.create),
-    createHeld: (proposed, now) => created(proposed, (record, callbacks) => Credits.storeHeld(ledger, store, ids, record, callbacks, now)),
+    createHeld: (proposed, now, monthlyCapMicroUsd = null) =>
+      created(proposed, (record, callbacks) => Credits.storeHeld(ledger, store, ids, record, callbacks, now, monthlyCapMicroUsd)),
     apply: (current, change, now, options = {}) => {
       const base = options.attempts === undefined && options.progress === undefined ? current : new TaskRecord({
         ...current,

@@ -4,9 +4,17 @@
  * transaction that stores a new task (`SqlTaskStore`'s `createHeld`), so that a reservation
  * and its task are written both or neither. On PostgreSQL a movement about a task first
  * takes an advisory lock on the task, so two nodes asking for the same movement write it once.
+ *
+ * A reservation of a key with a monthly cap counts against it in the table key_spend (one row
+ * per key and UTC month of the reservation), in the reservation's transaction: one upsert whose
+ * update is conditional on staying within the cap, so that racing submits, on one node or
+ * several, never take the key past it (on PostgreSQL the row is locked by the upsert until
+ * the commit and the condition is checked again on its latest version, as `holdAtOnce` does
+ * for the balance). A release gives its amount back to the reservation's month; a charge
+ * leaves it counted.
  */
 import type { SqlError } from "@effect/sql"
-import { Ids, Ledger } from "@mediagate/core"
+import { Ids, KeyScopes, Ledger } from "@mediagate/core"
 import { Effect, Option } from "effect"
 import type * as Database from "../Database.js"
 import type { Run } from "./Executor.js"
@@ -21,6 +29,8 @@ export type EntryRow = {
   held: number | string
   at: number | string
   note: string | null
+  key_id?: string | null
+  model?: string | null
 }
 
 /** A row of the entries table as an entry. */
@@ -32,7 +42,10 @@ export const entryOf = (row: EntryRow): Ledger.LedgerEntry => ({
   amount: Number(row.amount),
   held: Number(row.held),
   at: Number(row.at),
-  note: row.note === null ? null : String(row.note)
+  note: row.note === null ? null : String(row.note),
+  // Absent, not null, where unknown (credits, entries from before): as the memory ledger's.
+  ...(row.key_id === null || row.key_id === undefined ? {} : { keyId: String(row.key_id) }),
+  ...(row.model === null || row.model === undefined ? {} : { model: String(row.model) })
 })
 
 /** The movements' statements for the tables of a prepared database. */
@@ -40,8 +53,20 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
   // Compiled once and run on the transaction's connection: the query builder's machinery
   // around each statement cost more than the statement (docs/benchmarks.md), and a movement
   // runs several.
-  const quoted = { entries: `"${t.ledgerEntries}"`, balances: `"${t.ledgerBalances}"`, open: `"${t.ledgerOpen}"` }
-  const insertEntry = compile(`INSERT INTO ${quoted.entries} (id, account_id, task_id, kind, amount, held, at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+  const quoted = { entries: `"${t.ledgerEntries}"`, balances: `"${t.ledgerBalances}"`, open: `"${t.ledgerOpen}"`, keySpend: `"${t.keySpend}"` }
+  const insertEntry = compile(
+    `INSERT INTO ${quoted.entries} (id, account_id, task_id, kind, amount, held, at, note, key_id, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+  )
+  // A capped key's count: added to when it stays within the cap (the last parameter), else
+  // no row back. A first reservation of the month inserts its row (the caller has checked
+  // that the amount alone is within the cap).
+  const spendUp = compile(
+    `INSERT INTO ${quoted.keySpend} (key_id, month, used) VALUES (?, ?, ?)
+     ON CONFLICT (key_id, month) DO UPDATE SET used = ${quoted.keySpend}.used + excluded.used
+     WHERE ${quoted.keySpend}.used + excluded.used <= ? RETURNING used`
+  )
+  const spendOf = compile(`SELECT used FROM ${quoted.keySpend} WHERE key_id = ? AND month = ?`)
+  const spendDown = compile(`UPDATE ${quoted.keySpend} SET used = used - ? WHERE key_id = ? AND month = ?`)
   const addToSums = compile(
     `INSERT INTO ${quoted.balances} (account_id, balance, reserved) VALUES (?, ?, ?)
      ON CONFLICT (account_id) DO UPDATE SET balance = ${quoted.balances}.balance + excluded.balance, reserved = ${quoted.balances}.reserved + excluded.reserved`
@@ -63,8 +88,8 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
     `WITH held AS (
        UPDATE ${quoted.balances} SET reserved = reserved + ? WHERE account_id = ? AND balance - reserved >= ? RETURNING account_id
      ), entry AS (
-       INSERT INTO ${quoted.entries} (id, account_id, task_id, kind, amount, held, at, note)
-       SELECT ?, account_id, ?, 'reserve', 0, ?, ?, NULL FROM held RETURNING id
+       INSERT INTO ${quoted.entries} (id, account_id, task_id, kind, amount, held, at, note, key_id, model)
+       SELECT ?, account_id, ?, 'reserve', 0, ?, ?, NULL, ?, ? FROM held RETURNING id
      )
      INSERT INTO ${quoted.open} (task_id, entry_id, at) SELECT ?, id, ? FROM entry RETURNING entry_id`
   )
@@ -72,7 +97,18 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
 
   /** Writes `entry` and moves its account's sums; a reservation is opened, a charge or release closes it. */
   const write = (run: Run, entry: Ledger.LedgerEntry) =>
-    run(insertEntry, [entry.id, entry.accountId, entry.taskId, entry.kind, entry.amount, entry.held, entry.at, entry.note]).pipe(
+    run(insertEntry, [
+      entry.id,
+      entry.accountId,
+      entry.taskId,
+      entry.kind,
+      entry.amount,
+      entry.held,
+      entry.at,
+      entry.note,
+      entry.keyId ?? null,
+      entry.model ?? null
+    ]).pipe(
       Effect.zipRight(run(addToSums, [entry.accountId, entry.amount, entry.held])),
       Effect.zipRight(
         entry.kind === "reserve"
@@ -91,15 +127,49 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
       Effect.map((rows) => ({ balance: Number(rows[0]?.["balance"] ?? 0), reserved: Number(rows[0]?.["reserved"] ?? 0) }))
     )
 
+  /**
+   * Counts `amount` against the key's cap in `at`'s month, or fails with KeyCapReached having
+   * counted nothing. Within the caller's transaction: a later refusal (too little credit)
+   * rolls the count back with it.
+   */
+  const countAgainstCap = (run: Run, keyId: string, cap: number, amount: number, at: number) =>
+    Effect.gen(function*() {
+      const month = KeyScopes.monthOf(at)
+      if (amount <= cap && (yield* run(spendUp, [keyId, month, amount, cap])).length > 0) return
+      const usedMicroUsd = Number((yield* run(spendOf, [keyId, month]))[0]?.["used"] ?? 0)
+      return yield* Effect.fail(new Ledger.KeyCapReached({ keyId, month, capMicroUsd: cap, usedMicroUsd, requested: amount }))
+    })
+
+  /** A release's amount given back to the key's count in its reservation's month (no row: the key has no cap). */
+  const uncount = (run: Run, reservation: Ledger.LedgerEntry) =>
+    reservation.keyId == null || reservation.held === 0
+      ? Effect.void
+      : Effect.asVoid(run(spendDown, [reservation.held, reservation.keyId, KeyScopes.monthOf(reservation.at)]))
+
   /** `Ledger.reserve` within the caller's transaction: the existing reservation when there is one. */
-  const reserve = (run: Run, { accountId, amount, at, id, taskId }: Ledger.Hold): Effect.Effect<Ledger.LedgerEntry, Ledger.InsufficientCredits | SqlError.SqlError> =>
+  const reserve = (
+    run: Run,
+    { accountId, amount, at, id, keyId = null, model = null, monthlyCapMicroUsd = null, taskId }: Ledger.Hold
+  ): Effect.Effect<Ledger.LedgerEntry, Ledger.HoldRefused | SqlError.SqlError> =>
     Effect.gen(function*() {
       yield* lockTask(run, taskId)
       const existing = first(yield* run(reservationOf, [taskId]))
       if (Option.isSome(existing)) return existing.value
-      const entry: Ledger.LedgerEntry = { id, accountId, taskId, kind: "reserve", amount: 0, held: amount, at, note: null }
+      if (keyId !== null && monthlyCapMicroUsd !== null) yield* countAgainstCap(run, keyId, monthlyCapMicroUsd, amount, at)
+      const entry: Ledger.LedgerEntry = {
+        id,
+        accountId,
+        taskId,
+        kind: "reserve",
+        amount: 0,
+        held: amount,
+        at,
+        note: null,
+        ...(keyId === null ? {} : { keyId }),
+        ...(model === null ? {} : { model })
+      }
       if (isPg && amount > 0) {
-        const held = yield* run(holdAtOnce, [amount, accountId, amount, id, taskId, amount, at, taskId, at])
+        const held = yield* run(holdAtOnce, [amount, accountId, amount, id, taskId, amount, at, keyId, model, taskId, at])
         if (held.length > 0) return entry
       }
       // On PostgreSQL the account's row is locked from here to the commit.
@@ -111,5 +181,5 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
       return yield* write(run, entry)
     })
 
-  return { write, lockTask, first, sums, reserve, reservationOf, endOf, entryById, advisoryLock }
+  return { write, lockTask, first, sums, reserve, uncount, reservationOf, endOf, entryById, advisoryLock }
 }
