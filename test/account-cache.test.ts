@@ -9,16 +9,19 @@ import { Accounts, Ids } from "@mediagate/core"
 import { Backends, Deployment } from "@mediagate/server"
 import { MediagateHttp } from "@mediagate/http"
 import { MemoryAccounts } from "@mediagate/store-memory"
-import { Effect, Layer, Option, Redacted, TestClock } from "effect"
+import { Context, Effect, Layer, Option, Redacted, TestClock } from "effect"
 import { apiKey } from "./support.js"
 
 let lookups = 0
-const counting = Layer.effect(
-  Accounts.Accounts,
-  Effect.map(Accounts.Accounts, (inner) => ({
-    ...inner,
-    authenticate: (key: Redacted.Redacted<string>) => Effect.suspend(() => (lookups++, inner.authenticate(key)))
-  }))
+// The accounts' admin side as it is; only the lookups are counted.
+const counting = Layer.effectContext(
+  Effect.map(Effect.context<Accounts.Accounts | Accounts.AccountAdmin>(), (context) => {
+    const inner = Context.get(context, Accounts.Accounts)
+    return Context.add(context, Accounts.Accounts, {
+      ...inner,
+      authenticate: (key: Redacted.Redacted<string>) => Effect.suspend(() => (lookups++, inner.authenticate(key)))
+    })
+  })
 ).pipe(Layer.provide(MemoryAccounts.layer([{ id: "acct_test", name: "test", apiKey: Redacted.make(apiKey) }])))
 
 const server = Layer.unwrapEffect(

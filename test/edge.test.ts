@@ -12,7 +12,7 @@ import { MediagateHttp } from "@mediagate/http"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, Redacted, TestClock } from "effect"
 import * as Http from "node:http"
-import { apiKey, client, testServer } from "./support.js"
+import { apiKey, client, memoryAdmin, testServer } from "./support.js"
 
 const api = client()
 
@@ -163,6 +163,8 @@ const partialModerator = Layer.succeed(Moderation.Moderation, {
 })
 
 const moderatedServer = MediagateHttp.serve.pipe(
+  // The admin API's services in memory, on the same store and ids (layers are memoised by reference).
+  Layer.provide(memoryAdmin.pipe(Layer.provide([MemoryTaskStore.layer, Ids.layerTest]))),
   Layer.provide(
     Layer.mergeAll(
       TaskServiceAlone.layer.pipe(Layer.provide([MemoryTaskStore.layer, partialModerator, TaskServiceAlone.noUpstream])),

@@ -21,7 +21,7 @@ import { join } from "node:path"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
 import { killAll, startServer, stop } from "./standalone-process.js"
-import { apiKey, otherApiKey } from "./support.js"
+import { apiKey, memoryAdmin, otherApiKey } from "./support.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mediagate-hostile-"))
 afterAll(() => {
@@ -39,7 +39,9 @@ const requirements = Layer.mergeAll(
   MemoryLedger.layer,
   MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" }),
   ModelCatalog.layer
-).pipe(Layer.provide(Ids.layerTest))
+).pipe(Layer.provide(Ids.layerTest), (services) =>
+  // The admin API's services in memory, on the same store and ids (layers are memoised by reference).
+  Layer.provideMerge(memoryAdmin.pipe(Layer.provide([MemoryTaskStore.layer, Ids.layerTest])), services))
 
 const serverWith = (settings: Layer.Layer<never>) =>
   MediagateHttp.serve.pipe(Layer.provide(settings), Layer.provide(requirements), Layer.provideMerge(NodeHttpServer.layerTest))

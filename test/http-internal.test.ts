@@ -8,7 +8,7 @@ import { Ids, ModelCatalog, Moderation, ModerationUnavailable, StoreError, TaskS
 import { MediagateHttp } from "@mediagate/http"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, Redacted } from "effect"
-import { client } from "./support.js"
+import { client, memoryAdmin } from "./support.js"
 
 const key = "internal-test-key"
 
@@ -27,6 +27,7 @@ const brokenStore = (mode: "error" | "defect") =>
     claimDue: () => Effect.succeed([]),
     releaseLeases: () => Effect.void,
     list: () => Effect.die("unused"),
+    listAll: () => Effect.die("unused"),
     callbacks: () => Effect.die("unused"),
     redeliverCallbacks: () => Effect.die("unused"),
     claimCallbacks: () => Effect.succeed([]),
@@ -40,6 +41,8 @@ const server = (
   moderation: Layer.Layer<Moderation.Moderation> = Moderation.layerAllowAll
 ) =>
   MediagateHttp.serve.pipe(
+    // The admin API's services in memory, on the same store and ids (layers are memoised by reference).
+    Layer.provide(memoryAdmin.pipe(Layer.provide([store, Ids.layerTest]))),
     Layer.provide(
       Layer.mergeAll(
         TaskServiceAlone.layer.pipe(Layer.provide([store, ModelCatalog.layer, moderation, TaskServiceAlone.noUpstream])),

@@ -27,7 +27,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Submitted } from "./support.js"
-import { apiKey, client, otherApiKey, Raw, testServer } from "./support.js"
+import { apiKey, client, memoryAdmin, otherApiKey, Raw, testServer } from "./support.js"
 
 const api = client()
 
@@ -56,6 +56,8 @@ const server = (options: {
 }) => {
   const ledger = MemoryLedger.layerWithCredits([{ accountId: "acct_a", amount: 1_000_000_000 }])
   return MediagateHttp.serve.pipe(
+    // The admin API's services in memory, on the same store and ids (layers are memoised by reference).
+    Layer.provide(memoryAdmin.pipe(Layer.provide([options.store ?? MemoryTaskStore.layer, Ids.layerTest]))),
     Layer.provide(
       Layer.mergeAll(
         TaskService.Default.pipe(

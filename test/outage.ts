@@ -10,7 +10,7 @@ import { MediagateHttp } from "@mediagate/http"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import type { Context } from "effect"
 import { Effect, Layer, Redacted } from "effect"
-import { apiKey, otherApiKey } from "./support.js"
+import { apiKey, memoryAdmin, otherApiKey } from "./support.js"
 
 /** The switch: while `down`, every store operation fails with `failure()`. */
 export const Outage = {
@@ -50,8 +50,15 @@ const failing = <S extends object>(service: S): S =>
 const failingLayer = <I, S extends object>(tag: Context.Tag<I, S>) =>
   Layer.effect(tag, Effect.map(tag, failing))
 
+const accounts = MemoryAccounts.layer([
+  { id: "acct_a", name: "a", apiKey: Redacted.make(apiKey) },
+  { id: "acct_b", name: "b", apiKey: Redacted.make(otherApiKey) }
+])
+
 /** The idle API over stores that fail while `Outage.down`, on a loopback test server. */
 export const outageServer = MediagateHttp.serve.pipe(
+  // The admin API's services in memory, on the same store, accounts and ids (layers are memoised by reference).
+  Layer.provide(memoryAdmin.pipe(Layer.provide([MemoryTaskStore.layer, accounts, Ids.layerTest]))),
   Layer.provide(
     Layer.mergeAll(
       TaskServiceAlone.layer.pipe(
@@ -62,10 +69,7 @@ export const outageServer = MediagateHttp.serve.pipe(
           TaskServiceAlone.noUpstream
         ])
       ),
-      failingLayer(Accounts.Accounts).pipe(Layer.provide(MemoryAccounts.layer([
-        { id: "acct_a", name: "a", apiKey: Redacted.make(apiKey) },
-        { id: "acct_b", name: "b", apiKey: Redacted.make(otherApiKey) }
-      ]))),
+      failingLayer(Accounts.Accounts).pipe(Layer.provide(accounts)),
       failingLayer(Ledger.Ledger).pipe(Layer.provide(MemoryLedger.layer)),
       MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" }),
       ModelCatalog.layer

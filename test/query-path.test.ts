@@ -12,6 +12,7 @@ import { Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@mediagate/core
 import { MediagateHttp } from "@mediagate/http"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { memoryAdmin } from "./support.js"
 
 const key = "query-path-key"
 const otherKey = "query-path-other"
@@ -24,7 +25,9 @@ const services = Layer.mergeAll(
   MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" }),
   MemoryLedger.layer,
   ModelCatalog.layer
-).pipe(Layer.provide(Ids.layerTest))
+).pipe(Layer.provide(Ids.layerTest), (services) =>
+  // The admin API's services in memory, on the same store and ids (layers are memoised by reference).
+  Layer.provideMerge(memoryAdmin.pipe(Layer.provide([MemoryTaskStore.layer, Ids.layerTest])), services))
 
 const runtime = ManagedRuntime.make(
   Layer.mergeAll(MediagateHttp.layer, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer, NodeHttpServer.layerContext).pipe(

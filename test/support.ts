@@ -4,9 +4,9 @@
 import type { Headers, HttpMethod } from "@effect/platform"
 import { FetchHttpClient, HttpBody, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Api, Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@mediagate/core"
+import { AdminOperations, Api, Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@mediagate/core"
 import type { Engine } from "@mediagate/scheduler"
-import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
+import { MemoryAccounts, MemoryAdminKeys, MemoryAuditLog, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Health, MediagateHttp, Prometheus } from "@mediagate/http"
 import type { Simulator } from "@mediagate/upstream"
 import { Backends, Deployment } from "@mediagate/server"
@@ -62,8 +62,16 @@ export const testServer = (options: {
     })
   ).pipe(Layer.provideMerge(NodeHttpServer.layerTest))
 
+/**
+ * The admin API's services in memory (no admin key until one is created), over the use cases
+ * and backends of a composition made by hand: what `MediagateHttp.serve` needs besides them.
+ */
+export const memoryAdmin = AdminOperations.layer.pipe(Layer.provideMerge(Layer.mergeAll(MemoryAdminKeys.layer, MemoryAuditLog.layer)))
+
 /** The API without an engine, on a loopback test server: a task stays PENDING until a request changes it. */
 export const idleServer = MediagateHttp.serve.pipe(
+  // The same store and ids as below (layers are memoised by reference).
+  Layer.provide(memoryAdmin.pipe(Layer.provide([MemoryTaskStore.layer, Ids.layerTest]))),
   Layer.provide(
     Layer.mergeAll(
       TaskServiceAlone.layer.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, Moderation.layerAllowAll, TaskServiceAlone.noUpstream])),

@@ -3,8 +3,8 @@
  * OpenAPI route and the answers for unknown routes all use `authenticate`.
  */
 import { HttpServerRequest } from "@effect/platform"
-import { Accounts, Api } from "@mediagate/core"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Accounts, AdminKeys, Api } from "@mediagate/core"
+import { Clock, Effect, Layer, Option, Redacted } from "effect"
 
 const bearerPattern = /^Bearer[ \t]+([^\s]+)[ \t]*$/i
 
@@ -14,11 +14,17 @@ export const bearerKey = (header: string | undefined): Option.Option<Redacted.Re
   return match === null ? Option.none() : Option.some(Redacted.make(match[1]!))
 }
 
-/** The caller's account from the request's Authorization header; 401 unless the key names one. */
+/** The 403 of an admin key on a customer path. */
+export const adminKeyMessage = "this is an admin key; it opens only the admin API (/api/v1/admin/...)"
+
+/**
+ * The caller's account from the request's Authorization header; 401 unless the key names one,
+ * 403 for an admin key (never taken for a customer's: it is looked up only when no account has it).
+ */
 export const authenticate: Effect.Effect<
   Accounts.Account,
-  Api.Unauthorized,
-  HttpServerRequest.HttpServerRequest | Accounts.Accounts
+  Api.Unauthorized | Api.Forbidden,
+  HttpServerRequest.HttpServerRequest | Accounts.Accounts | AdminKeys.AdminKeys
 > = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const key = bearerKey(request.headers["authorization"])
@@ -28,15 +34,17 @@ export const authenticate: Effect.Effect<
   // declare); an accounts store that cannot answer dies here, and the envelope's middleware
   // answers it 503 with Retry-After when the database was out of reach (StoreFailures), else 500.
   const account = yield* accounts.authenticate(key.value).pipe(Effect.catchTag("StoreError", Effect.die))
-  return yield* Option.match(account, { onNone: () => Effect.fail(Api.unauthorized()), onSome: Effect.succeed })
+  if (Option.isSome(account)) return account.value
+  const admin = yield* (yield* AdminKeys.AdminKeys).authenticate(key.value, yield* Clock.currentTimeMillis).pipe(Effect.catchTag("StoreError", Effect.die))
+  return yield* Effect.fail(Option.isSome(admin) ? new Api.Forbidden({ code: 403, msg: adminKeyMessage }) : Api.unauthorized())
 })
 
 /** The Authorization middleware of the API. */
-export const layer: Layer.Layer<Api.Authorization, never, Accounts.Accounts> = Layer.effect(
+export const layer: Layer.Layer<Api.Authorization, never, Accounts.Accounts | AdminKeys.AdminKeys> = Layer.effect(
   Api.Authorization,
-  Effect.map(Accounts.Accounts, (accounts) => ({
+  Effect.map(Effect.context<Accounts.Accounts | AdminKeys.AdminKeys>(), (context) => ({
     // The framework hands us the header minus its first seven characters; `authenticate`
     // reads the header itself so that only a real "Bearer <key>" form is accepted.
-    bearer: () => Effect.provideService(authenticate, Accounts.Accounts, accounts)
+    bearer: () => Effect.provide(authenticate, context)
   }))
 )

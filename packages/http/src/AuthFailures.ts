@@ -3,7 +3,8 @@
  * a lookup and tells the sender something; rotating wrong keys would otherwise never be
  * limited, since each has a fresh rate-limit bucket. An address may fail `failures` times
  * at once, regaining that many per `window`; past it, its requests under /api/v1/ answer
- * 429 with Retry-After before any lookup.
+ * 429 with Retry-After before any lookup. The admin API's paths (/api/v1/admin/) count
+ * apart, with a stricter limit (`adminLimit`).
  *
  * Several clients may share an address (behind a proxy or a NAT): a key that authenticated
  * lately from anywhere still goes through while its address is limited, so one client
@@ -34,6 +35,21 @@ export class Settings extends Context.Reference<Settings>()("@mediagate/http/Aut
 
 /** Sets the limit (`Option.none()`: off). */
 export const layer = (limit: Option.Option<Limit>): Layer.Layer<never> => Layer.succeed(Settings, limit)
+
+/**
+ * The admin API's limit, stricter and counted apart: 5 failed admin sign-ins per address,
+ * regained over 15 minutes (one every 3 minutes). An admin key opens every account; a person
+ * mistyping one in the console retries after a few minutes, a guesser gets 480 tries a day.
+ */
+export const adminLimit: Limit = { failures: 5, window: Duration.minutes(15) }
+
+/** The limit on failed sign-ins under /api/v1/admin/ (`MediagateHttp.httpApp`); `Option.none()` turns it off. */
+export class AdminSettings extends Context.Reference<AdminSettings>()("@mediagate/http/AuthFailures/AdminSettings", {
+  defaultValue: (): Option.Option<Limit> => Option.some(adminLimit)
+}) {}
+
+/** Sets the admin API's limit (`Option.none()`: off). */
+export const layerAdmin = (limit: Option.Option<Limit>): Layer.Layer<never> => Layer.succeed(AdminSettings, limit)
 
 /** The failures of each address and the keys known to be good. */
 export interface AuthFailures {

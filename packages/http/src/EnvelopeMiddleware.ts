@@ -15,11 +15,12 @@ import {
   TaskNotFound,
   ValidationError
 } from "@mediagate/core"
-import type { Accounts } from "@mediagate/core"
+import type { Accounts, AdminKeys } from "@mediagate/core"
 import { Cause, Effect, Option } from "effect"
+import { authenticateAdmin } from "./AdminAuthentication.js"
 import { authenticate } from "./Auth.js"
 import * as Compression from "./Compression.js"
-import { allowedMethods, isApiPath, notFoundMessage } from "./Paths.js"
+import { allowedMethods, isAdminPath, isApiPath, notFoundMessage } from "./Paths.js"
 import * as StoreFailures from "./StoreFailures.js"
 
 /** A JSON envelope response. */
@@ -128,7 +129,7 @@ const statusHeaders = (response: HttpServerResponse.HttpServerResponse): HttpSer
     : response
 
 const isErrorEnvelope = (error: unknown): error is { readonly code: number; readonly msg: string; readonly data?: unknown } =>
-  error instanceof Api.BadRequest || error instanceof Api.Unauthorized || error instanceof Api.NotFound ||
+  error instanceof Api.BadRequest || error instanceof Api.Unauthorized || error instanceof Api.Forbidden || error instanceof Api.NotFound ||
   error instanceof Api.MethodNotAllowed || error instanceof Api.PayloadTooLarge || error instanceof Api.RequestTimeout ||
   error instanceof Api.ServiceUnavailable ||
   error instanceof Api.InternalServerError
@@ -145,12 +146,14 @@ export const requestPath = (request: HttpServerRequest.HttpServerRequest) => req
 
 /**
  * A request no route took. Every endpoint under /api/v1/ requires the key, so without one
- * the answer there is 401 before anything about the path or method is revealed.
+ * the answer there is 401 before anything about the path or method is revealed; under
+ * /api/v1/admin/ the key must be an admin key (`AdminAuthentication`).
  */
 const unrouted = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const path = requestPath(request)
-  if (isApiPath(path)) yield* authenticate
+  if (isAdminPath(path)) yield* authenticateAdmin
+  else if (isApiPath(path)) yield* authenticate
   const allowed = allowedMethods(path)
   if (allowed.length > 0 && !allowed.includes(request.method)) return methodNotAllowed(request.method, allowed)
   // A task id the router would not take (too long, odd characters) is still an unknown task.
@@ -164,7 +167,7 @@ const answer = (error: { readonly code: number; readonly msg: string; readonly d
 /** Every failure `app` leaves unanswered, as an envelope. */
 const answered = <E, R>(
   app: HttpApp.Default<E, R>
-): HttpApp.Default<never, R | Accounts.Accounts | HttpServerRequest.HttpServerRequest> =>
+): HttpApp.Default<never, R | Accounts.Accounts | AdminKeys.AdminKeys | HttpServerRequest.HttpServerRequest> =>
   Effect.catchAllCause(app, (cause) => {
     const store = storeErrorOf(cause)
     if (Option.isSome(store) && StoreFailures.unreachable(store.value)) {
@@ -192,6 +195,6 @@ const answered = <E, R>(
  */
 export const middleware = <E, R>(
   app: HttpApp.Default<E, R>
-): HttpApp.Default<never, R | Accounts.Accounts | HttpServerRequest.HttpServerRequest> =>
+): HttpApp.Default<never, R | Accounts.Accounts | AdminKeys.AdminKeys | HttpServerRequest.HttpServerRequest> =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
     Effect.flatMap(Effect.map(answered(app), statusHeaders), (response) => Compression.negotiate(request, response)))

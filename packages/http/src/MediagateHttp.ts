@@ -5,10 +5,13 @@ import type { HttpApi } from "@effect/platform"
 import { HttpApiBuilder, HttpApp, HttpRouter, HttpServer, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Ledger, MediaStore, ModelCatalog } from "@mediagate/core"
-import { Accounts, Api, TaskService } from "@mediagate/core"
+import { Accounts, AdminKeys, AdminService, Api, TaskService } from "@mediagate/core"
 import type { Scope } from "effect"
 import { Context, Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
 import type * as Http from "node:http"
+import * as AdminAuthentication from "./AdminAuthentication.js"
+import * as AdminHandlers from "./AdminHandlers.js"
+import * as AdminTaskHandlers from "./AdminTaskHandlers.js"
 import * as Auth from "./Auth.js"
 import * as AuthFailures from "./AuthFailures.js"
 import * as ClientErrors from "./ClientErrors.js"
@@ -16,24 +19,35 @@ import * as Embedding from "./Embedding.js"
 import * as Envelope from "./EnvelopeMiddleware.js"
 import * as Handlers from "./Handlers.js"
 import * as HeldRequests from "./HeldRequests.js"
-import { isApiPath } from "./Paths.js"
+import { isAdminPath, isApiPath } from "./Paths.js"
 import * as RateLimit from "./RateLimit.js"
 import * as Routes from "./Routes.js"
 
-/** What the HTTP layer needs from the host's composition. */
-export type Requirements = TaskService | Accounts.Accounts | Ledger.Ledger | MediaStore.MediaStore | ModelCatalog.ModelCatalog
+/**
+ * What the HTTP layer needs from the host's composition: the use cases and the backends, and
+ * for the admin API the operator's service and the admin keys it authenticates.
+ */
+export type Requirements =
+  | TaskService
+  | Accounts.Accounts
+  | Ledger.Ledger
+  | MediaStore.MediaStore
+  | ModelCatalog.ModelCatalog
+  | AdminService.AdminService
+  | AdminKeys.AdminKeys
 
 /** The API with its handlers, auth and extra routes. */
 export const layer: Layer.Layer<HttpApi.Api, never, Requirements> = HttpApiBuilder.api(Api.MediagateApi).pipe(
   Layer.provide([Handlers.layer, Handlers.callbacksLayer, Handlers.catalogLayer, Handlers.accountLayer]),
-  Layer.provide(Auth.layer),
+  Layer.provide([AdminHandlers.accountsLayer, AdminTaskHandlers.tasksLayer, AdminTaskHandlers.accessLayer]),
+  Layer.provide([Auth.layer, AdminAuthentication.layer]),
   Layer.merge(Routes.layer),
   Layer.merge(Handlers.decodeFailures)
 )
 
 /** The API through HttpApi alone, every request, in the envelope, without the limits `httpApp` puts in front. */
 export const apiApp: Effect.Effect<
-  HttpApp.Default<never, Accounts.Accounts | HttpRouter.HttpRouter.DefaultServices>,
+  HttpApp.Default<never, Accounts.Accounts | AdminKeys.AdminKeys | HttpRouter.HttpRouter.DefaultServices>,
   never,
   HttpApi.Api | HttpApiBuilder.Router | HttpApiBuilder.Middleware
 > = Effect.map(HttpApiBuilder.httpApp, Envelope.middleware)
@@ -49,7 +63,7 @@ const heldRetryAfterSeconds = 5
  * Retry-After. Keys are only ever kept as fixed-size digests.
  */
 export const httpApp: Effect.Effect<
-  HttpApp.Default<never, Accounts.Accounts | HttpRouter.HttpRouter.DefaultServices | Scope.Scope>,
+  HttpApp.Default<never, Accounts.Accounts | AdminKeys.AdminKeys | HttpRouter.HttpRouter.DefaultServices | Scope.Scope>,
   never,
   HttpApi.Api | HttpApiBuilder.Router | HttpApiBuilder.Middleware
 > = Effect.gen(function*() {
@@ -59,12 +73,14 @@ export const httpApp: Effect.Effect<
   // Optional by nature, as before: a host that wants no rate limit provides none.
   const limit = yield* Effect.serviceOption(RateLimit.RateLimit)
   const failures = Option.map(yield* AuthFailures.Settings, AuthFailures.make)
+  // Failed admin sign-ins count apart, against a stricter limit.
+  const adminFailures = Option.map(yield* AuthFailures.AdminSettings, AuthFailures.make)
   const heldLimits = yield* HeldRequests.Settings
   const held = (yield* HeldRequests.Backend)(heldLimits)
   const tooMany = (msg: string, seconds: number, headers: Record<string, string> = {}) =>
     Effect.succeed(Envelope.envelope(429, msg, undefined, { "retry-after": String(seconds), ...headers }))
-  /** Answers the request, and tells the failure limit how its authentication went. */
-  const answerRecorded = (address: Option.Option<string>, digest: string) =>
+  /** Answers the request, and tells the failure limit (`failures`: the API's or the admin API's) how its authentication went. */
+  const answerRecorded = (failures: Option.Option<AuthFailures.AuthFailures>, address: Option.Option<string>, digest: string) =>
     Option.isNone(failures) || Option.isNone(address)
       ? app
       : Effect.tap(app, (response) =>
@@ -73,14 +89,16 @@ export const httpApp: Effect.Effect<
   return Envelope.middleware(
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
       Effect.gen(function*() {
-        if (!isApiPath(Envelope.requestPath(request))) return yield* app
+        const path = Envelope.requestPath(request)
+        if (!isApiPath(path)) return yield* app
+        const limited = isAdminPath(path) ? adminFailures : failures
         const key = Auth.bearerKey(request.headers["authorization"])
         // Without a key the answer is 401 at once: nothing to limit, count or hold.
         if (Option.isNone(key)) return yield* app
         const digest = RateLimit.keyDigest(Redacted.value(key.value))
         const address = request.remoteAddress
-        if (Option.isSome(failures) && Option.isSome(address)) {
-          const allowed = yield* failures.value.check(address.value, digest)
+        if (Option.isSome(limited) && Option.isSome(address)) {
+          const allowed = yield* limited.value.check(address.value, digest)
           if (allowed._tag === "Limited") {
             return yield* tooMany("too many failed authentications from this address; try again later", RateLimit.retryAfterSeconds(allowed.retryAfterMs))
           }
@@ -101,7 +119,7 @@ export const httpApp: Effect.Effect<
             return yield* tooMany(`too many requests held open on this server (at most ${heldLimits.total}); try again later`, heldRetryAfterSeconds)
           }
         }
-        return yield* answerRecorded(address, digest)
+        return yield* answerRecorded(limited, address, digest)
       }))
   )
 })

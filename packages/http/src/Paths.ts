@@ -78,6 +78,12 @@ export const allowedMethods = (path: string): ReadonlyArray<string> => {
 /** Whether `path` is under /api/v1/, where every answer needs the key. */
 export const isApiPath = (path: string): boolean => path.startsWith(apiPrefix) || path === apiPrefix.slice(0, -1)
 
+/** Prefix of the admin API's paths, which only an admin key opens (`AdminAuthentication`). */
+export const adminPrefix = "/api/v1/admin/"
+
+/** Whether `path` is under /api/v1/admin/, where every answer needs an admin key. */
+export const isAdminPath = (path: string): boolean => path.startsWith(adminPrefix) || path === adminPrefix.slice(0, -1)
+
 /**
  * The message of a 404: it names the path it saw, so a host that mounted mediagate under a
  * prefix it strips (Express's `app.use(path, ...)`) sees which path arrived. Cut to 200 characters.

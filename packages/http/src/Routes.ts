@@ -4,7 +4,7 @@
  * otherwise take for a task id, and the public landing answer, docs page and health checks.
  */
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
-import { Accounts, MediaStore, TaskService } from "@mediagate/core"
+import { Accounts, AdminKeys, MediaStore, TaskService } from "@mediagate/core"
 import { Context, Effect, Layer, Option, Stream } from "effect"
 import { authenticate } from "./Auth.js"
 import { envelope, methodNotAllowed, notFound, requestPath } from "./EnvelopeMiddleware.js"
@@ -68,8 +68,8 @@ const servedDocument = Effect.gen(function*() {
  */
 export const openApi = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
-    const accounts = yield* Accounts.Accounts
-    yield* router.get(openApiPath, Effect.zipRight(authenticate, servedDocument).pipe(Effect.provideService(Accounts.Accounts, accounts)))
+    const keys = yield* Effect.context<Accounts.Accounts | AdminKeys.AdminKeys>()
+    yield* router.get(openApiPath, Effect.zipRight(authenticate, servedDocument).pipe(Effect.provide(keys)))
     yield* router.get(publicOpenApiPath, servedDocument)
   })
 )
@@ -81,12 +81,12 @@ export const openApi = HttpApiBuilder.Router.use((router) =>
  */
 export const submitMethods = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
-    const accounts = yield* Accounts.Accounts
+    const keys = yield* Effect.context<Accounts.Accounts | AdminKeys.AdminKeys>()
     const refused = Effect.gen(function*() {
       yield* authenticate
       const request = yield* HttpServerRequest.HttpServerRequest
       return methodNotAllowed(request.method, allowedMethods(requestPath(request)))
-    }).pipe(Effect.provideService(Accounts.Accounts, accounts))
+    }).pipe(Effect.provide(keys))
     yield* router.get("/api/v1/task/submit", refused)
     yield* router.get("/api/v1/task/estimate", refused)
   })
@@ -219,7 +219,7 @@ export const webhooks = HttpApiBuilder.Router.use((router) =>
 )
 
 /** The extra routes, with the public ones: landing answer, docs page, playground, liveness and readiness, and metrics when enabled. */
-export const layer: Layer.Layer<never, never, Accounts.Accounts | MediaStore.MediaStore | TaskService> = Layer.mergeAll(
+export const layer: Layer.Layer<never, never, Accounts.Accounts | AdminKeys.AdminKeys | MediaStore.MediaStore | TaskService> = Layer.mergeAll(
   openApi,
   submitMethods,
   media,

@@ -4,16 +4,21 @@
  * (`SqlBackends.make`), which needs `@mediagate/store-sql` installed. The standalone server
  * and an embedding host choose one and hand it to `Deployment.services({ backends, ... })`.
  */
-import type { Accounts, IdempotencyKeys, Ids, Ledger, MediaError, MediaStore, SharedLimits, StoreError, TaskStore } from "@mediagate/core"
+import type { Accounts, AdminKeys, AuditLog, IdempotencyKeys, Ids, Ledger, MediaError, MediaStore, SharedLimits, StoreError, TaskStore } from "@mediagate/core"
 import { Routes } from "@mediagate/http"
-import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
+import { MemoryAccounts, MemoryAdminKeys, MemoryAuditLog, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import type { Layer } from "effect"
 import type * as Mediagate from "./Mediagate.js"
 
 /** Where tasks, accounts, credits and files live. */
 export interface Backends {
   readonly store: Layer.Layer<TaskStore.TaskStore, StoreError>
-  readonly accounts: Layer.Layer<Accounts.Accounts, StoreError>
+  /** The accounts, and their admin side (the admin API and CLI create accounts and keys there). */
+  readonly accounts: Layer.Layer<Accounts.Accounts | Accounts.AccountAdmin, StoreError>
+  /** The operators' keys, for the admin API and the console. */
+  readonly adminKeys: Layer.Layer<AdminKeys.AdminKeys, StoreError>
+  /** The audit log of every admin action. */
+  readonly audit: Layer.Layer<AuditLog.AuditLog, StoreError>
   readonly ledger: Layer.Layer<Ledger.Ledger, StoreError>
   readonly media: Layer.Layer<MediaStore.MediaStore, MediaError, Ids.Ids>
   /** Idempotency keys of submits; without it they live in memory (lost with the process). */
@@ -42,5 +47,7 @@ export const memoryBackends = (
   ledger: MemoryLedger.layerWithCredits(
     accounts.flatMap((account) => (account.credits === undefined || account.credits <= 0 ? [] : [{ accountId: account.id, amount: account.credits }]))
   ),
-  media: MemoryMediaStore.layer({ baseUrl: `${config.publicUrl}${Routes.mediaPrefix}` })
+  media: MemoryMediaStore.layer({ baseUrl: `${config.publicUrl}${Routes.mediaPrefix}` }),
+  adminKeys: MemoryAdminKeys.layer,
+  audit: MemoryAuditLog.layer
 })

@@ -7,7 +7,7 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import type { MediaError, MediaStore, Outbound, SharedLimits, StoreError } from "@mediagate/core"
-import { Ids, ModelCatalog, Moderation, ModerationRules, Upstream } from "@mediagate/core"
+import { AdminKeys, Ids, ModelCatalog, Moderation, ModerationRules, Upstream } from "@mediagate/core"
 import { AuthFailures, HeldRequests, RateLimit } from "@mediagate/http"
 import {
   MediaProbe as NodeMediaProbe,
@@ -19,7 +19,7 @@ import {
 } from "@mediagate/media"
 import type { Deliverer, Engine } from "@mediagate/scheduler"
 import { Fal, OpenAiImages, OpenAiModeration, Relay, Replicate, Router, SimulatedModeration, Simulator } from "@mediagate/upstream"
-import type { Duration } from "effect"
+import type { Duration, Redacted } from "effect"
 import { Data, Effect, Either, Layer, Option } from "effect"
 import { readFile } from "node:fs/promises"
 import type { Backends } from "./Backends.js"
@@ -198,8 +198,11 @@ const upstream = (
   ).pipe(Layer.provide(simulator), Layer.provide(FetchHttpClient.layer))
 }
 
-/** What `services` provides: the standard composition's services and the backends under them. */
-export type Services = Layer.Layer.Success<ReturnType<typeof Mediagate.services>> | Mediagate.Requirements
+/** What `services` provides: the standard composition's services (the admin API's included) and the backends under them. */
+export type Services =
+  | Layer.Layer.Success<ReturnType<typeof Mediagate.servicesWithAdmin>>
+  | Mediagate.Requirements
+  | Mediagate.AdminRequirements
 
 /** What `services` takes: the settings, the backends, and the engine's and the deliverer's tunables. */
 export interface Options extends Omit<Config, "allowPrivateUrls"> {
@@ -211,12 +214,17 @@ export interface Options extends Omit<Config, "allowPrivateUrls"> {
   readonly engine?: Engine.Options
   /** The callback deliverer's settings; default: the library's. */
   readonly deliverer?: Deliverer.Options
+  /**
+   * An admin key given as configuration (`MEDIAGATE_ADMIN_KEY`), beside the stored ones
+   * (`AdminKeys.withGiven`): it opens the admin API and the console.
+   */
+  readonly adminKey?: Redacted.Redacted<string>
 }
 
 /** The services of a deployment, without the HTTP server: the standard composition over these backends. */
 export const services = (
   options: Options
-): Layer.Layer<Services, StoreError | MediaError | StartupError | Layer.Layer.Error<ReturnType<typeof Mediagate.services>>> => {
+): Layer.Layer<Services, StoreError | MediaError | StartupError | Layer.Layer.Error<ReturnType<typeof Mediagate.servicesWithAdmin>>> => {
   const { backends } = options
   const allowPrivateUrls = options.allowPrivateUrls ?? false
   const inner = upstream(options, options.routing).pipe(Layer.provide(backends.media))
@@ -229,12 +237,14 @@ export const services = (
       ? inner
       : mediaRules(options.mediaRules, allowPrivateUrls).pipe(Layer.provide(inner), Layer.provide(backends.media)),
     moderation(options.moderation),
-    outbound({ allowPrivateUrls })
+    outbound({ allowPrivateUrls }),
+    options.adminKey === undefined ? backends.adminKeys : AdminKeys.layerWithGiven(options.adminKey).pipe(Layer.provide(backends.adminKeys)),
+    backends.audit
   ).pipe(Layer.provide(Ids.layer))
   const relay = backends.relay === undefined ? {} : { relay: backends.relay }
   const keys = backends.idempotencyKeys === undefined ? {} : { idempotencyKeys: backends.idempotencyKeys }
   const deadlines = options.deadlines === undefined ? {} : { deadlines: options.deadlines }
-  return Mediagate.services({
+  return Mediagate.servicesWithAdmin({
     engine: options.engine ?? {},
     deliverer: options.deliverer ?? {},
     allowPrivateUrls,

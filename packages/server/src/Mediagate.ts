@@ -8,8 +8,20 @@
  * backends and the library's concrete choices are in `Backends` and `Deployment`.
  */
 import type { HttpRouter, HttpServer } from "@effect/platform"
-import type { Ledger, MediaStore, Moderation, Outbound, StoreError, TaskStore, Upstream } from "@mediagate/core"
-import { Accounts, Deadlines, IdempotencyKeys, Ids, ModelCatalog, SubmitPolicy, TaskChanges, TaskEvents, TaskService, TaskWrites } from "@mediagate/core"
+import type { AdminKeys, AdminService, AuditLog, Ledger, MediaStore, Moderation, Outbound, StoreError, TaskStore, Upstream } from "@mediagate/core"
+import {
+  Accounts,
+  AdminOperations,
+  Deadlines,
+  IdempotencyKeys,
+  Ids,
+  ModelCatalog,
+  SubmitPolicy,
+  TaskChanges,
+  TaskEvents,
+  TaskService,
+  TaskWrites
+} from "@mediagate/core"
 import { Health, MediagateHttp } from "@mediagate/http"
 import { Deliverer, Engine, Settlements } from "@mediagate/scheduler"
 import type { Scope } from "effect"
@@ -27,6 +39,13 @@ export type Requirements =
   | Upstream.Upstream
   | Moderation.Moderation
   | Outbound.Outbound
+
+/**
+ * What the admin API (and the console) needs besides: the accounts' admin side, the admin
+ * keys and the audit log (`Backends`' `accounts`, `adminKeys` and `audit`). A host with no
+ * admin key answers 401 on every admin path.
+ */
+export type AdminRequirements = Accounts.AccountAdmin | AdminKeys.AdminKeys | AuditLog.AuditLog
 
 /**
  * Carries wake-ups between the nodes on one store (`PgNotify.make` on PostgreSQL): `relay`
@@ -138,11 +157,23 @@ export const services = (
   )
 }
 
+/**
+ * `services` and the operator's service (`AdminService`, over the same use cases and the
+ * admin requirements): what the HTTP API needs, admin API included.
+ */
+export const servicesWithAdmin = (
+  options: Options = {}
+): Layer.Layer<
+  Layer.Layer.Success<ReturnType<typeof services>> | AdminService.AdminService,
+  StoreError,
+  Requirements | AdminRequirements
+> => Layer.provideMerge(AdminOperations.layer, services(options))
+
 /** The whole API served on the HttpServer in context. */
 export const layer = (
   options: Options = {}
-): Layer.Layer<never, StoreError, Requirements | HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices> =>
-  MediagateHttp.serve.pipe(Layer.provide(services(options)))
+): Layer.Layer<never, StoreError, Requirements | AdminRequirements | HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices> =>
+  MediagateHttp.serve.pipe(Layer.provide(servicesWithAdmin(options)))
 
 /**
  * A `node:http` request listener for an existing server, with its Express and Fastify
@@ -150,9 +181,13 @@ export const layer = (
  * Given the host's `server`, requests Node itself refuses (oversized headers, malformed
  * request lines) are answered in the envelope too.
  */
-export const makeNodeHandler = <E>(requirements: Layer.Layer<Requirements, E>, options: Options & MediagateHttp.NodeHandlerOptions = {}) =>
-  MediagateHttp.makeNodeHandler(services(options).pipe(Layer.provideMerge(requirements)), options)
+export const makeNodeHandler = <E>(
+  requirements: Layer.Layer<Requirements | AdminRequirements, E>,
+  options: Options & MediagateHttp.NodeHandlerOptions = {}
+) => MediagateHttp.makeNodeHandler(servicesWithAdmin(options).pipe(Layer.provideMerge(requirements)), options)
 
 /** A web-standard handler (`Request` in, `Response` out) over the standard composition (`MediagateHttp.WebHandler`). */
-export const makeWebHandler = <E>(requirements: Layer.Layer<Requirements, E>, options: Options & MediagateHttp.HandlerOptions = {}) =>
-  MediagateHttp.makeWebHandler(services(options).pipe(Layer.provideMerge(requirements)), options)
+export const makeWebHandler = <E>(
+  requirements: Layer.Layer<Requirements | AdminRequirements, E>,
+  options: Options & MediagateHttp.HandlerOptions = {}
+) => MediagateHttp.makeWebHandler(servicesWithAdmin(options).pipe(Layer.provideMerge(requirements)), options)

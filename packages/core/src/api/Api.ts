@@ -11,6 +11,7 @@ import { CurrentAccount } from "../services/Accounts.js"
 import type * as Ledger from "../services/Ledger.js"
 import type * as TaskStore from "../services/TaskStore.js"
 import * as Credits from "../tasks/Credits.js"
+import { AdminAccessGroup, AdminAccountsGroup, AdminTasksGroup } from "./AdminApi.js"
 import type { Estimate } from "../tasks/TaskService.js"
 import {
   BadRequest,
@@ -43,13 +44,13 @@ export * from "./Requests.js"
 const bearerKey = HttpApiSecurity.bearer.pipe(
   HttpApiSecurity.annotate(
     OpenApi.Description,
-    "Your API key (`mg_...`), sent as `Authorization: Bearer <key>`. A missing, unknown, revoked or expired key is answered 401 on every `/api/v1/` path."
+    "Your API key (`mg_...`), sent as `Authorization: Bearer <key>`. A missing, unknown, revoked or expired key is answered 401 on every `/api/v1/` path; an admin key is answered 403."
   )
 )
 
-/** Bearer-key authentication; provides the caller's account. */
+/** Bearer-key authentication; provides the caller's account. An admin key is 403 here. */
 export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("@mediagate/core/Authorization", {
-  failure: Unauthorized,
+  failure: Schema.Union(Unauthorized, Forbidden),
   provides: CurrentAccount,
   security: { bearer: bearerKey }
 }) {}
@@ -319,6 +320,10 @@ export class MediagateApi extends HttpApi.make("mediagate")
   .add(CallbacksGroup)
   .add(CatalogGroup)
   .add(AccountGroup)
+  // The operator's API (`AdminApi`), under its own tag and admin keys only.
+  .add(AdminAccountsGroup)
+  .add(AdminTasksGroup)
+  .add(AdminAccessGroup)
   // Every endpoint is authenticated, and the limits run before authentication (HTTP layer).
   .addError(TooManyRequests)
   // The database out of reach: any endpoint that reads or writes it (authentication does).
