@@ -65,6 +65,7 @@ const makeMemoryStore = (tasks: Map<string, Task.TaskRecord>): Context.Tag.Servi
     ),
   releaseLeases: () => Effect.die("not used by TaskService"),
   list: () => Effect.die("not used by TaskService"),
+  listAll: () => Effect.die("not used by TaskService"),
   callbacks: () => Effect.succeed([]),
   redeliverCallbacks: () => Effect.die("not used by these tests"),
   claimCallbacks: () => Effect.succeed([]),

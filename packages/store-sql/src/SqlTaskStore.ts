@@ -64,30 +64,60 @@ export const make = (options: Options = {}): Effect.Effect<
     const countPending = compile(`SELECT COUNT(*) AS n FROM ${tasks} WHERE status = 'PENDING'`)
     const listFirst = compile(`SELECT * FROM ${tasks} WHERE owner_id = ? ORDER BY id DESC LIMIT ?`)
     const listAfter = compile(`SELECT * FROM ${tasks} WHERE owner_id = ? AND id < ? ORDER BY id DESC LIMIT ?`)
-    /** A filtered list, compiled once per shape (which conditions, how many statuses). */
+    /** A filtered list, compiled once per shape (which conditions, how many statuses); `list` and `listAll`. */
     const listStatements = new Map<string, string>()
-    const listFiltered = (cursor: boolean, filter: TaskStore.ListFilter) => {
+    const listFiltered = (cursor: boolean, filter: TaskStore.AdminListFilter) => {
       const shape = [
+        filter.ownerId === undefined ? "" : "o",
         cursor ? "c" : "",
         filter.statuses === undefined ? "" : `s${filter.statuses.length}`,
         filter.model === undefined ? "" : "m",
+        filter.provider === undefined ? "" : "p",
         filter.createdAfter === undefined ? "" : "a",
         filter.createdBefore === undefined ? "" : "b"
       ].join("")
       let statement = listStatements.get(shape)
       if (statement === undefined) {
         const conditions = [
-          "owner_id = ?",
+          "1 = 1",
+          ...(filter.ownerId === undefined ? [] : ["owner_id = ?"]),
           ...(cursor ? ["id < ?"] : []),
           ...(filter.statuses === undefined ? [] : [`status IN (${filter.statuses.map(() => "?").join(", ")})`]),
           // The same expression as the index of migration 0015.
           ...(filter.model === undefined ? [] : [`${modelOf} = ?`]),
+          ...(filter.provider === undefined ? [] : ["provider = ?"]),
           ...(filter.createdAfter === undefined ? [] : ["created_at > ?"]),
           ...(filter.createdBefore === undefined ? [] : ["created_at < ?"])
         ]
         listStatements.set(shape, statement = compile(`SELECT * FROM ${tasks} WHERE ${conditions.join(" AND ")} ORDER BY id DESC LIMIT ?`))
       }
       return statement
+    }
+    /** A page of the tasks the filter lets through, newest first (ids are UUIDv7), after the cursor. */
+    const listPage = (
+      statement: string,
+      { cursor, filter, limit }: { readonly limit: number; readonly cursor: string | undefined; readonly filter: TaskStore.AdminListFilter }
+    ) => {
+      const params = [
+        ...(filter.ownerId === undefined ? [] : [filter.ownerId]),
+        ...(cursor === undefined ? [] : [cursor]),
+        ...(filter.statuses ?? []),
+        ...(filter.model === undefined ? [] : [filter.model]),
+        ...(filter.provider === undefined ? [] : [filter.provider]),
+        ...(filter.createdAfter === undefined ? [] : [filter.createdAfter]),
+        ...(filter.createdBefore === undefined ? [] : [filter.createdBefore]),
+        limit + 1
+      ]
+      // An empty status list lets nothing through (IN () is not SQL).
+      if (filter.statuses?.length === 0) return Effect.succeed<TaskStore.TaskPage>({ tasks: [], nextCursor: null })
+      return executor.run(statement, params).pipe(
+        Effect.flatMap((rows) =>
+          Effect.map(records(rows.slice(0, limit)), (page): TaskStore.TaskPage => ({
+            tasks: page,
+            nextCursor: rows.length > limit ? page[page.length - 1]!.id : null
+          }))
+        )
+      )
     }
     const selectCallbacks = compile(`SELECT * FROM "${t.callbacks}" WHERE task_id = ? ORDER BY created_at, id`)
     const redeliverCallbacks = compile(
@@ -183,28 +213,10 @@ export const make = (options: Options = {}): Effect.Effect<
       list: (ownerId, { cursor, filter = {}, limit }) => {
         const filtered = filter.statuses !== undefined || filter.model !== undefined || filter.createdAfter !== undefined ||
           filter.createdBefore !== undefined
-        const statement = !filtered ? (cursor === undefined ? listFirst : listAfter) : listFiltered(cursor !== undefined, filter)
-        const params = [
-          ownerId,
-          ...(cursor === undefined ? [] : [cursor]),
-          ...(filter.statuses ?? []),
-          ...(filter.model === undefined ? [] : [filter.model]),
-          ...(filter.createdAfter === undefined ? [] : [filter.createdAfter]),
-          ...(filter.createdBefore === undefined ? [] : [filter.createdBefore]),
-          limit + 1
-        ]
-        // An empty status list lets nothing through (IN () is not SQL).
-        if (filter.statuses?.length === 0) return Effect.succeed({ tasks: [], nextCursor: null })
-        return executor.run(statement, params).pipe(
-          Effect.flatMap((rows) =>
-            Effect.map(records(rows.slice(0, limit)), (page) => ({
-              tasks: page,
-              nextCursor: rows.length > limit ? page[page.length - 1]!.id : null
-            }))
-          ),
-          refail("list")
-        )
+        const statement = !filtered ? (cursor === undefined ? listFirst : listAfter) : listFiltered(cursor !== undefined, { ...filter, ownerId })
+        return listPage(statement, { cursor, filter: { ...filter, ownerId }, limit }).pipe(refail("list"))
       },
+      listAll: ({ cursor, filter = {}, limit }) => listPage(listFiltered(cursor !== undefined, filter), { cursor, filter, limit }).pipe(refail("listAll")),
 
       callbacks: (taskId) =>
         executor.run(selectCallbacks, [taskId]).pipe(

@@ -18,3 +18,7 @@ export * as SqlIdempotencyKeys from "./SqlIdempotencyKeys.js"
 export * as PgLimits from "./PgLimits.js"
 /** The usage reports' aggregate reads on SQL. */
 export * as SqlUsage from "./SqlUsage.js"
+/** Admin keys on SQL, hashed. */
+export * as SqlAdminKeys from "./SqlAdminKeys.js"
+/** The audit log on SQL. */
+export * as SqlAuditLog from "./SqlAuditLog.js"

@@ -20,7 +20,6 @@ import type { Action, Actor } from "../services/AuditLog.js"
 import { Ledger } from "../services/Ledger.js"
 import type { Balance } from "../services/Ledger.js"
 import { TaskStore } from "../services/TaskStore.js"
-import type { TaskPage } from "../services/TaskStore.js"
 import { entryId, formatUsd } from "../tasks/Credits.js"
 import { TaskService } from "../tasks/TaskService.js"
 import * as AdminKeyFormat from "./AdminKeyFormat.js"
@@ -80,10 +79,6 @@ export const make = Effect.gen(function*() {
       const at = yield* Clock.currentTimeMillis
       yield* audit.record({ id: `aud_${yield* ids.taskId}`, at, actor: actorName(actor), action, target, before, after })
     })
-
-  const listAll = store.listAll
-  const listAllTasks = (options: Parameters<NonNullable<typeof listAll>>[0]): Effect.Effect<TaskPage, StoreError> =>
-    listAll === undefined ? Effect.dieMessage("the task store cannot list every owner's tasks (TaskStore.listAll)") : listAll(options)
 
   const overview = (account: AccountInfo): Effect.Effect<AccountOverview, StoreError> =>
     Effect.map(ledger.balance(account.id), (balance) => ({ ...account, balance }))
@@ -205,7 +200,7 @@ export const make = Effect.gen(function*() {
         const [balance, entries] = yield* Effect.all([ledger.balance(accountId), ledger.entries(accountId, limit)])
         return { balance, entries }
       }),
-    listTasks: listAllTasks,
+    listTasks: store.listAll,
     task: (taskId) =>
       Effect.gen(function*() {
         const task = yield* findTask(taskId)

@@ -184,10 +184,9 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
   ) => Effect.Effect<TaskPage, StoreError>
   /**
    * Every owner's tasks, newest first, `limit` at a time, those the filter lets through; as
-   * `list`, for operators (the admin API), never for a client's request. Optional until every
-   * backend has it; the admin API needs it.
+   * `list`, for operators (the admin API), never for a client's request.
    */
-  readonly listAll?: (
+  readonly listAll: (
     options: { readonly limit: number; readonly cursor?: TaskId | undefined; readonly filter?: AdminListFilter | undefined }
   ) => Effect.Effect<TaskPage, StoreError>
   /** The callbacks owed for a task, oldest first, each with where its delivery stands. */
