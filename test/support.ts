@@ -11,7 +11,7 @@ import { Health, MediagateHttp, Prometheus } from "@mediagate/http"
 import type { Simulator } from "@mediagate/upstream"
 import { Backends, Deployment } from "@mediagate/server"
 import type { Context } from "effect"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 
 /** The key of the test account. */
 export const apiKey = "mg_test_key_0123456789"
@@ -37,6 +37,8 @@ export const testServer = (options: {
   readonly engineStatus?: Context.Tag.Service<Health.EngineStatus>
   /** Serve `GET /metrics` (MEDIAGATE_METRICS). */
   readonly metrics?: boolean
+  /** An admin key given as configuration (MEDIAGATE_ADMIN_KEY), for the admin API. */
+  readonly adminKey?: string
 } = {}) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
@@ -55,7 +57,8 @@ export const testServer = (options: {
               { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), webhookSecret: Redacted.make(webhookSecret), credits: options.credits ?? testCredits },
               { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey), credits: testCredits }
             ]),
-            ...(options.engine === undefined ? {} : { engine: options.engine })
+            ...(options.engine === undefined ? {} : { engine: options.engine }),
+            ...(options.adminKey === undefined ? {} : { adminKey: Option.some(Redacted.make(options.adminKey)) })
           })
         )
       )

@@ -9,7 +9,9 @@ import type { Deployment } from "@mediagate/server"
 import { Database } from "@mediagate/store-sql"
 import { Replicate } from "@mediagate/upstream"
 import { Config, ConfigError, Duration, Either, Option } from "effect"
+import type { Redacted } from "effect"
 import {
+  adminKey,
   boolean,
   count,
   duration,
@@ -35,6 +37,8 @@ export interface ServerConfig {
   readonly host: string
   readonly publicUrl: string
   readonly apiKey: Option.Option<string>
+  /** MEDIAGATE_ADMIN_KEY: an admin key beside the stored ones, for the admin API and the console. */
+  readonly adminKey: Option.Option<Redacted.Redacted<string>>
   /**
    * Credits (micro-USD) the server's own account gets once, when this server creates it or
    * first sees MEDIAGATE_API_KEY's account; 0 for none. Other accounts start at 0.
@@ -315,6 +319,7 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   host: nonEmpty("MEDIAGATE_HOST").pipe(Config.withDefault("127.0.0.1")),
   publicUrl: Config.option(publicUrl),
   apiKey: Config.option(apiKey),
+  adminKey: Config.option(adminKey),
   startingCredits: startingCredits.pipe(Config.withDefault(10_000_000)),
   allowPrivateUrls: allowPrivateUrls.pipe(Config.withDefault(false)),
   upstream: oneOf("MEDIAGATE_UPSTREAM", ["simulator"], "must be simulator; real providers are set up with MEDIAGATE_ROUTES (docs/providers.md)").pipe(

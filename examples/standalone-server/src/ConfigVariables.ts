@@ -2,7 +2,7 @@
  * The variables the standalone server reads (the README lists them) and the parsers their
  * values go through: each answers the rule a value broke, as one line naming the variable.
  */
-import { Config, ConfigError, Duration, Either } from "effect"
+import { Config, ConfigError, Duration, Either, Redacted } from "effect"
 
 /** Every variable the server reads, for the README check. */
 export const variables = [
@@ -10,6 +10,7 @@ export const variables = [
   "MEDIAGATE_HOST",
   "MEDIAGATE_PUBLIC_URL",
   "MEDIAGATE_API_KEY",
+  "MEDIAGATE_ADMIN_KEY",
   "MEDIAGATE_STARTING_CREDITS",
   "MEDIAGATE_SIMULATOR_PROFILE",
   "MEDIAGATE_ALLOW_PRIVATE_URLS",
@@ -127,3 +128,16 @@ export const duration = (name: Variable, [min, minLabel]: Bound, [max, maxLabel]
         `must be a duration from ${minLabel} to ${maxLabel}, such as 500ms, 10s or 2m (got ${shown(raw)})`
       )
   })
+
+/** Shortest admin key taken as configuration: it opens every account. */
+export const minAdminKeyLength = 32
+
+/**
+ * MEDIAGATE_ADMIN_KEY: an admin key given as configuration, at least 32 characters with no
+ * spaces (`npm run admin -- key create --admin` prints one of the right shape; any long
+ * random string does).
+ */
+export const adminKey = variable("MEDIAGATE_ADMIN_KEY", (raw) =>
+  raw.length >= minAdminKeyLength && !/\s/.test(raw)
+    ? Either.right(Redacted.make(raw))
+    : Either.left(`must be at least ${minAdminKeyLength} characters with no spaces (npm run admin -- key create --admin makes one)`))

@@ -106,6 +106,7 @@ type Tunables =
   | "mediaBucket"
   | "metrics"
   | "requestTimeouts"
+  | "adminKey"
 export type LayerConfig = Omit<ServerConfig, Tunables | "routes" | "unrouted" | "providers" | "webhooks" | "logFormat" | "logLevel"> & Partial<Pick<ServerConfig, Tunables>> & {
   readonly routing?: Routing
   /** Whether each engine step runs in a span (`Engine.Options.stepSpans`): on when traces are exported. */

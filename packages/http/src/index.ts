@@ -1,5 +1,7 @@
 /** Bearer-key authentication. */
 export * as Auth from "./Auth.js"
+/** The admin API's authentication: an admin key passes, a customer key is 403. */
+export * as AdminAuthentication from "./AdminAuthentication.js"
 /** The envelope on every answer. */
 export * as Envelope from "./EnvelopeMiddleware.js"
 /** Task endpoint handlers. */

@@ -218,7 +218,7 @@ export interface Options extends Omit<Config, "allowPrivateUrls"> {
    * An admin key given as configuration (`MEDIAGATE_ADMIN_KEY`), beside the stored ones
    * (`AdminKeys.withGiven`): it opens the admin API and the console.
    */
-  readonly adminKey?: Redacted.Redacted<string>
+  readonly adminKey?: Option.Option<Redacted.Redacted<string>>
 }
 
 /** The services of a deployment, without the HTTP server: the standard composition over these backends. */
@@ -238,7 +238,10 @@ export const services = (
       : mediaRules(options.mediaRules, allowPrivateUrls).pipe(Layer.provide(inner), Layer.provide(backends.media)),
     moderation(options.moderation),
     outbound({ allowPrivateUrls }),
-    options.adminKey === undefined ? backends.adminKeys : AdminKeys.layerWithGiven(options.adminKey).pipe(Layer.provide(backends.adminKeys)),
+    Option.match(options.adminKey ?? Option.none(), {
+      onNone: () => backends.adminKeys,
+      onSome: (given) => AdminKeys.layerWithGiven(given).pipe(Layer.provide(backends.adminKeys))
+    }),
     backends.audit
   ).pipe(Layer.provide(Ids.layer))
   const relay = backends.relay === undefined ? {} : { relay: backends.relay }
