@@ -119,8 +119,9 @@ describe("the OpenAPI document", () => {
         conforms(wrongMethod, "components", "schemas", "MethodNotAllowed")
 
         // Statuses the server never answers are not documented.
-        expect(Object.keys(document.paths["/api/v1/task/{taskId}"]!["get"]!.responses).sort()).toEqual(["200", "400", "401", "404", "429", "500", "503"])
-        expect(Object.keys(document.paths["/api/v1/task/submit"]!["post"]!.responses).sort()).toEqual(["200", "400", "401", "408", "409", "413", "422", "429", "500", "503"])
+        // 403: an admin key on a customer path (and a scoped key's rule on submit).
+        expect(Object.keys(document.paths["/api/v1/task/{taskId}"]!["get"]!.responses).sort()).toEqual(["200", "400", "401", "403", "404", "429", "500", "503"])
+        expect(Object.keys(document.paths["/api/v1/task/submit"]!["post"]!.responses).sort()).toEqual(["200", "400", "401", "403", "408", "409", "413", "422", "429", "500", "503"])
       }))
   })
 
@@ -206,6 +207,12 @@ const endedTask = Effect.gen(function*() {
 
 const unknownTask = "0190c8a4-0000-7000-8000-000000000000"
 
+/** Whether an operation is the admin API's (an admin key; test/admin-auth.test.ts and test/admin-api.test.ts cover it). */
+const isAdminPath = (path: string) => path.startsWith("/api/v1/admin/")
+
+/** Every operation of the document but the admin API's, with a request for it. */
+const customerOperations = (document: Document, taskId: string) => operations(document, taskId).filter(({ path }) => !isAdminPath(path))
+
 /** Every operation of the document, with a request for it (`taskId` fills the path). */
 const operations = (document: Document, taskId: string) =>
   Object.entries(document.paths).flatMap(([path, item]) =>
@@ -270,11 +277,15 @@ describe("the OpenAPI document's key and titles", () => {
     Effect.gen(function*() {
       const document = yield* getDocument
       expect(document.components.securitySchemes).toEqual({
-        bearer: { type: "http", scheme: "bearer", description: expect.stringContaining("Authorization: Bearer <key>") }
+        bearer: { type: "http", scheme: "bearer", description: expect.stringContaining("Authorization: Bearer <key>") },
+        adminBearer: { type: "http", scheme: "bearer", description: expect.stringContaining("admin key") }
       })
-      // The default is what viewers (the docs page's authentication box) offer.
-      expect(document.security).toEqual([{ bearer: [] }])
-      const all = operations(document, unknownTask)
+      // The default is what viewers (the docs page's authentication box) offer: either key.
+      expect(document.security).toEqual([{ bearer: [] }, { adminBearer: [] }])
+      for (const { method, operation, path } of operations(document, unknownTask).filter(({ path }) => isAdminPath(path))) {
+        expect({ path, method, security: operation.security }).toEqual({ path, method, security: [{ adminBearer: [] }] })
+      }
+      const all = customerOperations(document, unknownTask)
       expect(all.length).toBe(10)
       for (const { method, operation, path } of all) {
         // None under /api/v1/ is public; a public operation would say `security: []`.
@@ -307,7 +318,8 @@ describe("the OpenAPI document says exactly what the server enforces", () => {
 
       /** Each field the tests probe: where it sits, its schema, and the request carrying a value in it. */
       const fields: Array<{ readonly name: string; readonly schema: JsonSchema; readonly request: (value: string) => HttpClientRequest.HttpClientRequest }> = []
-      for (const [path, item] of Object.entries(document.paths)) {
+      // The admin API's parameters are probed with an admin key (test/admin-api.test.ts).
+      for (const [path, item] of Object.entries(document.paths).filter(([path]) => !isAdminPath(path))) {
         for (const [method, operation] of Object.entries(item)) {
           for (const parameter of operation.parameters ?? []) {
             if (parameter.in === "query") {
@@ -392,7 +404,7 @@ describe("the OpenAPI document says exactly what the server enforces", () => {
     Effect.gen(function*() {
       const document = yield* getDocument
       const taskId = yield* endedTask
-      const all = operations(document, taskId)
+      const all = customerOperations(document, taskId)
       expect(all.length).toBe(10)
       for (const { method, operation, path, request } of all) {
         // Every operation asks for the key.
@@ -400,7 +412,7 @@ describe("the OpenAPI document says exactly what the server enforces", () => {
         declared(document, path, method, yield* send(request, null))
         declared(document, path, method, yield* send(request, "mg_wrong_key_0000000000"))
       }
-      for (const { method, path, request } of operations(document, unknownTask).filter(({ path }) => path.includes("{taskId}"))) {
+      for (const { method, path, request } of customerOperations(document, unknownTask).filter(({ path }) => path.includes("{taskId}"))) {
         const answer = yield* send(request)
         expect([path, answer.status]).toEqual([path, 404])
         declared(document, path, method, answer)
@@ -465,9 +477,10 @@ describe("the OpenAPI document says exactly what the server enforces", () => {
         expect([path, answer.status]).toEqual([path, 429])
         declared(document, path, "get", answer)
       }
-      // One failed authentication uses up the address's allowance: the next wrong key is 429 on every operation.
+      // One failed authentication uses up the address's allowance: the next wrong key is 429 on every operation
+      // (the admin API's failures count apart: test/admin-auth.test.ts).
       expect((yield* send(HttpClientRequest.get("/api/v1/models"), "mg_wrong_key_0000000000")).status).toBe(401)
-      for (const { method, path, request } of operations(document, taskId)) {
+      for (const { method, path, request } of customerOperations(document, taskId)) {
         const answer = yield* send(request, "mg_other_wrong_key_000000")
         expect([path, method, answer.status]).toEqual([path, method, 429])
         declared(document, path, method, answer)

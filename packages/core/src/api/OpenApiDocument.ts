@@ -106,6 +106,19 @@ const defaultSecurity = (spec: OpenApi.OpenAPISpec): Array<OpenApi.OpenAPISecuri
   return [...new Map(requirements.map((requirement) => [JSON.stringify(requirement), requirement])).values()]
 }
 
+/**
+ * One tag per name: the admin API's groups share the tag `admin` (OpenAPI wants tag names
+ * unique), the first with a description giving it.
+ */
+const uniqueTags = (tags: ReadonlyArray<OpenApi.OpenAPISpecTag>): Array<OpenApi.OpenAPISpecTag> => {
+  const byName = new Map<string, OpenApi.OpenAPISpecTag>()
+  for (const tag of tags) {
+    const known = byName.get(tag.name)
+    if (known === undefined || (known.description === undefined && tag.description !== undefined)) byName.set(tag.name, tag)
+  }
+  return [...byName.values()]
+}
+
 /** The document as it is served (the `servers` entry is added per request). */
 export const clean = (spec: OpenApi.OpenAPISpec): OpenApi.OpenAPISpec => {
   const paths = Object.fromEntries(Object.entries(spec.paths).map(([path, item]) => [
@@ -124,6 +137,7 @@ export const clean = (spec: OpenApi.OpenAPISpec): OpenApi.OpenAPISpec => {
   const schemas = Object.fromEntries(Object.entries(spec.components.schemas).filter(([name]) => !frameworkSchemas.has(name)))
   return {
     ...spec,
+    tags: uniqueTags(spec.tags),
     security: defaultSecurity(spec),
     paths: withoutTitles(paths) as OpenApi.OpenAPISpec["paths"],
     components: withoutTitles({ ...spec.components, schemas }) as OpenApi.OpenAPISpec["components"]
