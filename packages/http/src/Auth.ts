@@ -5,6 +5,7 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Accounts, AdminKeys, Api } from "@mediagate/core"
 import { Clock, Effect, Layer, Option, Redacted } from "effect"
+import * as RateLimit from "./RateLimit.js"
 
 const bearerPattern = /^Bearer[ \t]+([^\s]+)[ \t]*$/i
 
@@ -34,10 +35,24 @@ export const authenticate: Effect.Effect<
   // declare); an accounts store that cannot answer dies here, and the envelope's middleware
   // answers it 503 with Retry-After when the database was out of reach (StoreFailures), else 500.
   const account = yield* accounts.authenticate(key.value).pipe(Effect.catchTag("StoreError", Effect.die))
-  if (Option.isSome(account)) return account.value
+  if (Option.isSome(account)) return yield* Effect.as(ownRateLimit(key.value, account.value), account.value)
   const admin = yield* (yield* AdminKeys.AdminKeys).authenticate(key.value, yield* Clock.currentTimeMillis).pipe(Effect.catchTag("StoreError", Effect.die))
   return yield* Effect.fail(Option.isSome(admin) ? new Api.Forbidden({ code: 403, msg: adminKeyMessage }) : Api.unauthorized())
 })
+
+/**
+ * A scoped key's own rate limit, told to the server's rate limit (when the composition has
+ * one, `RateLimit`): from the key's next request on, it replaces the server's rate for it.
+ * The rate limit takes the key's requests by the digest the HTTP app gives it (`keyDigest`).
+ */
+const ownRateLimit = (key: Redacted.Redacted<string>, account: Accounts.Account) => {
+  const rate = account.scope?.rateLimit
+  if (rate == null) return Effect.void
+  return Effect.flatMap(Effect.serviceOption(RateLimit.RateLimit), (limit) =>
+    Option.isNone(limit) || limit.value.ownLimit === undefined
+      ? Effect.void
+      : limit.value.ownLimit(RateLimit.keyDigest(Redacted.value(key)), rate))
+}
 
 /** The Authorization middleware of the API. */
 export const layer: Layer.Layer<Api.Authorization, never, Accounts.Accounts | AdminKeys.AdminKeys> = Layer.effect(

@@ -9,6 +9,14 @@
  * (draft-ietf-httpapi-ratelimit-headers): `"per-key";q=<perSecond>;w=1` and
  * `"per-key";r=0;t=<seconds until a request is allowed>`.
  *
+ * A scoped key's own rate (`ApiKeys.KeyScope.rateLimit`) replaces the server's for it
+ * (`ownLimit`): authentication (`Auth`) tells the limit the key's rate, and from then on, for
+ * `ownTtl` after the key's last authentication, `take` counts the key's requests in a bucket of
+ * its own at that rate, kept as the server's buckets are (in this process for `layer`, for
+ * every node for `layerShared`), instead of the server's. The request that first
+ * authenticates a key on a node was counted by the server's bucket; it is counted in the
+ * key's own too.
+ *
  * Buckets are checked before authentication, so a flood with one wrong key is limited too.
  * They are keyed by a fixed-size digest of the presented key, never the key itself: a
  * presented key may be any 16 KB string, and thousands of distinct ones must not be kept.
@@ -32,14 +40,83 @@ export interface Options {
 /** What a request may do: go on, or wait `retryAfterMs`. */
 export type Decision = TokenBuckets.Decision
 
+/** A rate: requests a second on average, and at once after being idle. */
+export interface Rate {
+  readonly perSecond: number
+  readonly burst: number
+}
+
 export class RateLimit extends Context.Tag("@mediagate/http/RateLimit")<RateLimit, {
   readonly perSecond: number
   readonly burst: number
-  /** Takes one request from the key's bucket. */
+  /** Takes one request from the key's bucket: its own (`ownLimit`) when it has one. */
   readonly take: (key: string) => Effect.Effect<Decision>
   /** Buckets held now. */
   readonly size: Effect.Effect<number>
+  /**
+   * Tells the limit that `key` (as `take` is given it) has its own `rate`, replacing the
+   * server's for it from the next request; its first telling also counts this request
+   * against it. Absent on limits made elsewhere: keys keep the server's rate there.
+   */
+  readonly ownLimit?: (key: string, rate: Rate) => Effect.Effect<void>
+  /** The rate `take` applies to `key` now: its own, else the server's (for the 429's RateLimit-Policy). */
+  readonly rateOf?: (key: string) => Effect.Effect<Rate>
 }>() {}
+
+/** How long a key's own rate is remembered after its last authentication. */
+export const ownTtl = Duration.minutes(5)
+
+/** Own rates kept at most, and limits made for distinct rates at most (past that, the oldest are dropped). */
+const maxOwn = 10_000
+const maxRates = 1_000
+
+/**
+ * `server` with keys' own rates (see the module comment): a limit made by `limitFor` per
+ * distinct rate, its buckets named apart from the server's (`own:` and the key).
+ */
+const withOwnLimits = (
+  server: Context.Tag.Service<RateLimit>,
+  limitFor: (rate: Rate) => Context.Tag.Service<RateLimit>
+): Context.Tag.Service<RateLimit> => {
+  const ttl = Duration.toMillis(ownTtl)
+  const own = new Map<string, { readonly rate: Rate; readonly until: number }>()
+  const limits = new Map<string, Context.Tag.Service<RateLimit>>()
+  const limitOf = (rate: Rate) => {
+    const name = `${rate.perSecond}/${rate.burst}`
+    const found = limits.get(name)
+    if (found !== undefined) return found
+    const made = limitFor(rate)
+    limits.set(name, made)
+    if (limits.size > maxRates) limits.delete(limits.keys().next().value!)
+    return made
+  }
+  const ownNow = (key: string, now: number) => {
+    const found = own.get(key)
+    if (found === undefined || found.until > now) return found
+    own.delete(key)
+    return undefined
+  }
+  return {
+    ...server,
+    take: (key) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const found = ownNow(key, now)
+        return found === undefined ? server.take(key) : limitOf(found.rate).take(`own:${key}`)
+      }),
+    ownLimit: (key, rate) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const found = ownNow(key, now)
+        const same = found !== undefined && found.rate.perSecond === rate.perSecond && found.rate.burst === rate.burst
+        own.delete(key)
+        own.set(key, { rate, until: now + ttl })
+        if (own.size > maxOwn) own.delete(own.keys().next().value!)
+        // Newly told: this request went through the server's bucket; count it in the key's own.
+        return same ? Effect.void : Effect.asVoid(limitOf(rate).take(`own:${key}`))
+      }),
+    rateOf: (key) =>
+      Effect.map(Clock.currentTimeMillis, (now) => ownNow(key, now)?.rate ?? { perSecond: server.perSecond, burst: server.burst })
+  }
+}
 
 /**
  * A fixed-size name for a presented key (128 bits of its SHA-256): what buckets and
@@ -47,7 +124,11 @@ export class RateLimit extends Context.Tag("@mediagate/http/RateLimit")<RateLimi
  */
 export const keyDigest = (key: string): string => createHash("sha256").update(key).digest("base64url").slice(0, 22)
 
-export const make = (options: Options): Context.Tag.Service<RateLimit> => {
+export const make = (options: Options): Context.Tag.Service<RateLimit> =>
+  withOwnLimits(makeBuckets(options), (rate) => makeBuckets({ ...rate, maxKeys: options.maxKeys ?? 10_000 }))
+
+/** The server's buckets in this process. */
+const makeBuckets = (options: Options): Context.Tag.Service<RateLimit> => {
   const perSecond = options.perSecond
   const burst = options.burst ?? perSecond * 2
   const buckets = TokenBuckets.make({ perSecond, burst, maxKeys: options.maxKeys ?? 10_000 })
@@ -92,7 +173,11 @@ interface Waiter {
  * to about the limit while the database is away; a warning is logged once until the store
  * answers again.
  */
-export const makeShared = (options: SharedOptions, shared: Context.Tag.Service<SharedLimits.SharedLimits>): Context.Tag.Service<RateLimit> => {
+export const makeShared = (options: SharedOptions, shared: Context.Tag.Service<SharedLimits.SharedLimits>): Context.Tag.Service<RateLimit> =>
+  withOwnLimits(makeSharedBuckets(options, shared), (rate) => makeSharedBuckets({ ...options, ...rate }, shared))
+
+/** The server's buckets for every node (`makeShared`). */
+const makeSharedBuckets = (options: SharedOptions, shared: Context.Tag.Service<SharedLimits.SharedLimits>): Context.Tag.Service<RateLimit> => {
   const perSecond = options.perSecond
   const burst = options.burst ?? perSecond * 2
   const rate = { perSecond, burst }
@@ -100,9 +185,9 @@ export const makeShared = (options: SharedOptions, shared: Context.Tag.Service<S
   const maxKeys = options.maxKeys ?? 10_000
   // This node's share of the limit, for when the store cannot answer: made again when the
   // count of nodes changes.
-  let own = { nodes: 1, limit: make({ perSecond, burst, maxKeys }) }
+  let own = { nodes: 1, limit: makeBuckets({ perSecond, burst, maxKeys }) }
   const ownShare = Effect.map(shared.nodes, (nodes) => {
-    if (nodes !== own.nodes) own = { nodes, limit: make({ perSecond: perSecond / nodes, burst: Math.max(1, burst / nodes), maxKeys }) }
+    if (nodes !== own.nodes) own = { nodes, limit: makeBuckets({ perSecond: perSecond / nodes, burst: Math.max(1, burst / nodes), maxKeys }) }
     return own.limit
   })
   // Keys refused until their bucket has a whole token again: no node can give it one sooner
