@@ -174,7 +174,8 @@ describe("TaskService.submit: accepted", () => {
         version: 1,
         provider: null,
         progress: null,
-        callbackEvents: null
+        callbackEvents: null,
+        keyId: null
       })
     }).pipe(Effect.provide(Service)))
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, Task, TaskConflict, TaskStore } from "@mediagate/core"
+import { ApiKeys, Ids, Task, TaskConflict, TaskStore } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import { Effect, Option, Redacted } from "effect"
 import { MemoryAccounts, MemoryTaskStore } from "../src/index.js"
@@ -84,7 +84,7 @@ describe("MemoryAccounts", () => {
 
   it.effect("authenticates the right key only", () =>
     Effect.gen(function*() {
-      expect(yield* accounts.authenticate(Redacted.make("secret-key"))).toEqual(Option.some({ id: "a1", name: "one" }))
+      expect(yield* accounts.authenticate(Redacted.make("secret-key"))).toEqual(Option.some({ id: "a1", name: "one", keyId: "key_a1", scope: ApiKeys.unscoped }))
       expect(Option.isNone(yield* accounts.authenticate(Redacted.make("secret-kez")))).toBe(true)
       expect(Option.isNone(yield* accounts.authenticate(Redacted.make("")))).toBe(true)
     }))
@@ -94,8 +94,8 @@ describe("MemoryAccounts", () => {
       const state = MemoryAccounts.state(keys)
       // The state is all the service reads: it authenticates both keys from it alone.
       const served = MemoryAccounts.fromState(state)
-      expect(yield* served.authenticate(Redacted.make("secret-key"))).toEqual(Option.some({ id: "a1", name: "one" }))
-      expect(yield* served.authenticate(Redacted.make("other-key"))).toEqual(Option.some({ id: "a2", name: "two" }))
+      expect(yield* served.authenticate(Redacted.make("secret-key"))).toEqual(Option.some({ id: "a1", name: "one", keyId: "key_a1", scope: ApiKeys.unscoped }))
+      expect(yield* served.authenticate(Redacted.make("other-key"))).toEqual(Option.some({ id: "a2", name: "two", keyId: "key_a2", scope: ApiKeys.unscoped }))
       const strings = reachableStrings(state)
       expect(strings).toContain(MemoryAccounts.hashKey("secret-key").toString("hex"))
       expect(strings).toContain("whsec_c2VjcmV0")
