@@ -8,11 +8,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { AdminAuthentication, Auth, AuthFailures } from "@mediagate/http"
 import { Duration, Effect, Layer, Option } from "effect"
+import { adminKey } from "./admin-support.js"
 import type { Answer } from "./support.js"
 import { apiKey, client, testServer } from "./support.js"
 
-/** The admin key the test server is given as configuration (MEDIAGATE_ADMIN_KEY). */
-const adminKey = "mga_test_admin_key_0123456789abcdefghij"
 const unknownTask = "0190c8a4-0000-7000-8000-000000000000"
 
 const api = client()

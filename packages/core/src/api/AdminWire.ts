@@ -124,7 +124,7 @@ export const CreatedKeyResponse = okSchema(Schema.Struct({
   info: ApiKey
 })).annotations({ identifier: "AdminCreatedKeyResponse" })
 
-export const KeyResponse = okSchema(ApiKey).annotations({ identifier: "AdminKeyResponse" })
+export const KeyResponse = okSchema(ApiKey).annotations({ identifier: "AdminApiKeyResponse" })
 
 /** An account's signing secrets, as the admin CLI's `secret show` prints them. */
 export const SecretsResponse = okSchema(Schema.Struct({
