@@ -123,3 +123,5 @@ export * as Usage from "./tasks/Usage.js"
 export * as UsageRecords from "./tasks/UsageRecords.js"
 /** The operator's overview and providers page. */
 export * as Insights from "./tasks/Insights.js"
+/** The usage reports' and the operator's insights' endpoints. */
+export * as UsageApi from "./api/UsageApi.js"

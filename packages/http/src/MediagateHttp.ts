@@ -4,7 +4,7 @@
 import type { HttpApi } from "@effect/platform"
 import { HttpApiBuilder, HttpApp, HttpRouter, HttpServer, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import type { Ledger, MediaStore, ModelCatalog } from "@mediagate/core"
+import type { Ledger, MediaStore, ModelCatalog, UsageStore } from "@mediagate/core"
 import { Accounts, AdminKeys, AdminService, Api, TaskService } from "@mediagate/core"
 import type { Scope } from "effect"
 import { Context, Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
@@ -22,6 +22,7 @@ import * as HeldRequests from "./HeldRequests.js"
 import { isAdminPath, isApiPath } from "./Paths.js"
 import * as RateLimit from "./RateLimit.js"
 import * as Routes from "./Routes.js"
+import * as UsageHandlers from "./UsageHandlers.js"
 
 /**
  * What the HTTP layer needs from the host's composition: the use cases and the backends, and
@@ -35,11 +36,13 @@ export type Requirements =
   | ModelCatalog.ModelCatalog
   | AdminService.AdminService
   | AdminKeys.AdminKeys
+  | UsageStore.UsageStore
 
 /** The API with its handlers, auth and extra routes. */
 export const layer: Layer.Layer<HttpApi.Api, never, Requirements> = HttpApiBuilder.api(Api.MediagateApi).pipe(
   Layer.provide([Handlers.layer, Handlers.callbacksLayer, Handlers.catalogLayer, Handlers.accountLayer]),
   Layer.provide([AdminHandlers.accountsLayer, AdminTaskHandlers.tasksLayer, AdminTaskHandlers.accessLayer]),
+  Layer.provide([UsageHandlers.usageLayer, UsageHandlers.insightsLayer]),
   Layer.provide([Auth.layer, AdminAuthentication.layer]),
   Layer.merge(Routes.layer),
   Layer.merge(Handlers.decodeFailures)

@@ -21,6 +21,12 @@ import * as Step from "./Step.js"
 
 export type { Options } from "./Settings.js"
 
+/** The running limits these options give (defaults filled in), as the providers page shows them (`Insights.RunningLimits`). */
+export const runningLimits = (options: Options) => {
+  const settings = resolve(options)
+  return { maxRunning: settings.maxRunning, perProvider: settings.maxRunningPerProvider }
+}
+
 /**
  * True for a claimed task whose step is a synchronous upstream's call (it runs beside the
  * steps); not for one whose job finished and whose results wait to be copied (a step).

@@ -4,7 +4,7 @@
  * (`SqlBackends.make`), which needs `@mediagate/store-sql` installed. The standalone server
  * and an embedding host choose one and hand it to `Deployment.services({ backends, ... })`.
  */
-import type { Accounts, AdminKeys, AuditLog, IdempotencyKeys, Ids, Ledger, MediaError, MediaStore, SharedLimits, StoreError, TaskStore } from "@mediagate/core"
+import type { Accounts, AdminKeys, AuditLog, IdempotencyKeys, Ids, Ledger, MediaError, MediaStore, SharedLimits, StoreError, TaskStore, UsageStore } from "@mediagate/core"
 import { Routes } from "@mediagate/http"
 import { MemoryAccounts, MemoryAdminKeys, MemoryAuditLog, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import type { Layer } from "effect"
@@ -23,6 +23,8 @@ export interface Backends {
   readonly media: Layer.Layer<MediaStore.MediaStore, MediaError, Ids.Ids>
   /** Idempotency keys of submits; without it they live in memory (lost with the process). */
   readonly idempotencyKeys?: Layer.Layer<IdempotencyKeys.IdempotencyKeys, StoreError>
+  /** The aggregate reads of usage reports and insights; without it, reads over the store and ledger (every row, each time). */
+  readonly usage?: Layer.Layer<UsageStore.UsageStore, StoreError>
   /**
    * The HTTP edge's limits shared with the other nodes on the same database (PostgreSQL
    * only; `Deployment.edgeLimits` takes them): without it they are kept in this process.

@@ -246,6 +246,7 @@ export const services = (
   ).pipe(Layer.provide(Ids.layer))
   const relay = backends.relay === undefined ? {} : { relay: backends.relay }
   const keys = backends.idempotencyKeys === undefined ? {} : { idempotencyKeys: backends.idempotencyKeys }
+  const usage = backends.usage === undefined ? {} : { usage: backends.usage }
   const deadlines = options.deadlines === undefined ? {} : { deadlines: options.deadlines }
   return Mediagate.servicesWithAdmin({
     engine: options.engine ?? {},
@@ -253,6 +254,7 @@ export const services = (
     allowPrivateUrls,
     ...relay,
     ...keys,
+    ...usage,
     ...deadlines
   }).pipe(Layer.provideMerge(concrete))
 }

@@ -8,19 +8,22 @@
  * backends and the library's concrete choices are in `Backends` and `Deployment`.
  */
 import type { HttpRouter, HttpServer } from "@effect/platform"
-import type { AdminKeys, AdminService, AuditLog, Ledger, MediaStore, Moderation, Outbound, StoreError, TaskStore, Upstream } from "@mediagate/core"
+import type { AdminKeys, AdminService, AuditLog, Ledger, MediaStore, Moderation, Outbound, StoreError, TaskStore, UsageStore } from "@mediagate/core"
 import {
   Accounts,
   AdminOperations,
   Deadlines,
   IdempotencyKeys,
   Ids,
+  Insights,
   ModelCatalog,
   SubmitPolicy,
   TaskChanges,
   TaskEvents,
   TaskService,
-  TaskWrites
+  TaskWrites,
+  Upstream,
+  UsageRecords
 } from "@mediagate/core"
 import { Health, MediagateHttp } from "@mediagate/http"
 import { Deliverer, Engine, Settlements } from "@mediagate/scheduler"
@@ -89,6 +92,12 @@ export interface Options {
    * database). Default: in memory, so keys answer for 24 hours only while the process lives.
    */
   readonly idempotencyKeys?: Layer.Layer<IdempotencyKeys.IdempotencyKeys, StoreError>
+  /**
+   * The aggregate reads of usage reports and the operator's insights (`SqlUsage.layer` on the
+   * task store's database). Default: reads over the task store, ledger and accounts
+   * (`UsageRecords.layer`), which read every task and entry on each report: fine in memory.
+   */
+  readonly usage?: Layer.Layer<UsageStore.UsageStore, StoreError>
 }
 
 /** `inner`'s wake-up of `tag`, also relayed to the other nodes as `topic` when a relay is given. */
@@ -164,10 +173,22 @@ export const services = (
 export const servicesWithAdmin = (
   options: Options = {}
 ): Layer.Layer<
-  Layer.Layer.Success<ReturnType<typeof services>> | AdminService.AdminService,
+  | Layer.Layer.Success<ReturnType<typeof services>>
+  | AdminService.AdminService
+  | UsageStore.UsageStore
+  | Insights.ProviderTargets
+  | Insights.RunningLimits,
   StoreError,
   Requirements | AdminRequirements
-> => Layer.provideMerge(AdminOperations.layer, services(options))
+> =>
+  Layer.mergeAll(
+    Layer.provideMerge(AdminOperations.layer, services(options)),
+    // Usage reports and the operator's insights: the host's aggregate reads (`SqlUsage`), or
+    // reads over the task store, ledger and accounts; the upstream's targets, the engine's limits.
+    options.usage ?? UsageRecords.layer,
+    Layer.effect(Insights.ProviderTargets, Effect.map(Upstream.Upstream, (upstream) => upstream.targets)),
+    Layer.succeed(Insights.RunningLimits, Engine.runningLimits(options.engine ?? {}))
+  )
 
 /** The whole API served on the HttpServer in context. */
 export const layer = (

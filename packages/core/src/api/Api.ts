@@ -30,6 +30,7 @@ import {
   UnprocessableEntity
 } from "./Envelope.js"
 import * as OpenApiDocument from "./OpenApiDocument.js"
+import { AdminInsightsGroup, CustomerUsageGroup } from "./UsageApi.js"
 import { ListParams, QueryParams, SubmitHeaders, SubmitRequest, TaskIdPath } from "./Requests.js"
 
 // The contract is one namespace (`Api.BadRequest`, `Api.SubmitRequest`, ...) over its modules.
@@ -320,10 +321,13 @@ export class MediagateApi extends HttpApi.make("mediagate")
   .add(CallbacksGroup)
   .add(CatalogGroup)
   .add(AccountGroup)
+  // Usage reports (`UsageApi`): the customer's, authenticated here (UsageApi cannot import this module).
+  .add(CustomerUsageGroup.middleware(Authorization).prefix("/api/v1"))
   // The operator's API (`AdminApi`), under its own tag and admin keys only.
   .add(AdminAccountsGroup)
   .add(AdminTasksGroup)
   .add(AdminAccessGroup)
+  .add(AdminInsightsGroup)
   // Every endpoint is authenticated, and the limits run before authentication (HTTP layer).
   .addError(TooManyRequests)
   // The database out of reach: any endpoint that reads or writes it (authentication does).

@@ -3,6 +3,7 @@
  * rows (`UsageStore.stats`, `.providers`), the upstream's targets with this node's circuits
  * (`Upstream.targets`) and the engine's running limits (`RunningLimits`).
  */
+import type { Effect } from "effect"
 import { Context } from "effect"
 import { TaskStatus } from "../domain/Task.js"
 import type { UpstreamAttempt } from "../domain/Task.js"
@@ -24,6 +25,16 @@ export class RunningLimits extends Context.Reference<RunningLimits>()("@mediagat
     /** By provider name, `"*"` for every provider not named. */
     readonly perProvider: Readonly<Record<string, number>>
   } => ({ maxRunning: null, perProvider: {} })
+}) {}
+
+/**
+ * The provider targets of the composition's upstream with this node's circuits
+ * (`Upstream.targets`), as the providers page shows them. The standard composition provides
+ * its upstream's; without it, or for an upstream that names none, the page shows one
+ * target (`unnamedTarget`).
+ */
+export class ProviderTargets extends Context.Reference<ProviderTargets>()("@mediagate/core/ProviderTargets", {
+  defaultValue: (): Effect.Effect<ReadonlyArray<TargetStatus>> | undefined => undefined
 }) {}
 
 /** The windows of the overview: the last `minutes` minutes, the last 24 hours, the last `days` UTC days (today included). */

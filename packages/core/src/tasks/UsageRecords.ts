@@ -1,12 +1,21 @@
 /**
  * The `UsageStore`'s reads computed from records in hand (tasks and ledger entries), as the
- * SQL backend's GROUP BY queries compute them: the memory backend answers with these, and
- * the contract suite holds every backend to the same answers.
+ * SQL backend's GROUP BY queries compute them: the memory backend answers with these (`layer`,
+ * over the contracts of the task store, ledger and accounts), and the contract suite holds
+ * every backend to the same answers.
  */
+import type { Context } from "effect"
+import { Effect, Layer } from "effect"
+import type { StoreError } from "../domain/Errors.js"
+import { AccountId } from "../domain/Ids.js"
+import type { TaskId } from "../domain/Ids.js"
 import type { TaskRecord } from "../domain/Task.js"
+import { AccountAdmin } from "../services/Accounts.js"
 import type { LedgerEntry } from "../services/Ledger.js"
+import { Ledger } from "../services/Ledger.js"
+import { TaskStore } from "../services/TaskStore.js"
 import type { LedgerSumRow, ProviderRows, StatsQuery, StatsRows, TaskCountRow, UsageQuery, UsageRows } from "../services/UsageStore.js"
-import { attemptSampleTasks, dayMillis } from "../services/UsageStore.js"
+import { attemptSampleTasks, dayMillis, UsageStore } from "../services/UsageStore.js"
 
 /**
  * The nearest-rank percentile `p` (0..100) of values sorted ascending: the value at rank
@@ -109,3 +118,57 @@ export const providerRows = (query: { readonly now: number; readonly since: numb
   )
   return { attempts: sample.flatMap((task) => task.attempts), running }
 }
+
+/** Tasks read per page of `listAll`. */
+const page = 1_000
+
+/**
+ * The usage reads over any task store with `listAll`, ledger and accounts, reading every task
+ * and entry on each call: for the memory backends (`MemoryUsage`), and the composition's
+ * default where a host gives no usage reads of its own (the SQL backends give `SqlUsage`).
+ */
+export const make: Effect.Effect<Context.Tag.Service<UsageStore>, never, TaskStore | Ledger | AccountAdmin> = Effect.gen(function*() {
+  const store = yield* TaskStore
+  const ledger = yield* Ledger
+  const admin = yield* AccountAdmin
+  const listAll = store.listAll
+  if (listAll === undefined) return yield* Effect.dieMessage("the usage reads need a task store with listAll")
+
+  const allTasks: Effect.Effect<ReadonlyArray<TaskRecord>, StoreError> = Effect.gen(function*() {
+    const found: Array<TaskRecord> = []
+    let cursor: TaskId | undefined
+    for (;;) {
+      const { nextCursor, tasks } = yield* listAll({ limit: page, cursor })
+      found.push(...tasks)
+      if (nextCursor === null) return found
+      cursor = nextCursor
+    }
+  })
+
+  /** The entries of `accountId`'s ledger, or of every account known (listed, or owning a task). */
+  const allEntries = (tasks: ReadonlyArray<TaskRecord>, accountId: AccountId | undefined) =>
+    Effect.gen(function*() {
+      const accounts = accountId !== undefined
+        ? [accountId]
+        : [...new Set([...(yield* admin.listAccounts).map((account) => account.id), ...tasks.map((task) => task.ownerId)])]
+      const entries = yield* Effect.forEach(accounts, (id) => ledger.entries(AccountId.make(id), Number.MAX_SAFE_INTEGER))
+      return entries.flat()
+    })
+
+  return {
+    usage: (query) =>
+      Effect.gen(function*() {
+        const tasks = yield* allTasks
+        return usageRows(query, tasks, yield* allEntries(tasks, query.accountId))
+      }),
+    stats: (query) =>
+      Effect.gen(function*() {
+        const tasks = yield* allTasks
+        return statsRows(query, tasks, yield* allEntries(tasks, undefined))
+      }),
+    providers: (query) => Effect.map(allTasks, (tasks) => providerRows(query, tasks))
+  }
+})
+
+/** The usage reads over the task store, ledger and accounts in context (`make`). */
+export const layer: Layer.Layer<UsageStore, never, TaskStore | Ledger | AccountAdmin> = Layer.effect(UsageStore, make)
