@@ -166,6 +166,24 @@ describe("scoped keys over HTTP (SQLite)", () => {
     expect(plain).toEqual([404, 404, 404, 429, 429])
   })
 
+  it("a key's own rate limit holds where the server has none (MEDIAGATE_RATE_LIMIT=off); other keys are not limited", { timeout: 60_000 }, async () => {
+    const url = sqliteUrl()
+    const slow = "mg_scoped_slow_key_0123456789"
+    await seed(url, [{ key: slow, scope: { ...ApiKeys.unscoped, rateLimit: Either.getOrThrow(KeyScopes.parseRateLimit("2/min")) } }])
+    const call = await node(url, { rateLimit: Option.none() })
+    const missing = "/api/v1/task/0190c8a4-0000-7000-8000-000000000000"
+    const statuses: Array<number> = []
+    for (let i = 0; i < 4; i++) statuses.push((await call(slow, missing)).status)
+    // Its own burst of 1 (2 a minute rounds up to 1 a second, at least 1): then 429.
+    expect(statuses).toEqual([404, 429, 429, 429])
+    const limited = await call(slow, missing)
+    expect(limited.headers.get("ratelimit-policy")).toBe(`"per-key";q=${2 / 60};w=1`)
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(20)
+    const plain: Array<number> = []
+    for (let i = 0; i < 20; i++) plain.push((await call(accountKey, missing)).status)
+    expect(plain.every((status) => status === 404)).toBe(true)
+  })
+
   it("an expiry still ends a scoped key: 401 from then on", { timeout: 60_000 }, async () => {
     const url = sqliteUrl()
     const expired = "mg_scoped_expired_key_0123456789"

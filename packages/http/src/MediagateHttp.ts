@@ -109,7 +109,7 @@ export const httpApp: Effect.Effect<
         if (Option.isSome(limit)) {
           const decision = yield* limit.value.take(digest)
           if (decision._tag === "Limited") {
-            const headers = RateLimit.limitedHeaders(limit.value, decision.retryAfterMs)
+            const headers = RateLimit.limitedHeaders(yield* RateLimit.rateFor(limit.value, digest), decision.retryAfterMs)
             return yield* tooMany("too many requests for this key; slow down", RateLimit.retryAfterSeconds(decision.retryAfterMs), headers)
           }
         }

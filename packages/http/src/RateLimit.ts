@@ -140,6 +140,42 @@ const makeBuckets = (options: Options): Context.Tag.Service<RateLimit> => {
   }
 }
 
+/**
+ * No server-wide rate, only keys' own (`ownLimit`): what a composition with no per-key limit
+ * configured installs, so that a scoped key's rate holds there too. A key with no rate of its
+ * own is not counted (no bucket is kept for it). `perSecond` and `burst` read 0: there is no
+ * server rate to name.
+ */
+const noServerLimit: Context.Tag.Service<RateLimit> = {
+  perSecond: 0,
+  burst: 0,
+  take: () => Effect.succeed({ _tag: "Allowed", remaining: 0 }),
+  size: Effect.succeed(0)
+}
+
+/** Keys' own rates only (`noServerLimit`), their buckets in this process. */
+export const makeOwnOnly = (options: { readonly maxKeys?: number } = {}): Context.Tag.Service<RateLimit> =>
+  withOwnLimits(noServerLimit, (rate) => makeBuckets({ ...rate, maxKeys: options.maxKeys ?? 10_000 }))
+
+/** Keys' own rates only, their buckets shared by every node (`SharedLimits`), as `makeShared` keeps them. */
+export const makeSharedOwnOnly = (
+  shared: Context.Tag.Service<SharedLimits.SharedLimits>,
+  options: Omit<SharedOptions, "perSecond" | "burst"> = {}
+): Context.Tag.Service<RateLimit> => withOwnLimits(noServerLimit, (rate) => makeSharedBuckets({ ...options, ...rate }, shared))
+
+/** `makeOwnOnly` as a layer: for a composition with no per-key rate limit. */
+export const layerOwnOnly: Layer.Layer<RateLimit> = Layer.sync(RateLimit, () => makeOwnOnly())
+
+/** `makeSharedOwnOnly` as a layer. */
+export const layerSharedOwnOnly: Layer.Layer<RateLimit, never, SharedLimits.SharedLimits> = Layer.effect(
+  RateLimit,
+  Effect.map(SharedLimits.SharedLimits, (shared) => makeSharedOwnOnly(shared))
+)
+
+/** The rate `limit` applies to `key` now (a key's own, else the server's): what a 429's RateLimit-Policy names. */
+export const rateFor = (limit: Context.Tag.Service<RateLimit>, key: string): Effect.Effect<Rate> =>
+  limit.rateOf === undefined ? Effect.succeed({ perSecond: limit.perSecond, burst: limit.burst }) : limit.rateOf(key)
+
 /** Rate limits for the API (see `MediagateHttp.httpApp`), kept in this process. */
 export const layer = (options: Options): Layer.Layer<RateLimit> => Layer.sync(RateLimit, () => make(options))
 
@@ -318,7 +354,7 @@ export const layerShared = (options: SharedOptions): Layer.Layer<RateLimit, neve
   Layer.effect(RateLimit, Effect.map(SharedLimits.SharedLimits, (shared) => makeShared(options, shared)))
 
 /** The headers of a 429. */
-export const limitedHeaders = (limit: Context.Tag.Service<RateLimit>, retryAfterMs: number): Record<string, string> => {
+export const limitedHeaders = (limit: { readonly perSecond: number }, retryAfterMs: number): Record<string, string> => {
   const seconds = retryAfterSeconds(retryAfterMs)
   return {
     "retry-after": String(seconds),

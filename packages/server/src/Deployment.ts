@@ -105,7 +105,7 @@ export const engineOptions = (config: EngineConfig): Engine.Options => ({
 
 /** The limits of the HTTP edge; each left out has the library's default (no rate limit). */
 export interface EdgeConfig {
-  /** Requests a second per key and the burst (and the wait for the shared buckets); none: no rate limit. */
+  /** Requests a second per key and the burst (and the wait for the shared buckets); none: no server-wide rate limit (scoped keys' own rates still hold, `RateLimit.layerOwnOnly`). */
   readonly rateLimit?: Option.Option<RateLimit.SharedOptions>
   /** Requests held open at once (events streams, `?wait=`), per key and in total. */
   readonly heldRequests?: HeldRequests.Limits
@@ -127,9 +127,9 @@ export const edgeLimits = (
 ): Layer.Layer<never, StoreError> => {
   const rateLimit = config.rateLimit ?? Option.none()
   const kept: Layer.Layer<never, StoreError> = shared === undefined
-    ? Option.match(rateLimit, { onNone: () => Layer.empty, onSome: RateLimit.layer })
+    ? Option.match(rateLimit, { onNone: () => RateLimit.layerOwnOnly, onSome: RateLimit.layer })
     : Layer.mergeAll(
-      Option.match(rateLimit, { onNone: () => Layer.empty, onSome: RateLimit.layerShared }),
+      Option.match(rateLimit, { onNone: () => RateLimit.layerSharedOwnOnly, onSome: RateLimit.layerShared }),
       HeldRequests.layerShared
     ).pipe(Layer.provide(shared))
   return Layer.mergeAll(
