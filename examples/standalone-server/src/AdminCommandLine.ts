@@ -2,9 +2,10 @@
  * The admin CLI's command line before and around @effect/cli: a mistyped command named at
  * its own level, and help and complaints in plain text unless stdout is a terminal.
  */
-import { AutoCorrect, CliConfig, CommandDescriptor } from "@effect/cli"
-import { Console, type Effect } from "effect"
+import { AutoCorrect, CliConfig, CommandDescriptor, HelpDoc, Options, ValidationError } from "@effect/cli"
+import { Console, Effect, Either } from "effect"
 import { stripVTControlCharacters } from "node:util"
+import { parseDuration } from "./ConfigVariables.js"
 
 /** The groups of commands by name, each with its description and its commands. */
 export type Groups = Readonly<Record<string, readonly [string, ReadonlyArray<Described>]>>
@@ -57,4 +58,34 @@ export const plainText = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       log: (...args) => console.log(...args.map((arg) => (typeof arg === "string" ? stripVTControlCharacters(arg) : arg))),
       error: (...args) => console.error(...args.map((arg) => (typeof arg === "string" ? stripVTControlCharacters(arg) : arg)))
     })
+  )
+
+/** `--json`, on every command. */
+export const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON document instead of text"))
+
+/** A `--<name>` length of time written as a number and a unit: 90m, 12h, 30d. */
+export const durationOf = (name: string) => (raw: string) => {
+  const value = parseDuration(raw)
+  return value === undefined
+    ? Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name} must be a number and a unit, such as 90m, 12h or 30d (got ${JSON.stringify(raw)})`)))
+    : Effect.succeed(value)
+}
+
+/** A `--<name>` value read by `parse` (a rule of core's, such as `KeyScopes.parseRateLimit`), its complaint as the CLI's. */
+export const parsedBy = <A>(parse: (raw: string) => Either.Either<A, string>) => (raw: string) =>
+  Either.match(parse(raw), {
+    onLeft: (rule) => Effect.fail(ValidationError.invalidValue(HelpDoc.p(rule))),
+    onRight: Effect.succeed
+  })
+
+/** `--limit`: how many of the latest to show, 1 to 1000. */
+export const limit = (what: string) =>
+  Options.integer("limit").pipe(
+    Options.withDescription(`How many of the latest ${what} to show, 1 to 1000`),
+    Options.withDefault(20),
+    Options.mapEffect((value) =>
+      value >= 1 && value <= 1000
+        ? Effect.succeed(value)
+        : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--limit must be a whole number from 1 to 1000 (got ${value})`)))
+    )
   )
