@@ -121,6 +121,16 @@ describe("admin authentication", () => {
     }).pipe(Effect.provide(server)))
 })
 
+describe("a composition with no admin key", () => {
+  it.effect("answers 401 on every admin path (a customer key still 403): the admin API is there, closed", () =>
+    Effect.gen(function*() {
+      for (const operation of (yield* operations).filter(isAdmin)) {
+        expectEnvelope(operation, yield* send(operation, adminKey), 401, "unauthorized")
+        expectEnvelope(operation, yield* send(operation, apiKey), 403, AdminAuthentication.customerKeyMessage)
+      }
+    }).pipe(Effect.provide(testServer().pipe(Layer.provide(AuthFailures.layerAdmin(Option.none()))))))
+})
+
 describe("failed admin sign-ins", () => {
   it.effect("are limited per address: 5 wrong keys, then 429 with Retry-After; a good admin key still passes; customer paths count apart", () =>
     Effect.gen(function*() {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, Either, Option } from "effect"
+import { ConfigProvider, Duration, Effect, Either, Option, Redacted } from "effect"
 import { configErrorLines, listeningOn, serverConfig } from "../src/Config.js"
 import * as Logging from "../src/Logging.js"
 
@@ -257,6 +257,20 @@ describe("serverConfig", () => {
       expect(yield* problems({ MEDIAGATE_RATE_LIMIT: "fast" })).toEqual([
         `MEDIAGATE_RATE_LIMIT must be requests a second per key, a whole number from 1, or off (got "fast")`
       ])
+    }))
+
+  it.effect("MEDIAGATE_ADMIN_KEY: unset by default; at least 32 characters with no spaces, never echoed in the message", () =>
+    Effect.gen(function*() {
+      expect(Option.isNone(Either.getOrThrow(yield* read({})).adminKey)).toBe(true)
+      const key = "mga_0123456789abcdefghijABCDEFGHIJ0123"
+      const config = Either.getOrThrow(yield* read({ MEDIAGATE_ADMIN_KEY: key }))
+      expect(Option.map(config.adminKey, Redacted.value)).toEqual(Option.some(key))
+      // Redacted: a log of the configuration does not show it.
+      expect(String(Option.getOrThrow(config.adminKey))).not.toContain(key)
+      for (const bad of ["short-admin-key", `${key.slice(0, 20)} ${key.slice(20)}`, ""]) {
+        const lines = yield* problems({ MEDIAGATE_ADMIN_KEY: bad })
+        expect(lines).toEqual(["MEDIAGATE_ADMIN_KEY must be at least 32 characters with no spaces (npm run admin -- key create --admin makes one)"])
+      }
     }))
 
   it.effect("every bad variable is reported, not only the first", () =>
