@@ -30,6 +30,9 @@ export const render = async (): Promise<string> => {
     target: "es2017",
     charset: "ascii",
     legalComments: "none",
+    // The page's modules run for their effects (safeLocale.ts before uPlot, the views' listeners):
+    // the package's "sideEffects": false is for the library's users, not for this bundle.
+    ignoreAnnotations: true,
     // Minified: uPlot's source is most of it, and the page is sent whole.
     minify: true,
     write: false,

@@ -5,10 +5,27 @@ import { $, duration, say, usd } from "./elements.js"
 import { paths } from "./wire.js"
 import type { StatsData } from "./wire.js"
 
+type Minute = StatsData["tasks_per_minute"][number]
+type Status = Exclude<keyof Minute, "minute">
+
+/** The statuses in the order a task goes through them, the ended ones first (they are most of a chart). */
+const statuses: ReadonlyArray<Status> = ["SUCCESS", "FAILURE", "TIMEOUT", "CANCELLED", "PROCESSING", "SUBMITTED", "PENDING"]
+
 function draw(stats: StatsData): void {
-  tasksPerMinute("chart-tasks", stats.per_minute.minutes.map(function(minute) {
-    return Date.parse(minute)
-  }), stats.per_minute.statuses)
+  const minutes = stats.tasks_per_minute
+  // A line for each status some minute has, SUCCESS and FAILURE always.
+  const shown = statuses.filter(function(status) {
+    return status === "SUCCESS" || status === "FAILURE" || minutes.some(function(minute) {
+      return minute[status] > 0
+    })
+  })
+  tasksPerMinute("chart-tasks", minutes.map(function(minute) {
+    return Date.parse(minute.minute)
+  }), shown.map(function(status) {
+    return { status: status, counts: minutes.map(function(minute) {
+      return minute[status]
+    }) }
+  }))
   categoryBars("chart-latency", "Time to result by model", stats.time_to_result.map(function(row) {
     return row.model
   }), [
@@ -24,7 +41,7 @@ function draw(stats: StatsData): void {
     } }
   ], "seconds")
   categoryBars("chart-failures", "Failures by class and provider", stats.failures.map(function(row) {
-    return (row.provider || "no provider") + ": " + (row.reason || row.status)
+    return (row.provider || "simulator") + ": " + (row.failure_reason || (row.status === "TIMEOUT" ? "timed out" : "upstream failure"))
   }), [{ label: "failures", values: stats.failures.map(function(row) {
     return row.count
   }), show: String }], "tasks")

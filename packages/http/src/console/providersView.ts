@@ -13,12 +13,14 @@ export function showProviders(): void {
   say("providers-note", "Loading...")
   api<ProvidersData>("GET", paths.providers).then(function(answer) {
     if (!ok(answer)) return say("providers-note", answer.envelope.msg, "error")
-    say("providers-note", "Circuits are this node's; error rate and latency are every node's attempts of the last 15 minutes.")
-    fill("providers-list", [table("Providers", ["Target", "Provider", "Circuit", "Error rate", "Latency p50", "Latency p95", "Running"], answer.envelope.data.providers.map(function(row) {
+    const data = answer.envelope.data
+    say("providers-note", "Circuits are this node's; attempts, error rate and latency are every node's, over the last " + data.window_minutes + " minutes.")
+    fill("providers-list", [table("Providers", ["Target", "Provider", "Circuit", "Attempts", "Error rate", "Latency p50", "Latency p95", "Running"], data.providers.map(function(row) {
       return [
-        el("code", { text: row.target }),
-        row.provider,
+        el("code", { text: row.name }),
+        row.provider || "",
         el("span", { class: "status", "data-circuit": row.circuit.state, text: row.circuit.state + (row.circuit.until ? " until " + when(row.circuit.until) : "") }),
+        row.attempts + (row.transient_failures > 0 ? " (" + row.transient_failures + " calls retried)" : ""),
         percent(row.error_rate),
         duration(row.latency_p50_ms),
         duration(row.latency_p95_ms),

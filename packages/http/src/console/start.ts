@@ -5,6 +5,7 @@
  * tasks, providers, the audit log. Every request goes to the page's own origin with the key in
  * the Authorization header; an answer that is not a success is shown as its `msg`.
  */
+import "./safeLocale.js"
 import { api, ok, setKey, signedIn } from "./adminFetch.js"
 import { showAccounts } from "./accountsView.js"
 import { showAudit } from "./auditView.js"

@@ -3,7 +3,7 @@
  * the API's own Schemas type them (`typeof X.Type`), so a change to the API that the page does
  * not follow fails `tsc -b`.
  */
-import type { AdminApi } from "@mediagate/core"
+import type { AdminApi, UsageApi } from "@mediagate/core"
 
 /** The admin API's paths the console calls. */
 export const paths = {
@@ -39,22 +39,5 @@ export type RedeliverData = Data<typeof AdminApi.Wire.AdminCallbacksResponse>
 export type AuditData = Data<typeof AdminApi.Wire.AuditResponse>
 export type AuditEntryView = AuditData["entries"][number]
 
-export interface StatsData {
-  readonly per_minute: { readonly minutes: ReadonlyArray<string>; readonly statuses: ReadonlyArray<{ readonly status: string; readonly counts: ReadonlyArray<number> }> }
-  readonly time_to_result: ReadonlyArray<{ readonly model: string; readonly count: number; readonly p50_ms: number; readonly p95_ms: number }>
-  readonly failures: ReadonlyArray<{ readonly status: string; readonly reason: string | null; readonly provider: string | null; readonly count: number }>
-  readonly spend_per_day: ReadonlyArray<{ readonly day: string; readonly spend_micro_usd: number }>
-}
-
-export interface ProviderView {
-  readonly target: string
-  readonly provider: string
-  readonly circuit: { readonly state: string; readonly until: string | null }
-  readonly error_rate: number | null
-  readonly latency_p50_ms: number | null
-  readonly latency_p95_ms: number | null
-  readonly running: number
-  readonly limit: number | null
-}
-
-export type ProvidersData = { readonly providers: ReadonlyArray<ProviderView> }
+export type StatsData = Data<typeof UsageApi.StatsResponse>
+export type ProvidersData = Data<typeof UsageApi.ProvidersResponse>
