@@ -5,12 +5,15 @@
  * cache; wrong and mistyped keys are 401; no key is in clear in the database file or the
  * server's output; failures are one line and exit 1. The server's first key is listed with
  * where it came from. Credits added by the CLI pay for tasks at the server, once per `--id`,
- * and a second run with the same `--id` says it changed nothing.
+ * and a second run with the same `--id` says it changed nothing. Admin keys made by the CLI
+ * open the admin API (a customer key is 403 there) until revoked; scoped keys carry their
+ * models, cap and rate limit, shown by `account show` and enforced by the server; every
+ * action is in `audit list` as `cli:<OS user>`, with no key in clear.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { tmpdir, userInfo } from "node:os"
 import { join } from "node:path"
 import { setTimeout as pause } from "node:timers/promises"
 import { nodeArgs } from "./programs.js"
@@ -268,5 +271,73 @@ describe("admin CLI", () => {
     expect(topUp.stdout).toMatch(new RegExp(`^credited \\$0\\.50 to ${account.id}; balance \\$[0-9.]+, reserved \\$0\\.00, available \\$[0-9.]+\n$`))
     expect((await held()).data.balance_micro_usd).toBe(after.balance_micro_usd + 500_000)
     await stop(server, "SIGTERM")
+  })
+
+  // Fourteen CLI runs, of several seconds each on a loaded machine.
+  it("admin keys open the admin API until revoked; scoped keys are shown and enforced; every action is in the audit log", { timeout: 240_000 }, async () => {
+    const file = join(dir, "operator.db")
+    const run = (args: ReadonlyArray<string>) => admin(args, `sqlite:${file}`)
+    const made = await run(["key", "create", "--admin", "--label", "console", "--expires-in", "30d", "--json"])
+    expect(made.code).toBe(0)
+    const adminKey = JSON.parse(made.stdout)
+    expect(adminKey.key).toMatch(/^mga_[0-9A-Za-z]{38}$/)
+    expect(adminKey).toMatchObject({ id: expect.stringMatching(/^adk_/), hint: `${adminKey.key.slice(0, 8)}...`, label: "console", state: "active" })
+    const { account, key } = JSON.parse((await run(["account", "create", "--name", "scoped", "--json"])).stdout)
+    const scoped = await run(["key", "create", account.id, "--label", "ci", "--models", "alpha-*", "--monthly-cap", "50", "--rate-limit", "10/s", "--json"])
+    expect(scoped.code).toBe(0)
+    const scopedKey = JSON.parse(scoped.stdout)
+    expect(scopedKey).toMatchObject({
+      account_id: account.id,
+      label: "ci",
+      scope: { models: ["alpha-*"], monthly_cap_micro_usd: 50_000_000, rate_limit: { per_second: 10, burst: 10 } }
+    })
+    const shown = await run(["account", "show", account.id])
+    expect(shown.stdout).toContain(`  ${scopedKey.id}  ${scopedKey.hint}  active  "ci"\n    scope: models alpha-*; cap $50.00 a month; 10/s`)
+    expect(JSON.parse((await run(["account", "show", account.id, "--json"])).stdout).keys[0].scope).toEqual({ models: null, monthly_cap_micro_usd: null, rate_limit: null })
+
+    // Wrong uses are one line and exit 1; nothing is made.
+    for (const args of [["--admin", account.id], ["--admin", "--models", "alpha-*"], []]) {
+      const failed = await run(["key", "create", ...args])
+      expect(failed.code).toBe(1)
+      expect(failed.stderr).toMatch(/^mediagate admin: [^\n]+\n$/)
+    }
+    const badRate = await run(["key", "create", account.id, "--rate-limit", "fast"])
+    expect(badRate.code).toBe(1)
+    expect(badRate.stdout + badRate.stderr).toContain("the rate limit must be requests per second, minute or hour")
+
+    const server = await startServer({ MEDIAGATE_DATABASE_URL: `sqlite:${file}`, MEDIAGATE_SIMULATOR_PROFILE: "instant", MEDIAGATE_MEDIA_DIR: join(dir, "media") })
+    const { port } = server
+    const accounts = await api(port, adminKey.key, "/api/v1/admin/accounts")
+    expect(accounts.status).toBe(200)
+    expect(accounts.body.data.accounts.map((each: { id: string }) => each.id)).toContain(account.id)
+    expect((await api(port, key, "/api/v1/admin/accounts")).status).toBe(403)
+    expect((await submit(port, scopedKey.key)).status).toBe(200)
+    const refused = await clientAt(port, scopedKey.key).submit({ model: "clip3", input: { prompt: "a kite" } })
+    expect(refused.status).toBe(403)
+    expect(refused.body.msg).toContain("this key may not use clip3")
+
+    expect(JSON.parse((await run(["admin-key", "list", "--json"])).stdout)).toEqual([expect.objectContaining({ id: adminKey.id, state: "active" })])
+    const revoked = await run(["key", "revoke", adminKey.id, "--json"])
+    expect(JSON.parse(revoked.stdout)).toMatchObject({ id: adminKey.id, state: "revoked" })
+    let status = 200
+    for (let i = 0; i < 40 && status === 200; i++) {
+      status = (await api(port, adminKey.key, "/api/v1/admin/accounts")).status
+      if (status === 200) await pause(250)
+    }
+    expect(status).toBe(401)
+    expect(await run(["admin-key", "revoke", "adk_nope"])).toMatchObject({ code: 1, stderr: "mediagate admin: no admin key adk_nope\n" })
+    await stop(server, "SIGTERM")
+
+    const audit = await run(["audit", "list", "--json"])
+    expect(audit.code).toBe(0)
+    const entries = JSON.parse(audit.stdout)
+    expect(entries.map((entry: { action: string }) => entry.action)).toEqual(["admin_key.revoke", "key.create", "account.create", "admin_key.create"])
+    expect(new Set(entries.map((entry: { actor: string }) => entry.actor))).toEqual(new Set([`cli:${userInfo().username}`]))
+    expect(entries[0]).toMatchObject({ target: adminKey.id, before: { revoked_at: null }, after: { revoked_at: expect.any(String) } })
+    expect(entries[1]).toMatchObject({ target: scopedKey.id, before: null, after: { hint: scopedKey.hint, scope: { models: ["alpha-*"] } } })
+    for (const clear of [adminKey.key, key, scopedKey.key]) expect(audit.stdout).not.toContain(clear)
+    const text = await run(["audit", "list", "--limit", "1"])
+    expect(text.stdout).toMatch(new RegExp(`^time +actor +action +target +before -> after\n\\S+ +cli:\\S+ +admin_key\\.revoke +${adminKey.id} +\\{`))
+    expect(JSON.parse((await run(["audit", "list", "--target", account.id, "--json"])).stdout).map((entry: { action: string }) => entry.action)).toEqual(["account.create"])
   })
 })
