@@ -7,7 +7,7 @@
  * still ends a scoped key. On SQLite, and on PostgreSQL with two nodes submitting at once
  * with one capped key: the cap holds over both. Real time passes here (database I/O).
  */
-import { Accounts, ApiKeys, Ids, KeyScopes, Ledger } from "@mediagate/core"
+import { Accounts, ApiKeys, Ids, KeyScopes, Ledger, TaskStore } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
 import { Deployment } from "@mediagate/server"
 import { SqlBackends } from "@mediagate/server/sql"
@@ -68,6 +68,14 @@ const holdings = async (url: string) =>
     return { ...(yield* ledger.balance(account)), reservations: entries.filter((entry) => entry.kind === "reserve") }
   })))
 
+/** The key a stored task records (`TaskRecord.keyId`, the tasks table's key_id). */
+const keyOfTask = async (url: string, taskId: string) =>
+  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    const built = yield* Layer.build(backendsOf(url).store)
+    const store = yield* TaskStore.TaskStore.pipe(Effect.provide(built))
+    return Option.map(yield* store.get(Ids.TaskId.make(taskId)), (task) => task.keyId)
+  })))
+
 /** A node: the API over the SQL backends of `url`, with the edge's limits as the standalone server has them. */
 const node = async (url: string, edge: Deployment.EdgeConfig = { rateLimit: Option.none() }) => {
   const backends = backendsOf(url)
@@ -112,8 +120,11 @@ describe("scoped keys over HTTP (SQLite)", () => {
     expect(accepted.status).toBe(200)
     const held = await holdings(url)
     expect(held.reservations.map((entry) => [entry.taskId, entry.keyId, entry.model])).toEqual([[accepted.body.data.taskId, "key_scoped_0", image]])
+    expect(await keyOfTask(url, accepted.body.data.taskId)).toEqual(Option.some("key_scoped_0"))
     // The account's own key is unscoped.
-    expect((await call(accountKey, "/api/v1/task/submit", submitBody("clip3"))).status).toBe(200)
+    const own = await call(accountKey, "/api/v1/task/submit", submitBody("clip3"))
+    expect(own.status).toBe(200)
+    expect(await keyOfTask(url, own.body.data.taskId)).toEqual(Option.some("key_acct_scoped"))
   })
 
   it("a hold past the key's monthly cap is 403 naming the cap and month; nothing created or held; the account's other keys go on", { timeout: 60_000 }, async () => {
