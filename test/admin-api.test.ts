@@ -5,6 +5,7 @@
  * customer API (a new key works, a revoked one is 401, credits show on the account).
  */
 import { describe, expect, it } from "@effect/vitest"
+import { Ajv } from "ajv"
 import { Effect, TestClock } from "effect"
 import { admin, adminKey, documented, expectError } from "./admin-support.js"
 import { apiKey, client, Raw, testCredits, testServer, webhookSecret } from "./support.js"
@@ -231,5 +232,66 @@ describe("admin API: admin keys", () => {
       expectError(yield* post("/api/v1/admin/admin-keys/adk_nope/revoke", undefined), 404, "no admin key adk_nope")
       expectError(yield* post("/api/v1/admin/admin-keys", { expires_at: "1969-12-31T23:59:59Z" }), 400, "expires_at must be in the future")
       expectError(yield* post("/api/v1/admin/admin-keys", { role: "root" }), 400, "role is not a supported field")
+    }).pipe(Effect.provide(server)))
+})
+
+/** The document as these probes read it. */
+interface Parameter {
+  readonly name: string
+  readonly in: string
+  readonly schema: Record<string, any>
+}
+
+/** Values just inside and just outside each bound a parameter's schema declares, and some for its pattern. */
+const samples = (parameter: Parameter): ReadonlyArray<string> => {
+  const schema = parameter.schema
+  const values: Array<string> = []
+  if (typeof schema["minimum"] === "number") values.push(String(schema["minimum"]), String(schema["minimum"] - 1))
+  if (typeof schema["maximum"] === "number") values.push(String(schema["maximum"]), String(schema["maximum"] + 1))
+  if (typeof schema["minLength"] === "number") values.push("a".repeat(schema["minLength"]), "a".repeat(Math.max(0, schema["minLength"] - 1)))
+  if (typeof schema["maxLength"] === "number") values.push("a".repeat(schema["maxLength"]), "a".repeat(schema["maxLength"] + 1))
+  const patterns: Record<string, ReadonlyArray<string>> = {
+    status: ["SUCCESS", "SUCCESS,FAILURE", "success", ""],
+    cursor: ["0190c8a4-0000-7000-8000-000000000000", "zzz", ""],
+    created_after: ["2025-01-31", "2025-01-31T12:00:00Z", "2025-01-31T12:00:00", "yesterday"],
+    created_before: ["2025-01-31T12:00Z", "2025-1-31", ""],
+    limit: ["abc", "2.0", ""],
+    action: ["credits.add", "task.redeliver", "credits.remove", ""]
+  }
+  return [...values, ...(patterns[parameter.name] ?? [])]
+}
+
+describe("admin API: what the OpenAPI document says is what the server enforces", () => {
+  it.effect("every query parameter of the admin API: a value just inside a bound is taken, just outside is a 400 naming it", () =>
+    Effect.gen(function*() {
+      const document = (yield* admin.call("GET", "/openapi.json", { key: null })).body as {
+        paths: Record<string, Record<string, { operationId: string; parameters?: ReadonlyArray<Parameter> }>>
+      }
+      const ajv = new Ajv({ strict: false, validateFormats: false })
+      const probed: Array<string> = []
+      const disagreements: Array<unknown> = []
+      for (const [path, item] of Object.entries(document.paths)) {
+        for (const [method, operation] of Object.entries(item)) {
+          // The admin API's own groups (usage, stats and providers are tested with their group).
+          if (!/^admin(Accounts|Tasks|Access)\./.test(operation.operationId)) continue
+          for (const parameter of (operation.parameters ?? []).filter((p) => p.in === "query")) {
+            expect(method).toBe("get")
+            for (const value of samples(parameter)) {
+              const url = `${path.replace("{accountId}", "acct_test")}?${new URLSearchParams({ [parameter.name]: value })}`
+              const answer = yield* admin.call("GET", url).pipe(Effect.flatMap(documented(path, "get")))
+              expect([200, 400]).toContain(answer.status)
+              if (answer.status === 400) expect(answer.body.msg.startsWith(`${parameter.name} `)).toBe(true)
+              const read = parameter.schema["type"] === "integer" && /^-?\d+$/.test(value) ? Number(value) : value
+              const declared = ajv.validate(parameter.schema, read)
+              probed.push(`${parameter.name}=${value.slice(0, 12)}`)
+              if (declared !== (answer.status === 200)) disagreements.push({ path, parameter: parameter.name, value: value.slice(0, 40), declared, answer: answer.body })
+            }
+          }
+        }
+      }
+      expect(disagreements).toEqual([])
+      for (const bound of ["limit=1000", "limit=1001", "limit=100", "limit=101", "limit=0", "account=", "provider=", "target=", "action=credits.add"]) {
+        expect({ bound, probed: probed.some((sample) => sample.startsWith(bound)) }).toEqual({ bound, probed: true })
+      }
     }).pipe(Effect.provide(server)))
 })
