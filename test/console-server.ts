@@ -110,13 +110,14 @@ const ended = async (base: string, key: string, taskId: string, timeoutMs: numbe
 
 /** The tasks the seed made, by what became of them. */
 export interface Seeded {
+  readonly scopedKeyId: string
   readonly succeeded: ReadonlyArray<string>
   readonly failed: string
   readonly cancelled: string
 }
 
 /**
- * Real tasks through the customer API: four that succeed (two models, both accounts), one
+ * A scoped key for the second account, and real tasks through the customer API: four that succeed (two models, both accounts), one
  * that fails (`[sim:fail]`) with its callback to the receiver, and one cancelled while it
  * waits (`[sim:slow]`). Answers when the failed task's callback has been refused once.
  */
@@ -126,6 +127,14 @@ export const seed = async (base: string, hook: { readonly url: string; readonly 
     if (answer.body.code !== 0) throw new Error(`submit refused: ${answer.body.msg}`)
     return answer.body.data.taskId as string
   }
+  // A scoped key, made as an operator makes one.
+  const scoped = await call(base, adminKey, "POST", "/api/v1/admin/accounts/acct_studio/keys", {
+    label: "mobile app",
+    models: ["alpha-*"],
+    monthly_cap_usd: "50",
+    rate_limit: "10/s"
+  })
+  if (scoped.body.code !== 0) throw new Error(`key refused: ${scoped.body.msg}`)
   const succeeded = [
     await submit(shopKey, "alpha-image-2/text-to-image", "a lighthouse at dawn"),
     await submit(shopKey, "alpha-image-2/text-to-image", "a red bicycle"),
@@ -140,5 +149,5 @@ export const seed = async (base: string, hook: { readonly url: string; readonly 
   await ended(base, shopKey, failed, 30_000)
   await ended(base, studioKey, slow, 30_000)
   await hook.next(1)
-  return { succeeded, failed, cancelled: slow }
+  return { scopedKeyId: scoped.body.data.info.id, succeeded, failed, cancelled: slow }
 }

@@ -106,10 +106,23 @@ describe("the console page", () => {
         expect((yield* figures(page, "chart-failures")).map((row) => row[1])).toEqual(["1"])
       }))
 
+    it.effect("shows an account's keys with their scopes", () =>
+      Effect.gen(function*() {
+        const { page, seeded } = yield* Visit
+        yield* promise(() => page.click("nav [data-view=accounts]"))
+        yield* promise(() => page.locator("[data-balance=acct_studio]").waitFor({ timeout: 10_000 }))
+        yield* promise(() => page.click("button[aria-label='Open account Studio North']"))
+        yield* promise(() => page.locator(`[data-key-state='${seeded.scopedKeyId}']`).waitFor({ timeout: 10_000 }))
+        const rows = yield* cells(page, "#account-keys")
+        expect(rows.map((row) => [row[1], row[2], row[5]])).toEqual([
+          ["", "unscoped", "active"],
+          ["mobile app", "models alpha-*; cap $50.00 a month; rate 10/s, bursts of 10", "active"]
+        ])
+      }))
+
     it.effect("adds credits to an account and shows its new balance", () =>
       Effect.gen(function*() {
         const { base, page } = yield* Visit
-        yield* promise(() => page.click("nav [data-view=accounts]"))
         yield* promise(() => page.locator("[data-balance=acct_shop]").waitFor({ timeout: 10_000 }))
         yield* promise(() => page.click("button[aria-label='Open account Corner shop']"))
         yield* promise(() => page.locator("#account-keys table").waitFor({ timeout: 10_000 }))
@@ -174,7 +187,8 @@ describe("the console page", () => {
         expect(rows.map((row) => [row[1], row[2]])).toEqual([
           ["admin_key:adk_configured", "task.redeliver"],
           ["admin_key:adk_configured", "key.revoke"],
-          ["admin_key:adk_configured", "credits.add"]
+          ["admin_key:adk_configured", "credits.add"],
+          ["admin_key:adk_configured", "key.create"]
         ])
         expect(rows[0]![3]).toBe(seeded.failed)
       }))

@@ -36,12 +36,22 @@ export function showAccounts(): void {
   })
 }
 
+/** A rate as it was most likely written: 10/s, 30/min, 5/h. */
+function rateText(perSecond: number): string {
+  const whole = function(value: number) {
+    return Math.abs(value - Math.round(value)) < 1e-9
+  }
+  if (perSecond >= 1 || whole(perSecond)) return Math.round(perSecond * 1000) / 1000 + "/s"
+  if (whole(perSecond * 60)) return Math.round(perSecond * 60) + "/min"
+  return Math.round(perSecond * 3600 * 100) / 100 + "/h"
+}
+
 function scopeText(key: KeyView): string {
   const scope = key.scope
   const parts: Array<string> = []
   if (scope.models !== null) parts.push("models " + scope.models.join(", "))
   if (scope.monthly_cap_micro_usd !== null) parts.push("cap " + usd(scope.monthly_cap_micro_usd) + " a month")
-  if (scope.rate_limit !== null) parts.push("rate " + scope.rate_limit.per_second + "/s, bursts of " + scope.rate_limit.burst)
+  if (scope.rate_limit !== null) parts.push("rate " + rateText(scope.rate_limit.per_second) + ", bursts of " + scope.rate_limit.burst)
   return parts.length === 0 ? "unscoped" : parts.join("; ")
 }
 
@@ -87,8 +97,8 @@ function openAccount(id: string): void {
 function loadLedger(id: string): void {
   api<CreditsData>("GET", paths.credits(id) + "?limit=20").then(function(answer) {
     if (!ok(answer)) return fill("account-ledger", [el("p", { class: "note error", text: answer.envelope.msg })])
-    fill("account-ledger", [table("Latest ledger entries", ["When", "Kind", "Amount", "Task", "Note"], answer.envelope.data.entries.map(function(entry) {
-      return [when(entry.created_at), entry.kind, usd(entry.amount_micro_usd), entry.task_id ? el("code", { text: entry.task_id }) : "", entry.note || ""]
+    fill("account-ledger", [table("Latest ledger entries", ["When", "Kind", "Amount", "Held", "Task", "Note"], answer.envelope.data.entries.map(function(entry) {
+      return [when(entry.created_at), entry.kind, usd(entry.amount_micro_usd), usd(entry.held_micro_usd), entry.task_id ? el("code", { text: entry.task_id }) : "", entry.note || ""]
     }), "No entry.")])
   })
 }

@@ -35,16 +35,22 @@ function draw(id: string, options: Omit<uPlot.Options, "width" | "height">, data
   const container = $(id)
   container.textContent = ""
   container.setAttribute("data-values", String(values))
-  drawn[id] = new uPlot(Object.assign({ width: width(id), height: 220 }, options) as uPlot.Options, data, container)
+  // The legend names the series; the figures are in the table beside the chart.
+  drawn[id] = new uPlot(Object.assign({ width: width(id), height: 220, legend: { live: false } }, options) as uPlot.Options, data, container)
   fill(id + "-table", [figures])
 }
 
 /** Categories along the x axis: their index as the value, their name as the tick label. */
 function categoryAxis(labels: ReadonlyArray<string>): uPlot.Axis {
   return {
+    splits: function() {
+      return labels.map(function(_label, index) {
+        return index
+      })
+    },
     values: function(_u: uPlot, splits: Array<number>) {
       return splits.map(function(split) {
-        return Number.isInteger(split) ? labels[split] || "" : ""
+        return labels[split] || ""
       })
     },
     rotate: labels.length > 4 ? -20 : 0,
@@ -53,18 +59,16 @@ function categoryAxis(labels: ReadonlyArray<string>): uPlot.Axis {
   } as uPlot.Axis
 }
 
-const categoryScale: uPlot.Scale = {
-  time: false,
-  range: function(_u: uPlot, min: number, max: number): uPlot.Range.MinMax {
-    return [min - 0.6, max + 0.6]
-  }
+/** The x scale of `count` categories: each in the middle of a slot of its own. */
+function categoryScale(count: number): uPlot.Scale {
+  return { time: false, auto: false, range: [-0.6, Math.max(1, count) - 0.4] }
 }
 
 /** Counts of tasks a minute by status: a line per status over the minutes of the window. */
 export function tasksPerMinute(id: string, minutes: ReadonlyArray<number>, byStatus: ReadonlyArray<{ readonly status: string; readonly counts: ReadonlyArray<number> }>): void {
   const series: Array<uPlot.Series> = [{ label: "minute (UTC)" }]
   byStatus.forEach(function(line, index) {
-    series.push({ label: line.status, stroke: colour(line.status, index), width: 2, points: { show: true, size: 4 } })
+    series.push({ label: line.status, stroke: colour(line.status, index), width: 2, points: { show: false } })
   })
   const data = [minutes.map(function(ms) {
     return ms / 1000
@@ -142,11 +146,11 @@ export function categoryBars(
   })
   draw(id, {
     series: series,
-    scales: { x: categoryScale, y: { range: function(_u: uPlot, _min: number, max: number): uPlot.Range.MinMax {
+    scales: { x: categoryScale(labels.length), y: { range: function(_u: uPlot, _min: number, max: number): uPlot.Range.MinMax {
       return [0, max > 0 ? max * 1.1 : 1]
     } } },
     axes: [categoryAxis(labels), { label: yLabel }],
-    legend: { show: bars.length > 1 },
+    legend: { show: bars.length > 1, live: false },
     cursor: { drag: { x: false, y: false } }
   }, data, table(caption, [""].concat(bars.map(function(one) {
     return one.label
@@ -158,7 +162,8 @@ export function spendPerDay(id: string, days: ReadonlyArray<{ readonly day: numb
   const data = [days.map(function(day) {
     return day.day / 1000
   }), days.map(function(day) {
-    return day.microUsd / 1_000_000
+    // A day with no spend draws no bar at all, not a flat one.
+    return day.microUsd === 0 ? null : day.microUsd / 1_000_000
   })] as uPlot.AlignedData
   draw(id, {
     series: [{ label: "day (UTC)" }, {
@@ -171,7 +176,10 @@ export function spendPerDay(id: string, days: ReadonlyArray<{ readonly day: numb
         return value === null ? "" : show(Math.round(value * 1_000_000))
       }
     }],
-    scales: { x: { time: true }, y: { range: function(_u: uPlot, _min: number, max: number): uPlot.Range.MinMax {
+    // Half a day either side, so the first and last days' bars are whole.
+    scales: { x: { time: true, range: function(_u: uPlot, min: number, max: number): uPlot.Range.MinMax {
+      return [min - 43_200, max + 43_200]
+    } }, y: { range: function(_u: uPlot, _min: number, max: number): uPlot.Range.MinMax {
       return [0, max > 0 ? max * 1.1 : 1]
     } } },
     axes: [{}, { label: "USD" }],
