@@ -9,11 +9,11 @@
  */
 import { Accounts, ApiKeys, Ids, KeyScopes, Ledger, TaskStore } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
-import { Deployment } from "@mediagate/server"
+import { Backends, Deployment } from "@mediagate/server"
 import { SqlBackends } from "@mediagate/server/sql"
 import { SqlAccounts } from "@mediagate/store-sql"
 import { freshDatabase, pgSkipReason, pgUrl } from "@mediagate/store-sql/testing"
-import { Effect, Either, Layer, Option, Redacted } from "effect"
+import { Effect, Either, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -204,6 +204,51 @@ describe("scoped keys over HTTP (SQLite)", () => {
     const call = await node(url)
     expect((await call(expired, "/api/v1/task/submit", submitBody(image))).status).toBe(401)
     expect((await call(later, "/api/v1/task/submit", submitBody(image))).status).toBe(200)
+  })
+})
+
+describe("scoped keys over HTTP (memory backends: the hold and the task written one after the other)", () => {
+  it("20 submits at once with one key capped at room for 5: exactly 5 accepted, the rest 403; a model outside its patterns 403", { timeout: 60_000 }, async () => {
+    const key = "mg_scoped_memory_key_0123456789"
+    const scope = Scope.make().pipe(Effect.runSync)
+    cleanups.push(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+    // The services built once, so that the test reaches the same memory accounts and ledger the API serves.
+    const context = await Effect.runPromise(Layer.buildWithScope(
+      Deployment.services({
+        simulatorProfile: "realistic",
+        allowPrivateUrls: true,
+        backends: Backends.memoryBackends({ publicUrl: "http://127.0.0.1:1" }, [
+          { id: account, name: "scoped", apiKey: Redacted.make(accountKey), credits: 1_000_000_000 }
+        ])
+      }),
+      scope
+    ))
+    const api = await MediagateHttp.makeWebHandler(Layer.succeedContext(context))
+    cleanups.push(api.dispose)
+    const call = async (body: unknown, path = "/api/v1/task/submit", bearer = key) => {
+      const response = await api.handler(new Request(`http://127.0.0.1${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${bearer}`, "content-type": "application/json" },
+        body: JSON.stringify(body)
+      }))
+      return { status: response.status, body: await response.json() as { code: number; msg: string; data?: any } }
+    }
+    const price: number = (await call(submitBody(image), "/api/v1/task/estimate", accountKey)).body.data.priceMicroUsd
+    const cap = 5 * price + Math.floor(price / 2)
+    const stored = { id: "key_memory", hash: SqlAccounts.hashKey(key), hint: ApiKeys.hint(key), label: null, createdAt: 1, expiresAt: null }
+    const created = Accounts.AccountAdmin.pipe(
+      Effect.flatMap((admin) => admin.createKey(account, { ...stored, scope: { models: ["alpha-*"], monthlyCapMicroUsd: cap, rateLimit: null } })),
+      Effect.provide(context)
+    )
+    expect(await Effect.runPromise(created)).toBe(true)
+    expect(await call(submitBody("clip3"))).toEqual({ status: 403, body: { code: 403, msg: "this key may not use clip3; it may use: alpha-*" } })
+    const answers = await Promise.all(Array.from({ length: 20 }, () => call(submitBody(image))))
+    expect(answers.filter((answer) => answer.status === 200)).toHaveLength(5)
+    for (const answer of answers.filter((answer) => answer.status !== 200)) {
+      expect(answer).toEqual({ status: 403, body: { code: 403, msg: KeyScopes.capRefusal({ capMicroUsd: cap, month: KeyScopes.monthOf(Date.now()) }) } })
+    }
+    const balance = await Effect.runPromise(Effect.flatMap(Ledger.Ledger, (ledger) => ledger.balance(account)).pipe(Effect.provide(context)))
+    expect(balance).toEqual({ balance: 1_000_000_000, reserved: 5 * price })
   })
 })
 
