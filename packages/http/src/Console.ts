@@ -196,15 +196,14 @@ export const page = `<!doctype html>
 
 /**
  * The page's policy: its own inline style and script by hash, requests to this origin only,
- * nothing else (the charts draw on canvases; their sizes and colours are set through the DOM,
- * which a style policy does not govern).
+ * nothing else: no image, font or frame (the charts draw on canvases; uPlot sets sizes and
+ * colours through the DOM, which a style policy does not govern).
  */
 export const contentSecurityPolicy = [
   "default-src 'none'",
   `script-src ${sha256(consoleScript)}`,
   `style-src ${sha256(style)}`,
   "connect-src 'self'",
-  "img-src 'self' data:",
   "base-uri 'none'",
   "form-action 'none'",
   "frame-ancestors 'none'"
