@@ -44,8 +44,8 @@ describe("the frameworks, as the README mounts them", () => {
       expect(seen.events.at(-1)).toBe("SUCCESS")
       expect(seen.file.contentType).toBe("image/png")
       expect(seen.callback).toBe(`${seen.taskId} SUCCESS`)
-      // The docs page, the playground, the OpenAPI document and health are mediagate's too.
-      for (const path of ["/docs", "/playground", "/openapi.json", "/healthz"]) {
+      // The docs page, the playground, the console, the OpenAPI document and health are mediagate's too.
+      for (const path of ["/docs", "/playground", "/console", "/openapi.json", "/healthz"]) {
         expect([path, (await fetch(`${host.url}${path}`)).status]).toEqual([path, 200])
       }
     })

@@ -95,7 +95,7 @@ describe("HTTP errors", () => {
         expectEnvelope(yield* api.call("GET", "/api/v1/task/abc/cancel/x"), 404, "not found: /api/v1/task/abc/cancel/x")
         expectEnvelope(yield* anonymous.call("GET", "/media/nothing-here.png"), 404, "not found: /media/nothing-here.png")
         // The pages take GET only.
-        for (const path of ["/docs", "/playground"]) {
+        for (const path of ["/docs", "/playground", "/console"]) {
           const wrong = yield* anonymous.call("POST", path)
           expectEnvelope(wrong, 405, "method POST is not allowed here; use GET")
           expect(wrong.headers["allow"]).toBe("GET")
