@@ -68,6 +68,8 @@ const banner = (config: ServerConfig, credentials: Credentials, routing: Routing
       onSome: (secret) => `Callback signing secret (Standard Webhooks), generated now and shown only this once: ${secret}`,
       onNone: () => `Callback signing secret: printed at the start that created this account; ${notAgain}`
     }),
+    // Said only when set: the key itself is never printed.
+    ...(Option.isSome(config.adminKey) ? ["Admin API (/api/v1/admin/...) and console: the admin key in MEDIAGATE_ADMIN_KEY"] : []),
     "",
     "Try it:",
     `  curl -s -X POST ${config.publicUrl}/api/v1/task/submit \\`,
