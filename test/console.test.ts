@@ -81,6 +81,10 @@ describe("the console page", () => {
         yield* promise(() => page.click("#sign-in-button"))
         yield* promise(() => page.locator("#sign-in-note.error").waitFor({ timeout: 10_000 }))
         expect(yield* promise(() => page.textContent("#sign-in-note"))).toBe(`Sign-in refused: ${refusal.body.msg}`)
+        // A key that is nobody's: the API's 401.
+        yield* promise(() => page.fill("#admin-key", "not-a-key-of-anyone-0123456789abcdef"))
+        yield* promise(() => page.click("#sign-in-button"))
+        yield* promise(() => page.waitForFunction(() => document.getElementById("sign-in-note")?.textContent === "Sign-in refused: unauthorized", undefined, { timeout: 10_000 }))
         expect(yield* promise(() => page.isHidden("#nav"))).toBe(true)
         expect(yield* promise(() => page.isHidden("#view-accounts"))).toBe(true)
       }))
@@ -137,6 +141,17 @@ describe("the console page", () => {
         const now = (yield* promise(() => call(base, adminKey, "GET", "/api/v1/admin/accounts/acct_shop"))).body.data
         expect(now.balance_micro_usd).toBe(before.balance_micro_usd + 12_500_000)
         expect(yield* promise(() => page.textContent("#account-ledger tbody tr:first-child"))).toContain("top-up by phone")
+        // What the API refuses is shown as its message, and nothing is added.
+        const refused = yield* promise(() =>
+          call(base, adminKey, "POST", "/api/v1/admin/accounts/acct_shop/credits", { amount_usd: "2000000000", note: "too much" })
+        )
+        expect(refused.status).toBe(400)
+        yield* promise(() => page.fill("#credits-amount", "2000000000"))
+        yield* promise(() => page.fill("#credits-note", "too much"))
+        yield* promise(() => page.click("#credits-add"))
+        yield* promise(() => page.locator("#account-note.error").waitFor({ timeout: 10_000 }))
+        expect(yield* promise(() => page.textContent("#account-note"))).toBe(refused.body.msg)
+        expect(yield* promise(() => page.textContent("#account-balance"))).toBe(after)
       }))
 
     it.effect("revokes a key, and the key's next request is refused", () =>
@@ -154,9 +169,17 @@ describe("the console page", () => {
 
     it.effect("finds the failed task and sends its refused callback again; the receiver gets it", () =>
       Effect.gen(function*() {
-        const { hook, page, seeded } = yield* Visit
+        const { base, hook, page, seeded } = yield* Visit
         expect(hook.deliveries.map((delivery) => delivery.answered)).toEqual([410])
         yield* promise(() => page.click("nav [data-view=tasks]"))
+        // An id that is no task's: the API's 404, as its message.
+        const missing = yield* promise(() => call(base, adminKey, "GET", "/api/v1/admin/tasks/no-such-task"))
+        expect(missing.status).toBe(404)
+        yield* promise(() => page.fill("#tasks-id", "no-such-task"))
+        yield* promise(() => page.click("#tasks-search"))
+        yield* promise(() => page.locator("#task-note.error").waitFor({ timeout: 10_000 }))
+        expect(yield* promise(() => page.textContent("#task-note"))).toBe(missing.body.msg)
+        yield* promise(() => page.fill("#tasks-id", ""))
         yield* promise(() => page.selectOption("#tasks-status", "FAILURE"))
         yield* promise(() => page.click("#tasks-search"))
         yield* promise(() => page.locator(`[data-open-task='${seeded.failed}']`).waitFor({ timeout: 10_000 }))
