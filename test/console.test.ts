@@ -124,14 +124,33 @@ describe("the console page", () => {
         ])
       }))
 
+    it.effect("rotates an account's signing secret, the old one signing for the grace chosen", () =>
+      Effect.gen(function*() {
+        const { base, page } = yield* Visit
+        const before = (yield* promise(() => call(base, adminKey, "GET", "/api/v1/admin/accounts/acct_studio/secrets"))).body.data
+        yield* promise(() => page.fill("#secret-grace", "2"))
+        yield* promise(() => page.click("#secret-rotate"))
+        yield* promise(() => page.locator("#account-note.ok").waitFor({ timeout: 10_000 }))
+        const after = (yield* promise(() => call(base, adminKey, "GET", "/api/v1/admin/accounts/acct_studio/secrets"))).body.data
+        expect(after.current).toMatch(/^whsec_/)
+        expect(after.current).not.toBe(before.current)
+        expect(yield* promise(() => page.textContent("#account-secrets"))).toContain(`Current: ${after.current}`)
+        if (before.current !== null) {
+          expect(after.previous).toBe(before.current)
+          expect(Date.parse(after.previous_signs_until) - Date.now()).toBeGreaterThan(2 * 3600_000 - 60_000)
+        }
+      }))
+
     it.effect("adds credits to an account and shows its new balance", () =>
       Effect.gen(function*() {
         const { base, page } = yield* Visit
         yield* promise(() => page.locator("[data-balance=acct_shop]").waitFor({ timeout: 10_000 }))
         yield* promise(() => page.click("button[aria-label='Open account Corner shop']"))
-        yield* promise(() => page.locator("#account-keys table").waitFor({ timeout: 10_000 }))
         const before = (yield* promise(() => call(base, adminKey, "GET", "/api/v1/admin/accounts/acct_shop"))).body.data
-        expect(yield* promise(() => page.textContent("#account-balance"))).toBe(usd(before.balance_micro_usd))
+        yield* promise(() =>
+          page.waitForFunction((text) => document.getElementById("account-balance")?.textContent === text, usd(before.balance_micro_usd), { timeout: 10_000 })
+        )
+        yield* promise(() => page.locator("#account-keys table").waitFor({ timeout: 10_000 }))
         yield* promise(() => page.fill("#credits-amount", "12.5"))
         yield* promise(() => page.fill("#credits-note", "top-up by phone"))
         yield* promise(() => page.click("#credits-add"))
@@ -211,6 +230,7 @@ describe("the console page", () => {
           ["admin_key:adk_configured", "task.redeliver"],
           ["admin_key:adk_configured", "key.revoke"],
           ["admin_key:adk_configured", "credits.add"],
+          ["admin_key:adk_configured", "secret.rotate"],
           ["admin_key:adk_configured", "key.create"]
         ])
         expect(rows[0]![3]).toBe(seeded.failed)

@@ -79,6 +79,16 @@ function showBalance(balance: { readonly balance_micro_usd: number; readonly res
 
 /** Opens one account: its figures, keys, secret and latest ledger entries. */
 function openAccount(id: string): void {
+  if ($("account-id").textContent !== id) {
+    // Another account: nothing of the one before stays on show while this one loads.
+    ;["account-balance", "account-reserved", "account-available"].forEach(function(figure) {
+      $(figure).textContent = "\u2026"
+    })
+    fill("account-keys", [])
+    fill("account-secrets", [])
+    fill("account-ledger", [])
+    say("account-note", "")
+  }
   current = id
   $("account").hidden = false
   $("account-id").textContent = id
