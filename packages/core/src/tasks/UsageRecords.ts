@@ -123,7 +123,7 @@ export const providerRows = (query: { readonly now: number; readonly since: numb
 const page = 1_000
 
 /**
- * The usage reads over any task store with `listAll`, ledger and accounts, reading every task
+ * The usage reads over any task store, ledger and accounts, reading every task
  * and entry on each call: for the memory backends (`MemoryUsage`), and the composition's
  * default where a host gives no usage reads of its own (the SQL backends give `SqlUsage`).
  */
@@ -131,14 +131,12 @@ export const make: Effect.Effect<Context.Tag.Service<UsageStore>, never, TaskSto
   const store = yield* TaskStore
   const ledger = yield* Ledger
   const admin = yield* AccountAdmin
-  const listAll = store.listAll
-  if (listAll === undefined) return yield* Effect.dieMessage("the usage reads need a task store with listAll")
 
   const allTasks: Effect.Effect<ReadonlyArray<TaskRecord>, StoreError> = Effect.gen(function*() {
     const found: Array<TaskRecord> = []
     let cursor: TaskId | undefined
     for (;;) {
-      const { nextCursor, tasks } = yield* listAll({ limit: page, cursor })
+      const { nextCursor, tasks } = yield* store.listAll({ limit: page, cursor })
       found.push(...tasks)
       if (nextCursor === null) return found
       cursor = nextCursor
