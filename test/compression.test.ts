@@ -60,7 +60,7 @@ describe("compression and caching", () => {
   it.layer(served)((it) => {
     it.effect("the static pages: Brotli or gzip as asked, a fraction of their size, the same bytes once decoded", () =>
       Effect.gen(function*() {
-        for (const path of ["/docs", "/playground", "/openapi.json"]) {
+        for (const path of ["/docs", "/playground", "/console", "/openapi.json"]) {
           const plain = yield* get(path)
           expect(plain.status).toBe(200)
           expect(plain.headers["content-encoding"]).toBeUndefined()
@@ -89,7 +89,7 @@ describe("compression and caching", () => {
 
     it.effect("the static pages carry an ETag and a day's Cache-Control; If-None-Match that names it is 304 with no body", () =>
       Effect.gen(function*() {
-        for (const path of ["/docs", "/playground", "/openapi.json"]) {
+        for (const path of ["/docs", "/playground", "/console", "/openapi.json"]) {
           const first = yield* get(path, { "accept-encoding": "gzip" })
           const etag = first.headers["etag"]
           expect(etag).toMatch(/^W\/"[A-Za-z0-9_-]+"$/)

@@ -6,7 +6,7 @@
  * answers are never touched: events streams (each event must reach the client as it is
  * written) and result files (ranges are byte offsets of the file as stored).
  *
- * The static pages (`/docs`, `/playground`, `/openapi.json`) are the same bytes for every
+ * The static pages (`/docs`, `/playground`, `/console`, `/openapi.json`) are the same bytes for every
  * request: each gets an ETag (a digest of its bytes), `Cache-Control: public,
  * max-age=86400`, 304 to an If-None-Match that names it, and is compressed once per
  * encoding, the compressed bytes kept with the page (the docs page is 3.3 MB: 0.8 MB
@@ -19,13 +19,13 @@ import Negotiator from "negotiator"
 import { createHash } from "node:crypto"
 import { promisify } from "node:util"
 import * as Zlib from "node:zlib"
-import { docsPath, playgroundPath, publicOpenApiPath } from "./Paths.js"
+import { consolePath, docsPath, playgroundPath, publicOpenApiPath } from "./Paths.js"
 
 /** Bodies shorter than this are sent as they are: compressing them saves less than it costs. */
 export const minBytes = 1024
 
 /** The paths whose answers are the same bytes for every request (per public URL, for the document). */
-export const staticPaths: ReadonlySet<string> = new Set([docsPath, playgroundPath, publicOpenApiPath])
+export const staticPaths: ReadonlySet<string> = new Set([docsPath, playgroundPath, consolePath, publicOpenApiPath])
 
 /** How long a browser or a CDN may keep a static page without asking again. */
 export const staticCacheControl = "public, max-age=86400"
