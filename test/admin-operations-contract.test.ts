@@ -12,17 +12,13 @@ import {
   AdminOperations,
   AdminService,
   AuditLog,
-  IdempotencyKeys,
   Ids,
   Ledger,
   ModelCatalog,
   Moderation,
-  TaskChanges,
-  TaskEvents,
   TaskService,
   TaskServiceAlone,
-  TaskStore,
-  TaskWrites
+  TaskStore
 } from "@mediagate/core"
 import { MemoryAccounts, MemoryAdminKeys, MemoryAuditLog, MemoryLedger, MemoryTaskStore } from "@mediagate/store-memory"
 import { Database, SqlAccounts, SqlAdminKeys, SqlAuditLog, SqlLedger, SqlTaskStore } from "@mediagate/store-sql"
@@ -84,18 +80,7 @@ const backends: ReadonlyArray<Backend> = [
 ]
 
 /** The use cases billed on the ledger in context, with no engine or deliverer (as the admin CLI has them). */
-const useCases = TaskService.Default.pipe(
-  Layer.provide(TaskWrites.layer),
-  Layer.provide([
-    TaskChanges.layer,
-    TaskEvents.CallbackWakeup.layerNone,
-    TaskEvents.TaskWakeup.layerNone,
-    IdempotencyKeys.layerMemory,
-    ModelCatalog.layer,
-    Moderation.layerAllowAll,
-    TaskServiceAlone.noUpstream
-  ])
-)
+const useCases = TaskServiceAlone.layerBilled.pipe(Layer.provide([ModelCatalog.layer, Moderation.layerAllowAll, TaskServiceAlone.noUpstream]))
 
 const cli = { kind: "cli", id: "ops" } as const
 

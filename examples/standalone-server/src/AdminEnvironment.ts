@@ -8,20 +8,7 @@
  * from the CLI is written with its credits settled, and the server's engine and deliverer
  * find it at their next scan.
  */
-import {
-  AdminOperations,
-  AdminService,
-  AuditLog,
-  IdempotencyKeys,
-  Ids,
-  ModelCatalog,
-  Moderation,
-  TaskChanges,
-  TaskEvents,
-  TaskService,
-  TaskServiceAlone,
-  TaskWrites
-} from "@mediagate/core"
+import { AdminOperations, AdminService, AuditLog, Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@mediagate/core"
 import { Database, SqlAccounts, SqlAdminKeys, SqlAuditLog, SqlLedger, SqlTaskStore } from "@mediagate/store-sql"
 import { Data, Effect, Layer } from "effect"
 import { userInfo } from "node:os"
@@ -51,18 +38,7 @@ const database = (url: string) => {
   const shared = Database.layerFromUrl(url)
   const store = SqlTaskStore.layer.pipe(Layer.provide(Database.layerFromUrl(url)))
   const backends = Layer.mergeAll(SqlAccounts.layer, SqlLedger.layer, SqlAdminKeys.layer, SqlAuditLog.layer).pipe(Layer.provide(shared))
-  const tasks = TaskService.Default.pipe(
-    Layer.provide(TaskWrites.layer),
-    Layer.provide([
-      TaskChanges.layer,
-      TaskEvents.CallbackWakeup.layerNone,
-      TaskEvents.TaskWakeup.layerNone,
-      IdempotencyKeys.layerMemory,
-      ModelCatalog.layer,
-      Moderation.layerAllowAll,
-      TaskServiceAlone.noUpstream
-    ])
-  )
+  const tasks = TaskServiceAlone.layerBilled.pipe(Layer.provide([ModelCatalog.layer, Moderation.layerAllowAll, TaskServiceAlone.noUpstream]))
   return AdminOperations.layer.pipe(Layer.provideMerge(tasks), Layer.provideMerge(Layer.merge(backends, store)), Layer.provideMerge(Ids.layer))
 }
 

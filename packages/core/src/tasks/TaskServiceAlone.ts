@@ -40,6 +40,18 @@ export const layer: Layer.Layer<TaskService, never, TaskStore | Ids | ModelCatal
 )
 
 /**
+ * TaskService as `layer` but billed on the Ledger in context: for a tool in a process of its
+ * own whose actions move money (the admin CLI's cancel releases a hold), with the engine and
+ * the deliverer elsewhere finding its writes at their next scan.
+ */
+export const layerBilled: Layer.Layer<TaskService, never, TaskStore | Ids | Ledger.Ledger | ModelCatalog | Moderation | Upstream> =
+  TaskService.Default.pipe(
+    Layer.provide(TaskWrites.layer.pipe(Layer.provide([TaskChanges.layer, CallbackWakeup.layerNone]))),
+    // The same TaskChanges as the write path's (layers are memoised by reference): waiters see its writes.
+    Layer.provide([TaskChanges.layer, IdempotencyKeys.layerMemory, TaskWakeup.layerNone, CallbackWakeup.layerNone])
+  )
+
+/**
  * An upstream that runs nothing, for a composition whose jobs never run here: tasks name no
  * provider, a cancel has no job to stop, no provider webhook is genuine, and a submit or
  * poll fails permanently.
