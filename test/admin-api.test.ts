@@ -45,6 +45,8 @@ describe("admin API: accounts", () => {
       const shown = yield* admin.call("GET", `/api/v1/admin/accounts/${account.id}`).pipe(Effect.flatMap(documented("/api/v1/admin/accounts/{accountId}", "get")))
       expect(shown.body.data).toEqual(account)
       expectError(yield* admin.call("GET", "/api/v1/admin/accounts/acct_nope").pipe(Effect.flatMap(documented("/api/v1/admin/accounts/{accountId}", "get"))), 404, "no account acct_nope")
+      // A long id is cut short in the message.
+      expectError(yield* admin.call("GET", `/api/v1/admin/accounts/${"x".repeat(100)}`), 404, `no account ${"x".repeat(64)}…`)
     }).pipe(Effect.provide(server)))
 
   it.effect("a body that breaks a rule is 400 naming the field and the rule; nothing is created", () =>

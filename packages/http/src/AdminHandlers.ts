@@ -8,7 +8,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
 import type { AdminService as AdminServiceNs } from "@mediagate/core"
-import { AdminApi, AdminAuth, AdminService, Api, ApiKeys, Credits, Ids, KeyScopes, ValidationError } from "@mediagate/core"
+import { AdminApi, AdminAuth, AdminService, Api, ApiKeys, Credits, Ids, KeyScopes, shortened, ValidationError } from "@mediagate/core"
 import { Clock, Effect, Either, Layer, Redacted } from "effect"
 import type { Schema } from "effect"
 import { currentActor } from "./AdminAuthentication.js"
@@ -20,7 +20,8 @@ type AdminHttpError<E> = E extends AdminServiceNs.AdminNotFound ? Api.NotFound :
 
 const toAdminHttpError = <E>(error: E): AdminHttpError<E> =>
   (error instanceof AdminService.AdminNotFound
-    ? new Api.NotFound({ code: 404, msg: error.message })
+    // The id as the path gave it, cut short: a path may be kilobytes long.
+    ? new Api.NotFound({ code: 404, msg: `no ${error.what} ${shortened(error.id)}` })
     : error instanceof AdminService.AdminRefused
     ? new Api.Conflict({ code: 409, msg: error.message })
     : error) as AdminHttpError<E>
