@@ -2,7 +2,7 @@
  * The variables the standalone server reads (the README lists them) and the parsers their
  * values go through: each answers the rule a value broke, as one line naming the variable.
  */
-import { Config, ConfigError, Duration, Either, Redacted } from "effect"
+import { Config, ConfigError, Duration, Either, Option, Redacted } from "effect"
 
 /** Every variable the server reads, for the README check. */
 export const variables = [
@@ -141,3 +141,16 @@ export const adminKey = variable("MEDIAGATE_ADMIN_KEY", (raw) =>
   raw.length >= minAdminKeyLength && !/\s/.test(raw)
     ? Either.right(Redacted.make(raw))
     : Either.left(`must be at least ${minAdminKeyLength} characters with no spaces (npm run admin -- key create --admin makes one)`))
+
+/**
+ * The rule between MEDIAGATE_ADMIN_KEY and MEDIAGATE_API_KEY: an admin key is never a
+ * customer key (a customer path would take it for the account's), so the two must differ.
+ * The problem's line, or none.
+ */
+export const adminKeyClash = (config: {
+  readonly apiKey: Option.Option<string>
+  readonly adminKey: Option.Option<Redacted.Redacted<string>>
+}): Option.Option<string> =>
+  Option.isSome(config.apiKey) && Option.isSome(config.adminKey) && Redacted.value(config.adminKey.value) === config.apiKey.value
+    ? Option.some("MEDIAGATE_ADMIN_KEY must differ from MEDIAGATE_API_KEY: an admin key is never a customer key")
+    : Option.none()

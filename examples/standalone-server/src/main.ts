@@ -16,6 +16,7 @@ import { mkdirSync } from "node:fs"
 import { createServer } from "node:http"
 import type { ServerConfig } from "./Config.js"
 import { configErrorLines, defaultDatabaseUrl, listeningOn, listenUrl, serverConfig } from "./Config.js"
+import { adminKeyClash } from "./ConfigVariables.js"
 import * as Logging from "./Logging.js"
 import * as Telemetry from "./Telemetry.js"
 import type { Listening, Routing } from "./Server.js"
@@ -203,7 +204,10 @@ const runOnSql = (config: Configured, listening: Listening, routing: Routing | u
   )
 
 const program = Effect.gen(function*() {
-  const { config, listening } = yield* listen({ ...yield* serverConfig, telemetry: yield* Telemetry.telemetryConfig })
+  const read = yield* serverConfig
+  const clash = adminKeyClash(read)
+  if (Option.isSome(clash)) return yield* Effect.fail(new Error(clash.value))
+  const { config, listening } = yield* listen({ ...read, telemetry: yield* Telemetry.telemetryConfig })
   shutdownGrace = config.shutdownGrace
   const routing: Routing | undefined = Option.isNone(config.routes)
     ? undefined

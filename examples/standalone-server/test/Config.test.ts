@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Either, Option, Redacted } from "effect"
 import { configErrorLines, listeningOn, serverConfig } from "../src/Config.js"
+import { adminKeyClash } from "../src/ConfigVariables.js"
 import * as Logging from "../src/Logging.js"
 
 const read = (env: Record<string, string>) =>
@@ -272,6 +273,15 @@ describe("serverConfig", () => {
         expect(lines).toEqual(["MEDIAGATE_ADMIN_KEY must be at least 32 characters with no spaces (npm run admin -- key create --admin makes one)"])
       }
     }))
+
+  it("MEDIAGATE_ADMIN_KEY must differ from MEDIAGATE_API_KEY: an admin key is never a customer key", () => {
+    const key = "k".repeat(40)
+    expect(adminKeyClash({ apiKey: Option.some(key), adminKey: Option.some(Redacted.make(key)) })).toEqual(
+      Option.some("MEDIAGATE_ADMIN_KEY must differ from MEDIAGATE_API_KEY: an admin key is never a customer key")
+    )
+    expect(adminKeyClash({ apiKey: Option.some(key), adminKey: Option.some(Redacted.make(`${key}x`)) })).toEqual(Option.none())
+    expect(adminKeyClash({ apiKey: Option.none(), adminKey: Option.some(Redacted.make(key)) })).toEqual(Option.none())
+  })
 
   it.effect("every bad variable is reported, not only the first", () =>
     Effect.gen(function*() {
