@@ -12,8 +12,16 @@ import { apiPrefix, docsPath, healthPath, landingPath, playgroundPath, publicOpe
 /** Version of `@mediagate/http` (test/health.test.ts checks it against the package's manifest). */
 export const version = "0.1.0"
 
-/** The API definition as the OpenAPI document and the docs page describe it: with this version in `info`. */
-export const documentedApi = Api.MediagateApi.annotate(OpenApi.Version, version)
+/**
+ * The API definition as the OpenAPI document and the docs page describe it: with this version
+ * in `info`. Not exported: its type names every group of the API, some of which a declaration
+ * file outside core cannot name (TS2742 in `npm run build`); what leaves this module is the
+ * document, and the page's layer.
+ */
+const documentedApi = Api.MediagateApi.annotate(OpenApi.Version, version)
+
+/** The OpenAPI document of the API, without `servers` (the route adds them per request). */
+export const openApiDocument: OpenApi.OpenAPISpec = OpenApi.fromApi(documentedApi)
 
 /** The landing answer's body. */
 export const landing = {

@@ -3,7 +3,7 @@
  * result files, provider webhooks, the 405 for the one wrong method the router would
  * otherwise take for a task id, and the public landing answer, docs page and health checks.
  */
-import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
+import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Accounts, AdminKeys, MediaStore, TaskService } from "@mediagate/core"
 import { Context, Effect, Layer, Option, Stream } from "effect"
 import { authenticate } from "./Auth.js"
@@ -36,7 +36,7 @@ const requestOrigin = (request: HttpServerRequest.HttpServerRequest): string => 
 }
 
 /** The OpenAPI document, without `servers`, which the route adds per request. */
-const document = OpenApi.fromApi(Docs.documentedApi)
+const document = Docs.openApiDocument
 
 /**
  * The answers of the document by base URL, made once each: the same bytes every time, so
