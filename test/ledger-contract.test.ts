@@ -75,6 +75,26 @@ for (const backend of backends) {
         })
       ))
 
+    it.effect("movements of one instant read in the order they happen: the credit, the reservation, then its end", () =>
+      withLedger((ledger) =>
+        Effect.gen(function*() {
+          // Ids chosen so that id order is the wrong order: the kinds must order them.
+          yield* ledger.credit({ id: "z-credit", accountId: alice, amount: 10_000, at: 7, note: null })
+          for (const task of ["t1", "t2", "t3"]) {
+            yield* ledger.reserve({ id: `y-${task}`, accountId: alice, taskId: task, amount: 1_000, at: 7 })
+            yield* (task === "t2" ? ledger.release : ledger.charge)({ id: `a-${task}`, taskId: task, at: 7 })
+            expect((yield* ledger.forTask(task)).map((entry) => entry.kind)).toEqual(["reserve", task === "t2" ? "release" : "charge"])
+          }
+          // Newest first: each task's end before its reservation, the credit last.
+          const newestFirst = yield* ledger.entries(alice, 10)
+          for (const task of ["t1", "t2", "t3"]) {
+            const of = newestFirst.flatMap((entry) => (entry.taskId === task ? [entry.kind] : []))
+            expect(of).toEqual([task === "t2" ? "release" : "charge", "reserve"])
+          }
+          expect(newestFirst.at(-1)?.kind).toBe("credit")
+        })
+      ))
+
     it.effect("a reservation beyond what is available is refused and writes nothing", () =>
       withLedger((ledger) =>
         Effect.gen(function*() {

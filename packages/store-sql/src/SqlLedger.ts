@@ -34,6 +34,9 @@ export const make = (options: Options = {}): Effect.Effect<
     const prepared = yield* Database.prepare("the ledger", options)
     const { isPg, sql, tables: t } = prepared
     const entries = sql(t.ledgerEntries)
+    // Entries of one instant in the order they can happen: a task's reservation before its
+    // charge or release (ids are random, so they alone would order them by chance).
+    const order = sql.literal("CASE kind WHEN 'credit' THEN 0 WHEN 'reserve' THEN 1 ELSE 2 END")
     const openTable = sql(t.ledgerOpen)
     const databaseId = yield* Schema.databaseIdOf(options.tablePrefix ?? Database.defaultPrefix).pipe(refail("start"))
     const { advisoryLock, endOf, entryById, first, lockTask, reservationOf, reserve, sums, uncount, write } = LedgerWrites.make(prepared)
@@ -97,13 +100,13 @@ export const make = (options: Options = {}): Effect.Effect<
       // Reads, too, run to their end once begun (see SqlTaskStore's executor on PostgreSQL).
       balance: (accountId) => sums(executor.run, accountId).pipe(refail("balance")),
       entries: (accountId, limit) =>
-        sql<LedgerWrites.EntryRow>`SELECT * FROM ${entries} WHERE account_id = ${accountId} ORDER BY at DESC, id DESC LIMIT ${limit}`.pipe(
+        sql<LedgerWrites.EntryRow>`SELECT * FROM ${entries} WHERE account_id = ${accountId} ORDER BY at DESC, ${order} DESC, id DESC LIMIT ${limit}`.pipe(
           Effect.map((rows) => rows.map(LedgerWrites.entryOf)),
           Effect.uninterruptible,
           refail("entries")
         ),
       forTask: (taskId) =>
-        sql<LedgerWrites.EntryRow>`SELECT * FROM ${entries} WHERE task_id = ${taskId} ORDER BY at, id`.pipe(Effect.map((rows) => rows.map(LedgerWrites.entryOf)), Effect.uninterruptible, refail("entries")),
+        sql<LedgerWrites.EntryRow>`SELECT * FROM ${entries} WHERE task_id = ${taskId} ORDER BY at, ${order}, id`.pipe(Effect.map((rows) => rows.map(LedgerWrites.entryOf)), Effect.uninterruptible, refail("entries")),
       reservation: (taskId) => executor.run(reservationOf, [taskId]).pipe(Effect.map(first), refail("reservation")),
       open: ({ after = { at: -1, taskId: "" }, before, limit }) =>
         sql<LedgerWrites.EntryRow>`SELECT e.* FROM ${openTable} o JOIN ${entries} e ON e.id = o.entry_id
