@@ -33,7 +33,7 @@ describe("public paths", () => {
         expect(answer.body).toEqual({
           name: "mediagate",
           version: Docs.version,
-          links: { docs: "/docs", playground: "/playground", openapi: "/openapi.json", api: "/api/v1/", models: "/api/v1/models", health: "/healthz", ready: "/readyz" }
+          links: { docs: "/docs", playground: "/playground", console: "/console", openapi: "/openapi.json", api: "/api/v1/", models: "/api/v1/models", health: "/healthz", ready: "/readyz" }
         })
         const manifest = JSON.parse(readFileSync(new URL("../packages/http/package.json", import.meta.url), "utf8")) as { version: string }
         expect(Docs.version).toBe(manifest.version)

@@ -7,7 +7,7 @@
 import { HttpApi, HttpApiBuilder, HttpApiScalar, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Api } from "@mediagate/core"
 import { Context, Effect, Layer } from "effect"
-import { apiPrefix, docsPath, healthPath, landingPath, playgroundPath, publicOpenApiPath, readyPath } from "./Paths.js"
+import { apiPrefix, consolePath, docsPath, healthPath, landingPath, playgroundPath, publicOpenApiPath, readyPath } from "./Paths.js"
 
 /** Version of `@mediagate/http` (test/health.test.ts checks it against the package's manifest). */
 export const version = "0.1.0"
@@ -30,6 +30,7 @@ export const landing = {
   links: {
     docs: docsPath,
     playground: playgroundPath,
+    console: consolePath,
     openapi: publicOpenApiPath,
     api: apiPrefix,
     models: `${apiPrefix}models`,
