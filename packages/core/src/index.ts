@@ -125,3 +125,7 @@ export * as UsageRecords from "./tasks/UsageRecords.js"
 export * as Insights from "./tasks/Insights.js"
 /** The usage reports' and the operator's insights' endpoints. */
 export * as UsageApi from "./api/UsageApi.js"
+/** Uploaded input files: their metadata (the bytes are in the MediaStore). */
+export * as Uploads from "./services/Uploads.js"
+/** The files endpoints (uploads). */
+export * as FilesApi from "./api/FilesApi.js"

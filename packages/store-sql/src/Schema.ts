@@ -26,6 +26,7 @@ export const tables = (prefix: string) => ({
   keySpend: `${prefix}key_spend`,
   adminKeys: `${prefix}admin_keys`,
   auditLog: `${prefix}audit_log`,
+  uploads: `${prefix}uploads`,
   migrations: `${prefix}migrations`
 })
 

@@ -109,6 +109,12 @@ export class RequestTimeout extends Schema.Class<RequestTimeout>("RequestTimeout
   HttpApiSchema.annotations({ status: 408 })
 ) {}
 
+/** 415: an uploaded file of a type no model takes; the message names what was found. */
+export class UnsupportedMediaType extends Schema.Class<UnsupportedMediaType>("UnsupportedMediaType")(
+  envelopeError(415, "What the file is, and the types an upload may be."),
+  HttpApiSchema.annotations({ status: 415 })
+) {}
+
 /** 413: request body over the limit. */
 export class PayloadTooLarge extends Schema.Class<PayloadTooLarge>("PayloadTooLarge")(
   envelopeError(413, "The body limit."),

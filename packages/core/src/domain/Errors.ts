@@ -105,6 +105,11 @@ export class MediaError extends Schema.TaggedError<MediaError>()("MediaError", {
   cause: Schema.optional(Schema.Defect)
 }) {}
 
+/** A file that arrives as a stream (an upload) went past the size allowed; nothing was stored. */
+export class MediaTooLarge extends Schema.TaggedError<MediaTooLarge>()("MediaTooLarge", {
+  maxBytes: Schema.Number
+}) {}
+
 /** The task is already in a terminal state, so it cannot be cancelled. */
 export class TaskNotCancellable extends Schema.TaggedError<TaskNotCancellable>()("TaskNotCancellable", {
   taskId: Schema.String,

@@ -9,6 +9,7 @@
 import type { Stream } from "effect"
 import { Context, Effect, Option } from "effect"
 import { MediaError } from "../domain/Errors.js"
+import type { MediaTooLarge } from "../domain/Errors.js"
 
 /** A stored file. */
 export interface MediaObject {
@@ -108,4 +109,18 @@ export class MediaStore extends Context.Tag("@mediagate/core/MediaStore")<MediaS
    * instead of sending its bytes. Without it, the HTTP layer always sends the bytes.
    */
   readonly redirect?: (key: string) => Effect.Effect<MediaRedirect, MediaError>
+  /**
+   * Stores a file that arrives as a stream (an upload), under the `key` given (a key `parseKey`
+   * reads: 32 hex characters and an extension listed in `contentTypes`, e.g. random hex from
+   * `Ids`), never holding the whole file in memory: past `maxBytes` it stops reading and fails
+   * with MediaTooLarge, and nothing is stored. Answers the public URL and the size. The
+   * stream's own failure fails it with nothing stored. Optional until every store has it.
+   */
+  readonly putStream?: <E>(input: {
+    readonly key: string
+    readonly stream: Stream.Stream<Uint8Array, E>
+    readonly maxBytes: number
+  }) => Effect.Effect<{ readonly url: string; readonly size: number }, MediaError | MediaTooLarge | E>
+  /** Deletes the file under `key`; nothing when there is none. Optional until every store has it. */
+  readonly remove?: (key: string) => Effect.Effect<void, MediaError>
 }>() {}

@@ -1,6 +1,6 @@
 /**
  * The migrations from 0021 on: scoped keys, admin keys, the audit log and the indexes of the
- * usage reports (issue 35). Kept apart from Schema.ts, which lists 0001 to 0020, only for
+ * usage reports (issue 35); uploaded files (issue 36). Kept apart from Schema.ts, which lists 0001 to 0020, only for
  * length; they run in the one sequence of numbers with those.
  */
 import { SqlClient } from "@effect/sql"
@@ -14,6 +14,7 @@ interface Tables {
   readonly keySpend: string
   readonly adminKeys: string
   readonly auditLog: string
+  readonly uploads: string
 }
 
 export const operatorMigrations = (t: Tables): Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> => ({
@@ -71,5 +72,26 @@ export const operatorMigrations = (t: Tables): Record<string, Effect.Effect<void
     // Usage reports read the ledger by time across accounts, and a key's entries.
     yield* sql`CREATE INDEX ${sql(`${t.ledgerEntries}_at`)} ON ${sql(t.ledgerEntries)} (at)`
     yield* sql`CREATE INDEX ${sql(`${t.ledgerEntries}_key`)} ON ${sql(t.ledgerEntries)} (key_id, at)`
+  }),
+  "0024_uploads": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // Uploaded input files (core Uploads): their metadata; the bytes are in the media store.
+    yield* sql`CREATE TABLE ${sql(t.uploads)} (
+      id TEXT PRIMARY KEY,
+      owner_id TEXT NOT NULL,
+      key_id TEXT,
+      media_key TEXT NOT NULL UNIQUE,
+      url TEXT NOT NULL,
+      content_type TEXT NOT NULL,
+      bytes BIGINT NOT NULL,
+      width INTEGER,
+      height INTEGER,
+      duration_seconds DOUBLE PRECISION,
+      created_at BIGINT NOT NULL,
+      expires_at BIGINT NOT NULL,
+      pinned_until BIGINT
+    )`
+    yield* sql`CREATE INDEX ${sql(`${t.uploads}_owner`)} ON ${sql(t.uploads)} (owner_id, created_at)`
+    yield* sql`CREATE INDEX ${sql(`${t.uploads}_expires`)} ON ${sql(t.uploads)} (expires_at)`
   })
 })
