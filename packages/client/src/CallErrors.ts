@@ -39,6 +39,12 @@ export class RunTimeout extends Schema.TaggedError<RunTimeout>()("RunTimeout", {
   }
 }
 
+/** A local file given as an input or to `upload` that the client could not open (no such file; a path in a browser). */
+export class LocalFileError extends Schema.TaggedError<LocalFileError>()("LocalFileError", {
+  path: Schema.String,
+  message: Schema.String
+}) {}
+
 /** Any failure of a client call but `run`'s timeout. */
 export type ClientError = MediagateError | TransportError
 

@@ -8,7 +8,8 @@ import { Api, type ModelInfo, Task } from "@mediagate/core"
 import { createParser, type EventSourceMessage } from "eventsource-parser"
 import { Config, type ConfigError, Context, Effect, Either, FiberRef, Layer, Option, Redacted, Schema, Stream } from "effect"
 import { globalValue } from "effect/GlobalValue"
-import { type ClientError, MediagateError, refail, type RunTimeout, TransportError } from "./CallErrors.js"
+import { type ClientError, type LocalFileError, MediagateError, refail, type RunTimeout, TransportError } from "./CallErrors.js"
+import { type FileInput, type Upload, upload as uploadTo, type WithFiles, withUploads } from "./FileInputs.js"
 import type { InputOf, ModelId } from "./Models.js"
 import { type RunOptions, type Update, waitForEnd } from "./Run.js"
 
@@ -69,9 +70,15 @@ export interface Client {
   /**
    * Submits a task and answers its id as a plain string, not the `{ taskId }` object the
    * HTTP answer's `data` is: `const taskId = yield* client.submit(model, input)`, with no
-   * `.taskId` after it. `input` is type-checked against the model's input.
+   * `.taskId` after it. `input` is type-checked against the model's input. A Blob or a
+   * local path (Node) in a media URL field (imageUrls, images, mediaUrls) is uploaded first
+   * (`upload`) and its URL submitted in its place; an http(s) URL is sent as it is.
    */
-  readonly submit: <M extends ModelId>(model: M, input: InputOf<M>, options?: SubmitOptions) => Effect.Effect<string, ClientError>
+  readonly submit: <M extends ModelId>(
+    model: M,
+    input: WithFiles<InputOf<M>>,
+    options?: SubmitOptions
+  ) => Effect.Effect<string, ClientError | LocalFileError>
   /**
    * What a submit of the same model, input and options would store and charge, with nothing
    * created or held: the price in micro-USD (and as `priceUsd`), the adjustments the model's
@@ -89,12 +96,20 @@ export interface Client {
   readonly list: (options?: ListOptions) => Effect.Effect<TaskPage, ClientError>
   /** Cancels a task that has not ended; answers it, CANCELLED (409 MediagateError when it has ended). */
   readonly cancel: (taskId: string) => Effect.Effect<Task.Task, ClientError>
-  /** Submits and waits until the task ends; answers the ended task, whatever its status. */
+  /**
+   * Submits (uploading the local files of its media URL fields first, as `submit`) and waits
+   * until the task ends; answers the ended task, whatever its status.
+   */
   readonly run: <M extends ModelId>(
     model: M,
-    input: InputOf<M>,
+    input: WithFiles<InputOf<M>>,
     options?: RunOptions & SubmitOptions
-  ) => Effect.Effect<Task.Task, ClientError | RunTimeout>
+  ) => Effect.Effect<Task.Task, ClientError | LocalFileError | RunTimeout>
+  /**
+   * Uploads a file (`POST /api/v1/files`): a Blob (a browser's File), or in Node the path of
+   * a file, streamed from disk. Answers the upload: its `url` works in any URL input.
+   */
+  readonly upload: (file: FileInput) => Effect.Effect<Upload, ClientError | LocalFileError>
   /** Waits until a submitted task ends (what `run` does after submitting). */
   readonly waitFor: (taskId: string, options?: RunOptions) => Effect.Effect<Task.Task, ClientError | RunTimeout>
   /**
@@ -204,9 +219,13 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
         (error) => new MediagateError({ status: 400, code: 400, msg: error.message })
       )
 
-    const submit = <M extends ModelId>(model: M, input: InputOf<M>, submitOptions: SubmitOptions = {}) =>
+    const upload = uploadTo(http, options.baseUrl, key)
+
+    const submit = <M extends ModelId>(model: M, input: WithFiles<InputOf<M>>, submitOptions: SubmitOptions = {}) =>
       Effect.gen(function*() {
-        const payload = yield* submitBody(model, input, submitOptions)
+        // The uploads' URLs in place of the files: the input the model's schema takes.
+        const uploaded = (yield* withUploads(model, input, upload)) as InputOf<M>
+        const payload = yield* submitBody(model, uploaded, submitOptions)
         const idempotencyKey = submitOptions.idempotencyKey
         const answer = yield* api.tasks.submit({ payload, headers: {} }).pipe(
           idempotencyKey === undefined ? (effect) => effect : withRequest(HttpClientRequest.setHeader("idempotency-key", idempotencyKey)),
@@ -269,7 +288,7 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
     const waitFor = (taskId: string, runOptions: RunOptions = {}) =>
       waitForEnd(taskId, get, runOptions, events).pipe(Effect.withSpan("MediagateClient.waitFor", { attributes: { taskId } }))
 
-    const run = <M extends ModelId>(model: M, input: InputOf<M>, runOptions: RunOptions & SubmitOptions = {}) =>
+    const run = <M extends ModelId>(model: M, input: WithFiles<InputOf<M>>, runOptions: RunOptions & SubmitOptions = {}) =>
       Effect.flatMap(submit(model, input, runOptions), (taskId) => waitFor(taskId, runOptions)).pipe(
         Effect.withSpan("MediagateClient.run", { attributes: { model } })
       )
@@ -280,7 +299,7 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
       Effect.withSpan("MediagateClient.models")
     )
 
-    return { submit, estimate, get, list, cancel, run, waitFor, events, models, api } satisfies Client
+    return { submit, estimate, get, list, cancel, run, waitFor, events, models, upload, api } satisfies Client
   })
 
 /** The list's query parameters, as the server reads them. */

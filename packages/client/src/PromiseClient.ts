@@ -7,6 +7,7 @@ import { FetchHttpClient } from "@effect/platform"
 import type { ModelInfo, Task } from "@mediagate/core"
 import { Duration, Effect, Either } from "effect"
 import type { ClientOptions, Estimate, ListOptions, SubmitOptions, TaskPage } from "./MediagateClient.js"
+import type { FileInput, Upload, WithFiles } from "./FileInputs.js"
 import * as MediagateClient from "./MediagateClient.js"
 import type { InputOf, ModelId } from "./Models.js"
 
@@ -37,9 +38,10 @@ export class Mediagate {
   /**
    * Submits a task and resolves with its id as a plain string, not the `{ taskId }` object
    * the HTTP answer's `data` is: `const taskId = await mediagate.submit(model, input)`, with
-   * no `.taskId` after it. `input` is type-checked against the model's input.
+   * no `.taskId` after it. `input` is type-checked against the model's input. A Blob or a
+   * local path (Node) in a media URL field is uploaded first and its URL submitted.
    */
-  submit<M extends ModelId>(model: M, input: InputOf<M>, options?: SubmitOptions): Promise<string> {
+  submit<M extends ModelId>(model: M, input: WithFiles<InputOf<M>>, options?: SubmitOptions): Promise<string> {
     return run(this.#client.submit(model, input, options))
   }
 
@@ -66,10 +68,18 @@ export class Mediagate {
     return run(this.#client.cancel(taskId))
   }
 
-  /** Submits and resolves with the ended task, whatever its status. */
-  run<M extends ModelId>(model: M, input: InputOf<M>, options: PromiseRunOptions = {}): Promise<Task.Task> {
+  /** Submits (uploading local files first, as `submit`) and resolves with the ended task, whatever its status. */
+  run<M extends ModelId>(model: M, input: WithFiles<InputOf<M>>, options: PromiseRunOptions = {}): Promise<Task.Task> {
     const { signal, ...rest } = options
     return run(this.#client.run(model, input, rest), signal)
+  }
+
+  /**
+   * Uploads a file (`POST /api/v1/files`): a Blob or File, or in Node a path (streamed from
+   * disk); resolves with the upload, whose `url` works in any URL input.
+   */
+  upload(file: FileInput): Promise<Upload> {
+    return run(this.#client.upload(file))
   }
 
   /** The model catalog. */

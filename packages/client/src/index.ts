@@ -2,7 +2,9 @@
 export * as MediagateClient from "./MediagateClient.js"
 export type { Client, ClientOptions, Estimate, ListOptions, SubmitOptions, TaskPage } from "./MediagateClient.js"
 /** The client's errors. */
-export { type ClientError, MediagateError, RunTimeout, TransportError } from "./CallErrors.js"
+export { type ClientError, LocalFileError, MediagateError, RunTimeout, TransportError } from "./CallErrors.js"
+/** Files as inputs: what `upload` takes and answers, and the input types that take files. */
+export { type FileInput, isRemoteUrl, type MediaField, mediaFieldsOf, type Upload, type WithFiles } from "./FileInputs.js"
 /** Model ids and their input types. */
 export { type CatalogSpec, type InputOf, isModelId, type ModelId, modelIds } from "./Models.js"
 /** How `run` waits. */
