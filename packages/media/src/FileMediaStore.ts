@@ -9,6 +9,7 @@ import { Clock, Duration, Effect, Layer, Option, Stream } from "effect"
 import { createReadStream } from "node:fs"
 import { mkdir, readdir, readFile, rename, stat, unlink, utimes, writeFile } from "node:fs/promises"
 import { join } from "node:path"
+import { discard, spool } from "./Spool.js"
 
 /** Options of the file media store. */
 export interface Options {
@@ -123,7 +124,31 @@ export const make = (options: Options): Effect.Effect<Context.Tag.Service<MediaS
               createReadStream(join(directory, key), range === undefined ? {} : { start: range.start, end: range.end }),
               (cause) => new MediaError({ message: `cannot read ${key}`, cause })
             )
+          ),
+      putStream: ({ key, maxBytes, stream }) =>
+        Effect.gen(function*() {
+          if (Option.isNone(MediaStore.parseKey(key))) return yield* Effect.fail(new MediaError({ message: `'${key}' is not a media key` }))
+          const path = join(directory, key)
+          const now = new Date(yield* Clock.currentTimeMillis)
+          // As `put`: written under a temporary name the sweep knows, renamed into place once
+          // whole, so a half-written upload is never served.
+          const partial = `${path}.${yield* ids.token(8)}.partial`
+          const size = yield* spool(partial, stream, maxBytes, key)
+          yield* attempt(() => utimes(partial, now, now).then(() => rename(partial, path)), `cannot write ${key}`).pipe(
+            Effect.tapError(() => discard(partial))
           )
+          return { url: `${base}/${key}`, size }
+        }).pipe(Effect.tapError((error) => error instanceof MediaError ? warn(key)(error) : Effect.void)),
+      remove: (key) =>
+        Option.isNone(MediaStore.parseKey(key)) ? Effect.void : Effect.tryPromise({
+          try: () => unlink(join(directory, key)),
+          catch: (cause) => cause
+        }).pipe(
+          Effect.catchAll((cause) =>
+            errorCode(cause) === "ENOENT" ? Effect.void : Effect.fail(new MediaError({ message: `cannot delete ${key}`, cause }))
+          ),
+          Effect.tapError(warn(key))
+        )
     }
   })
 

@@ -22,6 +22,8 @@ import { MediaError, MediaStore } from "@mediagate/core"
 import type { Context, Scope } from "effect"
 import { Clock, Duration, Effect, Layer, Option, Stream } from "effect"
 import type { ClientOptions, Location } from "./S3Location.js"
+import { describe, isMissing, send, warn } from "./S3Send.js"
+import { streamUploads } from "./S3Upload.js"
 
 export { clientConfig, parseMediaUrl } from "./S3Location.js"
 export type { ClientOptions, Location } from "./S3Location.js"
@@ -43,6 +45,8 @@ export interface Options extends Location {
   readonly serve?: "proxy" | "presigned"
   /** With `presigned`, how long a URL is valid (default an hour); the redirect is cached for half of it. */
   readonly presignedExpiry?: Duration.DurationInput
+  /** Where uploads (`putStream`) are spooled before they are sent; by default the system's temporary folder. */
+  readonly spoolDirectory?: string
 }
 
 /** The SDK client of `options`; path-style with a custom endpoint, checksums only where S3 requires them. */
@@ -68,30 +72,6 @@ export const makeClient = (options: ClientOptions): S3Client => {
   return new S3Client(config)
 }
 
-/** An SDK error's name and HTTP status, whatever its shape. */
-const describe = (cause: unknown): { readonly name: string; readonly status: number | undefined; readonly message: string } => {
-  const error = typeof cause === "object" && cause !== null ? cause as Record<string, unknown> : {}
-  const metadata = typeof error["$metadata"] === "object" && error["$metadata"] !== null ? error["$metadata"] as Record<string, unknown> : {}
-  return {
-    name: typeof error["name"] === "string" ? error["name"] : "Error",
-    status: typeof metadata["httpStatusCode"] === "number" ? metadata["httpStatusCode"] : undefined,
-    message: typeof error["message"] === "string" ? error["message"] : String(cause)
-  }
-}
-
-/**
- * No such object. Without s3:ListBucket on the bucket, AWS answers 403 rather than 404 for a
- * missing key: that is a storage failure here, since it cannot be told apart from a denied read.
- */
-const isMissing = (cause: unknown) => {
-  const { name, status } = describe(cause)
-  return status === 404 || name === "NotFound" || name === "NoSuchKey"
-}
-
-/** A storage failure logged as a warning with the file's key, as the file store does. */
-const warn = (key: string) => (error: MediaError) =>
-  Effect.logWarning(`mediagate: media storage failed: ${error.message}`, error.cause).pipe(Effect.annotateLogs("mediaKey", key))
-
 /** `bytes <start>-<end>/<size>`'s start. */
 const rangeStart = (contentRange: string | undefined) => {
   const match = /^bytes (\d+)-\d+\/(\d+|\*)$/.exec(contentRange ?? "")
@@ -116,9 +96,6 @@ export interface Bucket extends Location {
   readonly client: S3Client
 }
 
-const send = <A>(run: (signal: AbortSignal) => Promise<A>, message: string): Effect.Effect<A, MediaError> =>
-  Effect.tryPromise({ try: run, catch: (cause) => new MediaError({ message: `${message}: ${describe(cause).message}`, cause }) })
-
 /** Fails with one line when the bucket cannot be reached: wrong name, endpoint or credentials. */
 const checkBucket = (bucket: Bucket, endpoint: string | undefined) =>
   send((abortSignal) => bucket.client.send(new HeadBucketCommand({ Bucket: bucket.bucket }), { abortSignal }), "").pipe(
@@ -142,6 +119,7 @@ export const makeWith = (
     readonly baseUrl: string
     readonly retention?: Duration.DurationInput
     readonly redirect?: (key: string) => Effect.Effect<MediaStore.MediaRedirect, MediaError>
+    readonly spoolDirectory?: string
   }
 ): Context.Tag.Service<MediaStore.MediaStore> => {
   const { client } = bucket
@@ -255,6 +233,7 @@ export const makeWith = (
       Option.isNone(MediaStore.parseKey(key))
         ? Stream.fail(new MediaError({ message: `no file ${key}` }))
         : Stream.suspend(() => read(key, range)),
+    ...streamUploads(bucket, base, options.spoolDirectory),
     ...(options.redirect === undefined ? {} : { redirect: options.redirect })
   }
 }
@@ -362,7 +341,8 @@ const build = (options: Options) =>
     const store = makeWith(bucket, {
       baseUrl: options.baseUrl,
       ...(options.retention === undefined ? {} : { retention: options.retention }),
-      ...(redirect === undefined ? {} : { redirect })
+      ...(redirect === undefined ? {} : { redirect }),
+      ...(options.spoolDirectory === undefined ? {} : { spoolDirectory: options.spoolDirectory })
     })
     return { bucket, store }
   })

@@ -1,7 +1,7 @@
 /**
- * MediaStore in memory: files live as long as the process.
+ * MediaStore in memory: files live as long as the process (or until removed).
  */
-import { MediaError, MediaStore } from "@mediagate/core"
+import { MediaError, MediaStore, MediaTooLarge } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer, Option, Stream } from "effect"
 
@@ -41,7 +41,26 @@ export const make = (
             onNone: () => Stream.fail(new MediaError({ message: `no file ${key}` })),
             onSome: ({ bytes }) => Stream.succeed(range === undefined ? bytes : bytes.subarray(range.start, range.end + 1))
           })
-        )
+        ),
+      putStream: ({ key, maxBytes, stream }) =>
+        Option.match(MediaStore.parseKey(key), {
+          onNone: () => Effect.fail(new MediaError({ message: `'${key}' is not a media key` })),
+          onSome: ({ contentType }) =>
+            // The pieces are kept as they come (this store is memory), but reading stops at
+            // the first one past `maxBytes`, and only a whole file is stored.
+            Stream.runFoldEffect(stream, { parts: [] as Array<Uint8Array>, size: 0 }, (acc, bytes) => {
+              const size = acc.size + bytes.length
+              if (size > maxBytes) return Effect.fail(new MediaTooLarge({ maxBytes }))
+              acc.parts.push(bytes.slice())
+              return Effect.succeed({ parts: acc.parts, size })
+            }).pipe(Effect.map(({ parts, size }) => {
+              const bytes = new Uint8Array(size)
+              parts.reduce((offset, part) => (bytes.set(part, offset), offset + part.length), 0)
+              files.set(key, { bytes, contentType })
+              return { url: `${base}/${key}`, size }
+            }))
+        }),
+      remove: (key) => Effect.sync(() => void files.delete(key))
     }
   })
 

@@ -1,0 +1,63 @@
+/**
+ * `putStream` and `remove` of the S3 media store. An upload is spooled to a temporary file
+ * while it arrives (counted against its limit, one piece in memory at a time), then sent with
+ * one PutObject of known length from that file: past the limit, or when the client's stream
+ * fails, nothing was sent, so nothing is left in the bucket; and a PutObject either stores
+ * the whole object or none of it (docs/decisions.md says why not a multipart upload).
+ */
+import { DeleteObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3"
+import type { S3Client } from "@aws-sdk/client-s3"
+import { MediaError, MediaStore } from "@mediagate/core"
+import type { Context } from "effect"
+import { Effect, Option } from "effect"
+import { createReadStream } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { send, warn } from "./S3Send.js"
+import { discard, spool } from "./Spool.js"
+
+type Service = Context.Tag.Service<MediaStore.MediaStore>
+
+/** The two operations over a bucket; `spoolDirectory` holds the uploads on their way (by default the system's temporary folder). */
+export const streamUploads = (
+  bucket: { readonly client: S3Client; readonly bucket: string; readonly prefix: string },
+  base: string,
+  spoolDirectory: string = tmpdir()
+): Required<Pick<Service, "putStream" | "remove">> => ({
+  putStream: ({ key, maxBytes, stream }) =>
+    Option.match(MediaStore.parseKey(key), {
+      onNone: () => Effect.fail(new MediaError({ message: `'${key}' is not a media key` })),
+      onSome: ({ contentType }) => {
+        // The key is random (the caller's, from Ids): one upload per name at a time.
+        const path = join(spoolDirectory, `mediagate-upload-${key}.partial`)
+        // The spool file is deleted once sent or not (spool deletes its own on failure; a name
+        // that already existed, EEXIST, is another upload's and is left alone).
+        return Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(restore(spool(path, stream, maxBytes, key)), (size) =>
+            restore(send(
+            (abortSignal) =>
+              bucket.client.send(
+                new PutObjectCommand({
+                  Bucket: bucket.bucket,
+                  Key: `${bucket.prefix}${key}`,
+                  Body: createReadStream(path),
+                  ContentLength: size,
+                  ContentType: contentType
+                }),
+                { abortSignal }
+              ),
+              `cannot write ${key} to bucket ${bucket.bucket}`
+            )).pipe(Effect.as({ url: `${base}/${key}`, size }), Effect.ensuring(discard(path))))
+        ).pipe(
+          Effect.tapError((error) => error instanceof MediaError ? warn(key)(error) : Effect.void)
+        )
+      }
+    }),
+  remove: (key) =>
+    Option.isNone(MediaStore.parseKey(key))
+      ? Effect.void
+      : send(
+        (abortSignal) => bucket.client.send(new DeleteObjectCommand({ Bucket: bucket.bucket, Key: `${bucket.prefix}${key}` }), { abortSignal }),
+        `cannot delete ${key} in bucket ${bucket.bucket}`
+      ).pipe(Effect.asVoid, Effect.tapError(warn(key)))
+})
