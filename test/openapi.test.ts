@@ -286,7 +286,7 @@ describe("the OpenAPI document's key and titles", () => {
         expect({ path, method, security: operation.security }).toEqual({ path, method, security: [{ adminBearer: [] }] })
       }
       const all = customerOperations(document, unknownTask)
-      expect(all.length).toBe(11)
+      expect(all.length).toBe(14)
       for (const { method, operation, path } of all) {
         // None under /api/v1/ is public; a public operation would say `security: []`.
         expect(path.startsWith("/api/v1/")).toBe(true)
@@ -405,7 +405,7 @@ describe("the OpenAPI document says exactly what the server enforces", () => {
       const document = yield* getDocument
       const taskId = yield* endedTask
       const all = customerOperations(document, taskId)
-      expect(all.length).toBe(11)
+      expect(all.length).toBe(14)
       for (const { method, operation, path, request } of all) {
         // Every operation asks for the key.
         expect(operation.security).toEqual([{ bearer: [] }])

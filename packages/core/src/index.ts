@@ -129,3 +129,5 @@ export * as UsageApi from "./api/UsageApi.js"
 export * as Uploads from "./services/Uploads.js"
 /** The files endpoints (uploads). */
 export * as FilesApi from "./api/FilesApi.js"
+/** Uploads: the use case of the files endpoints (upload, read, delete, the expiry sweep). */
+export * as Files from "./tasks/Files.js"

@@ -17,6 +17,7 @@ import * as AuthFailures from "./AuthFailures.js"
 import * as ClientErrors from "./ClientErrors.js"
 import * as Embedding from "./Embedding.js"
 import * as Envelope from "./EnvelopeMiddleware.js"
+import * as FilesHandlers from "./FilesHandlers.js"
 import * as Handlers from "./Handlers.js"
 import * as HeldRequests from "./HeldRequests.js"
 import { isAdminPath, isApiPath } from "./Paths.js"
@@ -42,7 +43,7 @@ export type Requirements =
 export const layer: Layer.Layer<HttpApi.Api, never, Requirements> = HttpApiBuilder.api(Api.MediagateApi).pipe(
   Layer.provide([Handlers.layer, Handlers.callbacksLayer, Handlers.catalogLayer, Handlers.accountLayer]),
   Layer.provide([AdminHandlers.accountsLayer, AdminTaskHandlers.tasksLayer, AdminTaskHandlers.accessLayer]),
-  Layer.provide([UsageHandlers.usageLayer, UsageHandlers.insightsLayer]),
+  Layer.provide([UsageHandlers.usageLayer, UsageHandlers.insightsLayer, FilesHandlers.filesLayer]),
   Layer.provide([Auth.layer, AdminAuthentication.layer]),
   Layer.merge(Routes.layer),
   Layer.merge(Handlers.decodeFailures)

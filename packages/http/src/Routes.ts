@@ -4,7 +4,7 @@
  * otherwise take for a task id, and the public landing answer, docs page and health checks.
  */
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Accounts, AdminKeys, MediaStore, TaskService } from "@mediagate/core"
+import { Accounts, AdminKeys, Files, MediaStore, TaskService } from "@mediagate/core"
 import { Context, Effect, Layer, Option, Stream } from "effect"
 import { authenticate } from "./Auth.js"
 import { envelope, methodNotAllowed, notFound, requestPath } from "./EnvelopeMiddleware.js"
@@ -135,11 +135,13 @@ export const mediaUnavailable = "media storage is unavailable; try again later"
  * by content, so an answer never goes stale and is cached for a year. GET and HEAD (the
  * router answers HEAD with the GET route, without the body); byte ranges for players.
  * A failing store is logged with the key and answers 503 with Retry-After; the client never
- * sees why.
+ * sees why. An upload past its expiry (`Files`, where the composition has uploads) is 404,
+ * whether or not the sweep has deleted its file yet.
  */
 export const media = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const store = yield* MediaStore.MediaStore
+    const files = yield* Effect.serviceOption(Files.Files)
     yield* router.get(
       `${mediaPrefix}/:key`,
       Effect.gen(function*() {
@@ -147,6 +149,7 @@ export const media = HttpApiBuilder.Router.use((router) =>
         const request = yield* HttpServerRequest.HttpServerRequest
         const found = yield* store.stat(key)
         if (Option.isNone(found)) return notFound(`${mediaPrefix}/${key}`)
+        if (Option.isSome(files) && (yield* files.value.expiredMedia(key))) return notFound(`${mediaPrefix}/${key}`)
         const { contentType, hash, size } = found.value
         const etag = `"${hash}"`
         const headers = { etag, "cache-control": "public, max-age=31536000, immutable", "accept-ranges": "bytes" }

@@ -12,6 +12,7 @@ import type * as Ledger from "../services/Ledger.js"
 import type * as TaskStore from "../services/TaskStore.js"
 import * as Credits from "../tasks/Credits.js"
 import { AdminAccessGroup, AdminAccountsGroup, AdminTasksGroup } from "./AdminApi.js"
+import { FilesGroup } from "./FilesApi.js"
 import type { Estimate } from "../tasks/TaskService.js"
 import {
   BadRequest,
@@ -323,6 +324,8 @@ export class MediagateApi extends HttpApi.make("mediagate")
   .add(AccountGroup)
   // Usage reports (`UsageApi`): the customer's, authenticated here (UsageApi cannot import this module).
   .add(CustomerUsageGroup.middleware(Authorization).prefix("/api/v1"))
+  // Uploaded input files (`FilesApi`), authenticated here as usage is.
+  .add(FilesGroup.middleware(Authorization).prefix("/api/v1"))
   // The operator's API (`AdminApi`), under its own tag and admin keys only.
   .add(AdminAccountsGroup)
   .add(AdminTasksGroup)

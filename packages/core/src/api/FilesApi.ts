@@ -41,10 +41,11 @@ export class FilesGroup extends HttpApiGroup.make("files")
       .addError(PayloadTooLarge)
       .addError(UnsupportedMediaType)
       .addError(RequestTimeout)
+      .addError(NotFound)
       .annotate(OpenApi.Summary, "Upload a file to use as a task's input")
       .annotate(
         OpenApi.Description,
-        `${additive} The body is the file itself (any Content-Type), or \`multipart/form-data\` with one field \`file\`. The file's type is decided by its bytes; images and videos a model takes are accepted (415 names anything else), up to the server's size limit (413); a file that cannot be read is 400.`
+        `${additive} The body is the file itself (any Content-Type), or \`multipart/form-data\` with one field \`file\`. The file's type is decided by its bytes; images and videos a model takes are accepted (415 names anything else), up to the server's size limit (413); a file that cannot be read is 400. A server set up without uploads answers 404 on the files paths. Uploads have a rate of their own per account (429 with Retry-After).`
       )
   )
   .add(
