@@ -16,10 +16,13 @@
  *   until the task's deadline without ever submitting the job again. Submit and poll answer
  *   the upstream's result as given. Other models' URLs are returned as given.
  *
- * Everything is fetched through SafeFetch, so every address rule applies at connection time.
+ * Everything is fetched through SafeFetch, so every address rule applies at connection time,
+ * except our own files: an input under `mediaBaseUrl` (an upload, a result of ours) is read
+ * from the MediaStore, never over the network. The upstream still receives its URL as given
+ * (a provider fetches it from our public address).
  */
 import type { ModelSpec, Task } from "@mediagate/core"
-import { MediaProbe, MediaStore, ModelCatalog, SafeFetch, Transcoder, Upstream, UpstreamError } from "@mediagate/core"
+import { MediaProbe, MediaStore, ModelCatalog, SafeFetch, Transcoder, Upstream, UpstreamError, UrlPolicy } from "@mediagate/core"
 import { Effect, Either, Layer, Option } from "effect"
 
 type UpstreamJob = Task.UpstreamJob
@@ -55,10 +58,37 @@ export const make = (inner: Upstream.Upstream["Type"], options: Options) =>
     const catalog = yield* ModelCatalog.ModelCatalog
     const base = options.mediaBaseUrl.replace(/\/+$/, "")
 
+    /** The MediaStore key an input URL of ours names (`<mediaBaseUrl>/<key>`); none for any other URL. */
+    const ownKey = (url: string) => Option.fromNullable(UrlPolicy.underMediaBase(url, base))
+
+    /** A file of ours as SafeFetch answers one (typed from its bytes); a missing one fails as a 404 would, naming the URL. */
+    const readOwn = (url: string, key: string) =>
+      media.get(key).pipe(
+        Effect.mapError((error) => new SafeFetch.SafeFetchError({ url, reason: "Failed", message: `${url}: reading it from the media store failed: ${error.message}` })),
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.fail(new SafeFetch.SafeFetchError({ url, reason: "Status", message: `${url}: no such file on this server` })),
+          onSome: ({ bytes }) => Effect.succeed<SafeFetch.Fetched>({ url, bytes, contentType: MediaProbe.contentType(bytes) })
+        }))
+      )
+
+    /** An input's bytes: ours from the MediaStore, any other over the network (SafeFetch). */
+    const download = (url: string) => Option.match(ownKey(url), { onNone: () => fetch.get(url), onSome: (key) => readOwn(url, key) })
+
+    /** What an input is: ours probed from the MediaStore's bytes, any other through `probeUrl`. */
+    const probeInput = (url: string) =>
+      Option.match(ownKey(url), {
+        onNone: () => probe.probeUrl(url),
+        onSome: (key) =>
+          Effect.flatMap(readOwn(url, key), (fetched) =>
+            probe.probe(fetched.bytes).pipe(
+              Effect.mapError((error) => new MediaProbe.MediaProbeError({ reason: error.reason, message: `${url}: ${error.message}` }))
+            ))
+      })
+
     /** A WebP input becomes our hosted JPEG. */
     const jpegInput = (job: UpstreamJob) =>
       Effect.forEach(job.imageUrls, (url, index) =>
-        fetch.get(url).pipe(
+        download(url).pipe(
           Effect.mapError((error) => invalid(`input.imageUrls[${index}]: ${error.message}`)),
           Effect.flatMap((fetched) =>
             fetched.contentType !== "image/webp"
@@ -78,7 +108,7 @@ export const make = (inner: Upstream.Upstream["Type"], options: Options) =>
         const materials = rules.of(job)
         if (materials.length === 0) return job
         const probed = yield* Effect.forEach(materials, (material, index) =>
-          probe.probeUrl(material.url).pipe(Effect.mapError((error) => invalid(`input.${rules.field}[${index}]: ${error.message}`))), { concurrency: 4 })
+          probeInput(material.url).pipe(Effect.mapError((error) => invalid(`input.${rules.field}[${index}]: ${error.message}`))), { concurrency: 4 })
         const files = materials.map((material, index) => ({ url: material.url, type: probed[index]!.kind, durationSeconds: probed[index]!.durationSeconds }))
         return yield* Either.mapLeft(rules.check(job, files, options.maxMaterialSeconds ?? rules.maxSeconds), invalid)
       })

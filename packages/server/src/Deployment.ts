@@ -79,7 +79,9 @@ export interface Config {
   /**
    * The spec's media rules around the upstream (`MediaUpstream`): input media fetched and
    * checked, WebP input transcoded, alpha-image-2 and beta-imagine results hosted here.
-   * The standalone server always has them; without this, media URLs pass as given.
+   * The standalone server always has them; without this, media URLs pass as given. Media URLs
+   * under `mediaBaseUrl` are files of this deployment: submit checks them in its MediaStore
+   * and the rules read them from it, whatever their host.
    */
   readonly mediaRules?: { readonly mediaBaseUrl: string }
 }
@@ -252,6 +254,7 @@ export const services = (
     engine: options.engine ?? {},
     deliverer: options.deliverer ?? {},
     allowPrivateUrls,
+    ...(options.mediaRules === undefined ? {} : { mediaBaseUrl: options.mediaRules.mediaBaseUrl }),
     ...relay,
     ...keys,
     ...usage,

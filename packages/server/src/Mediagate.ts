@@ -74,6 +74,11 @@ export interface Options {
   readonly settlements?: Settlements.Options
   /** Accept localhost and private addresses in callBackUrl and media URLs (development and tests only). */
   readonly allowPrivateUrls?: boolean
+  /**
+   * This deployment's media base (`<public URL>/media`): media URLs under it name files of the
+   * MediaStore (uploads, results), judged and read by the store, not by their host (`SubmitPolicy`).
+   */
+  readonly mediaBaseUrl?: string
   /** Ids for task ids and tokens; default `Ids.layer` (Web Crypto). Tests pass `Ids.layerTest`. */
   readonly ids?: Layer.Layer<Ids.Ids>
   /** The account cache in front of the host's Accounts (default: 5 s, 10,000 keys); false for none. */
@@ -156,7 +161,11 @@ export const services = (
     tasks.pipe(Layer.provide(Layer.succeed(Deadlines, deadlines))),
     engineStatus,
     Settlements.layer(options.settlements),
-    Layer.succeed(SubmitPolicy, { ...SubmitPolicy.defaultValue(), allowPrivateUrls: options.allowPrivateUrls ?? false })
+    Layer.succeed(SubmitPolicy, {
+      ...SubmitPolicy.defaultValue(),
+      allowPrivateUrls: options.allowPrivateUrls ?? false,
+      mediaBaseUrl: options.mediaBaseUrl
+    })
   ).pipe(
     Layer.provideMerge(ModelCatalog.layer),
     Layer.provideMerge(options.ids ?? Ids.layer),

@@ -170,3 +170,19 @@ export const checkUrl = (
   if (!options.allowPrivate && isNonPublicHostname(url.hostname)) return notPublicMessage
   return undefined
 }
+
+/**
+ * The name `url` gives under `mediaBase` (this deployment's `<public base>/media`, where its
+ * MediaStore's files are served): the rest of its path after the base, a MediaStore key when
+ * it names one of our files; undefined when the URL is not under the base. Scheme, host and
+ * port compare as WHATWG URL reads them (case, default ports); a query or fragment is ignored,
+ * as the media route ignores it.
+ */
+export const underMediaBase = (url: string, mediaBase: string): string | undefined => {
+  if (!URL.canParse(url) || !URL.canParse(mediaBase)) return undefined
+  const given = new URL(url)
+  const base = new URL(mediaBase)
+  if (given.origin !== base.origin || given.origin === "null") return undefined
+  const prefix = `${base.pathname.replace(/\/+$/, "")}/`
+  return given.pathname.startsWith(prefix) ? given.pathname.slice(prefix.length) : undefined
+}

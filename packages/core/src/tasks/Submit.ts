@@ -4,12 +4,18 @@
  * task. A submit under an Idempotency-Key goes through `IdempotentSubmit`. A scoped key's
  * rules (`KeyScopes`) refuse the call (403), nothing created or held: a model its patterns do
  * not allow (submit and estimate), a hold past its monthly cap (submit).
+ *
+ * A media URL under this deployment's own media base (`SubmitPolicy.mediaBaseUrl`) names a
+ * file of its MediaStore: it is judged by the store, not by its host (it is never fetched over
+ * the network): an upload must exist and not have expired, and a task accepted with it pins it
+ * to the task's deadline (`Uploads.pin`), so it is kept as long as the task may read it.
  */
 import { Clock, Context, Data, Duration, Effect, Either, Option } from "effect"
+import { MediaStore, parseKey } from "../services/MediaStore.js"
+import { Uploads } from "../services/Uploads.js"
 import type { Account } from "../services/Accounts.js"
 import type { SubmitRequest } from "../api/Api.js"
-import type { StoreError } from "../domain/Errors.js"
-import { ModerationRejected, ModerationUnavailable, ValidationError } from "../domain/Errors.js"
+import { ModerationRejected, ModerationUnavailable, StoreError, ValidationError } from "../domain/Errors.js"
 import * as Credits from "./Credits.js"
 import * as KeyScopes from "../domain/KeyScopes.js"
 import type * as IdempotencyKeys from "../services/IdempotencyKeys.js"
@@ -26,16 +32,25 @@ import { CallbackEvent, TaskRecord } from "../domain/Task.js"
 import { TaskWakeup } from "../services/TaskEvents.js"
 import { Upstream } from "../services/Upstream.js"
 import { TaskWrites } from "./TaskWrites.js"
-import { checkUrl } from "../domain/UrlPolicy.js"
+import { checkUrl, underMediaBase } from "../domain/UrlPolicy.js"
 import { unsupportedModel } from "./UnsupportedModel.js"
 import { spanOptions } from "./SpanOptions.js"
 
 /** What the submit use case accepts beyond the model's own rules. */
+export interface Policy {
+  /** Accept localhost and private addresses in callBackUrl and media URLs (development and tests only). */
+  readonly allowPrivateUrls: boolean
+  /**
+   * This deployment's media base (`<public base>/media`): a media URL under it names a file
+   * of the MediaStore (an upload, a result) and is judged by the store, whatever its host.
+   * Absent: every URL is judged by its host.
+   */
+  readonly mediaBaseUrl?: string | undefined
+}
+
+/** The submit use case's `Policy`; by default private addresses refused, no media base. */
 export class SubmitPolicy extends Context.Reference<SubmitPolicy>()("@mediagate/core/SubmitPolicy", {
-  defaultValue: () => ({
-    /** Accept localhost and private addresses in callBackUrl and media URLs (development and tests only). */
-    allowPrivateUrls: false as boolean
-  })
+  defaultValue: (): Policy => ({ allowPrivateUrls: false })
 }) {}
 
 /**
@@ -47,16 +62,8 @@ export class Deadlines extends Context.Reference<Deadlines>()("@mediagate/core/D
   defaultValue: (): ReadonlyMap<string, Duration.Duration> => new Map()
 }) {}
 
-/** Every media URL (the fields the model's schema marks) must name a public host (unless the policy allows private ones). */
-const checkMediaUrls = (model: ModelSpec, input: Record<string, unknown>, allowPrivate: boolean) => {
-  for (const { path, url } of model.mediaUrls(input)) {
-    const problem = checkUrl(url, { protocols: ["http:", "https:"], allowPrivate })
-    if (problem !== undefined) {
-      return Either.left(new ValidationError({ message: `input.${path} ${problem} for ${model.id}` }))
-    }
-  }
-  return Either.right(undefined)
-}
+/** How a file of ours is asked for again when its URL no longer names one. */
+const uploadAgain = "upload the file again (POST /api/v1/files)"
 
 /** The callback address must be an absolute http(s) URL on a public host (unless the policy allows private ones). */
 const checkCallBackUrl = (callBackUrl: string | undefined, allowPrivate: boolean) => {
@@ -111,6 +118,54 @@ export const make = Effect.gen(function*() {
     onRight: () => Effect.void
   })
   const modelIds = catalog.models.map((model) => model.id)
+  // Both are in every composition that serves media; without them no URL is taken for ours.
+  const uploads = yield* Effect.serviceOption(Uploads)
+  const media = yield* Effect.serviceOption(MediaStore)
+
+  /**
+   * A media URL under our media base, by what the MediaStore holds under its name: an upload
+   * (its id, to pin), a file of ours that is no upload (a result: nothing to pin), or a
+   * refusal naming the field (no such file, or an upload past its expiresAt).
+   */
+  const ownFile = (path: string, url: string, name: string, now: number) =>
+    Effect.gen(function*() {
+      const unknown = new ValidationError({ message: `input.${path} names no file of this server (${url}): ${uploadAgain}` })
+      if (Option.isNone(parseKey(name)) || Option.isNone(media)) return yield* unknown
+      const upload = Option.isNone(uploads) ? Option.none() : yield* uploads.value.byMediaKey(name)
+      if (Option.isSome(upload)) {
+        if (now >= upload.value.expiresAt) {
+          return yield* new ValidationError({
+            message: `input.${path} is an upload that expired at ${new Date(upload.value.expiresAt).toISOString()}: ${uploadAgain}`
+          })
+        }
+        return Option.some(upload.value.id)
+      }
+      const stored = yield* media.value.stat(name).pipe(
+        Effect.mapError((error) => new StoreError({ message: `the media store could not say whether it holds ${name}: ${error.message}`, cause: error }))
+      )
+      return Option.isSome(stored) ? Option.none<string>() : yield* unknown
+    })
+
+  /**
+   * Every media URL (the fields the model's schema marks) must name a public host (unless the
+   * policy allows private ones), or a file of ours (`ownFile`); answers the ids of the uploads
+   * among them.
+   */
+  const checkMediaUrls = (model: ModelSpec, input: Record<string, unknown>, policy: Policy) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const uploadIds = new Set<string>()
+      for (const { path, url } of model.mediaUrls(input)) {
+        const name = policy.mediaBaseUrl === undefined ? undefined : underMediaBase(url, policy.mediaBaseUrl)
+        // Ours is read from the store, never over the network: its host is not judged, the rest of the rule is.
+        const problem = checkUrl(url, { protocols: ["http:", "https:"], allowPrivate: name !== undefined || policy.allowPrivateUrls })
+        if (problem !== undefined) {
+          return yield* new ValidationError({ message: `input.${path} ${problem} for ${model.id}` })
+        }
+        if (name !== undefined) Option.map(yield* ownFile(path, url, name, now), (id) => uploadIds.add(id))
+      }
+      return uploadIds
+    })
 
   /**
    * Every rule a submit checks before moderation, in its order, with nothing written: the
@@ -132,17 +187,17 @@ export const make = Effect.gen(function*() {
       return yield* new KeyScopeRefused({ message: KeyScopes.modelRefusal(account?.scope, request.model) })
     }
     const normalized = yield* model.normalize(request.input)
-    yield* checkMediaUrls(model, request.input, policy.allowPrivateUrls)
+    const uploadIds = yield* checkMediaUrls(model, request.input, policy)
     const job: UpstreamJob = { ...normalized.job, priceMicroUsd: model.price(normalized.job, prices) }
     // The task's model is the submitted top-level one, whatever the input holds.
     const { model: _ignored, ...inputFields } = request.input
     const input: TaskInput = { model: request.model, ...inputFields }
-    return { model, normalized, job, input }
+    return { model, normalized, job, input, uploadIds }
   })
 
   /** Validates, moderates and stores a new PENDING task (with `given` as its id, else a new one); returns its id. */
   const create = (account: Account, request: SubmitRequest, given?: TaskId) => Effect.gen(function*() {
-    const { input, job, model, normalized } = yield* prepare(request, account)
+    const { input, job, model, normalized, uploadIds } = yield* prepare(request, account)
     const verdict = yield* moderation.check(job.prompt)
     if (verdict.flagged) {
       return yield* new ModerationRejected({ flagged: verdict.flagged, categories: verdict.categories })
@@ -187,6 +242,9 @@ export const make = Effect.gen(function*() {
     if (normalized.rejection !== undefined) {
       yield* fail("INVALID_PARAMETERS", normalized.rejection)
     } else {
+      // Before the task exists, so that no stored task reads an upload the sweep may take: kept
+      // to its deadline, after which it has ended. (A task refused after this leaves a longer pin, no more.)
+      if (Option.isSome(uploads)) yield* Effect.forEach(uploadIds, (id) => uploads.value.pin(id, pending.deadlineAt), { discard: true })
       yield* writes.createHeld(pending, now, account.scope?.monthlyCapMicroUsd ?? null).pipe(
         Effect.zipRight(wakeup.wake),
         Effect.catchTags({

@@ -1,0 +1,188 @@
+/**
+ * Tasks whose inputs are uploads (issue 36), over HTTP on a loopback server whose private
+ * addresses are NOT allowed: its own upload URLs (`<public URL>/media/<key>`) are judged and
+ * read by its MediaStore, never over the network, while any other private URL is refused.
+ * Uploads are made through the MediaStore and `Uploads` directly (the bytes: the media
+ * package's real fixtures).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Ids, MediaStore, Uploads } from "@mediagate/core"
+import { MediagateHttp } from "@mediagate/http"
+import { Backends, Deployment } from "@mediagate/server"
+import { Clock, Effect, Layer, Option, Redacted, TestClock } from "effect"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { apiKey, client, otherApiKey, testCredits } from "./support.js"
+
+const testAccount = Ids.AccountId.make("acct_test")
+const fixtures = join(import.meta.dirname, "../packages/media/test/fixtures")
+const fixture = (name: string) => new Uint8Array(readFileSync(join(fixtures, name)))
+
+/** Upload metadata in memory: what the tests look behind the server at (pins). */
+const memoryUploads = Layer.sync(Uploads.Uploads, () => {
+  const rows = new Map<string, Uploads.UploadRecord>()
+  const live = (now: number) => [...rows.values()].filter((row) => now >= row.expiresAt && now >= (row.pinnedUntil ?? 0))
+  return {
+    create: (upload) => Effect.sync(() => void rows.set(upload.id, upload)),
+    getOwned: (id, owner) => Effect.sync(() => Option.fromNullable(rows.get(id)).pipe(Option.filter((row) => row.ownerId === owner))),
+    byMediaKey: (key) => Effect.sync(() => Option.fromNullable([...rows.values()].find((row) => row.mediaKey === key))),
+    delete: (id, owner) =>
+      Effect.sync(() => {
+        const row = Option.fromNullable(rows.get(id)).pipe(Option.filter((found) => found.ownerId === owner))
+        if (Option.isSome(row)) rows.delete(id)
+        return row
+      }),
+    pin: (id, until) =>
+      Effect.sync(() => {
+        const row = rows.get(id)
+        if (row !== undefined) rows.set(id, { ...row, pinnedUntil: Math.max(row.pinnedUntil ?? until, until) })
+      }),
+    expired: (now, limit) => Effect.sync(() => live(now).slice(0, limit)),
+    stored: () => Effect.succeed({ count: rows.size, bytes: [...rows.values()].reduce((sum, row) => sum + row.bytes, 0) })
+  }
+})
+
+/**
+ * The deployment with its media rules (media base `<publicUrl>/media`, the loopback server's
+ * own address unless given) on a loopback test server, private addresses refused.
+ */
+const uploadServer = (options: { readonly publicUrl?: string; readonly profile?: "instant" | "demo" } = {}) =>
+  Layer.unwrapEffect(
+    Effect.gen(function*() {
+      const server = yield* HttpServer.HttpServer
+      const port = server.address._tag === "TcpAddress" ? server.address.port : 0
+      const publicUrl = options.publicUrl ?? `http://127.0.0.1:${port}`
+      const services = Deployment.services({
+        simulatorProfile: options.profile ?? "instant",
+        allowPrivateUrls: false,
+        mediaRules: { mediaBaseUrl: `${publicUrl}/media` },
+        backends: Backends.memoryBackends({ publicUrl }, [
+          { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits },
+          { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey), credits: testCredits }
+        ])
+      }).pipe(Layer.provideMerge(memoryUploads))
+      return MediagateHttp.serve.pipe(Layer.provideMerge(services))
+    })
+  ).pipe(Layer.provideMerge(NodeHttpServer.layerTest))
+
+let counter = 0
+
+/** A file stored as an upload of the test account, expiring after `lifetime` ms; its URL. */
+const upload = (name: string, lifetime = 86_400_000) =>
+  Effect.gen(function*() {
+    const media = yield* MediaStore.MediaStore
+    const uploads = yield* Uploads.Uploads
+    const bytes = fixture(name)
+    const extension = name.split(".").pop()!
+    const url = yield* media.put({ bytes, contentType: MediaStore.contentTypes[extension]!, extension })
+    const now = yield* Clock.currentTimeMillis
+    const id = `file_${(++counter).toString(16).padStart(24, "0")}`
+    yield* uploads.create({
+      id,
+      ownerId: testAccount,
+      keyId: null,
+      mediaKey: url.slice(url.lastIndexOf("/") + 1),
+      url,
+      contentType: MediaStore.contentTypes[extension]!,
+      bytes: bytes.length,
+      width: null,
+      height: null,
+      durationSeconds: null,
+      createdAt: now,
+      expiresAt: now + lifetime,
+      pinnedUntil: null
+    })
+    return { id, url }
+  })
+
+const api = client()
+
+/** The task's answer once it ended (the instant profile ends tasks within a few steps). */
+const ended = (taskId: string) =>
+  Effect.gen(function*() {
+    for (let step = 0; step < 200; step++) {
+      const answer = yield* api.query(taskId)
+      const status = answer.body.data.status as string
+      if (status === "SUCCESS" || status === "FAILURE" || status === "TIMEOUT" || status === "CANCELLED") return answer.body.data
+      yield* TestClock.adjust("100 millis")
+    }
+    return yield* Effect.fail(new Error(`task ${taskId} did not end`))
+  })
+
+const refusal = (answer: { readonly status: number; readonly body: any }) => ({ status: answer.status, msg: answer.body?.msg as string })
+
+describe("tasks with upload URLs as inputs, private addresses refused", () => {
+  it.effect("an image-to-image and an image-to-video task succeed with upload URLs; other private URLs are still refused", () =>
+    Effect.gen(function*() {
+      const png = yield* upload("image-64x48.png")
+      expect(png.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/media\/[0-9a-f]{32}\.png$/)
+      const image = yield* ended(yield* api.submitId({ model: "dream-4.5", input: { prompt: "same scene at night", imageUrls: [png.url] } }))
+      expect(image).toMatchObject({ status: "SUCCESS" })
+      expect(image["input"]).toMatchObject({ imageUrls: [png.url] })
+      const video = yield* ended(yield* api.submitId({ model: "beta-imagine/image-to-video", input: { prompt: "it moves", duration: 6, imageUrls: [png.url] } }))
+      expect(video).toMatchObject({ status: "SUCCESS" })
+
+      const refused = refusal(yield* api.submit({ model: "dream-4.5", input: { prompt: "p", imageUrls: ["http://127.0.0.1:1/x.png"] } }))
+      expect(refused.status).toBe(400)
+      expect(refused.msg).toMatch(/^input\.imageUrls\[0\] must name a public host/)
+      // The same path on another port is another deployment: judged by its host, so refused here.
+      const elsewhere = png.url.replace(/:(\d+)\//, (_, port) => `:${Number(port) + 1}/`)
+      const other = refusal(yield* api.submit({ model: "dream-4.5", input: { prompt: "p", imageUrls: [elsewhere] } }))
+      expect(other.msg).toMatch(/^input\.imageUrls\[0\] must name a public host/)
+    }).pipe(Effect.provide(uploadServer())))
+
+  it.effect("motion materials that are uploads are typed and timed from the store's bytes", () =>
+    Effect.gen(function*() {
+      const png = yield* upload("image-64x48.png")
+      const mp4 = yield* upload("video-3s.mp4")
+      const done = yield* ended(yield* api.submitId({ model: "motion-2.0", input: { prompt: "p", duration: 5, mediaUrls: [png.url, mp4.url] } }))
+      expect(done).toMatchObject({ status: "SUCCESS" })
+      // Six 3-second videos are 18 s: the rule saw the durations in the stored files.
+      const long = yield* ended(yield* api.submitId({ model: "motion-2.0", input: { prompt: "p", duration: 5, mediaUrls: [png.url, ...Array(6).fill(mp4.url)] } }))
+      expect(long).toMatchObject({ status: "FAILURE", failure_reason: "INVALID_PARAMETERS" })
+      expect(long["error"]).toMatch(/the video materials last 18 s in all; at most 15 s/)
+    }).pipe(Effect.provide(uploadServer())))
+
+  it.effect("an own URL naming no file, an expired upload and a path that is no key are refused with 400 naming the field", () =>
+    Effect.gen(function*() {
+      const png = yield* upload("image-64x48.png", 60_000)
+      const base = png.url.slice(0, png.url.lastIndexOf("/"))
+      const submitWith = (url: string) => Effect.map(api.submit({ model: "dream-4.5", input: { prompt: "p", imageUrls: [url] } }), refusal)
+      const unknown = yield* submitWith(`${base}/${"ab".repeat(16)}.png`)
+      expect(unknown).toEqual({ status: 400, msg: expect.stringMatching(/^input\.imageUrls\[0\] names no file of this server .*upload the file again/) })
+      expect((yield* submitWith(`${base}/../etc/passwd.png`)).status).toBe(400)
+      expect((yield* submitWith(`${base}/sub/${"ab".repeat(16)}.png`)).msg).toMatch(/^input\.imageUrls\[0\] names no file of this server/)
+      yield* TestClock.adjust("61 seconds")
+      const expired = yield* submitWith(png.url)
+      expect(expired).toEqual({ status: 400, msg: expect.stringMatching(/^input\.imageUrls\[0\] is an upload that expired at .*Z: upload the file again/) })
+    }).pipe(Effect.provide(uploadServer())))
+
+  it.effect("a task accepted with an upload pins it to the task's deadline, and succeeds after the upload expired", () =>
+    Effect.gen(function*() {
+      const png = yield* upload("image-64x48.png", 2_000)
+      const taskId = yield* api.submitId({ model: "beta-imagine/image-to-video", input: { prompt: "p", duration: 6, imageUrls: [png.url] } })
+      const pinned = yield* Effect.flatMap(Uploads.Uploads, (uploads) => uploads.getOwned(png.id, testAccount))
+      const now = yield* Clock.currentTimeMillis
+      expect(Option.getOrThrow(pinned).pinnedUntil).toBeGreaterThan(now + 60_000)
+      yield* TestClock.adjust("3 seconds")
+      const later = yield* Clock.currentTimeMillis
+      expect(yield* Effect.flatMap(Uploads.Uploads, (uploads) => uploads.expired(later, 10))).toEqual([])
+      const done = yield* ended(taskId)
+      expect(done).toMatchObject({ status: "SUCCESS" })
+      // The upload itself is over: a new task cannot use it.
+      const again = yield* api.submit({ model: "beta-imagine/image-to-video", input: { prompt: "p", duration: 6, imageUrls: [png.url] } })
+      expect(again.status).toBe(400)
+    }).pipe(Effect.provide(uploadServer({ profile: "demo" }))))
+})
+
+describe("own media URLs are read from the store, not over the network", () => {
+  it.effect("a WebP upload under an https public URL that resolves nowhere is transcoded for alpha-image-2 image-to-image", () =>
+    Effect.gen(function*() {
+      const webp = yield* upload("image-64x48.webp")
+      expect(webp.url).toMatch(/^https:\/\/mediagate\.invalid\/media\//)
+      const done = yield* ended(yield* api.submitId({ model: "alpha-image-2/image-to-image", input: { prompt: "p", imageUrls: [webp.url] } }))
+      expect(done).toMatchObject({ status: "SUCCESS" })
+    }).pipe(Effect.provide(uploadServer({ publicUrl: "https://mediagate.invalid" }))))
+})
