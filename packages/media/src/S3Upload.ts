@@ -23,7 +23,7 @@ export const streamUploads = (
   bucket: { readonly client: S3Client; readonly bucket: string; readonly prefix: string },
   base: string,
   spoolDirectory: string = tmpdir()
-): Required<Pick<Service, "putStream" | "remove">> => ({
+): Pick<Service, "putStream" | "remove"> => ({
   putStream: ({ key, maxBytes, stream }) =>
     Option.match(MediaStore.parseKey(key), {
       onNone: () => Effect.fail(new MediaError({ message: `'${key}' is not a media key` })),

@@ -2,7 +2,7 @@
  * The simulator under the TestClock, with an in-test media store.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ids, MediaStore, Moderation, Upstream, UpstreamError } from "@mediagate/core"
+import { Ids, MediaError, MediaStore, Moderation, Upstream, UpstreamError } from "@mediagate/core"
 import * as Testing from "@mediagate/core/testing"
 import type { Task } from "@mediagate/core"
 import { Effect, Fiber, Layer, Option, Stream, TestClock } from "effect"
@@ -19,7 +19,10 @@ const media = Layer.succeed(MediaStore.MediaStore, {
   get: (key) => Effect.sync(() => Option.fromNullable(files.get(key))),
   // Nothing here serves files over HTTP.
   stat: () => Effect.succeedNone,
-  stream: () => Stream.empty
+  stream: () => Stream.empty,
+  // Nor takes uploads.
+  putStream: () => Effect.fail(new MediaError({ message: "this test's store takes no uploads" })),
+  remove: () => Effect.void
 })
 
 const job = (overrides: Partial<Task.UpstreamJob> = {}) =>

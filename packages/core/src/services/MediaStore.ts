@@ -114,13 +114,13 @@ export class MediaStore extends Context.Tag("@mediagate/core/MediaStore")<MediaS
    * reads: 32 hex characters and an extension listed in `contentTypes`, e.g. random hex from
    * `Ids`), never holding the whole file in memory: past `maxBytes` it stops reading and fails
    * with MediaTooLarge, and nothing is stored. Answers the public URL and the size. The
-   * stream's own failure fails it with nothing stored. Optional until every store has it.
+   * stream's own failure fails it with nothing stored.
    */
-  readonly putStream?: <E>(input: {
+  readonly putStream: <E>(input: {
     readonly key: string
     readonly stream: Stream.Stream<Uint8Array, E>
     readonly maxBytes: number
   }) => Effect.Effect<{ readonly url: string; readonly size: number }, MediaError | MediaTooLarge | E>
-  /** Deletes the file under `key`; nothing when there is none. Optional until every store has it. */
-  readonly remove?: (key: string) => Effect.Effect<void, MediaError>
+  /** Deletes the file under `key`; nothing when there is none (or `key` is not a key). */
+  readonly remove: (key: string) => Effect.Effect<void, MediaError>
 }>() {}
