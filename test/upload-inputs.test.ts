@@ -3,9 +3,10 @@
  * addresses are NOT allowed: its own upload URLs (`<public URL>/media/<key>`) are judged and
  * read by its MediaStore, never over the network, while any other private URL is refused.
  * Uploads are made through the MediaStore and `Uploads` directly (the bytes: the media
- * package's real fixtures).
+ * package's real fixtures). A provider (the fal fake) gets the upload's URL as any other and
+ * fetches the file's bytes from the server's media route.
  */
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Ids, MediaStore, Uploads } from "@mediagate/core"
@@ -14,6 +15,7 @@ import { Backends, Deployment } from "@mediagate/server"
 import { Clock, Effect, Layer, Option, Redacted, TestClock } from "effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
+import * as FakeFal from "../packages/upstream/test/fakes/FakeFal.js"
 import { apiKey, client, otherApiKey, testCredits } from "./support.js"
 
 const testAccount = Ids.AccountId.make("acct_test")
@@ -48,7 +50,11 @@ const memoryUploads = Layer.sync(Uploads.Uploads, () => {
  * The deployment with its media rules (media base `<publicUrl>/media`, the loopback server's
  * own address unless given) on a loopback test server, private addresses refused.
  */
-const uploadServer = (options: { readonly publicUrl?: string; readonly profile?: "instant" | "demo" } = {}) =>
+const uploadServer = (options: {
+  readonly publicUrl?: string
+  readonly profile?: "instant" | "demo"
+  readonly routing?: Deployment.Routing
+} = {}) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
@@ -58,6 +64,7 @@ const uploadServer = (options: { readonly publicUrl?: string; readonly profile?:
         simulatorProfile: options.profile ?? "instant",
         allowPrivateUrls: false,
         mediaRules: { mediaBaseUrl: `${publicUrl}/media` },
+        ...(options.routing === undefined ? {} : { routing: options.routing }),
         backends: Backends.memoryBackends({ publicUrl }, [
           { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits },
           { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey), credits: testCredits }
@@ -102,7 +109,7 @@ const api = client()
 /** The task's answer once it ended (the instant profile ends tasks within a few steps). */
 const ended = (taskId: string) =>
   Effect.gen(function*() {
-    for (let step = 0; step < 200; step++) {
+    for (let step = 0; step < 600; step++) {
       const answer = yield* api.query(taskId)
       const status = answer.body.data.status as string
       if (status === "SUCCESS" || status === "FAILURE" || status === "TIMEOUT" || status === "CANCELLED") return answer.body.data
@@ -185,4 +192,47 @@ describe("own media URLs are read from the store, not over the network", () => {
       const done = yield* ended(yield* api.submitId({ model: "alpha-image-2/image-to-image", input: { prompt: "p", imageUrls: [webp.url] } }))
       expect(done).toMatchObject({ status: "SUCCESS" })
     }).pipe(Effect.provide(uploadServer({ publicUrl: "https://mediagate.invalid" }))))
+})
+
+/** fal's image-to-image as the fake runs it: it takes `image_url`, and fetches it when the job is read back. */
+const falEdit = "fal-ai/flux/dev/image-to-image"
+const fetchedByFal: Array<Promise<Uint8Array>> = []
+let fal: Awaited<ReturnType<typeof FakeFal.start>>
+beforeAll(async () => {
+  fal = await FakeFal.start({
+    key: "fal-key",
+    endpoints: { [falEdit]: { input: { prompt: { type: "string", required: true }, image_url: { type: "string", required: true } }, output: "image" } },
+    result: (job, id) => {
+      fetchedByFal.push(fetch(String(job.input["image_url"])).then(async (answer) => {
+        if (answer.status !== 200) throw new Error(`the provider's GET of ${String(job.input["image_url"])} answered ${answer.status}`)
+        return new Uint8Array(await answer.arrayBuffer())
+      }))
+      return FakeFal.defaultResult(job, id, "image")
+    }
+  })
+})
+afterAll(() => fal.close())
+
+/** dream-4 on the fal fake at `url`, its first image as `image_url`. */
+const viaFal = (url: string): Deployment.Routing => ({
+  routes: [{ model: "dream-4", targets: [{ provider: "fal", model: falEdit, input: (job) => ({ prompt: job.prompt, image_url: job.imageUrls[0] }) }] }],
+  unrouted: "simulator",
+  providers: {
+    fal: Option.some({ key: "fal-key", baseUrl: Option.some(url), jwksUrl: Option.none() }),
+    replicate: Option.none(),
+    openai: Option.none(),
+    relay: Option.none()
+  }
+})
+
+describe("a provider gets the upload's URL", () => {
+  it.effect("the fal fake receives the upload URL in its input and the file's bytes when it fetches it", () =>
+    Effect.gen(function*() {
+      const png = yield* upload("image-64x48.png")
+      const taskId = yield* api.submitId({ model: "dream-4", input: { prompt: "the same cat, in winter", imageUrls: [png.url] } })
+      expect(yield* ended(taskId)).toMatchObject({ status: "SUCCESS" })
+      const received = yield* Effect.promise(() => Promise.all(fetchedByFal))
+      expect(received.length).toBeGreaterThan(0)
+      for (const bytes of received) expect(Buffer.from(bytes).equals(Buffer.from(fixture("image-64x48.png")))).toBe(true)
+    }).pipe(Effect.provide(Layer.suspend(() => uploadServer({ routing: viaFal(fal.url) })))))
 })
