@@ -1,16 +1,30 @@
 /**
- * Where a deployment keeps tasks, accounts, credits and files: everything in memory here;
+ * Where a deployment keeps tasks, accounts, credits, files and uploads: everything in memory here;
  * a SQL database (SQLite or PostgreSQL) with files on disk in `@mediagate/server/sql`
  * (`SqlBackends.make`), which needs `@mediagate/store-sql` installed. The standalone server
  * and an embedding host choose one and hand it to `Deployment.services({ backends, ... })`.
  */
-import type { Accounts, AdminKeys, AuditLog, IdempotencyKeys, Ids, Ledger, MediaError, MediaStore, SharedLimits, StoreError, TaskStore, UsageStore } from "@mediagate/core"
+import type {
+  Accounts,
+  AdminKeys,
+  AuditLog,
+  IdempotencyKeys,
+  Ids,
+  Ledger,
+  MediaError,
+  MediaStore,
+  SharedLimits,
+  StoreError,
+  TaskStore,
+  Uploads,
+  UsageStore
+} from "@mediagate/core"
 import { Routes } from "@mediagate/http"
-import { MemoryAccounts, MemoryAdminKeys, MemoryAuditLog, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
+import { MemoryAccounts, MemoryAdminKeys, MemoryAuditLog, MemoryLedger, MemoryMediaStore, MemoryTaskStore, MemoryUploads } from "@mediagate/store-memory"
 import type { Layer } from "effect"
 import type * as Mediagate from "./Mediagate.js"
 
-/** Where tasks, accounts, credits and files live. */
+/** Where tasks, accounts, credits, files and uploads live. */
 export interface Backends {
   readonly store: Layer.Layer<TaskStore.TaskStore, StoreError>
   /** The accounts, and their admin side (the admin API and CLI create accounts and keys there). */
@@ -21,6 +35,8 @@ export interface Backends {
   readonly audit: Layer.Layer<AuditLog.AuditLog, StoreError>
   readonly ledger: Layer.Layer<Ledger.Ledger, StoreError>
   readonly media: Layer.Layer<MediaStore.MediaStore, MediaError, Ids.Ids>
+  /** The metadata of uploaded files (`POST /files`); their bytes are in `media`. */
+  readonly uploads: Layer.Layer<Uploads.Uploads, StoreError>
   /** Idempotency keys of submits; without it they live in memory (lost with the process). */
   readonly idempotencyKeys?: Layer.Layer<IdempotencyKeys.IdempotencyKeys, StoreError>
   /** The aggregate reads of usage reports and insights; without it, reads over the store and ledger (every row, each time). */
@@ -51,5 +67,6 @@ export const memoryBackends = (
   ),
   media: MemoryMediaStore.layer({ baseUrl: `${config.publicUrl}${Routes.mediaPrefix}` }),
   adminKeys: MemoryAdminKeys.layer,
-  audit: MemoryAuditLog.layer
+  audit: MemoryAuditLog.layer,
+  uploads: MemoryUploads.layer
 })

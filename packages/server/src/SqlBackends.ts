@@ -8,7 +8,7 @@ import type { Accounts } from "@mediagate/core"
 import type { StoreError } from "@mediagate/core"
 import { Routes } from "@mediagate/http"
 import { FileMediaStore } from "@mediagate/media"
-import { Database, PgLimits, PgNotify, SqlAccounts, SqlAdminKeys, SqlAuditLog, SqlIdempotencyKeys, SqlLedger, SqlTaskStore, SqlUsage } from "@mediagate/store-sql"
+import { Database, PgLimits, PgNotify, SqlAccounts, SqlAdminKeys, SqlAuditLog, SqlIdempotencyKeys, SqlLedger, SqlTaskStore, SqlUploads, SqlUsage } from "@mediagate/store-sql"
 import type { Duration } from "effect"
 import { Layer, Option, Redacted } from "effect"
 import type { Backends } from "./Backends.js"
@@ -57,6 +57,7 @@ export const make = (config: Config): SqlBackends => {
     usage: SqlUsage.layer.pipe(Layer.provide(shared)),
     adminKeys: SqlAdminKeys.layer.pipe(Layer.provide(shared)),
     audit: SqlAuditLog.layer.pipe(Layer.provide(shared)),
+    uploads: SqlUploads.layer.pipe(Layer.provide(shared)),
     media: config.media ?? FileMediaStore.layerWith({
       directory: config.mediaDir,
       baseUrl: `${config.publicUrl}${Routes.mediaPrefix}`,

@@ -14,3 +14,5 @@ export * as MemoryAdminKeys from "./MemoryAdminKeys.js"
 export * as MemoryAuditLog from "./MemoryAuditLog.js"
 /** The usage reports' aggregate reads over the memory backends. */
 export * as MemoryUsage from "./MemoryUsage.js"
+/** The metadata of uploaded files in memory. */
+export * as MemoryUploads from "./MemoryUploads.js"

@@ -22,3 +22,5 @@ export * as SqlUsage from "./SqlUsage.js"
 export * as SqlAdminKeys from "./SqlAdminKeys.js"
 /** The audit log on SQL. */
 export * as SqlAuditLog from "./SqlAuditLog.js"
+/** The metadata of uploaded files on SQL. */
+export * as SqlUploads from "./SqlUploads.js"
