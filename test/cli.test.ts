@@ -1,7 +1,8 @@
 /**
  * The `mediagate` command line against the standalone server as a child process on
  * loopback (memory database, instant simulator), run with node and tsx as its bin does:
- * `run --out` downloads real PNG files, `--json` prints one parseable task, `models` lists
+ * `run --out` downloads real PNG files, `run --image` uploads a real PNG first,
+ * `--json` prints one parseable task, `models` lists
  * the catalog, and failures (a bad model, a wrong or missing key, a mistyped option) are one
  * line on stderr and a non-zero exit; `--help` piped is plain text.
  */
@@ -55,6 +56,9 @@ const mediagate = (
     child.on("close", (code) => resolve({ code, stdout, stderr }))
   })
 
+/** An image-to-image model whose imageUrls take this loopback server's http URLs. */
+const imageModel = "dream-4"
+
 const pngSignature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
 
 describe("mediagate CLI", () => {
@@ -75,6 +79,17 @@ describe("mediagate CLI", () => {
       join(out, files[1]!),
       ""
     ])
+  })
+
+  it("run --image: a file that cannot be read, or a model without image inputs, exits 1 with one line", { timeout: 60_000 }, async () => {
+    const png = join(root, "packages/media/test/fixtures/image-64x48.png")
+    const missing = await mediagate(["run", imageModel, "--prompt", "autumn", "--image", "./no-such-cat.png"])
+    expect(missing).toMatchObject({ code: 1, stderr: "mediagate: cannot read ./no-such-cat.png: no such file\n" })
+    const textOnly = await mediagate(["run", "alpha-image-2/text-to-image", "--prompt", "a kite", "--image", png])
+    expect(textOnly).toMatchObject({
+      code: 1,
+      stderr: "mediagate: --image: alpha-image-2/text-to-image takes no image or video inputs (mediagate models lists the models)\n"
+    })
   })
 
   it("--json prints the ended task only; --no-wait prints the id; get and cancel", { timeout: 120_000 }, async () => {
@@ -166,7 +181,7 @@ describe("mediagate CLI", () => {
     // The key in the environment is never shown, only the variable's name.
     const run = await mediagate(["run", "--help"], { MEDIAGATE_API_KEY: key }, bin)
     expect(run.code).toBe(0)
-    for (const option of ["--prompt <text>", "--input <json>", "--out <dir>", "--json", "--no-wait", "--timeout <duration>", "--url <url>"]) {
+    for (const option of ["--prompt <text>", "--image <path|url...>", "--input <json>", "--out <dir>", "--json", "--no-wait", "--timeout <duration>", "--url <url>"]) {
       expect(run.stdout).toContain(`  ${option} `)
     }
     expect(run.stdout).toMatch(/^ {2}--key <key> +The API key \(default: \$MEDIAGATE_API_KEY\)$/m)

@@ -1,7 +1,7 @@
 /**
  * `mediagate`: the API on the command line, on the Effect client of @mediagate/client.
  *
- *   mediagate run <model> --prompt <text> [--input <json>] [--out <dir>] [--json] [--no-wait] [--timeout <10m>] [--idempotency-key <key>]
+ *   mediagate run <model> --prompt <text> [--image <path|url>]... [--input <json>] [--out <dir>] [--json] [--no-wait] [--timeout <10m>] [--idempotency-key <key>]
  *   mediagate estimate <model> --prompt <text> [--input <json>] [--json]
  *   mediagate models [--json]
  *   mediagate get <task-id> [--json]
@@ -16,7 +16,7 @@
 import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { FetchHttpClient, FileSystem, HttpClient, HttpClientRequest, Path } from "@effect/platform"
 import type { Client, InputOf, ModelId, Task } from "@mediagate/client"
-import { MediagateClient } from "@mediagate/client"
+import { MediagateClient, mediaFieldsOf } from "@mediagate/client"
 import { Config, Console, Data, Duration, Effect, Option, Redacted, Stream } from "effect"
 import * as CommandLine from "./CommandLine.js"
 import * as Help from "./Help.js"
@@ -132,11 +132,31 @@ const runInput = (options: { readonly input: Option.Option<Record<string, unknow
   ...Option.match(options.prompt, { onNone: () => ({}), onSome: (prompt) => ({ prompt }) })
 })
 
+/**
+ * `--image`s (paths or http(s) URLs, in order) as the model's first media URL field
+ * (imageUrls, images or mediaUrls), after any URLs `--input` gives there. The client uploads
+ * the local paths and submits their URLs.
+ */
+const withImages = (model: string, input: Record<string, unknown>, images: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    if (images.length === 0) return input
+    const field = mediaFieldsOf(model)[0]
+    if (field === undefined) return yield* new CliError({ message: `--image: ${model} takes no image or video inputs (mediagate models lists the models)` })
+    const given = input[field]
+    const before = Array.isArray(given) ? given : given === undefined ? [] : [given]
+    return { ...input, [field]: [...before, ...images] }
+  })
+
 const run = Command.make(
   "run",
   {
     model: Args.text({ name: "model" }).pipe(Args.withDescription("A model id, e.g. alpha-image-2/text-to-image (`mediagate models` lists them)")),
     prompt: Options.text("prompt").pipe(Options.withDescription("input.prompt: what to generate"), Options.optional),
+    image: Options.text("image").pipe(
+      Options.withDescription("An input image or video, a local file (uploaded first) or an http(s) URL, for the model's imageUrls (images, mediaUrls)."),
+      Options.withPseudoName("path|url"),
+      Options.repeated
+    ),
     input: inputJson,
     out: Options.directory("out").pipe(Options.withDescription("Download the result files into this directory"), Options.withPseudoName("dir"), Options.optional),
     noWait: Options.boolean("no-wait").pipe(Options.withDescription("Submit and print the task id without waiting")),
@@ -153,7 +173,7 @@ const run = Command.make(
   (options) =>
     withClient(options, (client) =>
       Effect.gen(function*() {
-        const input = runInput(options)
+        const input = yield* withImages(options.model, runInput(options), options.image)
         // The model is only known at run time; the server checks the model and its input.
         const model = options.model as ModelId
         const typed = input as InputOf<ModelId>
