@@ -35,7 +35,11 @@ select option, select optgroup { color: initial; }
 textarea { resize: vertical; }
 .hint, .note { color: var(--muted); font-size: 13px; margin: 4px 0 0; }
 .note.error { color: var(--error); }
-.url-row { display: flex; gap: 6px; margin-bottom: 6px; }
+.url-row { display: flex; gap: 6px; margin-bottom: 6px; flex-wrap: wrap; border-radius: 6px; }
+.url-row input[type=url] { flex: 1; width: auto; min-width: 12em; }
+.url-row.dropping { outline: 2px dashed var(--accent); outline-offset: 2px; }
+.file-note { flex-basis: 100%; margin: 0; }
+.file-note:empty { display: none; }
 button { font: inherit; padding: 6px 14px; border-radius: 6px; border: 1px solid var(--line); background: transparent; color: inherit; cursor: pointer; }
 button.primary { background: var(--accent); color: white; border-color: var(--accent); }
 button.small { padding: 2px 8px; font-size: 13px; }

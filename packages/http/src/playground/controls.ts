@@ -3,6 +3,7 @@
  * functions take them, and the model's example typed into them. `changed` is called on every
  * edit, as the page's own handler.
  */
+import { fileControls } from "./fileDrop.js"
 import { $, el } from "./page.js"
 
 /** The id of a field's control. */
@@ -72,8 +73,9 @@ export function renderField(field: Field, changed: () => void): HTMLElement {
 function addUrl(container: HTMLElement, field: Field, value: string, changed: () => void): void {
   const rows = container.querySelectorAll(".url-row")
   if (field.maxItems !== undefined && rows.length >= field.maxItems) return
+  const input = el("input", { type: "url", placeholder: "https://... or drop a file", value }) as HTMLInputElement
   const row: HTMLElement = el("div", { "class": "url-row" }, [
-    el("input", { type: "url", placeholder: "https://...", value }),
+    input,
     el("button", {
       type: "button",
       "class": "small",
@@ -85,6 +87,10 @@ function addUrl(container: HTMLElement, field: Field, value: string, changed: ()
       }
     })
   ])
+  // The row takes a chosen or dropped file: uploaded, its URL fills the input.
+  fileControls(row, input, changed).forEach(function(node) {
+    row.appendChild(node)
+  })
   container.insertBefore(row, container.lastChild)
 }
 
@@ -96,7 +102,7 @@ export function valuesOf(fields: ReadonlyArray<Field>): Values {
     if (!control) return
     if (field.kind === "checkbox") values[field.name] = control.checked
     else if (field.kind === "urls") {
-      values[field.name] = Array.prototype.map.call(control.querySelectorAll("input"), function(input: HTMLInputElement) {
+      values[field.name] = Array.prototype.map.call(control.querySelectorAll("input[type=url]"), function(input: HTMLInputElement) {
         return input.value
       }) as Array<string>
     } else values[field.name] = control.value
