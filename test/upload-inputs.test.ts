@@ -2,17 +2,19 @@
  * Tasks whose inputs are uploads (issue 36), over HTTP on a loopback server whose private
  * addresses are NOT allowed: its own upload URLs (`<public URL>/media/<key>`) are judged and
  * read by its MediaStore, never over the network, while any other private URL is refused.
- * Uploads are made through the MediaStore and `Uploads` directly (the bytes: the media
- * package's real fixtures). A provider (the fal fake) gets the upload's URL as any other and
- * fetches the file's bytes from the server's media route.
+ * Uploads are made over HTTP (`POST /api/v1/files`, the bytes the media package's real
+ * fixtures), their metadata kept in memory here. A provider (the fal fake) gets the upload's
+ * URL as any other and fetches the file's bytes from the server's media route, after the
+ * upload expired too when a task pinned it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { HttpServer } from "@effect/platform"
+import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Ids, MediaStore, Uploads } from "@mediagate/core"
+import { Files, Ids, Uploads } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
+import { MediaProbe, NodeResolver, SafeFetch } from "@mediagate/media"
 import { Backends, Deployment } from "@mediagate/server"
-import { Clock, Effect, Layer, Option, Redacted, TestClock } from "effect"
+import { Clock, Duration, Effect, Layer, Option, Redacted, TestClock } from "effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import * as FakeFal from "../packages/upstream/test/fakes/FakeFal.js"
@@ -54,6 +56,8 @@ const uploadServer = (options: {
   readonly publicUrl?: string
   readonly profile?: "instant" | "demo"
   readonly routing?: Deployment.Routing
+  /** How long an upload lives (default a day). */
+  readonly retention?: Duration.DurationInput
 } = {}) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
@@ -70,38 +74,24 @@ const uploadServer = (options: {
           { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey), credits: testCredits }
         ])
       }).pipe(Layer.provideMerge(memoryUploads))
-      return MediagateHttp.serve.pipe(Layer.provideMerge(services))
+      // The files endpoints' use case over the same uploads and store, files probed as the server does.
+      const files = Files.layer.pipe(Layer.provide(MediaProbe.layer.pipe(Layer.provide(SafeFetch.layer()), Layer.provide(NodeResolver.layer))))
+      const settings = Layer.succeed(Files.FilesSettings, { ...Files.defaults, retention: Duration.decode(options.retention ?? "1 day") })
+      return MediagateHttp.serve.pipe(Layer.provideMerge(Layer.provideMerge(files, services)), Layer.provide(settings))
     })
   ).pipe(Layer.provideMerge(NodeHttpServer.layerTest))
 
-let counter = 0
-
-/** A file stored as an upload of the test account, expiring after `lifetime` ms; its URL. */
-const upload = (name: string, lifetime = 86_400_000) =>
+/** `name` uploaded by the test account (`POST /api/v1/files`, the raw body); its fileId and URL. */
+const upload = (name: string) =>
   Effect.gen(function*() {
-    const media = yield* MediaStore.MediaStore
-    const uploads = yield* Uploads.Uploads
-    const bytes = fixture(name)
-    const extension = name.split(".").pop()!
-    const url = yield* media.put({ bytes, contentType: MediaStore.contentTypes[extension]!, extension })
-    const now = yield* Clock.currentTimeMillis
-    const id = `file_${(++counter).toString(16).padStart(24, "0")}`
-    yield* uploads.create({
-      id,
-      ownerId: testAccount,
-      keyId: null,
-      mediaKey: url.slice(url.lastIndexOf("/") + 1),
-      url,
-      contentType: MediaStore.contentTypes[extension]!,
-      bytes: bytes.length,
-      width: null,
-      height: null,
-      durationSeconds: null,
-      createdAt: now,
-      expiresAt: now + lifetime,
-      pinnedUntil: null
-    })
-    return { id, url }
+    const request = HttpClientRequest.post("/api/v1/files").pipe(
+      HttpClientRequest.bearerToken(apiKey),
+      HttpClientRequest.bodyUint8Array(fixture(name), "application/octet-stream")
+    )
+    const answer = yield* HttpClient.execute(request)
+    const body = (yield* answer.json) as { readonly data: { readonly fileId: string; readonly url: string } }
+    expect(answer.status, JSON.stringify(body)).toBe(200)
+    return { id: body.data.fileId, url: body.data.url }
   })
 
 const api = client()
@@ -154,7 +144,7 @@ describe("tasks with upload URLs as inputs, private addresses refused", () => {
 
   it.effect("an own URL naming no file, an expired upload and a path that is no key are refused with 400 naming the field", () =>
     Effect.gen(function*() {
-      const png = yield* upload("image-64x48.png", 60_000)
+      const png = yield* upload("image-64x48.png")
       const base = png.url.slice(0, png.url.lastIndexOf("/"))
       const submitWith = (url: string) => Effect.map(api.submit({ model: "dream-4.5", input: { prompt: "p", imageUrls: [url] } }), refusal)
       const unknown = yield* submitWith(`${base}/${"ab".repeat(16)}.png`)
@@ -164,11 +154,11 @@ describe("tasks with upload URLs as inputs, private addresses refused", () => {
       yield* TestClock.adjust("61 seconds")
       const expired = yield* submitWith(png.url)
       expect(expired).toEqual({ status: 400, msg: expect.stringMatching(/^input\.imageUrls\[0\] is an upload that expired at .*Z: upload the file again/) })
-    }).pipe(Effect.provide(uploadServer())))
+    }).pipe(Effect.provide(uploadServer({ retention: "60 seconds" }))))
 
   it.effect("a task accepted with an upload pins it to the task's deadline, and succeeds after the upload expired", () =>
     Effect.gen(function*() {
-      const png = yield* upload("image-64x48.png", 2_000)
+      const png = yield* upload("image-64x48.png")
       const taskId = yield* api.submitId({ model: "beta-imagine/image-to-video", input: { prompt: "p", duration: 6, imageUrls: [png.url] } })
       const pinned = yield* Effect.flatMap(Uploads.Uploads, (uploads) => uploads.getOwned(png.id, testAccount))
       const now = yield* Clock.currentTimeMillis
@@ -176,12 +166,13 @@ describe("tasks with upload URLs as inputs, private addresses refused", () => {
       yield* TestClock.adjust("3 seconds")
       const later = yield* Clock.currentTimeMillis
       expect(yield* Effect.flatMap(Uploads.Uploads, (uploads) => uploads.expired(later, 10))).toEqual([])
+      expect((yield* api.call("GET", `/api/v1/files/${png.id}`)).status).toBe(404)
       const done = yield* ended(taskId)
       expect(done).toMatchObject({ status: "SUCCESS" })
       // The upload itself is over: a new task cannot use it.
       const again = yield* api.submit({ model: "beta-imagine/image-to-video", input: { prompt: "p", duration: 6, imageUrls: [png.url] } })
       expect(again.status).toBe(400)
-    }).pipe(Effect.provide(uploadServer({ profile: "demo" }))))
+    }).pipe(Effect.provide(uploadServer({ profile: "demo", retention: "2 seconds" }))))
 })
 
 describe("own media URLs are read from the store, not over the network", () => {
@@ -196,22 +187,27 @@ describe("own media URLs are read from the store, not over the network", () => {
 
 /** fal's image-to-image as the fake runs it: it takes `image_url`, and fetches it when the job is read back. */
 const falEdit = "fal-ai/flux/dev/image-to-image"
-const fetchedByFal: Array<Promise<Uint8Array>> = []
+/** What the fake got for each URL it fetched: the bytes, or why not. */
+const fetchedByFal: Array<Promise<Uint8Array | Error>> = []
+/** The fake, whose jobs end after a few polls; `lateFal`'s when the test says (`complete`). */
 let fal: Awaited<ReturnType<typeof FakeFal.start>>
+let lateFal: Awaited<ReturnType<typeof FakeFal.start>>
+const falOptions: FakeFal.Options = {
+  key: "fal-key",
+  endpoints: { [falEdit]: { input: { prompt: { type: "string", required: true }, image_url: { type: "string", required: true } }, output: "image" } },
+  result: (job, id) => {
+    fetchedByFal.push(fetch(String(job.input["image_url"])).then(async (answer) => {
+      if (answer.status !== 200) throw new Error(`the provider's GET of ${String(job.input["image_url"])} answered ${answer.status}`)
+      return new Uint8Array(await answer.arrayBuffer())
+    }).catch((error: Error) => error))
+    return FakeFal.defaultResult(job, id, "image")
+  }
+}
 beforeAll(async () => {
-  fal = await FakeFal.start({
-    key: "fal-key",
-    endpoints: { [falEdit]: { input: { prompt: { type: "string", required: true }, image_url: { type: "string", required: true } }, output: "image" } },
-    result: (job, id) => {
-      fetchedByFal.push(fetch(String(job.input["image_url"])).then(async (answer) => {
-        if (answer.status !== 200) throw new Error(`the provider's GET of ${String(job.input["image_url"])} answered ${answer.status}`)
-        return new Uint8Array(await answer.arrayBuffer())
-      }))
-      return FakeFal.defaultResult(job, id, "image")
-    }
-  })
+  fal = await FakeFal.start(falOptions)
+  lateFal = await FakeFal.start({ ...falOptions, steps: Infinity })
 })
-afterAll(() => fal.close())
+afterAll(() => Promise.all([fal.close(), lateFal.close()]))
 
 /** dream-4 on the fal fake at `url`, its first image as `image_url`. */
 const viaFal = (url: string): Deployment.Routing => ({
@@ -231,8 +227,23 @@ describe("a provider gets the upload's URL", () => {
       const png = yield* upload("image-64x48.png")
       const taskId = yield* api.submitId({ model: "dream-4", input: { prompt: "the same cat, in winter", imageUrls: [png.url] } })
       expect(yield* ended(taskId)).toMatchObject({ status: "SUCCESS" })
-      const received = yield* Effect.promise(() => Promise.all(fetchedByFal))
+      const received = yield* Effect.promise(() => Promise.all(fetchedByFal.splice(0)))
       expect(received.length).toBeGreaterThan(0)
-      for (const bytes of received) expect(Buffer.from(bytes).equals(Buffer.from(fixture("image-64x48.png")))).toBe(true)
+      for (const bytes of received) expect(Buffer.from(bytes as Uint8Array).equals(Buffer.from(fixture("image-64x48.png"))), String(bytes)).toBe(true)
     }).pipe(Effect.provide(Layer.suspend(() => uploadServer({ routing: viaFal(fal.url) })))))
+
+  it.effect("a task accepted before its upload expired: the provider still fetches the file after the expiry, while the upload is 404", () =>
+    Effect.gen(function*() {
+      const png = yield* upload("image-64x48.png")
+      const taskId = yield* api.submitId({ model: "dream-4", input: { prompt: "the same cat, in spring", imageUrls: [png.url] } })
+      yield* TestClock.adjust("3 seconds")
+      expect((yield* api.call("GET", `/api/v1/files/${png.id}`)).status).toBe(404)
+      // Another task cannot take it any more.
+      expect((yield* api.submit({ model: "dream-4", input: { prompt: "p", imageUrls: [png.url] } })).status).toBe(400)
+      const [job] = [...lateFal.jobs.keys()]
+      yield* Effect.promise(() => lateFal.complete(job!))
+      expect(yield* ended(taskId)).toMatchObject({ status: "SUCCESS" })
+      const [received] = yield* Effect.promise(() => Promise.all(fetchedByFal.splice(0)))
+      expect(Buffer.from(received as Uint8Array).equals(Buffer.from(fixture("image-64x48.png"))), String(received)).toBe(true)
+    }).pipe(Effect.provide(Layer.suspend(() => uploadServer({ routing: viaFal(lateFal.url), retention: "2 seconds" })))))
 })

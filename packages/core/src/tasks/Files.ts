@@ -91,7 +91,11 @@ export interface FilesService {
   readonly get: (account: Account, fileId: string) => Effect.Effect<UploadRecord, UploadNotFound | StoreError>
   /** Deletes `account`'s upload (file and metadata); the upload as it was. */
   readonly remove: (account: Account, fileId: string) => Effect.Effect<UploadRecord, UploadNotFound | StoreError | MediaError>
-  /** Whether the file under this MediaStore key is an upload past its expiry (its URL answers 404). */
+  /**
+   * Whether the file under this MediaStore key is an upload past its expiry and past the
+   * deadlines of the tasks that use it (its URL answers 404): a provider running such a task
+   * fetches the URL from our public address, until the task's end.
+   */
   readonly expiredMedia: (key: string) => Effect.Effect<boolean, StoreError>
   /** Deletes up to `limit` uploads past their expiry and pins, file and metadata; how many. */
   readonly sweep: (limit: number) => Effect.Effect<number, StoreError | MediaError>
@@ -207,7 +211,9 @@ export const make: Effect.Effect<FilesService, never, Uploads | MediaStore | Med
 
   const expiredMedia = (key: string) =>
     Effect.flatMap(uploads.byMediaKey(key), (found) =>
-      Option.isNone(found) ? Effect.succeed(false) : Effect.map(Clock.currentTimeMillis, (now) => found.value.expiresAt <= now))
+      Option.isNone(found)
+        ? Effect.succeed(false)
+        : Effect.map(Clock.currentTimeMillis, (now) => found.value.expiresAt <= now && (found.value.pinnedUntil ?? 0) <= now))
 
   const sweep = (limit: number) =>
     Effect.gen(function*() {
