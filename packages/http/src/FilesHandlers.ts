@@ -16,9 +16,15 @@ import * as RateLimit from "./RateLimit.js"
 import * as RequestTimeouts from "./RequestTimeouts.js"
 import * as TokenBuckets from "./TokenBuckets.js"
 
-/** Uploads a second per account and the burst (MEDIAGATE_UPLOAD_RATE_LIMIT); none: no limit of their own. */
+/** Uploads a second per account and the burst; none: no limit of their own. */
+export type UploadRate = Option.Option<{ readonly perSecond: number; readonly burst: number }>
+
+/** The default upload rate: one a second on average, ten at once. */
+export const defaultUploadRate: UploadRate = Option.some({ perSecond: 1, burst: 10 })
+
+/** The upload rate per account (MEDIAGATE_UPLOAD_RATE_LIMIT); `defaultUploadRate` unless the host provides one. */
 export class UploadRateLimit extends Context.Reference<UploadRateLimit>()("@mediagate/http/UploadRateLimit", {
-  defaultValue: (): Option.Option<{ readonly perSecond: number; readonly burst: number }> => Option.some({ perSecond: 1, burst: 10 })
+  defaultValue: (): UploadRate => defaultUploadRate
 }) {}
 
 /** An upload as the endpoints show it. */
@@ -113,7 +119,7 @@ export const filesLayer: Layer.Layer<HttpApiGroup.ApiGroup<"mediagate", "files">
                   })
                 }
               }
-              const { maxBytes } = yield* Files.FilesSettings
+              const { maxBytes } = files.settings
               const declared = Number(request.headers["content-length"] ?? "0")
               const margin = isMultipart(request.headers["content-type"]) ? multipartOverhead : 0
               if (declared > maxBytes + margin) {

@@ -42,3 +42,5 @@ export * as Embedding from "./Embedding.js"
 export * as EventStream from "./EventStream.js"
 /** How long a client may take to send a request's headers and body. */
 export * as RequestTimeouts from "./RequestTimeouts.js"
+/** The files endpoints' handlers and the upload rate per account. */
+export * as FilesHandlers from "./FilesHandlers.js"

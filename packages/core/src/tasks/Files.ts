@@ -85,6 +85,8 @@ const peel = <E>(body: Stream.Stream<Uint8Array, E>, bytes: number) =>
   )
 
 export interface FilesService {
+  /** The settings it was made with. */
+  readonly settings: Settings
   /** Stores `body` as `account`'s upload: the record made, or why it was refused (nothing stored then). */
   readonly upload: <E>(account: Account, body: Stream.Stream<Uint8Array, E>) => Effect.Effect<UploadRecord, UploadRefused | MediaError | StoreError | E>
   /** `account`'s upload of this id, not past its expiry. */
@@ -108,6 +110,8 @@ export const make: Effect.Effect<FilesService, never, Uploads | MediaStore | Med
   const store = yield* MediaStore
   const probe = yield* MediaProbe.MediaProbe
   const ids = yield* Ids
+  // The settings in context when the service is made (a host's layer of FilesSettings).
+  const { maxBytes, retention } = yield* FilesSettings
   const removeFile = (key: string) => (store.remove === undefined ? Effect.void : store.remove(key))
   const refused = (status: 400 | 413 | 415, message: string) => new UploadRefused({ status, message })
 
@@ -152,7 +156,6 @@ export const make: Effect.Effect<FilesService, never, Uploads | MediaStore | Med
 
   const upload = <E>(account: Account, body: Stream.Stream<Uint8Array, E>) =>
     Effect.scoped(Effect.gen(function*() {
-      const { maxBytes, retention } = yield* FilesSettings
       if (store.putStream === undefined) return yield* Effect.die(new Error("this media store cannot take uploads (no putStream)"))
       // The first bytes decide the type and the key's extension before the rest is read.
       const [head, rest] = yield* peel(body, 64)
@@ -227,7 +230,7 @@ export const make: Effect.Effect<FilesService, never, Uploads | MediaStore | Med
       return due.length
     })
 
-  return { upload, get, remove, expiredMedia, sweep }
+  return { settings: { maxBytes, retention }, upload, get, remove, expiredMedia, sweep }
 })
 
 export const layer: Layer.Layer<Files, never, Uploads | MediaStore | MediaProbe.MediaProbe | Ids> = Layer.effect(Files, make)
