@@ -3,7 +3,7 @@
  * addresses are NOT allowed: its own upload URLs (`<public URL>/media/<key>`) are judged and
  * read by its MediaStore, never over the network, while any other private URL is refused.
  * Uploads are made over HTTP (`POST /api/v1/files`, the bytes the media package's real
- * fixtures), their metadata kept in memory here. A provider (the fal fake) gets the upload's
+ * fixtures), their metadata in memory (`MemoryUploads`). A provider (the fal fake) gets the upload's
  * URL as any other and fetches the file's bytes from the server's media route, after the
  * upload expired too when a task pinned it.
  */
@@ -24,30 +24,6 @@ const testAccount = Ids.AccountId.make("acct_test")
 const fixtures = join(import.meta.dirname, "../packages/media/test/fixtures")
 const fixture = (name: string) => new Uint8Array(readFileSync(join(fixtures, name)))
 
-/** Upload metadata in memory: what the tests look behind the server at (pins). */
-const memoryUploads = Layer.sync(Uploads.Uploads, () => {
-  const rows = new Map<string, Uploads.UploadRecord>()
-  const live = (now: number) => [...rows.values()].filter((row) => now >= row.expiresAt && now >= (row.pinnedUntil ?? 0))
-  return {
-    create: (upload) => Effect.sync(() => void rows.set(upload.id, upload)),
-    getOwned: (id, owner) => Effect.sync(() => Option.fromNullable(rows.get(id)).pipe(Option.filter((row) => row.ownerId === owner))),
-    byMediaKey: (key) => Effect.sync(() => Option.fromNullable([...rows.values()].find((row) => row.mediaKey === key))),
-    delete: (id, owner) =>
-      Effect.sync(() => {
-        const row = Option.fromNullable(rows.get(id)).pipe(Option.filter((found) => found.ownerId === owner))
-        if (Option.isSome(row)) rows.delete(id)
-        return row
-      }),
-    pin: (id, until) =>
-      Effect.sync(() => {
-        const row = rows.get(id)
-        if (row !== undefined) rows.set(id, { ...row, pinnedUntil: Math.max(row.pinnedUntil ?? until, until) })
-      }),
-    expired: (now, limit) => Effect.sync(() => live(now).slice(0, limit)),
-    stored: () => Effect.succeed({ count: rows.size, bytes: [...rows.values()].reduce((sum, row) => sum + row.bytes, 0) })
-  }
-})
-
 /**
  * The deployment with its media rules (media base `<publicUrl>/media`, the loopback server's
  * own address unless given) on a loopback test server, private addresses refused.
@@ -64,16 +40,17 @@ const uploadServer = (options: {
       const server = yield* HttpServer.HttpServer
       const port = server.address._tag === "TcpAddress" ? server.address.port : 0
       const publicUrl = options.publicUrl ?? `http://127.0.0.1:${port}`
+      const backends = Backends.memoryBackends({ publicUrl }, [
+        { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits },
+        { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey), credits: testCredits }
+      ])
       const services = Deployment.services({
         simulatorProfile: options.profile ?? "instant",
         allowPrivateUrls: false,
         mediaRules: { mediaBaseUrl: `${publicUrl}/media` },
         ...(options.routing === undefined ? {} : { routing: options.routing }),
-        backends: Backends.memoryBackends({ publicUrl }, [
-          { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits },
-          { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey), credits: testCredits }
-        ])
-      }).pipe(Layer.provideMerge(memoryUploads))
+        backends
+      }).pipe(Layer.provideMerge(backends.uploads))
       // The files endpoints' use case over the same uploads and store, files probed as the server does.
       const files = Files.layer.pipe(Layer.provide(MediaProbe.layer.pipe(Layer.provide(SafeFetch.layer()), Layer.provide(NodeResolver.layer))))
       const settings = Layer.succeed(Files.FilesSettings, { ...Files.defaults, retention: Duration.decode(options.retention ?? "1 day") })
