@@ -5,18 +5,22 @@
  * Uploads are made over HTTP (`POST /api/v1/files`, the bytes the media package's real
  * fixtures), their metadata in memory (`MemoryUploads`). A provider (the fal fake) gets the upload's
  * URL as any other and fetches the file's bytes from the server's media route, after the
- * upload expired too when a task pinned it.
+ * upload expired too when a task pinned it. The store-reading cases run on the S3 store
+ * (s3rver) too.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
+import type { MediaError, MediaStore } from "@mediagate/core"
 import { Files, Ids, Uploads } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
 import { MediaProbe, NodeResolver, SafeFetch } from "@mediagate/media"
+import { S3MediaStore } from "@mediagate/media/s3"
 import { Backends, Deployment } from "@mediagate/server"
 import { Clock, Duration, Effect, Layer, Option, Redacted, TestClock } from "effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
+import { type RunningS3rver, startS3rver } from "../packages/media/test/S3rver.js"
 import * as FakeFal from "../packages/upstream/test/fakes/FakeFal.js"
 import { apiKey, client, otherApiKey, testCredits } from "./support.js"
 
@@ -34,16 +38,19 @@ const uploadServer = (options: {
   readonly routing?: Deployment.Routing
   /** How long an upload lives (default a day). */
   readonly retention?: Duration.DurationInput
+  /** The media store at this base URL; default in memory. */
+  readonly media?: (baseUrl: string) => Layer.Layer<MediaStore.MediaStore, MediaError, Ids.Ids>
 } = {}) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
       const port = server.address._tag === "TcpAddress" ? server.address.port : 0
       const publicUrl = options.publicUrl ?? `http://127.0.0.1:${port}`
-      const backends = Backends.memoryBackends({ publicUrl }, [
+      const memory = Backends.memoryBackends({ publicUrl }, [
         { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits },
         { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey), credits: testCredits }
       ])
+      const backends = options.media === undefined ? memory : { ...memory, media: options.media(`${publicUrl}/media`) }
       const services = Deployment.services({
         simulatorProfile: options.profile ?? "instant",
         allowPrivateUrls: false,
@@ -107,18 +114,6 @@ describe("tasks with upload URLs as inputs, private addresses refused", () => {
       expect(other.msg).toMatch(/^input\.imageUrls\[0\] must name a public host/)
     }).pipe(Effect.provide(uploadServer())))
 
-  it.effect("motion materials that are uploads are typed and timed from the store's bytes", () =>
-    Effect.gen(function*() {
-      const png = yield* upload("image-64x48.png")
-      const mp4 = yield* upload("video-3s.mp4")
-      const done = yield* ended(yield* api.submitId({ model: "motion-2.0", input: { prompt: "p", duration: 5, mediaUrls: [png.url, mp4.url] } }))
-      expect(done).toMatchObject({ status: "SUCCESS" })
-      // Six 3-second videos are 18 s: the rule saw the durations in the stored files.
-      const long = yield* ended(yield* api.submitId({ model: "motion-2.0", input: { prompt: "p", duration: 5, mediaUrls: [png.url, ...Array(6).fill(mp4.url)] } }))
-      expect(long).toMatchObject({ status: "FAILURE", failure_reason: "INVALID_PARAMETERS" })
-      expect(long["error"]).toMatch(/the video materials last 18 s in all; at most 15 s/)
-    }).pipe(Effect.provide(uploadServer())))
-
   it.effect("an own URL naming no file, an expired upload and a path that is no key are refused with 400 naming the field", () =>
     Effect.gen(function*() {
       const png = yield* upload("image-64x48.png")
@@ -152,14 +147,38 @@ describe("tasks with upload URLs as inputs, private addresses refused", () => {
     }).pipe(Effect.provide(uploadServer({ profile: "demo", retention: "2 seconds" }))))
 })
 
-describe("own media URLs are read from the store, not over the network", () => {
+let s3: RunningS3rver | undefined
+beforeAll(async () => {
+  s3 = await startS3rver()
+})
+afterAll(() => s3?.close())
+let prefixes = 0
+
+/** The S3 store (s3rver), a prefix of its own per server. */
+const onS3 = (baseUrl: string) => S3MediaStore.layerWith({ bucket: s3!.bucket, prefix: `upload-inputs-${++prefixes}/`, client: s3!.client, baseUrl })
+
+describe.each([["memory", undefined], ["S3", onS3]] as const)("own media URLs are read from the %s store, not over the network", (_, media) => {
+  const stored = media === undefined ? {} : { media }
+
   it.effect("a WebP upload under an https public URL that resolves nowhere is transcoded for alpha-image-2 image-to-image", () =>
     Effect.gen(function*() {
       const webp = yield* upload("image-64x48.webp")
       expect(webp.url).toMatch(/^https:\/\/mediagate\.invalid\/media\//)
       const done = yield* ended(yield* api.submitId({ model: "alpha-image-2/image-to-image", input: { prompt: "p", imageUrls: [webp.url] } }))
       expect(done).toMatchObject({ status: "SUCCESS" })
-    }).pipe(Effect.provide(uploadServer({ publicUrl: "https://mediagate.invalid" }))))
+    }).pipe(Effect.provide(Layer.suspend(() => uploadServer({ publicUrl: "https://mediagate.invalid", ...stored })))))
+
+  it.effect("motion materials that are uploads are typed and timed from the stored bytes; an own URL naming no file is refused", () =>
+    Effect.gen(function*() {
+      const png = yield* upload("image-64x48.png")
+      const mov = yield* upload("video-2s.mov")
+      const done = yield* ended(yield* api.submitId({ model: "motion-2.0", input: { prompt: "p", duration: 5, mediaUrls: [png.url, mov.url] } }))
+      expect(done).toMatchObject({ status: "SUCCESS" })
+      const long = yield* ended(yield* api.submitId({ model: "motion-2.0", input: { prompt: "p", duration: 5, mediaUrls: [png.url, ...Array(8).fill(mov.url)] } }))
+      expect(long["error"]).toMatch(/the video materials last 16(\.\d+)? s in all; at most 15 s/)
+      const gone = png.url.replace(/[0-9a-f]{32}/, "ab".repeat(16))
+      expect((yield* api.submit({ model: "motion-2.0", input: { prompt: "p", duration: 5, mediaUrls: [gone] } })).status).toBe(400)
+    }).pipe(Effect.provide(Layer.suspend(() => uploadServer({ publicUrl: "https://mediagate.invalid", ...stored })))))
 })
 
 /** fal's image-to-image as the fake runs it: it takes `image_url`, and fetches it when the job is read back. */
