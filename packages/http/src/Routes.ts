@@ -135,8 +135,9 @@ export const mediaUnavailable = "media storage is unavailable; try again later"
  * by content, so an answer never goes stale and is cached for a year. GET and HEAD (the
  * router answers HEAD with the GET route, without the body); byte ranges for players.
  * A failing store is logged with the key and answers 503 with Retry-After; the client never
- * sees why. An upload past its expiry (`Files`, where the composition has uploads) is 404,
- * whether or not the sweep has deleted its file yet.
+ * sees why. An upload past its expiry and the deadlines of the tasks that use it
+ * (`Files.expiredMedia`, where the composition has uploads) is 404, whether or not the sweep
+ * has deleted its file yet.
  */
 export const media = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
