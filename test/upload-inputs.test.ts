@@ -6,7 +6,7 @@
  * fixtures), their metadata in memory (`MemoryUploads`). A provider (the fal fake) gets the upload's
  * URL as any other and fetches the file's bytes from the server's media route, after the
  * upload expired too when a task pinned it. The store-reading cases run on the S3 store
- * (s3rver) too.
+ * (s3rver) too, the pin on SQLite (tasks, uploads and files of `SqlBackends`) too.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
@@ -17,14 +17,18 @@ import { MediagateHttp } from "@mediagate/http"
 import { MediaProbe, NodeResolver, SafeFetch } from "@mediagate/media"
 import { S3MediaStore } from "@mediagate/media/s3"
 import { Backends, Deployment } from "@mediagate/server"
+import { SqlBackends } from "@mediagate/server/sql"
 import { Clock, Duration, Effect, Layer, Option, Redacted, TestClock } from "effect"
-import { readFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type RunningS3rver, startS3rver } from "../packages/media/test/S3rver.js"
 import * as FakeFal from "../packages/upstream/test/fakes/FakeFal.js"
 import { apiKey, client, otherApiKey, testCredits } from "./support.js"
 
 const testAccount = Ids.AccountId.make("acct_test")
+const dir = mkdtempSync(join(tmpdir(), "mediagate-upload-inputs-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const fixtures = join(import.meta.dirname, "../packages/media/test/fixtures")
 const fixture = (name: string) => new Uint8Array(readFileSync(join(fixtures, name)))
 
@@ -40,6 +44,8 @@ const uploadServer = (options: {
   readonly retention?: Duration.DurationInput
   /** The media store at this base URL; default in memory. */
   readonly media?: (baseUrl: string) => Layer.Layer<MediaStore.MediaStore, MediaError, Ids.Ids>
+  /** Tasks, uploads and files in a new SQLite database (accounts and credits in memory). */
+  readonly sqlite?: boolean
 } = {}) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
@@ -50,13 +56,23 @@ const uploadServer = (options: {
         { id: "acct_test", name: "test", apiKey: Redacted.make(apiKey), credits: testCredits },
         { id: "acct_other", name: "other", apiKey: Redacted.make(otherApiKey), credits: testCredits }
       ])
-      const backends = options.media === undefined ? memory : { ...memory, media: options.media(`${publicUrl}/media`) }
+      const sql = options.sqlite !== true ? undefined : SqlBackends.make({
+        publicUrl,
+        databaseUrl: `sqlite:${join(mkdtempSync(join(dir, "db-")), "mediagate.db")}`,
+        mediaDir: join(dir, `media-${port}`)
+      })
+      const backends = sql !== undefined
+        ? { ...memory, store: sql.store, uploads: sql.uploads, media: sql.media }
+        : options.media === undefined
+        ? memory
+        : { ...memory, media: options.media(`${publicUrl}/media`) }
       const services = Deployment.services({
         simulatorProfile: options.profile ?? "instant",
         allowPrivateUrls: false,
         mediaRules: { mediaBaseUrl: `${publicUrl}/media` },
         ...(options.routing === undefined ? {} : { routing: options.routing }),
-        backends
+        backends,
+        uploads: { ...Files.defaults, retention: Duration.decode(options.retention ?? "1 day") }
       }).pipe(Layer.provideMerge(backends.uploads))
       // The files endpoints' use case over the same uploads and store, files probed as the server does.
       const files = Files.layer.pipe(Layer.provide(MediaProbe.layer.pipe(Layer.provide(SafeFetch.layer()), Layer.provide(NodeResolver.layer))))
@@ -128,7 +144,7 @@ describe("tasks with upload URLs as inputs, private addresses refused", () => {
       expect(expired).toEqual({ status: 400, msg: expect.stringMatching(/^input\.imageUrls\[0\] is an upload that expired at .*Z: upload the file again/) })
     }).pipe(Effect.provide(uploadServer({ retention: "60 seconds" }))))
 
-  it.effect("a task accepted with an upload pins it to the task's deadline, and succeeds after the upload expired", () =>
+  it.effect.each([["in memory", false], ["on SQLite", true]] as const)("%s: a task accepted with an upload pins it to the task's deadline, and succeeds after the upload expired", ([, sqlite]) =>
     Effect.gen(function*() {
       const png = yield* upload("image-64x48.png")
       const taskId = yield* api.submitId({ model: "beta-imagine/image-to-video", input: { prompt: "p", duration: 6, imageUrls: [png.url] } })
@@ -144,7 +160,7 @@ describe("tasks with upload URLs as inputs, private addresses refused", () => {
       // The upload itself is over: a new task cannot use it.
       const again = yield* api.submit({ model: "beta-imagine/image-to-video", input: { prompt: "p", duration: 6, imageUrls: [png.url] } })
       expect(again.status).toBe(400)
-    }).pipe(Effect.provide(uploadServer({ profile: "demo", retention: "2 seconds" }))))
+    }).pipe(Effect.provide(uploadServer({ profile: "demo", retention: "2 seconds", sqlite }))))
 })
 
 let s3: RunningS3rver | undefined
