@@ -18,6 +18,7 @@ describe("Help", () => {
     expect(run.args).toEqual([{ names: ["<model>"], value: undefined, description: expect.stringContaining("A model id") }])
     expect(run.options.map((option) => [option.names.join(", "), option.value])).toEqual([
       ["--prompt", "text"],
+      ["--image", "path|url..."],
       ["--input", "json"],
       ["--out", "dir"],
       ["--no-wait", undefined],
