@@ -81,6 +81,17 @@ describe("mediagate CLI", () => {
     ])
   })
 
+  it("run --image uploads a local file first and the task succeeds with its URL", { timeout: 60_000 }, async () => {
+    const png = join(root, "packages/media/test/fixtures/image-64x48.png")
+    const result = await mediagate(["run", imageModel, "--prompt", "autumn leaves", "--image", png, "--json"])
+    expect(result.stderr).toMatch(/ SUCCESS\n/)
+    expect(result.code).toBe(0)
+    const task = JSON.parse(result.stdout)
+    expect(task).toMatchObject({ status: "SUCCESS", input: { model: imageModel, imageUrls: [expect.stringMatching(new RegExp(`^${baseUrl}/media/`))] } })
+    const served = Buffer.from(await (await fetch(task.input.imageUrls[0])).arrayBuffer())
+    expect(served.equals(readFileSync(png))).toBe(true)
+  })
+
   it("run --image: a file that cannot be read, or a model without image inputs, exits 1 with one line", { timeout: 60_000 }, async () => {
     const png = join(root, "packages/media/test/fixtures/image-64x48.png")
     const missing = await mediagate(["run", imageModel, "--prompt", "autumn", "--image", "./no-such-cat.png"])

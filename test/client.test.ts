@@ -19,7 +19,12 @@ import {
   verifyCallback
 } from "@mediagate/client"
 import { Effect, Either, Layer, Stream } from "effect"
+import { readFileSync } from "node:fs"
 import { killAll, type Server, startServer, stop } from "./standalone-process.js"
+
+/** A real PNG (64x48) on disk, and an image-to-image model whose imageUrls take this server's http URLs. */
+const png = new URL("../packages/media/test/fixtures/image-64x48.png", import.meta.url).pathname
+const imageModel = "dream-4"
 
 const key = "client-test-key-0123456789"
 let server: Server
@@ -95,6 +100,13 @@ export const typeChecks = (client: Client, facade: Mediagate) => {
   client.submit("compact-image-pro", { prompt: "a poster", ratio: "1:1", resolution: "4k" })
   client.submit("canvas-4.6", { prompt: "a teapot", images: ["https://example.com/a.png"], resolution: "1k" })
   void facade.submit("canvas-video-3.5-pro", { prompt: "a city", imageUrls: ["https://example.com/1.png"], duration: 15 })
+  // Compiles: a Blob or a local path in a media URL field (uploaded first).
+  client.run("alpha-image-2/image-to-image", { prompt: "autumn", imageUrls: ["./cat.png"] })
+  void facade.run("canvas-4.6", { prompt: "a teapot", images: [new Blob([]), "https://example.com/a.png"] })
+  // @ts-expect-error a Blob goes in a media URL field only, not in the prompt
+  client.submit("dream-4", { prompt: new Blob([]) })
+  // @ts-expect-error a media URL field is still a list
+  client.run("alpha-image-2/image-to-image", { prompt: "autumn", imageUrls: new Blob([]) })
 }
 
 describe("Effect client", () => {
@@ -219,6 +231,24 @@ describe("Effect client", () => {
       const badLimit = yield* Effect.flip(withClient((client) => client.list({ limit: 1000 })))
       expect(badLimit).toMatchObject({ _tag: "MediagateError", status: 400, msg: "limit must be an integer between 1 and 100" })
     }))
+
+  it.live("run with a local path uploads it first: the server holds the file, the task succeeds with the upload's URL", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const upload = yield* client.upload(png)
+        expect(upload).toMatchObject({ contentType: "image/png", bytes: readFileSync(png).length, width: 64, height: 48, durationSeconds: null })
+        const served = yield* Effect.promise(() => fetch(upload.url).then(async (response) => Buffer.from(await response.arrayBuffer())))
+        expect(served.equals(readFileSync(png))).toBe(true)
+        const fromBlob = yield* client.upload(new Blob([readFileSync(png)], { type: "image/png" }))
+        expect(fromBlob.fileId).not.toBe(upload.fileId)
+
+        const task = yield* client.run(imageModel, { prompt: "autumn leaves", imageUrls: [png] }, { timeout: "30 seconds" })
+        expect(task.status).toBe("SUCCESS")
+        const [url] = task.input["imageUrls"] as ReadonlyArray<string>
+        expect(url).toMatch(new RegExp(`^${baseUrl}/media/`))
+        const file = yield* Effect.promise(() => fetch(url!).then(async (response) => Buffer.from(await response.arrayBuffer())))
+        expect(file.equals(readFileSync(png))).toBe(true)
+      })))
 
   it.live("the model ids the client types are the server's catalog", () =>
     withClient((client) =>
