@@ -9,9 +9,9 @@ import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { Ids, MediaError } from "@mediagate/core"
-import { Files, MediaProbe, MediaStore } from "@mediagate/core"
+import { Files, MediaStore, Uploads } from "@mediagate/core"
 import { FilesHandlers, MediagateHttp, Routes } from "@mediagate/http"
-import { FileMediaStore, MediaProbe as NodeMediaProbe } from "@mediagate/media"
+import { FileMediaStore } from "@mediagate/media"
 import { S3MediaStore } from "@mediagate/media/s3"
 import { Backends, Deployment } from "@mediagate/server"
 import { MemoryMediaStore } from "@mediagate/store-memory"
@@ -21,7 +21,6 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type RunningS3rver, startS3rver } from "../packages/media/test/S3rver.js"
-import { memoryUploads, uploadCount } from "./files-support.js"
 
 const root = mkdtempSync(join(tmpdir(), "mediagate-files-"))
 let s3: RunningS3rver | undefined
@@ -37,18 +36,16 @@ let folders = 0
 const key = "mg_files_key_0123456789"
 const otherKey = "mg_files_other_9876543210"
 
+/** How many uploads the composition's Uploads holds. */
+const uploadCount = Effect.flatMap(Uploads.Uploads, (uploads) => uploads.stored(null, 0, Number.MAX_SAFE_INTEGER)).pipe(
+  Effect.map(({ count }) => count),
+  Effect.orDie
+)
+
 type MediaLayer = (baseUrl: string) => Layer.Layer<MediaStore.MediaStore, MediaError, Ids.Ids>
 
-/** The probe without fetching (uploads never fetch). */
-const probe = Layer.succeed(MediaProbe.MediaProbe, { probe: NodeMediaProbe.probe, probeUrl: () => Effect.die("not used") })
-
 /** The standalone composition over memory stores, `media` for files, and uploads with `settings`. */
-const serverWith = (
-  media: MediaLayer,
-  settings: Partial<Files.Settings> = {},
-  rate: FilesHandlers.UploadRate = Option.none(),
-  sweepEvery?: Duration.DurationInput
-) =>
+const serverWith = (media: MediaLayer, settings: Partial<Files.Settings> = {}, rate: FilesHandlers.UploadRate = Option.none()) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
@@ -62,19 +59,10 @@ const serverWith = (
             { id: "acct_other", name: "other", apiKey: Redacted.make(otherKey) }
           ]),
           media: media(`${publicUrl}${Routes.mediaPrefix}`)
-        }
+        },
+        uploads: { ...Files.defaults, ...settings }
       })
-      const files = Files.layer.pipe(
-        Layer.provideMerge(memoryUploads),
-        Layer.provide(probe),
-        Layer.provide(Layer.succeed(Files.FilesSettings, { ...Files.defaults, ...settings }))
-      )
-      return MediagateHttp.serve.pipe(
-        Layer.provide(Layer.succeed(FilesHandlers.UploadRateLimit, rate)),
-        Layer.provide(Files.sweepLayer(sweepEvery)),
-        Layer.provideMerge(files),
-        Layer.provideMerge(services)
-      )
+      return MediagateHttp.serve.pipe(Layer.provide(Layer.succeed(FilesHandlers.UploadRateLimit, rate)), Layer.provideMerge(services))
     })
   ).pipe(Layer.provideMerge(NodeHttpServer.layerTest))
 
@@ -130,8 +118,8 @@ const stores: ReadonlyArray<readonly [string, () => MediaLayer]> = [
 
 stores.forEach(([label, media]) =>
   describe(`POST /api/v1/files on the ${label} store`, () => {
-    const withServer = <A, E, R>(effect: Effect.Effect<A, E, R>, settings: Partial<Files.Settings> = {}, sweepEvery?: Duration.DurationInput) =>
-      effect.pipe(Effect.provide(serverWith(media(), settings, Option.none(), sweepEvery)))
+    const withServer = <A, E, R>(effect: Effect.Effect<A, E, R>, settings: Partial<Files.Settings> = {}) =>
+      effect.pipe(Effect.provide(serverWith(media(), settings)))
 
     it.effect("a PNG, a JPEG, a WebP, an MP4 and a MOV, raw and multipart: typed by their bytes, measured, served back byte for byte", () =>
       withServer(Effect.gen(function*() {

@@ -22,7 +22,7 @@ export type UploadRate = Option.Option<{ readonly perSecond: number; readonly bu
 /** The default upload rate: one a second on average, ten at once. */
 export const defaultUploadRate: UploadRate = Option.some({ perSecond: 1, burst: 10 })
 
-/** The upload rate per account (MEDIAGATE_UPLOAD_RATE_LIMIT); `defaultUploadRate` unless the host provides one. */
+/** The upload rate per account; `defaultUploadRate` unless the host provides one. */
 export class UploadRateLimit extends Context.Reference<UploadRateLimit>()("@mediagate/http/UploadRateLimit", {
   defaultValue: (): UploadRate => defaultUploadRate
 }) {}

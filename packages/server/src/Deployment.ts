@@ -6,8 +6,8 @@
  * embedding host serves it wherever it likes.
  */
 import { FetchHttpClient } from "@effect/platform"
-import type { MediaError, MediaStore, Outbound, SharedLimits, StoreError } from "@mediagate/core"
-import { AdminKeys, Ids, ModelCatalog, Moderation, ModerationRules, Upstream } from "@mediagate/core"
+import type { MediaError, MediaStore, Outbound, SharedLimits, StoreError, Uploads } from "@mediagate/core"
+import { AdminKeys, Files, Ids, ModelCatalog, Moderation, ModerationRules, Upstream } from "@mediagate/core"
 import { AuthFailures, HeldRequests, RateLimit } from "@mediagate/http"
 import {
   MediaProbe as NodeMediaProbe,
@@ -203,6 +203,8 @@ const upstream = (
 /** What `services` provides: the standard composition's services (the admin API's included) and the backends under them. */
 export type Services =
   | Layer.Layer.Success<ReturnType<typeof Mediagate.servicesWithAdmin>>
+  | Files.Files
+  | Uploads.Uploads
   | Mediagate.Requirements
   | Mediagate.AdminRequirements
 
@@ -221,6 +223,12 @@ export interface Options extends Omit<Config, "allowPrivateUrls"> {
    * (`AdminKeys.withGiven`): it opens the admin API and the console.
    */
   readonly adminKey?: Option.Option<Redacted.Redacted<string>>
+  /**
+   * Uploads (`POST /api/v1/files`, metadata in the backends' `uploads`): the largest file and
+   * how long one lives; default `Files.defaults` (50 MB, 24 hours). The sweep of expired
+   * uploads runs every 5 minutes.
+   */
+  readonly uploads?: Files.Settings
 }
 
 /** The services of a deployment, without the HTTP server: the standard composition over these backends. */
@@ -244,13 +252,14 @@ export const services = (
       onNone: () => backends.adminKeys,
       onSome: (given) => AdminKeys.layerWithGiven(given).pipe(Layer.provide(backends.adminKeys))
     }),
-    backends.audit
+    backends.audit,
+    backends.uploads
   ).pipe(Layer.provide(Ids.layer))
   const relay = backends.relay === undefined ? {} : { relay: backends.relay }
   const keys = backends.idempotencyKeys === undefined ? {} : { idempotencyKeys: backends.idempotencyKeys }
   const usage = backends.usage === undefined ? {} : { usage: backends.usage }
   const deadlines = options.deadlines === undefined ? {} : { deadlines: options.deadlines }
-  return Mediagate.servicesWithAdmin({
+  const composed = Mediagate.servicesWithAdmin({
     engine: options.engine ?? {},
     deliverer: options.deliverer ?? {},
     allowPrivateUrls,
@@ -260,6 +269,13 @@ export const services = (
     ...usage,
     ...deadlines
   }).pipe(Layer.provideMerge(concrete))
+  // Uploads: the use case over the backends' uploads and media store (one instance, shared by
+  // reference with its sweep), its files probed where they are stored, never fetched.
+  const files = Files.layer.pipe(
+    Layer.provide(Layer.succeed(Files.FilesSettings, options.uploads ?? Files.defaults)),
+    Layer.provide(NodeMediaProbe.layer.pipe(Layer.provide(NodeSafeFetch.layer({ allowPrivate: allowPrivateUrls })), Layer.provide(NodeResolver.layer)))
+  )
+  return Layer.merge(files, Files.sweepLayer().pipe(Layer.provide(files))).pipe(Layer.provideMerge(composed))
 }
 
 /**

@@ -62,6 +62,6 @@ export class FilesGroup extends HttpApiGroup.make("files")
       .addSuccess(UploadResponse)
       .addError(NotFound)
       .annotate(OpenApi.Summary, "Delete an upload")
-      .annotate(OpenApi.Description, `${additive} Answers the upload as it was. Tasks already accepted with it keep working.`)
+      .annotate(OpenApi.Description, `${additive} Deletes the file and its metadata at once and answers the upload as it was. A task accepted with it whose provider has not fetched it yet may fail; an upload left to expire is kept while such tasks run.`)
   )
 {}

@@ -16,9 +16,9 @@ import * as Inspection from "./UploadInspection.js"
 
 /** The settings of uploads. */
 export interface Settings {
-  /** Largest upload in bytes (MEDIAGATE_UPLOAD_MAX_BYTES). */
+  /** Largest upload in bytes. */
   readonly maxBytes: number
-  /** How long an upload lives (MEDIAGATE_UPLOAD_RETENTION). */
+  /** How long an upload lives. */
   readonly retention: Duration.Duration
 }
 
@@ -206,9 +206,9 @@ export const make: Effect.Effect<FilesService, never, Uploads | MediaStore | Med
       yield* get(account, fileId)
       const removed = yield* uploads.delete(fileId, account.id)
       if (Option.isNone(removed)) return yield* new UploadNotFound({ fileId })
-      // A task accepted with it and still running reads it until its deadline; the sweep deletes the file then.
-      const pinned = removed.value.pinnedUntil !== null && removed.value.pinnedUntil > (yield* Clock.currentTimeMillis)
-      if (!pinned) yield* removeFile(removed.value.mediaKey)
+      // The file goes with its metadata, pinned or not: without metadata the sweep would never
+      // find it. A running task whose provider has yet to fetch it may fail (docs/api.md).
+      yield* removeFile(removed.value.mediaKey)
       return removed.value
     })
 
