@@ -21,6 +21,7 @@ import {
   parseDuration,
   secret,
   shown,
+  uploadSettings,
   variable,
   variables
 } from "./ConfigVariables.js"
@@ -77,6 +78,8 @@ export interface ServerConfig {
   readonly authFailureLimit: Option.Option<number>
   /** How long a client may take to send a request's headers, then its body (408 past either). */
   readonly requestTimeouts: { readonly headers: Duration.Duration; readonly body: Duration.Duration }
+  /** Uploads: the largest file, how long one lives, uploads a second per account (none: no limit of their own). */
+  readonly uploads?: { readonly maxBytes: number; readonly retention: Duration.Duration; readonly rate: Option.Option<{ readonly perSecond: number; readonly burst: number }> }
   /** Pre-submission moderation: which moderator, and what happens when its backend is down. */
   readonly moderation: ModerationConfig
   /** Deadlines by model family, replacing the models' defaults. */
@@ -353,6 +356,7 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   heldRequests,
   authFailureLimit,
   requestTimeouts,
+  uploads: uploadSettings("MEDIAGATE_UPLOAD_MAX_BYTES", "MEDIAGATE_UPLOAD_RETENTION", "MEDIAGATE_UPLOAD_RATE_LIMIT"),
   moderation,
   logFormat: oneOf("MEDIAGATE_LOG_FORMAT", ["logfmt", "json"]).pipe(Config.withDefault("logfmt" as const)),
   logLevel: oneOf("MEDIAGATE_LOG_LEVEL", ["debug", "info", "warning", "error", "none"]).pipe(Config.withDefault("info" as const)),

@@ -58,7 +58,10 @@ export const variables = [
   "MEDIAGATE_OPENAI_URL",
   "MEDIAGATE_RELAY_URL",
   "MEDIAGATE_RELAY_KEY",
-  "MEDIAGATE_RELAY_WEBHOOK_SECRET"
+  "MEDIAGATE_RELAY_WEBHOOK_SECRET",
+  "MEDIAGATE_UPLOAD_MAX_BYTES",
+  "MEDIAGATE_UPLOAD_RETENTION",
+  "MEDIAGATE_UPLOAD_RATE_LIMIT"
 ] as const
 
 export type Variable = typeof variables[number]
@@ -154,3 +157,19 @@ export const adminKeyClash = (config: {
   Option.isSome(config.apiKey) && Option.isSome(config.adminKey) && Redacted.value(config.adminKey.value) === config.apiKey.value
     ? Option.some("MEDIAGATE_ADMIN_KEY must differ from MEDIAGATE_API_KEY: an admin key is never a customer key")
     : Option.none()
+
+/**
+ * Uploads (`POST /api/v1/files`): the largest file (bytes, default 50,000,000, at most 10^9),
+ * how long one lives (default 24h, 1m to 3650d), and uploads a second per account (default 1,
+ * burst ten times that; `off` for no limit of their own).
+ */
+export const uploadSettings = (maxBytes: Variable, retention: Variable, rate: Variable) =>
+  Config.all({
+    maxBytes: count(maxBytes, 1_000_000_000).pipe(Config.withDefault(50_000_000)),
+    retention: duration(retention, [Duration.minutes(1), "1m"], [Duration.days(3650), "3650d"]).pipe(Config.withDefault(Duration.hours(24))),
+    rate: variable(rate, (raw) => {
+      if (raw.trim().toLowerCase() === "off") return Either.right(Option.none<{ readonly perSecond: number; readonly burst: number }>())
+      const value = /^\d{1,6}$/.test(raw.trim()) ? Number(raw.trim()) : NaN
+      return value >= 1 ? Either.right(Option.some({ perSecond: value, burst: value * 10 })) : Either.left(`must be uploads a second per account, a whole number from 1, or off (got ${shown(raw)})`)
+    }).pipe(Config.withDefault(Option.some({ perSecond: 1, burst: 10 })))
+  })

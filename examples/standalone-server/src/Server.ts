@@ -8,7 +8,7 @@
  */
 import { HttpMiddleware, HttpServer, type HttpServerError } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { ClientErrors, MediagateHttp, Prometheus, RequestTimeouts, Routes } from "@mediagate/http"
+import { ClientErrors, FilesHandlers, MediagateHttp, Prometheus, RequestTimeouts, Routes } from "@mediagate/http"
 import { Backends as ServerBackends, Deployment } from "@mediagate/server"
 import { RoutesFile } from "@mediagate/upstream"
 import { Context, Effect, Layer, Option } from "effect"
@@ -134,5 +134,6 @@ export const layer = (config: LayerConfig, backends: Backends, listening: Listen
     Layer.provide(config.metrics === true ? Layer.succeed(Prometheus.Enabled, true) : Layer.empty),
     // The body's deadline, which the handlers apply (the headers' is node's, set by `server`).
     Layer.provide(config.requestTimeouts === undefined ? Layer.empty : RequestTimeouts.layer(config.requestTimeouts)),
+    Layer.provide(config.uploads === undefined ? Layer.empty : Layer.succeed(FilesHandlers.UploadRateLimit, config.uploads.rate)),
     Layer.provide(listening)
   )
