@@ -7,10 +7,8 @@
  * admin key is typed into it and kept in the script's memory only (no cookie, no storage), so
  * there is no session for another site to ride on.
  */
-import { Headers, HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Layer } from "effect"
-import { createHash } from "node:crypto"
 import { chartStyle, consoleScript } from "./ConsoleScript.js"
+import * as InlinePage from "./InlinePage.js"
 import { consolePath } from "./Paths.js"
 
 const ownStyle = `
@@ -177,50 +175,17 @@ const body = `
 </main>
 `
 
-const sha256 = (text: string) => `'sha256-${createHash("sha256").update(text, "utf8").digest("base64")}'`
+/**
+ * The page and its policy: its own inline style and script by hash, requests to this origin
+ * only, nothing else: no image, font or frame (the charts draw on canvases; uPlot sets sizes
+ * and colours through the DOM, which a style policy does not govern).
+ */
+const consolePage = InlinePage.make({ path: consolePath, title: "mediagate console", style, body, script: consoleScript })
 
 /** The page: one HTML document with its style and script inline. */
-export const page = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>mediagate console</title>
-<style>${style}</style>
-</head>
-<body>${body}<script>${consoleScript}</script>
-</body>
-</html>
-`
+export const page = consolePage.page
 
-/**
- * The page's policy: its own inline style and script by hash, requests to this origin only,
- * nothing else: no image, font or frame (the charts draw on canvases; uPlot sets sizes and
- * colours through the DOM, which a style policy does not govern).
- */
-export const contentSecurityPolicy = [
-  "default-src 'none'",
-  `script-src ${sha256(consoleScript)}`,
-  `style-src ${sha256(style)}`,
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'"
-].join("; ")
+export const contentSecurityPolicy = consolePage.contentSecurityPolicy
 
 /** `GET /console`: the page, made once. */
-export const route: Layer.Layer<never> = HttpApiBuilder.Router.use((router) =>
-  router.get(
-    consolePath,
-    Effect.succeed(
-      HttpServerResponse.text(page, {
-        contentType: "text/html; charset=utf-8",
-        headers: Headers.fromInput({
-          "content-security-policy": contentSecurityPolicy,
-          "x-content-type-options": "nosniff"
-        })
-      })
-    )
-  )
-)
+export const route = consolePage.route

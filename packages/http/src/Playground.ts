@@ -6,9 +6,7 @@
  * `sessionStorage` and sent in the Authorization header, so everything it shows is that
  * key's account's.
  */
-import { Headers, HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Layer } from "effect"
-import { createHash } from "node:crypto"
+import * as InlinePage from "./InlinePage.js"
 import { appScript } from "./PlaygroundScript.js"
 import { formScript } from "./PlaygroundForm.js"
 import { playgroundPath } from "./Paths.js"
@@ -113,52 +111,24 @@ const body = `
 /** The page's whole script: the form functions, then the page around them (`playground/app.ts`, bundled); its hash is in the policy. */
 const script = `"use strict";\n${formScript}\n${appScript}`
 
-const sha256 = (text: string) => `'sha256-${createHash("sha256").update(text, "utf8").digest("base64")}'`
+/**
+ * The page and its policy: its own inline style and script by hash, requests to this origin
+ * only; result files may live on another host (a public URL, a bucket's presigned address),
+ * so images and video may come from any http(s) address, and from nothing else.
+ */
+const playgroundPage = InlinePage.make({
+  path: playgroundPath,
+  title: "mediagate playground",
+  style,
+  body,
+  script,
+  policy: ["img-src 'self' http: https:", "media-src 'self' http: https:"]
+})
 
 /** The page: one HTML document with its style and script inline. */
-export const page = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>mediagate playground</title>
-<style>${style}</style>
-</head>
-<body>${body}<script>${script}</script>
-</body>
-</html>
-`
+export const page = playgroundPage.page
 
-/**
- * The page's policy: its own inline style and script by hash, requests to this origin only;
- * result files may live on another host (a public URL, a bucket's presigned address), so
- * images and video may come from any http(s) address, and from nothing else.
- */
-export const contentSecurityPolicy = [
-  "default-src 'none'",
-  `script-src ${sha256(script)}`,
-  `style-src ${sha256(style)}`,
-  "connect-src 'self'",
-  "img-src 'self' http: https:",
-  "media-src 'self' http: https:",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'"
-].join("; ")
+export const contentSecurityPolicy = playgroundPage.contentSecurityPolicy
 
 /** `GET /playground`: the page, made once; its ETag and cache lifetime are `Compression`'s, as for every static page. */
-export const route: Layer.Layer<never> = HttpApiBuilder.Router.use((router) =>
-  router.get(
-    playgroundPath,
-    Effect.succeed(
-      HttpServerResponse.text(page, {
-        contentType: "text/html; charset=utf-8",
-        headers: Headers.fromInput({
-          "content-security-policy": contentSecurityPolicy,
-          "x-content-type-options": "nosniff"
-        })
-      })
-    )
-  )
-)
+export const route = playgroundPage.route
