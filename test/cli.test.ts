@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { nodeArgs } from "./programs.js"
@@ -41,11 +41,12 @@ afterAll(async () => {
 const mediagate = (
   args: ReadonlyArray<string>,
   env: Record<string, string> = { MEDIAGATE_URL: baseUrl, MEDIAGATE_API_KEY: key },
-  entry = nodeArgs("cli")
+  entry = nodeArgs("cli"),
+  cwd = root
 ) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     const child = spawn(process.execPath, [...entry, ...args], {
-      cwd: root,
+      cwd,
       env: { PATH: process.env["PATH"] ?? "", ...env },
       stdio: ["ignore", "pipe", "pipe"]
     })
@@ -81,15 +82,23 @@ describe("mediagate CLI", () => {
     ])
   })
 
-  it("run --image uploads a local file first and the task succeeds with its URL", { timeout: 60_000 }, async () => {
+  it("run alpha-image-2/image-to-image --image ./cat.png uploads the file first and the task succeeds with its http URL", { timeout: 60_000 }, async () => {
+    // The issue's command, from the folder the file is in, against a server on plain http:
+    // the model takes https image URLs only, yet the server's own upload URL is its to judge.
     const png = join(root, "packages/media/test/fixtures/image-64x48.png")
-    const result = await mediagate(["run", imageModel, "--prompt", "autumn leaves", "--image", png, "--json"])
+    copyFileSync(png, join(dir, "cat.png"))
+    const model = "alpha-image-2/image-to-image"
+    const result = await mediagate(["run", model, "--prompt", "autumn leaves", "--image", "./cat.png", "--json"], undefined, undefined, dir)
     expect(result.stderr).toMatch(/ SUCCESS\n/)
     expect(result.code).toBe(0)
     const task = JSON.parse(result.stdout)
-    expect(task).toMatchObject({ status: "SUCCESS", input: { model: imageModel, imageUrls: [expect.stringMatching(new RegExp(`^${baseUrl}/media/`))] } })
+    expect(task).toMatchObject({ status: "SUCCESS", input: { model, imageUrls: [expect.stringMatching(new RegExp(`^${baseUrl}/media/`))] } })
+    expect(baseUrl).toMatch(/^http:/)
     const served = Buffer.from(await (await fetch(task.input.imageUrls[0])).arrayBuffer())
     expect(served.equals(readFileSync(png))).toBe(true)
+    // Any other http URL is still held to the model's rule.
+    const other = await mediagate(["run", model, "--prompt", "autumn", "--input", `{"imageUrls":["http://example.com/cat.png"]}`])
+    expect(other).toMatchObject({ code: 1, stderr: expect.stringContaining("must be an absolute https URL") })
   })
 
   it("run --image: a file that cannot be read, or a model without image inputs, exits 1 with one line", { timeout: 60_000 }, async () => {

@@ -130,6 +130,20 @@ describe("tasks with upload URLs as inputs, private addresses refused", () => {
       expect(other.msg).toMatch(/^input\.imageUrls\[0\] must name a public host/)
     }).pipe(Effect.provide(uploadServer())))
 
+  it.effect("a model that takes https URLs only takes this http server's own upload, which reaches the job as it came (a WebP transcoded from it)", () =>
+    Effect.gen(function*() {
+      const webp = yield* upload("image-64x48.webp")
+      expect(webp.url).toMatch(/^http:\/\/127\.0\.0\.1:/)
+      const model = "alpha-image-2/image-to-image"
+      const estimate = yield* api.call("POST", "/api/v1/task/estimate", { body: { model, input: { prompt: "p", imageUrls: [webp.url] } } })
+      expect(estimate.status).toBe(200)
+      // The transcode reads the upload through the job's URL: an https form of it would name no file of ours.
+      const done = yield* ended(yield* api.submitId({ model, input: { prompt: "p", imageUrls: [webp.url] } }))
+      expect(done).toMatchObject({ status: "SUCCESS", input: { imageUrls: [webp.url] } })
+      const other = refusal(yield* api.submit({ model, input: { prompt: "p", imageUrls: ["http://example.com/a.png"] } }))
+      expect(other).toEqual({ status: 400, msg: expect.stringContaining("must be an absolute https URL") })
+    }).pipe(Effect.provide(uploadServer())))
+
   it.effect("an own URL naming no file, an expired upload and a path that is no key are refused with 400 naming the field", () =>
     Effect.gen(function*() {
       const png = yield* upload("image-64x48.png")

@@ -34,6 +34,7 @@ import { Upstream } from "../services/Upstream.js"
 import { TaskWrites } from "./TaskWrites.js"
 import { checkUrl, underMediaBase } from "../domain/UrlPolicy.js"
 import { unsupportedModel } from "./UnsupportedModel.js"
+import { showAsHttps } from "./OwnMediaSchemes.js"
 import { spanOptions } from "./SpanOptions.js"
 
 /** What the submit use case accepts beyond the model's own rules. */
@@ -186,7 +187,9 @@ export const make = Effect.gen(function*() {
     if (!KeyScopes.modelAllowed(account?.scope, request.model)) {
       return yield* new KeyScopeRefused({ message: KeyScopes.modelRefusal(account?.scope, request.model) })
     }
-    const normalized = yield* model.normalize(request.input)
+    // Our own files are judged by the store below, not by the schema's https rule.
+    const shown = showAsHttps(request.input, policy.mediaBaseUrl)
+    const normalized = shown.restore(yield* model.normalize(shown.input))
     const uploadIds = yield* checkMediaUrls(model, request.input, policy)
     const job: UpstreamJob = { ...normalized.job, priceMicroUsd: model.price(normalized.job, prices) }
     // The task's model is the submitted top-level one, whatever the input holds.
