@@ -5,14 +5,15 @@
  * Uploads are made over HTTP (`POST /api/v1/files`, the bytes the media package's real
  * fixtures), their metadata in memory (`MemoryUploads`). A provider (the fal fake) gets the upload's
  * URL as any other and fetches the file's bytes from the server's media route, after the
- * upload expired too when a task pinned it. The store-reading cases run on the S3 store
+ * upload expired or was deleted too when a task pinned it, until the sweep after the task's
+ * deadline. The store-reading cases run on the S3 store
  * (s3rver) too, the pin on SQLite (tasks, uploads and files of `SqlBackends`) too.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import type { MediaError, MediaStore } from "@mediagate/core"
-import { Files, Ids, Uploads } from "@mediagate/core"
+import type { MediaError } from "@mediagate/core"
+import { Files, Ids, MediaStore, Uploads } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
 import { MediaProbe, NodeResolver, SafeFetch } from "@mediagate/media"
 import { S3MediaStore } from "@mediagate/media/s3"
@@ -40,6 +41,8 @@ const uploadServer = (options: {
   readonly publicUrl?: string
   readonly profile?: "instant" | "demo"
   readonly routing?: Deployment.Routing
+  /** Deadlines by model family (default the models' own). */
+  readonly deadlines?: Deployment.Config["deadlines"]
   /** How long an upload lives (default a day). */
   readonly retention?: Duration.DurationInput
   /** The media store at this base URL; default in memory. */
@@ -71,6 +74,7 @@ const uploadServer = (options: {
         allowPrivateUrls: false,
         mediaRules: { mediaBaseUrl: `${publicUrl}/media` },
         ...(options.routing === undefined ? {} : { routing: options.routing }),
+        ...(options.deadlines === undefined ? {} : { deadlines: options.deadlines }),
         backends,
         uploads: { ...Files.defaults, retention: Duration.decode(options.retention ?? "1 day") }
       }).pipe(Layer.provideMerge(backends.uploads))
@@ -272,4 +276,43 @@ describe("a provider gets the upload's URL", () => {
       const [received] = yield* Effect.promise(() => Promise.all(fetchedByFal.splice(0)))
       expect(Buffer.from(received as Uint8Array).equals(Buffer.from(fixture("image-64x48.png"))), String(received)).toBe(true)
     }).pipe(Effect.provide(Layer.suspend(() => uploadServer({ routing: viaFal(lateFal.url), retention: "2 seconds" })))))
+
+  it.effect("an upload deleted while a task uses it is gone at once but for the task's provider, and swept after the task's deadline; one no task uses goes at once", () =>
+    Effect.gen(function*() {
+      const uploads = yield* Uploads.Uploads
+      const store = yield* MediaStore.MediaStore
+      const png = yield* upload("image-64x48.png")
+      const mediaKey = png.url.slice(png.url.lastIndexOf("/") + 1)
+      const prompt = "the same cat, deleted under it"
+      const taskId = yield* api.submitId({ model: "dream-4", input: { prompt, imageUrls: [png.url] } })
+      const pinnedUntil = Option.getOrThrow(yield* uploads.getOwned(png.id, testAccount)).pinnedUntil!
+      expect((yield* api.call("DELETE", `/api/v1/files/${png.id}`)).status).toBe(200)
+      expect((yield* api.call("GET", `/api/v1/files/${png.id}`)).status).toBe(404)
+      expect((yield* api.call("DELETE", `/api/v1/files/${png.id}`)).status).toBe(404)
+      expect(refusal(yield* api.submit({ model: "dream-4", input: { prompt: "p", imageUrls: [png.url] } }))).toEqual({
+        status: 400,
+        msg: expect.stringMatching(/^input\.imageUrls\[0\] is an upload that expired at /)
+      })
+      // The provider fetches it only now, after the DELETE.
+      const [job] = [...lateFal.jobs].filter(([, found]) => found.input["prompt"] === prompt).map(([id]) => id)
+      yield* Effect.promise(() => lateFal.complete(job!))
+      expect(yield* ended(taskId)).toMatchObject({ status: "SUCCESS" })
+      const [received] = yield* Effect.promise(() => Promise.all(fetchedByFal.splice(0)))
+      expect(Buffer.from(received as Uint8Array).equals(Buffer.from(fixture("image-64x48.png"))), String(received)).toBe(true)
+      // Past the task's deadline, the next sweep (every 5 minutes) deletes the file; the upload stays counted.
+      yield* TestClock.adjust(pinnedUntil - (yield* Clock.currentTimeMillis) - 1)
+      expect((yield* HttpClient.get(`/media/${mediaKey}`)).status).toBe(200)
+      yield* TestClock.adjust(Duration.sum(Files.sweepInterval, "1 millis"))
+      expect((yield* HttpClient.get(`/media/${mediaKey}`)).status).toBe(404)
+      expect(yield* store.stat(mediaKey)).toEqual(Option.none())
+      expect(yield* uploads.stored(testAccount, 0, Number.MAX_SAFE_INTEGER)).toMatchObject({ count: 1 })
+
+      // An upload no task uses: its file goes with the DELETE.
+      const other = yield* upload("image-64x48.png")
+      const otherKey = other.url.slice(other.url.lastIndexOf("/") + 1)
+      expect(Option.isSome(yield* store.stat(otherKey))).toBe(true)
+      expect((yield* api.call("DELETE", `/api/v1/files/${other.id}`)).status).toBe(200)
+      expect(yield* store.stat(otherKey)).toEqual(Option.none())
+      expect(yield* uploads.stored(testAccount, 0, Number.MAX_SAFE_INTEGER)).toMatchObject({ count: 2 })
+    }).pipe(Effect.provide(Layer.suspend(() => uploadServer({ routing: viaFal(lateFal.url), deadlines: { dream: "1 minute" } })))))
 })

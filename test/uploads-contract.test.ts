@@ -1,8 +1,9 @@
 /**
  * The Uploads contract (the metadata of uploaded files), one suite over the memory store,
  * SQLite and PostgreSQL (when MEDIAGATE_TEST_PG_URL is set): create and read back, another
- * owner sees none, by media key, delete once, a pin keeps the later time, what the sweep gets
- * (past both times, oldest first, at most the limit) and the counts for usage reports.
+ * owner sees none, by media key, delete (a mark: no lookup finds it) once, expire once, a pin
+ * keeps the later time, what the sweep gets (past both times, oldest first, at most the limit)
+ * and the counts for usage reports, which deleted uploads keep.
  */
 import type { SqlClient } from "@effect/sql"
 import { afterAll, describe, expect, it } from "@effect/vitest"
@@ -82,17 +83,50 @@ for (const backend of backends) {
         })
       ))
 
-    it.effect("delete removes an owner's upload once and answers it; another owner's stays", () =>
+    it.effect("delete marks an owner's upload once and answers it; no lookup finds it then; another owner's stays", () =>
       withUploads((uploads) =>
         Effect.gen(function*() {
           yield* uploads.create(upload(1))
           yield* uploads.create(upload(2, { ownerId: bob }))
-          expect(yield* uploads.delete(upload(2).id, alice)).toEqual(Option.none())
+          yield* uploads.create(upload(3))
+          const later = upload(1).expiresAt + hour
+          expect(yield* uploads.delete(upload(2).id, alice, t0)).toEqual(Option.none())
           expect(Option.isSome(yield* uploads.getOwned(upload(2).id, bob))).toBe(true)
-          expect(yield* uploads.delete(upload(1).id, alice)).toEqual(Option.some(upload(1)))
-          expect(yield* uploads.delete(upload(1).id, alice)).toEqual(Option.none())
+          expect(yield* uploads.delete(upload(1).id, alice, t0)).toEqual(Option.some(upload(1)))
+          expect(yield* uploads.delete(upload(1).id, alice, t0)).toEqual(Option.none())
           expect(yield* uploads.getOwned(upload(1).id, alice)).toEqual(Option.none())
           expect(yield* uploads.byMediaKey(upload(1).mediaKey)).toEqual(Option.none())
+          expect(yield* uploads.expire(upload(1).id, alice, t0)).toEqual(Option.none())
+          // A pin leaves it deleted, and the sweep never lists it again.
+          yield* uploads.pin(upload(1).id, later)
+          expect(yield* uploads.getOwned(upload(1).id, alice)).toEqual(Option.none())
+          expect((yield* uploads.expired(later, 10)).map((item) => item.id)).toEqual([upload(2).id, upload(3).id])
+        })
+      ))
+
+    it.effect("expire ends an upload at the time given, once, keeping its pin; an expired or deleted one is none", () =>
+      withUploads((uploads) =>
+        Effect.gen(function*() {
+          yield* uploads.create(upload(1))
+          yield* uploads.create(upload(2))
+          yield* uploads.create(upload(3))
+          yield* uploads.pin(upload(1).id, t0 + 5 * hour)
+          const at = t0 + 10_000
+          expect(yield* uploads.expire(upload(1).id, bob, at)).toEqual(Option.none())
+          const ended = { ...upload(1), expiresAt: at, pinnedUntil: t0 + 5 * hour }
+          expect(yield* uploads.expire(upload(1).id, alice, at)).toEqual(Option.some(ended))
+          // Of two at once only one answers it: it is expired at `at` already.
+          expect(yield* uploads.expire(upload(1).id, alice, at)).toEqual(Option.none())
+          expect(yield* uploads.getOwned(upload(1).id, alice)).toEqual(Option.some(ended))
+          expect(yield* uploads.byMediaKey(upload(1).mediaKey)).toEqual(Option.some(ended))
+          // Swept once past the pin, not before.
+          expect(yield* uploads.expired(at, 10)).toEqual([])
+          expect((yield* uploads.expired(t0 + 5 * hour - 1, 10)).map((item) => item.id)).not.toContain(upload(1).id)
+          expect(yield* uploads.expired(t0 + 5 * hour, 1)).toEqual([ended])
+          // Past its own expiry already: nothing to end.
+          expect(yield* uploads.expire(upload(2).id, alice, upload(2).expiresAt)).toEqual(Option.none())
+          yield* uploads.delete(upload(3).id, alice, t0)
+          expect(yield* uploads.expire(upload(3).id, alice, at)).toEqual(Option.none())
         })
       ))
 
@@ -147,6 +181,32 @@ for (const backend of backends) {
           expect(yield* uploads.stored(alice, t0 + 1001, t0 + 2000)).toEqual({ count: 0, bytes: 0 })
           expect(yield* uploads.stored(bob, t0, t0 + hour)).toEqual({ count: 1, bytes: 1004 })
           expect(yield* uploads.stored(null, t0, t0 + hour)).toEqual({ count: 4, bytes: 1001 + 1002 + 3_000_000_000 + 1004 })
+        })
+      ))
+
+    it.effect("stored and created keep counting uploads after they are expired, deleted or swept: a window's usage never changes", () =>
+      withUploads((uploads) =>
+        Effect.gen(function*() {
+          yield* uploads.create(upload(1))
+          yield* uploads.create(upload(2))
+          yield* uploads.create(upload(3, { ownerId: bob }))
+          yield* uploads.create(upload(4, { createdAt: t0 + hour }))
+          const before = { alice: yield* uploads.stored(alice, t0, t0 + hour), all: yield* uploads.stored(null, t0, t0 + hour) }
+          expect(before).toEqual({ alice: { count: 2, bytes: 1001 + 1002 }, all: { count: 3, bytes: 1001 + 1002 + 1003 } })
+          const ids = (list: ReadonlyArray<Uploads.UploadRecord>) => list.map((item) => item.id)
+          expect(ids(yield* uploads.created(t0, t0 + hour))).toEqual([upload(1).id, upload(2).id, upload(3).id])
+          // Deleted by its owner; ended at once then swept (as DELETE of a pinned one); swept at its expiry.
+          yield* uploads.delete(upload(1).id, alice, t0 + 5000)
+          yield* uploads.expire(upload(2).id, alice, t0 + 5000)
+          for (const due of yield* uploads.expired(t0 + 2 * hour, 10)) yield* uploads.delete(due.id, due.ownerId, t0 + 2 * hour)
+          expect(yield* uploads.expired(t0 + 3 * hour, 10)).toEqual([])
+          expect({ alice: yield* uploads.stored(alice, t0, t0 + hour), all: yield* uploads.stored(null, t0, t0 + hour) }).toEqual(before)
+          // As they were created (the expiry moved by a DELETE is the record's last state).
+          const window = yield* uploads.created(t0, t0 + hour)
+          expect(ids(window)).toEqual([upload(1).id, upload(2).id, upload(3).id])
+          expect(window.map((item) => item.bytes)).toEqual([1001, 1002, 1003])
+          expect(ids(yield* uploads.created(t0 + hour, t0 + 2 * hour))).toEqual([upload(4).id])
+          expect(yield* uploads.created(t0 + 2 * hour, t0 + 3 * hour)).toEqual([])
         })
       ))
   }

@@ -7,9 +7,9 @@ import { Ids, MediaError, MediaStore } from "@mediagate/core"
 import type { Context } from "effect"
 import { Clock, Duration, Effect, Layer, Option, Stream } from "effect"
 import { createReadStream } from "node:fs"
-import { mkdir, readdir, readFile, rename, stat, unlink, utimes, writeFile } from "node:fs/promises"
+import { mkdir, readFile, rename, stat, unlink, utimes, writeFile } from "node:fs/promises"
 import { join } from "node:path"
-import { discard, spool } from "./Spool.js"
+import { deleteStale, discard, spool, sweepLeftovers } from "./Spool.js"
 
 /** Options of the file media store. */
 export interface Options {
@@ -162,36 +162,17 @@ const sweepable = /^[0-9a-f]{32}\.[a-z0-9]+(\.[0-9a-f]+\.partial)?$/
 export const sweep = (
   options: { readonly directory: string; readonly retention: Duration.DurationInput }
 ): Effect.Effect<number, MediaError> =>
-  Effect.gen(function*() {
-    const cutoff = (yield* Clock.currentTimeMillis) - Duration.toMillis(options.retention)
-    const names = yield* attempt(() => readdir(options.directory), `cannot list media folder ${options.directory}`)
-    const deleted = yield* Effect.forEach(names.filter((name) => sweepable.test(name)), (name) =>
-      Effect.tryPromise({
-        try: async () => {
-          const path = join(options.directory, name)
-          if ((await stat(path)).mtimeMs >= cutoff) return false
-          await unlink(path)
-          return true
-        },
-        catch: (cause) => cause
-      }).pipe(
-        Effect.catchAll((cause) =>
-          errorCode(cause) === "ENOENT"
-            ? Effect.succeed(false)
-            : Effect.logWarning("mediagate: cannot delete an expired media file", cause).pipe(
-              Effect.annotateLogs({ file: name }),
-              Effect.as(false)
-            )
-        )
-      ))
-    const count = deleted.filter(Boolean).length
-    if (count > 0) yield* Effect.logInfo(`mediagate: deleted ${count} expired media file(s)`)
-    return count
-  })
+  deleteStale({ directory: options.directory, ours: sweepable, age: options.retention, what: "an expired media file" }).pipe(
+    Effect.tap((count) => count > 0 ? Effect.logInfo(`mediagate: deleted ${count} expired media file(s)`) : Effect.void)
+  )
+
+/** The temporary names of `put` and `putStream` (`<key>.<random>.partial`): what a crash mid-write leaves. */
+const partial = /^[0-9a-f]{32}\.[a-z0-9]+\.[0-9a-f]+\.partial$/
 
 /**
- * The file MediaStore. With a `retention`, a sweep runs when the layer starts and then every
- * `sweepInterval` for as long as the layer's scope is open; a failed sweep is logged and
+ * The file MediaStore. When the layer starts it deletes the temporary files a crash left
+ * (`Spool.sweepLeftovers`). With a `retention`, a sweep runs when the layer starts and then
+ * every `sweepInterval` for as long as the layer's scope is open; a failed sweep is logged and
  * tried again at the next interval.
  */
 export const layerWith = (options: Options): Layer.Layer<MediaStore.MediaStore, MediaError, Ids.Ids> =>
@@ -199,6 +180,8 @@ export const layerWith = (options: Options): Layer.Layer<MediaStore.MediaStore, 
     MediaStore.MediaStore,
     Effect.gen(function*() {
       const store = yield* make(options)
+      // Whatever the retention (none: files are kept forever), what a crash left half-written goes.
+      yield* sweepLeftovers({ directory: options.directory, ours: partial })
       const { retention } = options
       if (retention !== undefined) {
         const interval = options.sweepInterval ?? Duration.min(Duration.decode(retention), Duration.hours(1))

@@ -23,7 +23,7 @@ import type { Context, Scope } from "effect"
 import { Clock, Duration, Effect, Layer, Option, Stream } from "effect"
 import type { ClientOptions, Location } from "./S3Location.js"
 import { describe, isMissing, send, warn } from "./S3Send.js"
-import { streamUploads } from "./S3Upload.js"
+import { streamUploads, sweepSpool } from "./S3Upload.js"
 
 export { clientConfig, parseMediaUrl } from "./S3Location.js"
 export type { ClientOptions, Location } from "./S3Location.js"
@@ -352,7 +352,8 @@ export const make = (options: Options): Effect.Effect<Context.Tag.Service<MediaS
   Effect.map(build(options), ({ store }) => store)
 
 /**
- * The S3 MediaStore. With a `retention`, a sweep runs when the layer starts and then every
+ * The S3 MediaStore. When the layer starts it deletes the spool files a crash left
+ * (`S3Upload.sweepSpool`). With a `retention`, a sweep runs when the layer starts and then every
  * `sweepInterval` for as long as the layer's scope is open; a failed sweep is logged and
  * tried again at the next interval.
  */
@@ -361,6 +362,7 @@ export const layerWith = (options: Options): Layer.Layer<MediaStore.MediaStore, 
     MediaStore.MediaStore,
     Effect.gen(function*() {
       const { bucket, store } = yield* build(options)
+      yield* sweepSpool(options.spoolDirectory)
       const { retention } = options
       if (retention !== undefined) {
         const interval = options.sweepInterval ?? Duration.min(Duration.decode(retention), Duration.hours(1))

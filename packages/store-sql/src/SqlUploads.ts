@@ -1,6 +1,8 @@
 /**
  * The metadata of uploaded files (core `Uploads`) on @effect/sql (SQLite and PostgreSQL), in
- * the `uploads` table (migration 0024); the bytes are in the media store.
+ * the `uploads` table (migrations 0024, 0025); the bytes are in the media store. A deleted
+ * upload's row stays, `deleted_at` set, as history: every lookup skips it, `stored` and
+ * `created` count it.
  */
 import type { SqlClient } from "@effect/sql"
 import { Ids, Uploads } from "@mediagate/core"
@@ -59,19 +61,22 @@ export const make = (options: Options = {}): Effect.Effect<Context.Tag.Service<U
           })
         }`.pipe(Effect.asVoid, refail("create")),
       getOwned: (id, owner) =>
-        sql<Row>`SELECT * FROM ${table} WHERE id = ${id} AND owner_id = ${owner}`.pipe(Effect.map(one), refail("getOwned")),
-      byMediaKey: (mediaKey) => sql<Row>`SELECT * FROM ${table} WHERE media_key = ${mediaKey}`.pipe(Effect.map(one), refail("byMediaKey")),
-      // One statement: of two deletes at once, only one answers the upload.
-      delete: (id, owner) =>
-        sql<Row>`DELETE FROM ${table} WHERE id = ${id} AND owner_id = ${owner} RETURNING *`.pipe(Effect.map(one), refail("delete")),
+        sql<Row>`SELECT * FROM ${table} WHERE id = ${id} AND owner_id = ${owner} AND deleted_at IS NULL`.pipe(Effect.map(one), refail("getOwned")),
+      byMediaKey: (mediaKey) =>
+        sql<Row>`SELECT * FROM ${table} WHERE media_key = ${mediaKey} AND deleted_at IS NULL`.pipe(Effect.map(one), refail("byMediaKey")),
+      // One statement each: of two at once, only one answers the upload.
+      expire: (id, owner, at) =>
+        sql<Row>`UPDATE ${table} SET expires_at = ${at}
+          WHERE id = ${id} AND owner_id = ${owner} AND deleted_at IS NULL AND expires_at > ${at} RETURNING *`.pipe(Effect.map(one), refail("expire")),
+      delete: (id, owner, at) =>
+        sql<Row>`UPDATE ${table} SET deleted_at = ${at}
+          WHERE id = ${id} AND owner_id = ${owner} AND deleted_at IS NULL RETURNING *`.pipe(Effect.map(one), refail("delete")),
       // Only ever later: a pin never shortens another task's.
       pin: (id, until) =>
-        sql`UPDATE ${table} SET pinned_until = ${until} WHERE id = ${id} AND (pinned_until IS NULL OR pinned_until < ${until})`.pipe(
-          Effect.asVoid,
-          refail("pin")
-        ),
+        sql`UPDATE ${table} SET pinned_until = ${until}
+          WHERE id = ${id} AND deleted_at IS NULL AND (pinned_until IS NULL OR pinned_until < ${until})`.pipe(Effect.asVoid, refail("pin")),
       expired: (now, limit) =>
-        sql<Row>`SELECT * FROM ${table} WHERE expires_at <= ${now} AND (pinned_until IS NULL OR pinned_until <= ${now})
+        sql<Row>`SELECT * FROM ${table} WHERE deleted_at IS NULL AND expires_at <= ${now} AND (pinned_until IS NULL OR pinned_until <= ${now})
           ORDER BY created_at, id LIMIT ${Math.max(0, Math.floor(limit))}`.pipe(Effect.map((rows) => rows.map(uploadOf)), refail("expired")),
       stored: (owner, from, to) =>
         (owner === null
@@ -80,7 +85,12 @@ export const make = (options: Options = {}): Effect.Effect<Context.Tag.Service<U
               WHERE owner_id = ${owner} AND created_at >= ${from} AND created_at < ${to}`).pipe(
             Effect.map((rows) => ({ count: num(rows[0]?.["count"] ?? 0), bytes: num(rows[0]?.["bytes"] ?? 0) })),
             refail("stored")
-          )
+          ),
+      created: (from, to) =>
+        sql<Row>`SELECT * FROM ${table} WHERE created_at >= ${from} AND created_at < ${to} ORDER BY created_at, id`.pipe(
+          Effect.map((rows) => rows.map(uploadOf)),
+          refail("created")
+        )
     }
   })
 

@@ -2,10 +2,11 @@
  * Files a client uploaded (`POST /api/v1/files`) to use as a task's input: their metadata,
  * per owner. The bytes are in the MediaStore under `mediaKey`, served at `url` like a
  * result. An upload expires at `expiresAt` (MEDIAGATE_UPLOAD_RETENTION after its creation):
- * from then on it is not found (metadata and URL answer 404), and the sweep deletes it, file
- * and metadata, once it is also past `pinnedUntil`: a task accepted with the upload as input
- * pins it to the task's deadline, so the task can read it to its end. Backends:
- * @mediagate/store-memory, @mediagate/store-sql.
+ * from then on it is not found (metadata and URL answer 404), and the sweep deletes its file,
+ * once it is also past `pinnedUntil`: a task accepted with the upload as input pins it to the
+ * task's deadline, so the task can read it to its end. A deleted upload's record stays, marked,
+ * as history (`stored`, `created`): the usage of a past window never changes; no lookup finds
+ * it. Backends: @mediagate/store-memory, @mediagate/store-sql.
  */
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
@@ -36,16 +37,28 @@ export interface UploadRecord {
 
 export class Uploads extends Context.Tag("@mediagate/core/Uploads")<Uploads, {
   readonly create: (upload: UploadRecord) => Effect.Effect<void, StoreError>
-  /** The upload with this id if `owner` owns it (expired or not: the caller compares `expiresAt`). */
+  /** The upload with this id if `owner` owns it and it is not deleted (expired or not: the caller compares `expiresAt`). */
   readonly getOwned: (id: string, owner: AccountId) => Effect.Effect<Option.Option<UploadRecord>, StoreError>
-  /** The upload stored under this MediaStore key, whoever owns it. */
+  /** The upload stored under this MediaStore key, whoever owns it, unless deleted. */
   readonly byMediaKey: (mediaKey: string) => Effect.Effect<Option.Option<UploadRecord>, StoreError>
-  /** Removes the metadata of `owner`'s upload; the upload as it was, none when there was none. */
-  readonly delete: (id: string, owner: AccountId) => Effect.Effect<Option.Option<UploadRecord>, StoreError>
-  /** Keeps the upload until at least `until` (a task's deadline): `pinnedUntil` becomes the later of the two. */
+  /**
+   * Ends `owner`'s upload at `at`: `expiresAt` becomes `at`, its pins stay. The upload as it is
+   * then; none when there is none (deleted, another owner's, or expired at `at` already), so
+   * of two at once only one answers it.
+   */
+  readonly expire: (id: string, owner: AccountId, at: number) => Effect.Effect<Option.Option<UploadRecord>, StoreError>
+  /**
+   * Marks `owner`'s upload deleted at `at` (its file gone): no lookup finds it from then on,
+   * its record stays for `stored` and `created`. The upload as it was; none when there was
+   * none or it was deleted already.
+   */
+  readonly delete: (id: string, owner: AccountId, at: number) => Effect.Effect<Option.Option<UploadRecord>, StoreError>
+  /** Keeps the upload until at least `until` (a task's deadline): `pinnedUntil` becomes the later of the two. A deleted one stays as it is. */
   readonly pin: (id: string, until: number) => Effect.Effect<void, StoreError>
-  /** Uploads past both `expiresAt` and `pinnedUntil` at `now`, oldest first, at most `limit`: what the sweep deletes. */
+  /** Uploads not deleted and past both `expiresAt` and `pinnedUntil` at `now`, oldest first, at most `limit`: what the sweep deletes. */
   readonly expired: (now: number, limit: number) => Effect.Effect<ReadonlyArray<UploadRecord>, StoreError>
-  /** An owner's uploads created in [from, to): how many and their bytes (usage reports). */
+  /** An owner's uploads created in [from, to), deleted or not: how many and their bytes (usage reports). */
   readonly stored: (owner: AccountId | null, from: number, to: number) => Effect.Effect<{ readonly count: number; readonly bytes: number }, StoreError>
+  /** Every upload created in [from, to), deleted or not, oldest first: the history usage reports fold. */
+  readonly created: (from: number, to: number) => Effect.Effect<ReadonlyArray<UploadRecord>, StoreError>
 }>() {}

@@ -2,7 +2,8 @@
  * Uploaded input files (issue 36): a client's file streamed into the MediaStore under a random
  * key, its type decided by its first bytes, checked whole as it streams past
  * (`UploadInspection`), probed (`MediaProbe`) and recorded in `Uploads`; read and deleted by
- * its owner; swept once past its expiry and its pins.
+ * its owner; swept once past its expiry and its pins. Deleting one a running task pins ends it
+ * at once and leaves its file to the sweep (docs/decisions.md).
  */
 import { Clock, Context, Duration, Effect, Layer, Option, Schedule, Schema, Sink, Stream } from "effect"
 import type { MediaError, StoreError } from "../domain/Errors.js"
@@ -91,7 +92,10 @@ export interface FilesService {
   readonly upload: <E>(account: Account, body: Stream.Stream<Uint8Array, E>) => Effect.Effect<UploadRecord, UploadRefused | MediaError | StoreError | E>
   /** `account`'s upload of this id, not past its expiry. */
   readonly get: (account: Account, fileId: string) => Effect.Effect<UploadRecord, UploadNotFound | StoreError>
-  /** Deletes `account`'s upload (file and metadata); the upload as it was. */
+  /**
+   * Deletes `account`'s upload: not found from then on (expired at once), its file deleted now,
+   * or once past the deadlines of the tasks that use it (the sweep); the upload as it is then.
+   */
   readonly remove: (account: Account, fileId: string) => Effect.Effect<UploadRecord, UploadNotFound | StoreError | MediaError>
   /**
    * Whether the file under this MediaStore key is an upload past its expiry and past the
@@ -99,7 +103,7 @@ export interface FilesService {
    * fetches the URL from our public address, until the task's end.
    */
   readonly expiredMedia: (key: string) => Effect.Effect<boolean, StoreError>
-  /** Deletes up to `limit` uploads past their expiry and pins, file and metadata; how many. */
+  /** Deletes the files of up to `limit` uploads past their expiry and pins, and marks them deleted; how many. */
   readonly sweep: (limit: number) => Effect.Effect<number, StoreError | MediaError>
 }
 
@@ -200,16 +204,26 @@ export const make: Effect.Effect<FilesService, never, Uploads | MediaStore | Med
   const get = (account: Account, fileId: string) =>
     idPattern.test(fileId) ? Effect.flatMap(uploads.getOwned(fileId, account.id), (found) => live(fileId, found)) : Effect.fail(new UploadNotFound({ fileId }))
 
+  /**
+   * The file first, then the mark: a marked upload is found by no lookup, the sweep included,
+   * so a file whose deletion failed stays under an unmarked, expired upload and is swept again.
+   */
+  const discard = (upload: UploadRecord, now: number) =>
+    Effect.zipRight(removeFile(upload.mediaKey), uploads.delete(upload.id, upload.ownerId, now))
+
   const remove = (account: Account, fileId: string) =>
     Effect.gen(function*() {
-      // An expired upload is not found here either; the sweep deletes it.
-      yield* get(account, fileId)
-      const removed = yield* uploads.delete(fileId, account.id)
-      if (Option.isNone(removed)) return yield* new UploadNotFound({ fileId })
-      // The file goes with its metadata, pinned or not: without metadata the sweep would never
-      // find it. A running task whose provider has yet to fetch it may fail (docs/api.md).
-      yield* removeFile(removed.value.mediaKey)
-      return removed.value
+      // The upload as it was, which DELETE answers; an expired one is not found here either.
+      const found = yield* get(account, fileId)
+      const now = yield* Clock.currentTimeMillis
+      // Expired now, in one write: GET, a second DELETE and a new submit see it gone, as they
+      // see an expired upload; of two DELETEs at once the second finds nothing to expire.
+      const ended = yield* uploads.expire(fileId, account.id, now)
+      if (Option.isNone(ended)) return yield* new UploadNotFound({ fileId })
+      // A task accepted with it may still have its provider fetch it: a pinned upload's file
+      // stays served to the latest pin, then the sweep deletes it.
+      if ((ended.value.pinnedUntil ?? 0) <= now) yield* discard(ended.value, now)
+      return found
     })
 
   const expiredMedia = (key: string) =>
@@ -222,11 +236,7 @@ export const make: Effect.Effect<FilesService, never, Uploads | MediaStore | Med
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const due = yield* uploads.expired(now, limit)
-      for (const upload of due) {
-        // The file first: metadata without a file is swept again, a file without metadata never would be.
-        yield* removeFile(upload.mediaKey)
-        yield* uploads.delete(upload.id, upload.ownerId)
-      }
+      for (const upload of due) yield* discard(upload, now)
       return due.length
     })
 

@@ -93,5 +93,11 @@ export const operatorMigrations = (t: Tables): Record<string, Effect.Effect<void
     )`
     yield* sql`CREATE INDEX ${sql(`${t.uploads}_owner`)} ON ${sql(t.uploads)} (owner_id, created_at)`
     yield* sql`CREATE INDEX ${sql(`${t.uploads}_expires`)} ON ${sql(t.uploads)} (expires_at)`
+  }),
+  "0025_uploads_deleted": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // A deleted upload's row stays as history (usage counts the uploads created in a window):
+    // marked here, its file gone; lookups skip it.
+    yield* sql`ALTER TABLE ${sql(t.uploads)} ADD COLUMN deleted_at BIGINT`
   })
 })
