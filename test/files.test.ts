@@ -5,13 +5,13 @@
  * scripts/ceph/start.sh; skipped when it is not set; the row stores a few hundred KB). Real PNG, JPEG, WebP, MP4 and MOV files uploaded raw and as
  * multipart, served back byte for byte from their URLs; text 415, a cut PNG and MP4 400, too
  * large 413, no key 401, another account's fileId 404, an expired upload 404 (TestClock) and
- * swept, file and metadata; the per-account upload rate 429.
+ * swept, file and metadata; the per-key upload rate 429 (each key of an account has its own).
  */
 import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import type { Ids, MediaError } from "@mediagate/core"
-import { Files, MediaStore, Uploads } from "@mediagate/core"
+import type { MediaError } from "@mediagate/core"
+import { Accounts, Files, Ids, MediaStore, Uploads } from "@mediagate/core"
 import { FilesHandlers, MediagateHttp, Routes } from "@mediagate/http"
 import { FileMediaStore } from "@mediagate/media"
 import { S3MediaStore } from "@mediagate/media/s3"
@@ -19,6 +19,7 @@ import { Backends, Deployment } from "@mediagate/server"
 import { MemoryMediaStore } from "@mediagate/store-memory"
 import { Mp4 } from "@mediagate/upstream"
 import { Duration, Effect, Layer, Option, Redacted, TestClock } from "effect"
+import { createHash } from "node:crypto"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -249,15 +250,37 @@ stores.forEach(([label, media, skipped]) =>
 )
 
 describe("the upload rate", () => {
-  it.effect("an account past its burst of uploads is 429 with Retry-After; another account is not", () =>
+  it.effect("a key past its burst of uploads is 429 with Retry-After; another key of the same account is not, nor another account", () =>
     Effect.gen(function*() {
+      // A second key of the test account.
+      const secondKey = "mg_files_second_key_0123456789"
+      const added = yield* Effect.flatMap(Accounts.AccountAdmin, (admin) =>
+        admin.createKey(Ids.AccountId.make("acct_files"), {
+          id: "key_files_second",
+          hash: createHash("sha256").update(secondKey, "utf8").digest("hex"),
+          hint: "6789",
+          label: null,
+          createdAt: 0,
+          expiresAt: null
+        })).pipe(Effect.orDie)
+      expect(added).toBe(true)
       const png = fixture("image-64x48.png")
       expect((yield* uploadRaw(png)).status).toBe(200)
       expect((yield* uploadRaw(png)).status).toBe(200)
       const limited = yield* uploadRaw(png)
-      expect([limited.status, json(limited).code, limited.headers["retry-after"]]).toEqual([429, 429, "10"])
+      expect([limited.status, json(limited), limited.headers["retry-after"]]).toEqual([
+        429,
+        { code: 429, msg: "too many uploads for this API key (at most 0.1 a second); slow down" },
+        "10"
+      ])
+      // The same account's other key has its whole budget, and spends it alone.
+      const second = json(yield* uploadRaw(png, secondKey))
+      expect(second.code).toBe(0)
+      expect((yield* uploadRaw(png, secondKey)).status).toBe(200)
+      expect((yield* uploadRaw(png, secondKey)).status).toBe(429)
       expect((yield* uploadRaw(png, otherKey)).status).toBe(200)
       yield* TestClock.adjust("10 seconds")
       expect((yield* uploadRaw(png)).status).toBe(200)
+      expect((yield* uploadRaw(png, secondKey)).status).toBe(200)
     }).pipe(Effect.provide(serverWith((baseUrl) => MemoryMediaStore.layer({ baseUrl }), {}, Option.some({ perSecond: 0.1, burst: 2 })))))
 })

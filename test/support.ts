@@ -6,7 +6,7 @@ import { FetchHttpClient, HttpBody, HttpClient, HttpClientRequest, HttpServer } 
 import { NodeHttpServer } from "@effect/platform-node"
 import { AdminOperations, Api, Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@mediagate/core"
 import type { Engine } from "@mediagate/scheduler"
-import { MemoryAccounts, MemoryAdminKeys, MemoryAuditLog, MemoryLedger, MemoryMediaStore, MemoryTaskStore, MemoryUsage } from "@mediagate/store-memory"
+import { MemoryAccounts, MemoryAdminKeys, MemoryAuditLog, MemoryLedger, MemoryMediaStore, MemoryTaskStore, MemoryUploads, MemoryUsage } from "@mediagate/store-memory"
 import { Health, MediagateHttp, Prometheus } from "@mediagate/http"
 import type { Simulator } from "@mediagate/upstream"
 import { Backends, Deployment } from "@mediagate/server"
@@ -67,12 +67,12 @@ export const testServer = (options: {
 
 /**
  * The admin API's services in memory (no admin key until one is created), and the usage
- * reads over the task store and ledger, over the use cases and backends of a composition made
- * by hand: what `MediagateHttp.serve` needs besides them.
+ * reads over the task store and ledger (and no uploads: these compositions take none), over
+ * the use cases and backends of a composition made by hand: what `MediagateHttp.serve` needs besides them.
  */
 export const memoryAdmin = Layer.merge(
   AdminOperations.layer.pipe(Layer.provideMerge(Layer.mergeAll(MemoryAdminKeys.layer, MemoryAuditLog.layer))),
-  MemoryUsage.layer
+  MemoryUsage.layer.pipe(Layer.provide(MemoryUploads.layer))
 )
 
 /** The API without an engine, on a loopback test server: a task stays PENDING until a request changes it. */

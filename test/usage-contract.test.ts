@@ -2,9 +2,10 @@
  * Usage reports equal the ledger, on every backend (memory, SQLite, PostgreSQL when
  * MEDIAGATE_TEST_PG_URL is set): real tasks, run by the engine on the simulator under the
  * TestClock, that succeed, fail and are cancelled, over two accounts, three keys, two models
- * and two UTC days. The report's spend is the sum of the charges the ledger lists (what
- * `credits show` prints), its refunds the sum of the releases, balance = credits - spend, and
- * the groups by day, model and key each sum to the totals. The overview's figures are checked
+ * and two UTC days, and uploads of both accounts. The report's spend is the sum of the charges
+ * the ledger lists (what `credits show` prints), its refunds the sum of the releases, balance =
+ * credits - spend, its uploads those created in the window, and the groups by day, model and key
+ * each sum to the totals; deleting the uploads afterwards changes no report. The overview's figures are checked
  * against the tasks themselves, and every backend answers the same reports.
  */
 import type { SqlClient } from "@effect/sql"
@@ -22,13 +23,14 @@ import {
   TaskService,
   TaskStore,
   TaskWrites,
+  Uploads,
   Usage,
   UsageRecords,
   UsageStore
 } from "@mediagate/core"
 import { Engine } from "@mediagate/scheduler"
-import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore, MemoryUsage } from "@mediagate/store-memory"
-import { Database, SqlLedger, SqlTaskStore, SqlUsage } from "@mediagate/store-sql"
+import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore, MemoryUploads, MemoryUsage } from "@mediagate/store-memory"
+import { Database, SqlLedger, SqlTaskStore, SqlUploads, SqlUsage } from "@mediagate/store-sql"
 import { freshPgDatabase, pgSkipReason, pgUrl } from "@mediagate/store-sql/testing"
 import { Simulator } from "@mediagate/upstream"
 import { Context, Effect, Layer, Option, Redacted, TestClock } from "effect"
@@ -41,19 +43,20 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 let files = 0
 const skipped = pgSkipReason("usage-contract")
 
-type Stores = Layer.Layer<TaskStore.TaskStore | Ledger.Ledger | UsageStore.UsageStore, unknown>
+type Stores = Layer.Layer<TaskStore.TaskStore | Ledger.Ledger | Uploads.Uploads | UsageStore.UsageStore, unknown>
 
 const onSql = (client: () => Layer.Layer<SqlClient.SqlClient, unknown>): Stores => {
   const shared = client()
   return Layer.mergeAll(
     SqlTaskStore.layerWith({ tablePrefix: "us_" }).pipe(Layer.provide(client())),
     SqlLedger.layerWith({ tablePrefix: "us_" }).pipe(Layer.provide(shared)),
+    SqlUploads.layerWith({ tablePrefix: "us_" }).pipe(Layer.provide(shared)),
     SqlUsage.layerWith({ tablePrefix: "us_" }).pipe(Layer.provide(shared))
   )
 }
 
 const backends: ReadonlyArray<readonly [string, () => Stores]> = [
-  ["memory", () => MemoryUsage.layer.pipe(Layer.provideMerge(Layer.mergeAll(MemoryTaskStore.layer, MemoryLedger.layer, MemoryAccounts.layer([]))))],
+  ["memory", () => MemoryUsage.layer.pipe(Layer.provideMerge(Layer.mergeAll(MemoryTaskStore.layer, MemoryLedger.layer, MemoryAccounts.layer([]), MemoryUploads.layer)))],
   ["sqlite", () => {
     const file = join(dir, `u${++files}.db`)
     return onSql(() => Database.layerSqlite(file))
@@ -85,6 +88,26 @@ const plan: ReadonlyArray<{ readonly account: Accounts.Account; readonly model: 
 
 /** 23:58 UTC: the first round ends that day, the second is submitted the next. */
 const start = Date.UTC(2026, 10, 29, 23, 58)
+
+/** Files uploaded: alice's with each key, on both days; bob's with no key known (null). */
+const uploadPlan: ReadonlyArray<{ readonly ownerId: Accounts.Account["id"]; readonly keyId: string | null; readonly bytes: number; readonly createdAt: number }> = [
+  { ownerId: alice("").id, keyId: "key_a1", bytes: 1_000, createdAt: start - 60_000 },
+  { ownerId: alice("").id, keyId: "key_a1", bytes: 2_500, createdAt: start + 5 * 60_000 },
+  { ownerId: alice("").id, keyId: "key_a2", bytes: 300, createdAt: start + 6 * 60_000 },
+  { ownerId: bob.id, keyId: null, bytes: 70_000, createdAt: start - 30_000 }
+]
+const uploadRecords: ReadonlyArray<Uploads.UploadRecord> = uploadPlan.map((upload, i) => ({
+  ...upload,
+  id: `file_${String(i).padStart(24, "0")}`,
+  mediaKey: `upload-${i}.png`,
+  url: `https://cdn.test/media/upload-${i}.png`,
+  contentType: "image/png",
+  width: 1,
+  height: 1,
+  durationSeconds: null,
+  expiresAt: upload.createdAt + 86_400_000,
+  pinnedUntil: null
+}))
 const window = { from: Date.UTC(2026, 10, 1), to: Date.UTC(2026, 11, 31) }
 
 const turns = (n: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 0))).pipe(Effect.repeatN(n - 1))
@@ -95,7 +118,9 @@ const summed = (groups: ReadonlyArray<Usage.UsageFigures>) => ({
   spendMicroUsd: groups.reduce((sum, group) => sum + group.spendMicroUsd, 0),
   charges: groups.reduce((sum, group) => sum + group.charges, 0),
   refundsMicroUsd: groups.reduce((sum, group) => sum + group.refundsMicroUsd, 0),
-  releases: groups.reduce((sum, group) => sum + group.releases, 0)
+  releases: groups.reduce((sum, group) => sum + group.releases, 0),
+  uploads: groups.reduce((sum, group) => sum + group.uploads, 0),
+  uploadBytes: groups.reduce((sum, group) => sum + group.uploadBytes, 0)
 })
 
 /** Every backend's reports, to compare at the end. */
@@ -110,6 +135,8 @@ describe("usage reports", () => {
         const ledger = Context.get(base, Ledger.Ledger)
         const store = Context.get(base, TaskStore.TaskStore)
         const usage = Context.get(base, UsageStore.UsageStore)
+        const uploads = Context.get(base, Uploads.Uploads)
+        yield* Effect.forEach(uploadRecords, uploads.create)
         yield* ledger.credit({ id: "start-alice", accountId: alice("").id, amount: 20_000_000, at: start - 1000, note: "top-up" })
         yield* ledger.credit({ id: "start-bob", accountId: bob.id, amount: 5_000_000, at: start - 1000, note: "top-up" })
 
@@ -160,6 +187,7 @@ describe("usage reports", () => {
           const sumOf = (kind: Ledger.EntryKind, field: "amount" | "held") =>
             entries.filter((entry) => entry.kind === kind).reduce((sum, entry) => sum + entry[field], 0)
           const mine = records.filter((task) => accounts.includes(task.ownerId))
+          const mineUploaded = uploadRecords.filter((upload) => accounts.includes(upload.ownerId))
           for (const groupBy of ["day", "model", "key"] as const) {
             const report = Usage.report({ ...window, groupBy }, yield* usage.usage({ ...window, groupBy, accountId: account }))
             answers.set(`${name} ${account} ${groupBy}`, report)
@@ -174,11 +202,20 @@ describe("usage reports", () => {
             expect(totals.charges).toBe(totals.tasks.SUCCESS)
             expect(totals.releases).toBe(totals.tasks.FAILURE + totals.tasks.CANCELLED)
             expect(totals.spendMicroUsd).toBe(mine.filter((task) => task.status === "SUCCESS").reduce((sum, task) => sum + task.job.priceMicroUsd, 0))
+            expect([totals.uploads, totals.uploadBytes]).toEqual([mineUploaded.length, mineUploaded.reduce((sum, upload) => sum + upload.bytes, 0)])
             const { creditsMicroUsd: _, ...figures } = totals
             expect(summed(report.groups)).toEqual(figures)
-            if (groupBy === "day") expect(report.groups.map((group) => group.group)).toEqual(["2026-11-29", "2026-11-30"])
+            if (groupBy === "day") {
+              expect(report.groups.map((group) => group.group)).toEqual(["2026-11-29", "2026-11-30"])
+              for (const group of report.groups) {
+                const of = mineUploaded.filter((upload) => Usage.dayLabel(Math.floor(upload.createdAt / 86_400_000)) === group.group)
+                expect([group.uploads, group.uploadBytes]).toEqual([of.length, of.reduce((sum, upload) => sum + upload.bytes, 0)])
+              }
+            }
             if (groupBy === "model") {
-              expect(report.groups.map((group) => group.group)).toEqual([alpha, dream])
+              // Uploads have no model: every one is in the null group, last.
+              expect(report.groups.map((group) => group.group)).toEqual([alpha, dream, null])
+              expect(report.groups.at(-1)).toMatchObject({ tasks: { total: 0 }, charges: 0, uploads: totals.uploads, uploadBytes: totals.uploadBytes })
               for (const group of report.groups) {
                 const succeeded = mine.filter((task) => task.input["model"] === group.group && task.status === "SUCCESS")
                 expect(group.spendMicroUsd).toBe(succeeded.reduce((sum, task) => sum + task.job.priceMicroUsd, 0))
@@ -189,18 +226,30 @@ describe("usage reports", () => {
                 const of = mine.filter((task) => task.keyId === group.group)
                 expect(group.tasks.total).toBe(of.length)
                 expect(group.spendMicroUsd).toBe(of.filter((task) => task.status === "SUCCESS").reduce((sum, task) => sum + task.job.priceMicroUsd, 0))
+                expect(group.uploads).toBe(mineUploaded.filter((upload) => upload.keyId === group.group).length)
               }
-              expect(report.groups.map((group) => group.group)).toEqual(account === bob.id ? ["key_bob"] : account === undefined ? ["key_a1", "key_a2", "key_bob"] : ["key_a1", "key_a2"])
+              expect(report.groups.map((group) => group.group)).toEqual(
+                account === bob.id ? ["key_bob", null] : account === undefined ? ["key_a1", "key_a2", "key_bob", null] : ["key_a1", "key_a2"]
+              )
             }
+          }
+        }
+        // Deleting the uploads changes no report: a window's usage stays what it was.
+        const now = yield* TestClock.currentTimeMillis
+        for (const upload of uploadRecords) expect(Option.isSome(yield* uploads.delete(upload.id, upload.ownerId, now))).toBe(true)
+        for (const account of [alice("").id, bob.id, undefined]) {
+          for (const groupBy of ["day", "model", "key"] as const) {
+            const report = Usage.report({ ...window, groupBy }, yield* usage.usage({ ...window, groupBy, accountId: account }))
+            expect(report, `${account} ${groupBy} after the uploads were deleted`).toEqual(answers.get(`${name} ${account} ${groupBy}`))
           }
         }
         // Another window sees nothing of these.
         const before = Usage.report({ from: window.from - 40 * 86_400_000, to: window.from, groupBy: "day" }, yield* usage.usage({ from: window.from - 40 * 86_400_000, to: window.from, groupBy: "day" }))
         expect(before.groups).toEqual([])
         expect(before.totals.tasks.total).toBe(0)
+        expect(before.totals.uploads).toBe(0)
 
         // The overview, from the same tasks.
-        const now = yield* TestClock.currentTimeMillis
         const windows = Insights.statsWindows(now, 60, 30)
         const overview = Insights.overview(windows, yield* usage.stats(windows))
         expect(overview.perMinute).toHaveLength(60)

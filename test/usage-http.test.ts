@@ -3,10 +3,14 @@
  * TestClock: the customer's report of its own tasks (JSON and CSV, grouped by day, model and
  * key) equals what its account's ledger says; the admin's covers every account or one; bad
  * parameters are 400 in the envelope, naming the rule; the overview draws from real tasks; a
- * customer key is 403 on the admin forms.
+ * customer key is 403 on the admin forms; files uploaded through `POST /files` count by day, key
+ * and (in the null group) model, and still count once deleted.
  */
+import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
 import { apiKey, client, otherApiKey, testCredits, testServer } from "./support.js"
 
 const adminKey = "mga_usage_admin_key_0123456789abcdefghij"
@@ -38,6 +42,17 @@ const runTasks = Effect.gen(function*() {
 })
 
 const server = testServer({ profile: "demo", adminKey })
+
+const png = new Uint8Array(readFileSync(join(import.meta.dirname, "../packages/media/test/fixtures/image-64x48.png")))
+
+/** Uploads `png` with `key` through `POST /api/v1/files`; answers the upload's fileId. */
+const upload = (key: string) =>
+  Effect.gen(function*() {
+    const request = HttpClientRequest.post("/api/v1/files").pipe(HttpClientRequest.bodyUint8Array(png, "image/png"), HttpClientRequest.bearerToken(key))
+    const answer = JSON.parse(yield* (yield* HttpClient.execute(request)).text)
+    expect(answer.code).toBe(0)
+    return answer.data.fileId as string
+  })
 
 describe("usage over HTTP", () => {
   it.effect("the customer's report equals its ledger: spend = charges, balance = credits - spend; groups sum to totals; CSV the same", () =>
@@ -93,6 +108,40 @@ describe("usage over HTTP", () => {
       const before = yield* api.call("GET", "/api/v1/usage?from=1969-01-01&to=1969-12-31")
       expect(before.body.data.groups).toEqual([])
       expect(before.body.data.totals.tasks.total).toBe(0)
+    }).pipe(Effect.provide(server)), 60_000)
+
+  it.effect("uploads count by day, by key and in the model report's null group; deleted, they still count", () =>
+    Effect.gen(function*() {
+      yield* runTasks
+      const mine = [yield* upload(apiKey), yield* upload(apiKey)]
+      yield* upload(otherApiKey)
+      const reports = () =>
+        Effect.forEach(["day", "model", "key"], (groupBy) =>
+          Effect.map(api.call("GET", `/api/v1/usage?group_by=${groupBy}`), (answer) => answer.body.data))
+      const [byDay, byModel, byKey] = yield* reports()
+      for (const report of [byDay, byModel, byKey]) {
+        expect([report.totals.uploads, report.totals.upload_bytes]).toEqual([2, 2 * png.length])
+        expect(report.totals.tasks.total).toBe(4)
+      }
+      expect(byDay.groups.map((group: any) => [group.group, group.uploads, group.upload_bytes])).toEqual([["1970-01-01", 2, 2 * png.length]])
+      expect(byKey.groups.map((group: any) => [group.group, group.uploads])).toEqual([["key_acct_test", 2]])
+      // An upload has no model: the uploads are in a group of their own, with no task.
+      expect(byModel.groups.map((group: any) => [group.group, group.tasks.total, group.uploads])).toEqual([[alpha, 2, 0], [dream, 2, 0], [null, 0, 2]])
+      const csv = yield* api.call("GET", "/api/v1/usage?group_by=model", { headers: { accept: "text/csv" }, text: true })
+      const [header, ...rows] = csv.text.trimEnd().split("\r\n").map((line) => line.split(","))
+      const column = (name: string) => rows.map((row) => row[header!.indexOf(name)])
+      expect([column("group"), column("uploads"), column("upload_bytes")]).toEqual([
+        [alpha, dream, "", "total"],
+        ["0", "0", "2", "2"],
+        ["0", "0", String(2 * png.length), String(2 * png.length)]
+      ])
+      expect((yield* admin.call("GET", "/api/v1/admin/usage")).body.data.totals).toMatchObject({ uploads: 3, upload_bytes: 3 * png.length })
+
+      // Deleted: gone for the client, still in the window's usage.
+      expect((yield* api.call("DELETE", `/api/v1/files/${mine[0]}`)).status).toBe(200)
+      expect((yield* api.call("GET", `/api/v1/files/${mine[0]}`)).status).toBe(404)
+      expect(yield* reports()).toEqual([byDay, byModel, byKey])
+      expect((yield* admin.call("GET", "/api/v1/admin/usage")).body.data.totals).toMatchObject({ uploads: 3, upload_bytes: 3 * png.length })
     }).pipe(Effect.provide(server)), 60_000)
 
   it.effect("400 in the envelope for a wrong parameter, naming it", () =>

@@ -44,7 +44,8 @@ const rows: UsageStore.UsageRows = {
     { group: "20786", kind: "reserve", count: 3, amount: 0, held: 150_000 },
     { group: "20786", kind: "charge", count: 2, amount: -100_000, held: -100_000 },
     { group: "20787", kind: "release", count: 2, amount: 0, held: -80_000 }
-  ]
+  ],
+  uploads: [{ group: "20787", count: 3, bytes: 4_096 }]
 }
 
 describe("Usage.report and csv", () => {
@@ -59,13 +60,23 @@ describe("Usage.report and csv", () => {
     expect(report.totals.tasks).toMatchObject({ total: 4, SUCCESS: 2, FAILURE: 1, CANCELLED: 1, PENDING: 0 })
   })
 
+  it("uploads count in their group and the totals, and a group of uploads alone has no tasks", () => {
+    expect(report.groups.map((group) => [group.group, group.uploads, group.uploadBytes])).toEqual([["2026-11-29", 0, 0], ["2026-11-30", 3, 4_096]])
+    expect(report.totals).toMatchObject({ uploads: 3, uploadBytes: 4_096 })
+    const alone = Usage.report({ from: 0, to: 1, groupBy: "model" }, { tasks: [], ledger: [], uploads: [{ group: null, count: 1, bytes: 10 }] })
+    const { creditsMicroUsd: _, ...figures } = alone.totals
+    expect(alone.groups).toEqual([{ group: null, ...figures }])
+    expect(figures).toMatchObject({ uploads: 1, uploadBytes: 10, charges: 0, tasks: { total: 0 } })
+  })
+
   it("CSV: a header, a row per group, a total row; fields that a spreadsheet would run are neutralised and quoted", () => {
     const lines = Usage.csv(report).split("\r\n")
     expect(lines[0]).toBe(Usage.csvColumns.join(","))
-    expect(lines[1]).toBe("2026-11-29,3,0,0,0,2,1,0,0,100000,2,0,0,")
-    expect(lines[3]).toBe("total,4,0,0,0,2,1,0,1,100000,2,80000,2,5000000")
+    expect(lines[1]).toBe("2026-11-29,3,0,0,0,2,1,0,0,100000,2,0,0,0,0,")
+    expect(lines[2]).toBe("2026-11-30,1,0,0,0,0,0,0,1,0,0,80000,2,3,4096,")
+    expect(lines[3]).toBe("total,4,0,0,0,2,1,0,1,100000,2,80000,2,3,4096,5000000")
     expect(lines[4]).toBe("")
-    const odd = Usage.report({ from: 0, to: 1, groupBy: "model" }, { tasks: [{ group: "=HYPERLINK(\"x\",1)", status: "SUCCESS", count: 1 }, { group: null, status: "SUCCESS", count: 1 }], ledger: [] })
+    const odd = Usage.report({ from: 0, to: 1, groupBy: "model" }, { tasks: [{ group: "=HYPERLINK(\"x\",1)", status: "SUCCESS", count: 1 }, { group: null, status: "SUCCESS", count: 1 }], ledger: [], uploads: [] })
     const [, first, second] = Usage.csv(odd).split("\r\n")
     expect(first!.split(",")[0]).toBe("\"'=HYPERLINK(\"\"x\"\"")
     expect(second!.startsWith(",1,")).toBe(true)

@@ -2,7 +2,7 @@
  * Handlers of the files endpoints (`FilesApi`): an upload's body, raw or the one `file` field
  * of multipart/form-data (@effect/platform's Multipart, streamed), goes to the use case
  * (`Files`) as a stream, within the body's deadline (`RequestTimeouts`), after the key's own
- * upload rate (`UploadRateLimit`). A composition without `Files` (no `Uploads` backend)
+ * upload rate (`UploadRateLimit`, per API key). A composition without `Files` (no `Uploads` backend)
  * answers 404 on these paths, as for an unknown route.
  */
 import { HttpApiBuilder, HttpServerRequest, Multipart } from "@effect/platform"
@@ -16,16 +16,22 @@ import * as RateLimit from "./RateLimit.js"
 import * as RequestTimeouts from "./RequestTimeouts.js"
 import * as TokenBuckets from "./TokenBuckets.js"
 
-/** Uploads a second per account and the burst; none: no limit of their own. */
+/** Uploads a second per API key and the burst; none: no limit of their own. */
 export type UploadRate = Option.Option<{ readonly perSecond: number; readonly burst: number }>
 
 /** The default upload rate: one a second on average, ten at once. */
 export const defaultUploadRate: UploadRate = Option.some({ perSecond: 1, burst: 10 })
 
-/** The upload rate per account; `defaultUploadRate` unless the host provides one. */
+/**
+ * The upload rate per API key (`Account.keyId`; the account's id for an account known without
+ * one), so each key of an account has its own budget; `defaultUploadRate` unless the host provides one.
+ */
 export class UploadRateLimit extends Context.Reference<UploadRateLimit>()("@mediagate/http/UploadRateLimit", {
   defaultValue: (): UploadRate => defaultUploadRate
 }) {}
+
+/** The bucket of an upload's rate: its key's, or its account's where the key is not known (keys given as configuration). */
+const uploadBucket = (account: Accounts.Account) => (account.keyId === undefined ? `account ${account.id}` : `key ${account.keyId}`)
 
 /** An upload as the endpoints show it. */
 export const uploadWire = (upload: Uploads.UploadRecord): typeof FilesApi.Upload.Type => ({
@@ -111,10 +117,10 @@ export const filesLayer: Layer.Layer<HttpApiGroup.ApiGroup<"mediagate", "files">
             Effect.gen(function*() {
               const account = yield* Accounts.CurrentAccount
               if (Option.isSome(buckets)) {
-                const decision = buckets.value.take(account.id, yield* Clock.currentTimeMillis)
+                const decision = buckets.value.take(uploadBucket(account), yield* Clock.currentTimeMillis)
                 if (decision._tag === "Limited") {
                   const seconds = RateLimit.retryAfterSeconds(decision.retryAfterMs)
-                  return envelope(429, `too many uploads for this account (at most ${rate.pipe(Option.map((r) => r.perSecond), Option.getOrElse(() => 0))} a second); slow down`, undefined, {
+                  return envelope(429, `too many uploads for this API key (at most ${rate.pipe(Option.map((r) => r.perSecond), Option.getOrElse(() => 0))} a second); slow down`, undefined, {
                     "retry-after": String(seconds)
                   })
                 }

@@ -39,7 +39,7 @@ export interface Backends {
   readonly uploads: Layer.Layer<Uploads.Uploads, StoreError>
   /** Idempotency keys of submits; without it they live in memory (lost with the process). */
   readonly idempotencyKeys?: Layer.Layer<IdempotencyKeys.IdempotencyKeys, StoreError>
-  /** The aggregate reads of usage reports and insights; without it, reads over the store and ledger (every row, each time). */
+  /** The aggregate reads of usage reports and insights; without it, reads over the store, ledger and uploads (every row, each time). */
   readonly usage?: Layer.Layer<UsageStore.UsageStore, StoreError>
   /**
    * The HTTP edge's limits shared with the other nodes on the same database (PostgreSQL

@@ -7,7 +7,7 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import type { MediaError, MediaStore, Outbound, SharedLimits, StoreError, Uploads } from "@mediagate/core"
-import { AdminKeys, Files, Ids, ModelCatalog, Moderation, ModerationRules, Upstream } from "@mediagate/core"
+import { AdminKeys, Files, Ids, ModelCatalog, Moderation, ModerationRules, Upstream, UsageRecords } from "@mediagate/core"
 import { AuthFailures, HeldRequests, RateLimit } from "@mediagate/http"
 import {
   MediaProbe as NodeMediaProbe,
@@ -257,7 +257,9 @@ export const services = (
   ).pipe(Layer.provide(Ids.layer))
   const relay = backends.relay === undefined ? {} : { relay: backends.relay }
   const keys = backends.idempotencyKeys === undefined ? {} : { idempotencyKeys: backends.idempotencyKeys }
-  const usage = backends.usage === undefined ? {} : { usage: backends.usage }
+  // Without the backends' own usage reads: reads over these backends, uploads included (the same
+  // layers as above, memoised by reference).
+  const usage = backends.usage ?? UsageRecords.layer.pipe(Layer.provide([backends.store, backends.ledger, backends.accounts, backends.uploads]))
   const deadlines = options.deadlines === undefined ? {} : { deadlines: options.deadlines }
   const composed = Mediagate.servicesWithAdmin({
     engine: options.engine ?? {},
@@ -266,7 +268,7 @@ export const services = (
     ...(options.mediaRules === undefined ? {} : { mediaBaseUrl: options.mediaRules.mediaBaseUrl }),
     ...relay,
     ...keys,
-    ...usage,
+    usage,
     ...deadlines
   }).pipe(Layer.provideMerge(concrete))
   // Uploads: the use case over the backends' uploads and media store (one instance, shared by

@@ -100,7 +100,8 @@ export interface Options {
   /**
    * The aggregate reads of usage reports and the operator's insights (`SqlUsage.layer` on the
    * task store's database). Default: reads over the task store, ledger and accounts
-   * (`UsageRecords.layer`), which read every task and entry on each report: fine in memory.
+   * (`UsageRecords.layerWithoutUploads`: this composition takes no uploads), which read every
+   * task and entry on each report: fine in memory.
    */
   readonly usage?: Layer.Layer<UsageStore.UsageStore, StoreError>
 }
@@ -194,7 +195,7 @@ export const servicesWithAdmin = (
     Layer.provideMerge(AdminOperations.layer, services(options)),
     // Usage reports and the operator's insights: the host's aggregate reads (`SqlUsage`), or
     // reads over the task store, ledger and accounts; the upstream's targets, the engine's limits.
-    options.usage ?? UsageRecords.layer,
+    options.usage ?? UsageRecords.layerWithoutUploads,
     Layer.effect(Insights.ProviderTargets, Effect.map(Upstream.Upstream, (upstream) => upstream.targets)),
     Layer.succeed(Insights.RunningLimits, Engine.runningLimits(options.engine ?? {}))
   )

@@ -1,7 +1,8 @@
 /**
  * The usage reports' and the operator's aggregate reads on @effect/sql (SQLite and
- * PostgreSQL): GROUP BY over the ledger and the tasks, each bounded by its time window on an
- * index (`ledger_entries (at)`, `tasks (created_at, id)`), and percentiles picked in SQL by
+ * PostgreSQL): GROUP BY over the ledger, the tasks and the uploads (deleted ones included), each
+ * bounded by its time window on an index (`ledger_entries (at)`, `tasks (created_at, id)`,
+ * `uploads (created_at)`), and percentiles picked in SQL by
  * nearest rank (ROW_NUMBER over the window's rows). Only the providers page reads rows, and
  * at most `UsageStore.attemptSampleTasks` of them, plus the tasks running now.
  */
@@ -40,30 +41,37 @@ export const make = (options: Options = {}): Effect.Effect<Context.Tag.Service<U
     const { isPg, sql, tables: t } = yield* Database.prepare("the usage reads", options)
     const tasks = sql(t.tasks)
     const entries = sql(t.ledgerEntries)
+    const uploads = sql(t.uploads)
     const model = sql.literal(modelExpression(isPg))
     const day = sql.literal(String(UsageStore.dayMillis))
-    /** The group expression of a usage query, for the tasks and for the ledger. */
+    const createdDay = sql.literal(`CAST(created_at / ${UsageStore.dayMillis} AS TEXT)`)
+    /** The group expression of a usage query, for the tasks, the ledger and the uploads (which have no model: one null group). */
     const groups = (groupBy: UsageStore.UsageGroupBy) =>
       groupBy === "day"
-        ? { tasks: sql.literal(`CAST(created_at / ${UsageStore.dayMillis} AS TEXT)`), ledger: sql.literal(`CAST(at / ${UsageStore.dayMillis} AS TEXT)`) }
+        ? { tasks: createdDay, ledger: sql.literal(`CAST(at / ${UsageStore.dayMillis} AS TEXT)`), uploads: createdDay }
         : groupBy === "model"
-        ? { tasks: model, ledger: sql.literal("model") }
-        : { tasks: sql.literal("key_id"), ledger: sql.literal("key_id") }
+        ? { tasks: model, ledger: sql.literal("model"), uploads: sql.literal("CAST(NULL AS TEXT)") }
+        : { tasks: sql.literal("key_id"), ledger: sql.literal("key_id"), uploads: sql.literal("key_id") }
 
     const usage = (query: UsageStore.UsageQuery) =>
       Effect.gen(function*() {
         const group = groups(query.groupBy)
-        const ownerTasks = query.accountId === undefined ? sql`` : sql`AND owner_id = ${query.accountId}`
+        const byOwner = query.accountId === undefined ? sql`` : sql`AND owner_id = ${query.accountId}`
         const ownerEntries = query.accountId === undefined ? sql`` : sql`AND account_id = ${query.accountId}`
-        const [taskRows, ledgerRows] = yield* Effect.all([
+        const [taskRows, ledgerRows, uploadRows] = yield* Effect.all([
           sql<{ group: string | null; status: TaskStatus; count: Numeric }>`
             SELECT ${group.tasks} AS ${sql("group")}, status, COUNT(*) AS count FROM ${tasks}
-            WHERE created_at >= ${query.from} AND created_at < ${query.to} ${ownerTasks}
+            WHERE created_at >= ${query.from} AND created_at < ${query.to} ${byOwner}
             GROUP BY ${group.tasks}, status`,
           sql<{ group: string | null; kind: "credit" | "reserve" | "charge" | "release"; count: Numeric; amount: Numeric; held: Numeric }>`
             SELECT ${group.ledger} AS ${sql("group")}, kind, COUNT(*) AS count, SUM(amount) AS amount, SUM(held) AS held FROM ${entries}
             WHERE at >= ${query.from} AND at < ${query.to} ${ownerEntries}
-            GROUP BY ${group.ledger}, kind`
+            GROUP BY ${group.ledger}, kind`,
+          // Every upload created in the window, deleted since or not: a window's usage never changes.
+          sql<{ group: string | null; count: Numeric; bytes: Numeric }>`
+            SELECT ${group.uploads} AS ${sql("group")}, COUNT(*) AS count, SUM(bytes) AS bytes FROM ${uploads}
+            WHERE created_at >= ${query.from} AND created_at < ${query.to} ${byOwner}
+            GROUP BY ${group.uploads}`
         ])
         return {
           tasks: taskRows.map((row) => ({ group: row.group, status: row.status, count: Number(row.count) })),
@@ -73,7 +81,8 @@ export const make = (options: Options = {}): Effect.Effect<Context.Tag.Service<U
             count: Number(row.count),
             amount: Number(row.amount ?? 0),
             held: Number(row.held ?? 0)
-          }))
+          })),
+          uploads: uploadRows.map((row) => ({ group: row.group, count: Number(row.count), bytes: Number(row.bytes ?? 0) }))
         }
       }).pipe(refail("usage"))
 

@@ -70,13 +70,18 @@ const figures = {
     description:
       "What the releases written in the window gave back (micro-USD): the held prices of tasks that ended otherwise (failed, timed out, cancelled). Never taken from the balance, so never part of spend."
   }),
-  releases: Schema.Int.annotations({ description: "How many releases." })
+  releases: Schema.Int.annotations({ description: "How many releases." }),
+  uploads: Schema.Int.annotations({
+    description:
+      "How many files were uploaded (`POST /files`) in the window, those deleted or expired since included. By model, they are in the null group (an upload has no model)."
+  }),
+  upload_bytes: Schema.Int.annotations({ description: "The bytes of those uploads, as stored." })
 }
 
 /** A group of a usage report. */
 export const UsageGroup = Schema.Struct({
   group: Schema.NullOr(Schema.String).annotations({
-    description: "The UTC day (2026-11-29), the model id or the key id; null for tasks and entries without one (keys given as configuration, tasks from before keys were recorded)."
+    description: "The UTC day (2026-11-29), the model id or the key id; null for tasks, entries and uploads without one (keys given as configuration, tasks from before keys were recorded, uploads by model)."
   }),
   ...figures
 }).annotations({ identifier: "UsageGroup" })
@@ -116,7 +121,9 @@ const wireFigures = (figures: UsageFigures) => ({
   spend_micro_usd: figures.spendMicroUsd,
   charges: figures.charges,
   refunds_micro_usd: figures.refundsMicroUsd,
-  releases: figures.releases
+  releases: figures.releases,
+  uploads: figures.uploads,
+  upload_bytes: figures.uploadBytes
 })
 
 /** A report in the shape the usage endpoints show. */
@@ -134,7 +141,7 @@ export const usageWire = (report: UsageReport, accountId: string | null): typeof
 })
 
 const usageDescription = (who: string) =>
-  `${who} Tasks are those created in the window, counted by the status they have now; money is counted when its ledger entry is written (a task's charge when it succeeded). ${csvDescription} A wrong parameter, or a window of more than ${maxWindowDays} days, is 400.`
+  `${who} Tasks are those created in the window, counted by the status they have now; money is counted when its ledger entry is written (a task's charge when it succeeded); uploads when they were created, deleted since or not. ${csvDescription} A wrong parameter, or a window of more than ${maxWindowDays} days, is 400.`
 
 /**
  * The customer's usage report. Its authentication (`Api.Authorization`) and prefix are added
@@ -147,7 +154,7 @@ export class CustomerUsageGroup extends HttpApiGroup.make("usage")
       .addSuccess(UsageResponse)
       .annotate(OpenApi.Transform, withCsv)
       .addError(BadRequest)
-      .annotate(OpenApi.Summary, "Report your tasks, spend and refunds by day, model or key")
+      .annotate(OpenApi.Summary, "Report your tasks, spend, refunds and uploads by day, model or key")
       .annotate(OpenApi.Description, usageDescription(`${additive} Your account's usage over a window.`))
   )
 {}
@@ -251,7 +258,7 @@ export class AdminInsightsGroup extends HttpApiGroup.make("adminInsights")
       .annotate(OpenApi.Transform, withCsv)
       .addError(BadRequest)
       .addError(NotFound)
-      .annotate(OpenApi.Summary, "Report every account's tasks, spend and refunds, or one account's, by day, model or key")
+      .annotate(OpenApi.Summary, "Report every account's tasks, spend, refunds and uploads, or one account's, by day, model or key")
       .annotate(OpenApi.Description, usageDescription(`${adminOnly} The customer's usage report over every account, or one (\`account\`).`))
   )
   .add(

@@ -1,6 +1,6 @@
 /**
  * The aggregate reads behind the usage reports, the operator's overview and the providers
- * page: GROUP BY queries over the ledger and the tasks, never a counter of their own, so the
+ * page: GROUP BY queries over the ledger, the tasks and the uploads, never a counter of their own, so the
  * figures cannot drift from what was charged (DESIGN.md section 10). Each read's cost is
  * bounded by its time window (or by what runs now), not by the size of the tables. The
  * store answers raw groups; `tasks/Usage.ts` folds them into the reports, the one place the
@@ -32,7 +32,7 @@ export interface UsageQuery {
 /**
  * The group a row falls in: for `day` the UTC day's number (`floor(at / dayMillis)`) as a
  * decimal string, for `model` the model as submitted, for `key` the key's id; null where the
- * row has none (a task from before keys were recorded, a credit).
+ * row has none (a task from before keys were recorded, a credit, an upload's model).
  */
 export type UsageGroupKey = string | null
 
@@ -52,10 +52,21 @@ export interface LedgerSumRow {
   readonly held: number
 }
 
-/** What a usage query answers: the tasks' counts and the ledger's sums, each by group. */
+/**
+ * Uploads created in the window (`POST /files`), by group: how many and the sum of their bytes,
+ * those deleted or swept since included. An upload has no model: grouped by model, its group is null.
+ */
+export interface UploadSumRow {
+  readonly group: UsageGroupKey
+  readonly count: number
+  readonly bytes: number
+}
+
+/** What a usage query answers: the tasks' counts, the ledger's sums and the uploads' sums, each by group. */
 export interface UsageRows {
   readonly tasks: ReadonlyArray<TaskCountRow>
   readonly ledger: ReadonlyArray<LedgerSumRow>
+  readonly uploads: ReadonlyArray<UploadSumRow>
 }
 
 /** The windows of the overview's figures, each `[from, to)` in epoch milliseconds. */

@@ -8,11 +8,13 @@
  *   spend of all time is the sum of the charges `credits show` lists, and balance = credits - spend;
  * - refunds: what the window's releases gave back to what may be reserved (the hold of a
  *   task that ended otherwise), which never touched the balance;
- * - credits (totals only, since a credit has no model or key): what the window's credits added.
+ * - credits (totals only, since a credit has no model or key): what the window's credits added;
+ * - uploads: the files uploaded in the window (`POST /files`) and their bytes, deleted or not
+ *   since, so a window's figures never change; an upload has no model (the null group by model).
  *
  * Money is counted when its entry is written (a charge at the task's end), tasks when they
  * were created: a task created on the 31st that succeeds on the 1st counts on the 31st and
- * spends on the 1st.
+ * spends on the 1st. Uploads count on the day they were created, under the key they were uploaded with.
  */
 import { Either } from "effect"
 import { TaskStatus } from "../domain/Task.js"
@@ -36,6 +38,10 @@ export interface UsageFigures {
   readonly refundsMicroUsd: number
   /** How many releases. */
   readonly releases: number
+  /** How many files were uploaded. */
+  readonly uploads: number
+  /** Their bytes, as stored. */
+  readonly uploadBytes: number
 }
 
 export interface UsageGroup extends UsageFigures {
@@ -65,9 +71,11 @@ interface Figures {
   charges: number
   refundsMicroUsd: number
   releases: number
+  uploads: number
+  uploadBytes: number
 }
 
-const empty = (): Figures => ({ tasks: noTasks(), spendMicroUsd: 0, charges: 0, refundsMicroUsd: 0, releases: 0 })
+const empty = (): Figures => ({ tasks: noTasks(), spendMicroUsd: 0, charges: 0, refundsMicroUsd: 0, releases: 0, uploads: 0, uploadBytes: 0 })
 
 /** `2026-11-29` for a day's number. */
 export const dayLabel = (day: number): string => new Date(day * dayMillis).toISOString().slice(0, 10)
@@ -112,6 +120,12 @@ export const report = (query: { readonly from: number; readonly to: number; read
         figures.refundsMicroUsd -= row.held
         figures.releases += row.count
       }
+    }
+  }
+  for (const row of rows.uploads) {
+    for (const figures of [figuresOf(row.group), totals]) {
+      figures.uploads += row.count
+      figures.uploadBytes += row.bytes
     }
   }
   return {
@@ -177,6 +191,8 @@ export const csvColumns = [
   "charges",
   "refunds_micro_usd",
   "releases",
+  "uploads",
+  "upload_bytes",
   "credits_micro_usd"
 ] as const
 
@@ -192,7 +208,9 @@ const figuresRow = (figures: UsageFigures) => [
   String(figures.spendMicroUsd),
   String(figures.charges),
   String(figures.refundsMicroUsd),
-  String(figures.releases)
+  String(figures.releases),
+  String(figures.uploads),
+  String(figures.uploadBytes)
 ]
 
 /**

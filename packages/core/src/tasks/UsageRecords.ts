@@ -1,8 +1,8 @@
 /**
- * The `UsageStore`'s reads computed from records in hand (tasks and ledger entries), as the
- * SQL backend's GROUP BY queries compute them: the memory backend answers with these (`layer`,
- * over the contracts of the task store, ledger and accounts), and the contract suite holds
- * every backend to the same answers.
+ * The `UsageStore`'s reads computed from records in hand (tasks, ledger entries and uploads), as
+ * the SQL backend's GROUP BY queries compute them: the memory backend answers with these
+ * (`layer`, over the contracts of the task store, ledger, accounts and uploads), and the
+ * contract suite holds every backend to the same answers.
  */
 import type { Context } from "effect"
 import { Effect, Layer } from "effect"
@@ -14,7 +14,9 @@ import { AccountAdmin } from "../services/Accounts.js"
 import type { LedgerEntry } from "../services/Ledger.js"
 import { Ledger } from "../services/Ledger.js"
 import { TaskStore } from "../services/TaskStore.js"
-import type { LedgerSumRow, ProviderRows, StatsQuery, StatsRows, TaskCountRow, UsageQuery, UsageRows } from "../services/UsageStore.js"
+import type { UploadRecord } from "../services/Uploads.js"
+import { Uploads } from "../services/Uploads.js"
+import type { LedgerSumRow, ProviderRows, StatsQuery, StatsRows, TaskCountRow, UploadSumRow, UsageQuery, UsageRows } from "../services/UsageStore.js"
 import { attemptSampleTasks, dayMillis, UsageStore } from "../services/UsageStore.js"
 
 /**
@@ -44,8 +46,16 @@ const modelOf = (task: TaskRecord): string | null => (typeof task.input["model"]
 const groupOf = (query: UsageQuery, at: number, model: string | null | undefined, keyId: string | null | undefined): string | null =>
   query.groupBy === "day" ? String(Math.floor(at / dayMillis)) : query.groupBy === "model" ? model ?? null : keyId ?? null
 
-/** A usage query's rows over the tasks and entries given (of any account: those of another are left out). */
-export const usageRows = (query: UsageQuery, tasks: Iterable<TaskRecord>, entries: Iterable<LedgerEntry>): UsageRows => {
+/**
+ * A usage query's rows over the tasks, entries and uploads given (of any account: those of
+ * another are left out). Uploads have no model; they count under the key they were uploaded with.
+ */
+export const usageRows = (
+  query: UsageQuery,
+  tasks: Iterable<TaskRecord>,
+  entries: Iterable<LedgerEntry>,
+  uploads: Iterable<UploadRecord>
+): UsageRows => {
   const mine = (accountId: string) => query.accountId === undefined || accountId === query.accountId
   const taskRows: Array<TaskCountRow> = count(
     [...tasks].filter((task) => mine(task.ownerId) && within(task.createdAt, query)),
@@ -63,7 +73,17 @@ export const usageRows = (query: UsageQuery, tasks: Iterable<TaskRecord>, entrie
     row.held += entry.held
     sums.set(key, row)
   }
-  return { tasks: taskRows, ledger: [...sums.values()] }
+  const stored = new Map<string, { -readonly [K in keyof UploadSumRow]: UploadSumRow[K] }>()
+  for (const upload of uploads) {
+    if (!mine(upload.ownerId) || !within(upload.createdAt, query)) continue
+    const group = groupOf(query, upload.createdAt, null, upload.keyId)
+    const key = JSON.stringify(group)
+    const row = stored.get(key) ?? { group, count: 0, bytes: 0 }
+    row.count += 1
+    row.bytes += upload.bytes
+    stored.set(key, row)
+  }
+  return { tasks: taskRows, ledger: [...sums.values()], uploads: [...stored.values()] }
 }
 
 /** The overview's rows over the tasks and entries given. */
@@ -122,12 +142,18 @@ export const providerRows = (query: { readonly now: number; readonly since: numb
 /** Tasks read per page of `listAll`. */
 const page = 1_000
 
+/** The uploads created in `[from, to)`, deleted or not (`Uploads.created`). */
+export type UploadsCreated = (from: number, to: number) => Effect.Effect<ReadonlyArray<UploadRecord>, StoreError>
+
 /**
- * The usage reads over any task store, ledger and accounts, reading every task
- * and entry on each call: for the memory backends (`MemoryUsage`), and the composition's
- * default where a host gives no usage reads of its own (the SQL backends give `SqlUsage`).
+ * The usage reads over any task store, ledger and accounts, and the uploads `created` gives,
+ * reading every task and entry on each call: for the memory backends (`MemoryUsage`), and the
+ * composition's default where a host gives no usage reads of its own (the SQL backends give
+ * `SqlUsage`).
  */
-export const make: Effect.Effect<Context.Tag.Service<UsageStore>, never, TaskStore | Ledger | AccountAdmin> = Effect.gen(function*() {
+export const makeWith = (
+  created: UploadsCreated
+): Effect.Effect<Context.Tag.Service<UsageStore>, never, TaskStore | Ledger | AccountAdmin> => Effect.gen(function*() {
   const store = yield* TaskStore
   const ledger = yield* Ledger
   const admin = yield* AccountAdmin
@@ -157,7 +183,7 @@ export const make: Effect.Effect<Context.Tag.Service<UsageStore>, never, TaskSto
     usage: (query) =>
       Effect.gen(function*() {
         const tasks = yield* allTasks
-        return usageRows(query, tasks, yield* allEntries(tasks, query.accountId))
+        return usageRows(query, tasks, yield* allEntries(tasks, query.accountId), yield* created(query.from, query.to))
       }),
     stats: (query) =>
       Effect.gen(function*() {
@@ -168,5 +194,20 @@ export const make: Effect.Effect<Context.Tag.Service<UsageStore>, never, TaskSto
   }
 })
 
-/** The usage reads over the task store, ledger and accounts in context (`make`). */
-export const layer: Layer.Layer<UsageStore, never, TaskStore | Ledger | AccountAdmin> = Layer.effect(UsageStore, make)
+/** The usage reads over the task store, ledger, accounts and uploads in context. */
+export const make: Effect.Effect<Context.Tag.Service<UsageStore>, never, TaskStore | Ledger | AccountAdmin | Uploads> = Effect.flatMap(
+  Uploads,
+  (uploads) => makeWith(uploads.created)
+)
+
+/** The usage reads over the task store, ledger, accounts and uploads in context (`make`). */
+export const layer: Layer.Layer<UsageStore, never, TaskStore | Ledger | AccountAdmin | Uploads> = Layer.effect(UsageStore, make)
+
+/**
+ * The usage reads over the task store, ledger and accounts in context, of a composition that
+ * takes no uploads (no `Files`, as `Mediagate.services` alone): they count none.
+ */
+export const layerWithoutUploads: Layer.Layer<UsageStore, never, TaskStore | Ledger | AccountAdmin> = Layer.effect(
+  UsageStore,
+  makeWith(() => Effect.succeed([]))
+)

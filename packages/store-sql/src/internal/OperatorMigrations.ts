@@ -99,5 +99,10 @@ export const operatorMigrations = (t: Tables): Record<string, Effect.Effect<void
     // A deleted upload's row stays as history (usage counts the uploads created in a window):
     // marked here, its file gone; lookups skip it.
     yield* sql`ALTER TABLE ${sql(t.uploads)} ADD COLUMN deleted_at BIGINT`
+  }),
+  "0026_uploads_created": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // Usage reports read the uploads by creation time across accounts (the admin's report).
+    yield* sql`CREATE INDEX ${sql(`${t.uploads}_created`)} ON ${sql(t.uploads)} (created_at)`
   })
 })
