@@ -234,12 +234,12 @@ const claimed = (record: TaskRecord, event: Extract<Event, { _tag: "Claimed" }>,
   // A sync upstream answers the call itself: the task is PROCESSING during the call and the
   // worker keeps its lease (heartbeat), so nobody starts it twice and another worker takes it
   // up soon after this one dies. Its due time stays, so it keeps its place.
+  // A SUBMITTED one (an async provider accepted its job, then it fell back or failed over to
+  // a target that answers the call itself) becomes PROCESSING for the call as a new one does.
   const options = { attempts: Attempt.touch(record, now, {}, event.provider), lease: event.lease }
   const dueAt = Math.min(record.dueAt ?? now, now)
-  const write = record.status === "PENDING" ? apply({ to: "PROCESSING", dueAt }, options) : reschedule(dueAt, options)
-  // Only a PROCESSING task makes the call (a SUBMITTED one, after a fallback from an
-  // asynchronous model, keeps its lease until it runs out, as before Lifecycle).
-  return answer(record, write, record.status === "SUBMITTED" ? { _tag: "Done" } : { _tag: "Submit" }, extra)
+  const write = record.status === "PROCESSING" ? reschedule(dueAt, options) : apply({ to: "PROCESSING", dueAt }, options)
+  return answer(record, write, { _tag: "Submit" }, extra)
 }
 
 /**
