@@ -535,6 +535,38 @@ describe("Engine: fallback by the failure's class (motion)", () => {
   }
 })
 
+describe("Engine: a sync job SUBMITTED after a failover", () => {
+  // An async provider accepted the task's job (SUBMITTED), its poll failed, and the task moved
+  // to a target that answers the call itself. Before, each claim only took the lease and the
+  // task waited, never called, until its deadline.
+  it.effect("is called on the next target at its next step and succeeds, long before its deadline", () =>
+    Effect.gen(function*() {
+      const submits = yield* Ref.make<ReadonlyArray<number | null>>([])
+      // Target 0, async, accepts the job, and its poll fails with the circuit open; target 1
+      // answers the call with the result.
+      const upstream = Layer.succeed(Upstream.Upstream, {
+        submit: (job) =>
+          Ref.update(submits, (all) => [...all, job.target ?? null]).pipe(
+            Effect.as(job.target === 1 ? { _tag: "Completed" as const, result } : { _tag: "Accepted" as const, upstreamId: Ids.UpstreamId.make("up-0") })
+          ),
+        poll: () => Effect.fail(new UpstreamError({ message: "target down", reason: null, retryable: true, circuitOpen: true })),
+        failover: (job) => (job.target === undefined || job.target === 0 ? { ...job, target: 1, sync: true } : undefined)
+      })
+      yield* run(
+        upstream,
+        Effect.gen(function*() {
+          const store = yield* TaskStore.TaskStore
+          yield* store.create(record("t1", 0, { sync: false }))
+          yield* advance(5)
+          const done = yield* statusOf("t1")
+          expect(yield* Ref.get(submits)).toEqual([null, 1])
+          expect([done.status, done.result, done.job.target]).toEqual(["SUCCESS", result, 1])
+          expect(done.attempts.map((attempt) => [attempt.upstreamId, attempt.outcome])).toEqual([["up-0", "failed"], [null, "succeeded"]])
+        })
+      )
+    }))
+})
+
 describe("Engine: limits and fairness", () => {
   /** A sync upstream whose calls take `seconds`; records when each task's call started, and how many ran at once. */
   const timed = (seconds: number, starts: Ref.Ref<ReadonlyArray<readonly [string, number]>>, peak: Ref.Ref<number>) => {
