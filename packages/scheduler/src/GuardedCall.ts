@@ -1,10 +1,15 @@
 /**
  * An upstream call (or a result copy) of a claimed task, run within a time limit while this
  * worker keeps the task's lease: the part of a step that may outlast the claim's lease.
+ *
+ * The call runs in a fiber of its own (`TimeLimits`); its heartbeats are alarms of the same
+ * watchdog, each beat a short fiber of its own, so a call costs one fork, and a long one a
+ * fork per beat (one every third of the heartbeat window), not a heartbeat fiber and a race
+ * per call.
  */
 import { Task, TaskStore } from "@mediagate/core"
 import type { Scope } from "effect"
-import { Deferred, Duration, Effect, Either, Fiber, Option, Ref } from "effect"
+import { Deferred, Effect, Either, Fiber, FiberId, Option } from "effect"
 import * as Loops from "./Loops.js"
 import * as TimeLimits from "./TimeLimits.js"
 
@@ -17,6 +22,20 @@ export type Guarded<A, E> =
   | { readonly _tag: "RanOut" }
   /** The task changed under the worker (a client cancelled it): the call was abandoned. */
   | { readonly _tag: "Lost" }
+
+/** A call under heartbeat: the task as its last beat wrote it, and where its beats stand. */
+interface Kept {
+  current: Task.TaskRecord
+  /** The call ended (or its caller was interrupted): no beat starts any more. */
+  done: boolean
+  /** A beat found the task changed under the worker: the call is abandoned. */
+  lost: boolean
+  /** The call's fiber, once forked. */
+  call: Fiber.RuntimeFiber<unknown, unknown> | undefined
+  /** Completed when the beat in flight, if any, has written. */
+  beating: Deferred.Deferred<void> | undefined
+  alarm: TimeLimits.Alarm | undefined
+}
 
 /**
  * Builds `guarded` for `worker`, whose heartbeat keeps a lease `heartbeatWindow` ms ahead; its
@@ -32,32 +51,59 @@ export const make = (worker: string, heartbeatWindow: number): Effect.Effect<
   Effect.gen(function*() {
     const store = yield* TaskStore.TaskStore
     const timeLimits = yield* TimeLimits.make
+    const beatEvery = heartbeatWindow / 3
+
+    /** The task changed under the worker: the call is abandoned (now, or as soon as it is forked). */
+    const lose = (kept: Kept) => {
+      kept.lost = true
+      kept.call?.unsafeInterruptAsFork(FiberId.none)
+    }
 
     /**
-     * Keeps the task's lease ahead while this worker is busy with it; completes `lost` and
-     * stops when the task changed under it (a client cancelled it).
+     * One beat: keeps the task's lease ahead while this worker is busy with it, then sets the
+     * next beat; a task changed under the worker (a client cancelled it) ends the beats and
+     * the call.
      */
-    const heartbeat = (current: Ref.Ref<Task.TaskRecord>, lost: Deferred.Deferred<void>) => {
-      const beat = Effect.gen(function*() {
+    const beat = (kept: Kept): Effect.Effect<void> =>
+      Effect.gen(function*() {
         const now = yield* Loops.currentMillis
-        const latest = yield* Ref.get(current)
+        const latest = kept.current
         const next = new Task.TaskRecord({
           ...latest,
           leaseOwner: worker,
           leaseUntil: Math.min(latest.deadlineAt, now + heartbeatWindow),
           version: latest.version + 1
         }, true)
-        // Uninterruptible: the stored version and the Ref must never disagree.
-        return yield* store.update(next, latest.version).pipe(
-          Effect.zipRight(Ref.set(current, next)),
+        // Uninterruptible: the stored version and `current` must never disagree.
+        const going = yield* store.update(next, latest.version).pipe(
+          Effect.zipRight(Effect.sync(() => void (kept.current = next))),
           Effect.as(true),
-          Effect.catchTag("TaskConflict", () => Deferred.succeed(lost, undefined).pipe(Effect.as(false))),
-          Effect.catchTag("StoreError", (error) => Effect.logWarning(`engine: heartbeat of task ${latest.id} failed`, error).pipe(Effect.as(true))),
+          Effect.catchTag("TaskConflict", () => Effect.sync(() => (lose(kept), false))),
+          Effect.catchTag("StoreError", (error) =>
+            Effect.logWarning(`engine: heartbeat of task ${latest.id} failed`, error).pipe(
+              Effect.annotateLogs({ taskId: latest.id, model: String(latest.input["model"] ?? latest.job.model) }),
+              Effect.as(true)
+            )),
           Effect.uninterruptible
         )
+        if (going) yield* schedule(kept, (yield* Loops.currentMillis) + beatEvery)
       })
-      return beat.pipe(Effect.delay(Duration.millis(heartbeatWindow / 3)), Effect.repeat({ while: (going) => going }))
-    }
+
+    /** The next beat at `at`, unless the call has ended by then. */
+    const schedule = (kept: Kept, at: number): Effect.Effect<void> =>
+      Effect.map(
+        timeLimits.at(
+          at,
+          Effect.suspend(() => {
+            if (kept.done) return Effect.void
+            // Set in the same instant as `done` is looked at: the call's end waits for this beat.
+            const beating = Deferred.unsafeMake<void>(FiberId.none)
+            kept.beating = beating
+            return Effect.asVoid(Effect.fork(Effect.ensuring(beat(kept), Deferred.succeed(beating, undefined))))
+          })
+        ),
+        (alarm) => void (kept.alarm = alarm)
+      )
 
     /**
      * Runs an upstream call for `claimed` within `limit` (never past the deadline) while a
@@ -70,16 +116,27 @@ export const make = (worker: string, heartbeatWindow: number): Effect.Effect<
       Effect.gen(function*() {
         const started = yield* Loops.currentMillis
         const budget = Math.max(0, Math.min(claimed.deadlineAt - started, limit))
-        const timed = timeLimits.run(Effect.either(call), budget).pipe(
-          Effect.map((answer): Guarded<A, E> => Option.isSome(answer) ? { _tag: "Answered", answer: answer.value } : { _tag: "RanOut" })
+        if (budget + leaseMargin < (claimed.leaseUntil ?? 0) - started) {
+          const answer = yield* timeLimits.run(Effect.either(call), budget)
+          const outcome: Guarded<A, E> = Option.isSome(answer) ? { _tag: "Answered", answer: answer.value } : { _tag: "RanOut" }
+          return [claimed, outcome, started] as const
+        }
+        const kept: Kept = { current: claimed, done: false, lost: false, call: undefined, beating: undefined, alarm: undefined }
+        yield* schedule(kept, started + beatEvery)
+        const ended = yield* timeLimits.watch(Effect.either(call), budget, (fiber) => {
+          kept.call = fiber
+          if (kept.lost) lose(kept)
+        }).pipe(
+          Effect.ensuring(Effect.sync(() => {
+            kept.done = true
+            kept.alarm?.cancel()
+          }))
         )
-        if (budget + leaseMargin < (claimed.leaseUntil ?? 0) - started) return [claimed, yield* timed, started] as const
-        const current = yield* Ref.make(claimed)
-        const lost = yield* Deferred.make<void>()
-        const beating = yield* Effect.fork(heartbeat(current, lost))
-        const outcome: Guarded<A, E> = yield* timed.pipe(Effect.raceFirst(Effect.as(Deferred.await(lost), { _tag: "Lost" } as const)))
-        yield* Fiber.interrupt(beating)
-        return [yield* Ref.get(current), outcome, started] as const
+        // A beat in flight writes first: the step's write follows its version.
+        if (kept.beating !== undefined) yield* Deferred.await(kept.beating)
+        if (kept.lost) return [kept.current, { _tag: "Lost" } as Guarded<A, E>, started] as const
+        if (Option.isNone(ended)) return [kept.current, { _tag: "RanOut" } as Guarded<A, E>, started] as const
+        return [kept.current, { _tag: "Answered", answer: yield* ended.value } as Guarded<A, E>, started] as const
       })
 
     return guarded
