@@ -12,7 +12,7 @@
  */
 import type { Task } from "@mediagate/core"
 import { Ids, ModelCatalog, TaskEvents, TaskStore, TaskWrites, Upstream } from "@mediagate/core"
-import { Clock, Duration, Effect, Fiber, FiberSet, Layer, Option, Queue, Ref } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, FiberSet, Layer, Option, Queue } from "effect"
 import { DueTimes } from "./DueTimes.js"
 import * as Loops from "./Loops.js"
 import type { Options } from "./Settings.js"
@@ -45,14 +45,27 @@ export const make = (options: Options = {}) =>
     const worker = `worker-${yield* ids.token(6)}`
     const step = yield* Step.make(options, worker)
     const wakeups = yield* Queue.sliding<void>(1)
-    const inflight = yield* Ref.make(0)
-    const stopping = yield* Ref.make(false)
+    // Plain variables: only this engine's fibers touch them, each change in one step.
+    /** Steps running (not sync calls): at most `concurrency`. */
+    let inflight = 0
+    let stopping = false
     /** Steps (short, `concurrency` at once) and sync calls (beside them, bounded by the running limit). */
     const steps = yield* FiberSet.make<Task.TaskRecord>()
     const calls = yield* FiberSet.make<Task.TaskRecord>()
     /** The due times this engine's steps left behind (a poll 20 ms away): the loop wakes for each. */
     const dueTimes = new DueTimes()
-    const remember = (record: Task.TaskRecord) => (record.dueAt === null ? Effect.void : Effect.sync(() => dueTimes.add(record.dueAt!)))
+    /**
+     * What follows a step or call, however it ended: the due time it left behind remembered,
+     * its slot (a step's) freed, and the loop woken to claim again.
+     */
+    const ended = (slot: boolean) => (exit: Exit.Exit<Task.TaskRecord>) => {
+      if (slot) inflight--
+      if (Exit.isSuccess(exit) && exit.value.dueAt !== null) dueTimes.add(exit.value.dueAt)
+      return wake
+    }
+    const wake = wakeups.offer()
+    const endedStep = ended(true)
+    const endedCall = ended(false)
     const perProvider = settings.maxRunningPerProvider
     // Route targets with limits of their own count under their names and their providers'.
     const targets = (yield* Upstream.Upstream).targetLimits ?? {}
@@ -66,24 +79,23 @@ export const make = (options: Options = {}) =>
 
     /** Claims and starts due work; answers the time the claim looked at and what it took, none when it did not claim (no free slot). */
     const claimAndRun: Effect.Effect<{ readonly at: number; readonly claimed: number } | undefined> = Effect.gen(function*() {
-      if (yield* Ref.get(stopping)) return undefined
-      const free = settings.concurrency - (yield* Ref.get(inflight))
+      if (stopping) return undefined
+      const free = settings.concurrency - inflight
       if (free <= 0) return undefined
       // Whole milliseconds (Loops.currentMillis): a claim at a fraction failed on PostgreSQL,
       // and the loop, sleeping a scan from that fraction, failed again at the next.
       const now = yield* Loops.currentMillis
       const claimed = yield* store.claimDue({ now, limit: free, worker, leaseUntil: now + settings.leaseDuration, limits })
       for (const record of claimed) {
-        const done = step(record).pipe(Effect.tap(remember), Effect.ensuring(wakeups.offer()))
         if (Step.isSyncCall(record) && now < record.deadlineAt) {
-          yield* FiberSet.run(calls, done)
+          yield* FiberSet.run(calls, Effect.onExit(step(record), endedCall))
         } else {
-          yield* Ref.update(inflight, (n) => n + 1)
-          yield* FiberSet.run(steps, Effect.ensuring(done, Ref.update(inflight, (n) => n - 1)))
+          inflight++
+          yield* FiberSet.run(steps, Effect.onExit(step(record), endedStep))
         }
       }
       // A full batch: more may be due at once.
-      if (claimed.length === free) yield* wakeups.offer()
+      if (claimed.length === free) yield* wake
       return { at: now, claimed: claimed.length }
     }).pipe(Effect.catchTag("StoreError", (error) => Effect.logError("engine: claiming due work failed", error).pipe(Effect.as(undefined))))
 
@@ -122,7 +134,7 @@ export const make = (options: Options = {}) =>
     // flight finish within the grace period, interrupt the rest, and give its tasks back.
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
-        yield* Ref.set(stopping, true)
+        stopping = true
         if (Duration.greaterThan(settings.shutdownGrace, Duration.zero)) {
           // Finalizers run uninterruptibly: the wait must be interruptible for its time limit to end it.
           yield* Effect.all([FiberSet.awaitEmpty(steps), FiberSet.awaitEmpty(calls)], { discard: true }).pipe(
@@ -141,8 +153,8 @@ export const make = (options: Options = {}) =>
     )
 
     /** Running: the loop has not ended and the engine is not stopping. */
-    const running = Effect.zipWith(Fiber.poll(loop), Ref.get(stopping), (ended, stop) => Option.isNone(ended) && !stop)
-    return { wake: wakeups.offer().pipe(Effect.asVoid), running }
+    const running = Effect.map(Fiber.poll(loop), (ended) => Option.isNone(ended) && !stopping)
+    return { wake: Effect.asVoid(wake), running }
   })
 
 /** The engine running in the background for the layer's lifetime; provides the wakeup nudge. */
