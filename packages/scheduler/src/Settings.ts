@@ -39,7 +39,9 @@ export interface Options {
   readonly upstreamPollInterval?: Duration.DurationInput
   /**
    * The first poll's delay after the upstream accepted a job. Default 20 ms: an instant
-   * upstream is done by then, and a slow one costs two or three polls more in all.
+   * upstream is done by then, and a slow one costs two or three polls more in all. An
+   * upstream that says when the job will be done (`SubmitOutcome`'s `readyAt`) is polled
+   * then if that is sooner.
    */
   readonly firstPollDelay?: Duration.DurationInput
   /**

@@ -64,13 +64,17 @@ export const make = (
         ...(upstream.provider === undefined ? {} : { route: upstream.provider })
       }))
 
-    /** When to poll `record`'s job next (`Lifecycle.nextPollAt`), with ±10% jitter. */
-    const pollAt = (record: Task.TaskRecord, now: number, startedAt = Attempt.open(record)?.startedAt ?? now) =>
+    /**
+     * When to poll `record`'s job next (`Lifecycle.nextPollAt`), with ±10% jitter; no later than
+     * `readyAt`, the time the upstream's submit answer said the job will be done.
+     */
+    const pollAt = (record: Task.TaskRecord, now: number, startedAt = Attempt.open(record)?.startedAt ?? now, readyAt?: number) =>
       Effect.map(Random.nextRange(0.9, 1.1), (jitter) =>
         Lifecycle.nextPollAt(record, now, startedAt, {
           notifies: upstream.notifies?.(record.job) === true,
           pollInterval: settings.upstreamPollInterval,
-          firstPollDelay: settings.firstPollDelay
+          firstPollDelay: settings.firstPollDelay,
+          readyAt
         }, jitter))
 
     /** The upstream's job ended well with `result`: to be copied first where the service hosts it. */
@@ -129,7 +133,7 @@ export const make = (
         (record, submitted, now, startedAt) =>
           submitted._tag === "Completed"
             ? Effect.succeed(succeeded(record, submitted.result, startedAt))
-            : Effect.map(pollAt(record, now, startedAt), (at): Lifecycle.Event => ({
+            : Effect.map(pollAt(record, now, startedAt, submitted.readyAt), (at): Lifecycle.Event => ({
               _tag: "Accepted",
               upstreamId: submitted.upstreamId,
               startedAt,

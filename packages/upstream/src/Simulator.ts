@@ -218,6 +218,14 @@ export const make = (options: Options) =>
         return { type: "image" as const, urls }
       })
 
+    // The simulator knows when each job will be done (its id says so), and tells the engine,
+    // as a provider that answers an ETA would: an instant job is polled at once. Not for a job
+    // that never finishes.
+    const acceptance = (upstreamId: Ids.UpstreamId, job: Task.UpstreamJob): Upstream.SubmitOutcome => {
+      const readyAt = neverFinishes(job.prompt) ? undefined : parseId(upstreamId)?.readyAt
+      return readyAt === undefined ? { _tag: "Accepted", upstreamId } : { _tag: "Accepted", upstreamId, readyAt }
+    }
+
     const service: Upstream.Upstream["Type"] = {
       submit: (job, { idempotencyKey, taskId }) =>
         Effect.gen(function*() {
@@ -225,17 +233,18 @@ export const make = (options: Options) =>
           if (job.sync) {
             stats.jobStarted(idempotencyKey)
             if (neverFinishes(job.prompt)) return yield* Effect.never
-            yield* Effect.sleep(latency)
+            // An instant job waits for no timer (a zero sleep is a timer's turn of a millisecond or more).
+            if (latency > 0) yield* Effect.sleep(latency)
             return { _tag: "Completed" as const, result: yield* render(job, taskId) }
           }
           const known = accepted.get(idempotencyKey)
-          if (known !== undefined) return { _tag: "Accepted" as const, upstreamId: known }
+          if (known !== undefined) return acceptance(known, job)
           const now = yield* Clock.currentTimeMillis
           const upstreamId = upstreamIdOf(now, now + latency, yield* ids.token(8))
           stats.jobStarted(idempotencyKey)
           accepted.set(idempotencyKey, upstreamId)
           if (accepted.size > rememberedKeys) accepted.delete(accepted.keys().next().value!)
-          return { _tag: "Accepted" as const, upstreamId }
+          return acceptance(upstreamId, job)
         }),
       cancel: (upstreamId) => Effect.sync(() => void stats.cancelled.add(upstreamId)),
       poll: (upstreamId, job) =>

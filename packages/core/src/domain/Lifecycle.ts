@@ -168,12 +168,22 @@ export const jobName = (attempt: UpstreamAttempt): string =>
  * again as late as it took; in its first second, at most twice as late), capped, with
  * `jitter` (0.9 to 1.1) so that jobs accepted together do not poll together. Time the task
  * waited before it was submitted does not count.
+ *
+ * `readyAt`, when the upstream's submit answer said when the job will be done
+ * (`Upstream.SubmitOutcome`), brings the first poll forward to that time, or to `now` when it
+ * has passed (an instant job): never later than without it, so a hint that is wrong costs at
+ * most one poll early, and the polls after it keep the usual rhythm.
  */
 export const nextPollAt = (
   record: TaskRecord,
   now: number,
   startedAt: number,
-  timing: { readonly notifies: boolean; readonly pollInterval: number | undefined; readonly firstPollDelay: number },
+  timing: {
+    readonly notifies: boolean
+    readonly pollInterval: number | undefined
+    readonly firstPollDelay: number
+    readonly readyAt?: number | undefined
+  },
   jitter: number
 ): number => {
   const deadline = record.deadlineAt - record.createdAt
@@ -189,7 +199,9 @@ export const nextPollAt = (
       // then half as long again: a 4-hour job costs under 50 polls with a 20 ms start.
       Math.max(timing.firstPollDelay, ran < 1_000 ? ran : ran / 2)
     )
-  return now + Math.round(delay * jitter)
+  const scheduled = now + Math.round(delay * jitter)
+  // Whole milliseconds, rounded up: the poll never comes before the time the upstream named.
+  return timing.readyAt === undefined ? scheduled : Math.min(scheduled, Math.max(now, Math.ceil(timing.readyAt)))
 }
 
 const timedOut = (record: TaskRecord) =>

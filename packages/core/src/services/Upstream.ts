@@ -10,7 +10,18 @@ import type { TaskInput, TaskResult, UpstreamJob } from "../domain/Task.js"
 /** What submitting a job gave: the result (sync upstreams) or the upstream's id for polling. */
 export type SubmitOutcome =
   | { readonly _tag: "Completed"; readonly result: TaskResult }
-  | { readonly _tag: "Accepted"; readonly upstreamId: UpstreamId }
+  | {
+    readonly _tag: "Accepted"
+    readonly upstreamId: UpstreamId
+    /**
+     * When the upstream expects the job to be done, epoch milliseconds by the service's
+     * `Clock` (an adapter whose provider answers an ETA adds it to the Clock's time). A hint:
+     * the engine polls the job first no later than then (at once when it has passed), never
+     * later than it would without it, and reads the outcome from that poll as from any other
+     * (`Lifecycle.nextPollAt`). Optional: absent, the polls keep their usual rhythm.
+     */
+    readonly readyAt?: number
+  }
 
 /**
  * What an upstream says of a job still running (every field optional; absent = not known).
