@@ -5,17 +5,15 @@
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import Sqlite from "better-sqlite3"
-import { spawn } from "node:child_process"
+import { execFileSync, spawn, spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
-import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { nodeArgs } from "./programs.js"
 import { awaitTerminal, killAll, listeningUrl, startServer, stop, submit } from "./standalone-process.js"
 
 const root = new URL("..", import.meta.url).pathname
-// The server starts in folders of its own, where `--import tsx` would not resolve.
-const tsx = new URL("../node_modules/tsx/dist/loader.mjs", import.meta.url).href
 const dir = mkdtempSync(join(tmpdir(), "mediagate-standalone-"))
 afterAll(() => {
   killAll()
@@ -24,12 +22,19 @@ afterAll(() => {
 
 
 /**
- * How a start runs the server: the bundle built for this run (test/setup/entries.ts), or
- * its TypeScript through the tsx loader, as `npm start` does.
+ * As `npm start` does: its `prestart` (scripts/ensure-built.mjs, which builds
+ * examples/standalone-server/dist/ when it is missing or older than the sources), then node
+ * on the built server.
  */
+const npmStartArgs = () => {
+  execFileSync(process.execPath, [join(root, "scripts/ensure-built.mjs")], { cwd: root, stdio: "inherit" })
+  return [join(root, "examples/standalone-server/dist/main.mjs")]
+}
+
+/** How a start runs the server: the bundle built for this run (test/setup/entries.ts), or as `npm start` does. */
 const entries = {
   bundle: () => nodeArgs("server"),
-  tsx: () => ["--conditions=@mediagate/source", "--import", tsx, join(root, "examples/standalone-server/src/main.ts")]
+  npmStart: npmStartArgs
 }
 
 /** Starts the server with `env` in `cwd`; resolves with its exit code (null if it was stopped after its banner) and output. */
@@ -93,16 +98,35 @@ describe("standalone server configuration", () => {
     expect(existsSync(join(dir, "no-such-dir"))).toBe(false)
   })
 
-  // As `npm start` runs it, through tsx: the README's first command.
+  // As `npm start` runs it, from its build: the README's first command.
   it("the default ./data folder is created at the first start", { timeout: 60_000 }, async () => {
     const home = mkdtempSync(join(dir, "home-"))
-    const { code, output } = await run({}, home, "tsx")
+    const { code, output } = await run({}, home, "npmStart")
     expect(code, output).toBe(null)
     expect(existsSync(join(home, "data", "mediagate.db"))).toBe(true)
   })
 })
 
 describe("npm start", () => {
+  // `prestart` (and `preadmin`): the build is made again when what it was made from changed,
+  // and otherwise left as it is.
+  it("prestart builds examples/standalone-server/dist again when a file it came from changed, and only then", { timeout: 120_000 }, () => {
+    const ensure = () => spawnSync(process.execPath, [join(root, "scripts/ensure-built.mjs")], { cwd: root, encoding: "utf8" })
+    const startedAt = () => (JSON.parse(readFileSync(join(root, "examples/standalone-server/dist/build.json"), "utf8")) as { startedAt: number }).startedAt
+    expect(ensure().status).toBe(0)
+    const built = startedAt()
+    const unchanged = ensure()
+    expect(unchanged.stderr).toBe("")
+    expect(startedAt()).toBe(built)
+    // The build's own definition, a file no other test reads: it now looks newer than the build.
+    utimesSync(join(root, "scripts/bundle-programs.ts"), new Date(), new Date())
+    const changed = ensure()
+    expect(changed.status, changed.stderr).toBe(0)
+    expect(changed.stderr).toContain("mediagate: building examples/standalone-server/dist (scripts/bundle-programs.ts changed)")
+    expect(startedAt()).toBeGreaterThan(built)
+    expect(ensure().stderr).toBe("")
+  })
+
   // Containers and process managers signal the process they started: `npm start` must be
   // that process's whole tree, not a shell or a tsx parent left behind with the server.
   it("SIGTERM to the npm start process drains the server and exits", { timeout: 60_000 }, async () => {
