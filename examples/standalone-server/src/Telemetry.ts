@@ -6,14 +6,11 @@
  * `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`, Effect's metrics
  * too, by a periodic reader. The exporters read the other `OTEL_*` variables themselves
  * (headers, timeouts, the batch processor's schedule). Without any of them nothing is
- * installed and spans stay off (they cost CPU for nobody).
+ * installed and spans stay off (they cost CPU for nobody), and the SDK is not even loaded:
+ * its modules are imported only when a variable asks for export (a start without them is
+ * that much faster, docs/benchmarks.md, "Issue 37: start time").
  */
-import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
-import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http"
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
-import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
-import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-node"
-import { Config, Layer, Option } from "effect"
+import { Config, Effect, Layer, Option } from "effect"
 
 /** What is exported, from the environment. */
 export interface TelemetryConfig {
@@ -60,8 +57,18 @@ export const telemetryConfig: Config.Config<TelemetryConfig> = Config.all({
  * The OpenTelemetry SDK for what is configured; when traces are not exported, Effect's
  * tracer is turned off (no span is made for nobody).
  */
-export const layer = (config: TelemetryConfig): Layer.Layer<never> => {
-  if (!config.traces && !config.metrics) return Layer.setTracerEnabled(false)
+export const layer = (config: TelemetryConfig): Layer.Layer<never> =>
+  !config.traces && !config.metrics ? Layer.setTracerEnabled(false) : Layer.unwrapEffect(Effect.promise(() => sdkLayer(config)))
+
+/** The SDK's layer, its modules loaded now. */
+const sdkLayer = async (config: TelemetryConfig): Promise<Layer.Layer<never>> => {
+  const [NodeSdk, { OTLPMetricExporter }, { OTLPTraceExporter }, { PeriodicExportingMetricReader }, { BatchSpanProcessor }] = await Promise.all([
+    import("@effect/opentelemetry/NodeSdk"),
+    import("@opentelemetry/exporter-metrics-otlp-http"),
+    import("@opentelemetry/exporter-trace-otlp-http"),
+    import("@opentelemetry/sdk-metrics"),
+    import("@opentelemetry/sdk-trace-node")
+  ])
   const sdk = NodeSdk.layer(() => ({
     resource: { serviceName: config.serviceName },
     ...(config.traces ? { spanProcessor: new BatchSpanProcessor(new OTLPTraceExporter()) } : {}),
