@@ -13,7 +13,7 @@ import { Backends as ServerBackends, Deployment } from "@mediagate/server"
 import { RoutesFile } from "@mediagate/upstream"
 import { Context, Effect, Layer, Option } from "effect"
 import { readFile } from "node:fs/promises"
-import type { Server as NodeServer } from "node:http"
+import type { IncomingMessage, Server as NodeServer, ServerResponse } from "node:http"
 import { createServer } from "node:http"
 import type { ProviderConfig, ServerConfig } from "./Config.js"
 
@@ -66,8 +66,32 @@ export const server = (
 ) =>
   NodeHttpServer.layer(() => {
     ClientErrors.install(http)
+    holdEarlyRequests(http)
     return RequestTimeouts.applyTo(http, config.requestTimeouts)
   }, { port: config.port, host: config.host })
+
+/**
+ * The port listens before the services are built (migrations, the account, the engine), and
+ * a request node:http accepts before the handler is attached would get no answer at all: a
+ * health probe sent during the start would hang until its own timeout. Such requests wait
+ * instead, and go to the handler when it is attached. Returns how many wait now.
+ */
+export const holdEarlyRequests = (http: NodeServer): (() => number) => {
+  const waiting: Array<[IncomingMessage, ServerResponse]> = []
+  const hold = (request: IncomingMessage, response: ServerResponse) => void waiting.push([request, response])
+  const attached = (event: string | symbol, handler: (request: IncomingMessage, response: ServerResponse) => void) => {
+    if (event !== "request" || handler === hold) return
+    http.off("newListener", attached)
+    http.off("request", hold)
+    // After node has added the handler; each waiting request as if it came now.
+    process.nextTick(() => {
+      for (const [request, response] of waiting.splice(0)) handler.call(http, request, response)
+    })
+  }
+  http.on("newListener", attached)
+  http.on("request", hold)
+  return () => waiting.length
+}
 
 /** The HTTP server `layer` serves on: `server`, still to bind or bound already. */
 export type Listening = Layer.Layer<Layer.Layer.Success<ReturnType<typeof server>>, HttpServerError.ServeError>
