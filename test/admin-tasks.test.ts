@@ -10,7 +10,7 @@ import { Effect, TestClock } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { admin, adminActor, adminKey, documented, expectError } from "./admin-support.js"
-import { client, otherApiKey, testServer } from "./support.js"
+import { client, otherApiKey, testServer, until } from "./support.js"
 
 const received: Array<string> = []
 let base = ""
@@ -47,16 +47,6 @@ const ended = (taskId: string) =>
     return yield* statusOf(taskId)
   })
 
-/** Event-loop turns (real I/O), not timed sleeps, until `done` holds. */
-const until = <A, E, R>(effect: Effect.Effect<A, E, R>, done: (a: A) => boolean) =>
-  Effect.gen(function*() {
-    for (let turn = 0; turn < 5_000; turn++) {
-      const value = yield* effect
-      if (done(value)) return value
-      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
-    }
-    return yield* Effect.dieMessage("condition not reached")
-  })
 
 const list = (query = "") => admin.call("GET", `/api/v1/admin/tasks${query}`).pipe(Effect.flatMap(documented("/api/v1/admin/tasks", "get")))
 const ids = (answer: { readonly body: any }) => answer.body.data.tasks.map((task: { taskId: string }) => task.taskId)

@@ -10,7 +10,7 @@ import { Effect, TestClock } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { Webhook } from "standardwebhooks"
-import { client, otherApiKey, testServer, webhookSecret } from "./support.js"
+import { client, otherApiKey, testServer, until, webhookSecret } from "./support.js"
 
 type Received = { readonly path: string; readonly headers: Http.IncomingHttpHeaders; readonly body: string }
 const received: Array<Received> = []
@@ -46,16 +46,6 @@ const query = (taskId: string) => Effect.map(api.query(taskId), (answer) => answ
 const callbacks = (taskId: string, key?: string | null) => api.call("GET", `/api/v1/task/${taskId}/callbacks`, { key })
 const redeliver = (taskId: string, key?: string | null) => api.call("POST", `/api/v1/task/${taskId}/callbacks/redeliver`, { key })
 
-/** Event-loop turns (real I/O), not timed sleeps, until `done` holds. */
-const until = <A, E, R>(effect: Effect.Effect<A, E, R>, done: (a: A) => boolean) =>
-  Effect.gen(function*() {
-    for (let turn = 0; turn < 5_000; turn++) {
-      const value = yield* effect
-      if (done(value)) return value
-      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
-    }
-    return yield* Effect.dieMessage("condition not reached")
-  })
 
 const requestsTo = (path: string) => Effect.sync(() => received.filter((r) => r.path === path))
 

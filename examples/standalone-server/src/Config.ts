@@ -5,6 +5,7 @@
  */
 import { Credits, ModelCatalog } from "@mediagate/core"
 import { S3Location } from "@mediagate/media"
+import { RequestTimeouts } from "@mediagate/http"
 import type { Deployment } from "@mediagate/server"
 import { Database } from "@mediagate/store-sql"
 import { Replicate } from "@mediagate/upstream"
@@ -77,7 +78,7 @@ export interface ServerConfig {
   /** Failed authentications a minute each client address may have; none when turned off. */
   readonly authFailureLimit: Option.Option<number>
   /** How long a client may take to send a request's headers, then its body (408 past either). */
-  readonly requestTimeouts: { readonly headers: Duration.Duration; readonly body: Duration.Duration }
+  readonly requestTimeouts: RequestTimeouts.Settings
   /** Uploads: the largest file, how long one lives, uploads a second per account (none: no limit of their own). */
   readonly uploads?: { readonly maxBytes: number; readonly retention: Duration.Duration; readonly rate: Option.Option<{ readonly perSecond: number; readonly burst: number }> }
   /** Pre-submission moderation: which moderator, and what happens when its backend is down. */
@@ -306,14 +307,11 @@ const authFailureLimit = variable("MEDIAGATE_AUTH_FAILURE_LIMIT", (raw) => {
     : Either.left(`must be failed authentications a minute per client address, a whole number from 1, or off (got ${shown(raw)})`)
 }).pipe(Config.withDefault(Option.some(20)))
 
-/** How long a client may take to send a request's headers and its body: 10 s each by default, 100 ms to 5 m. */
+/** A request's headers and body: 10 s each by default, 100 ms to 5 m; an upload's body while bytes arrive, up to 10 m (1 s to 1 h). */
 const requestTimeouts = Config.all({
-  headers: duration("MEDIAGATE_HEADERS_TIMEOUT", [Duration.millis(100), "100ms"], [Duration.minutes(5), "5m"]).pipe(
-    Config.withDefault(Duration.seconds(10))
-  ),
-  body: duration("MEDIAGATE_BODY_TIMEOUT", [Duration.millis(100), "100ms"], [Duration.minutes(5), "5m"]).pipe(
-    Config.withDefault(Duration.seconds(10))
-  )
+  headers: duration("MEDIAGATE_HEADERS_TIMEOUT", [Duration.millis(100), "100ms"], [Duration.minutes(5), "5m"]).pipe(Config.withDefault(Duration.seconds(10))),
+  body: duration("MEDIAGATE_BODY_TIMEOUT", [Duration.millis(100), "100ms"], [Duration.minutes(5), "5m"]).pipe(Config.withDefault(Duration.seconds(10))),
+  upload: duration("MEDIAGATE_UPLOAD_TIMEOUT", [Duration.seconds(1), "1s"], [Duration.hours(1), "1h"]).pipe(Config.withDefault(RequestTimeouts.defaultUpload))
 })
 
 /** Reads MEDIAGATE_* variables. */

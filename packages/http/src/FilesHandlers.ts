@@ -1,7 +1,7 @@
 /**
  * Handlers of the files endpoints (`FilesApi`): an upload's body, raw or the one `file` field
  * of multipart/form-data (@effect/platform's Multipart, streamed), goes to the use case
- * (`Files`) as a stream, within the body's deadline (`RequestTimeouts`), after the key's own
+ * (`Files`) as a stream, while it progresses (`RequestTimeouts.readUpload`), after the key's own
  * upload rate (`UploadRateLimit`, per API key). A composition without `Files` (no `Uploads` backend)
  * answers 404 on these paths, as for an unknown route.
  */
@@ -131,7 +131,10 @@ export const filesLayer: Layer.Layer<HttpApiGroup.ApiGroup<"mediagate", "files">
               if (declared > maxBytes + margin) {
                 return yield* Effect.fail(new Api.PayloadTooLarge({ code: 413, msg: `the file is larger than ${maxBytes} bytes, the most an upload may be` }))
               }
-              const upload = yield* RequestTimeouts.readBody(files.upload(account, fileStream(request)), RequestTimeouts.bodyTooSlow)
+              const upload = yield* RequestTimeouts.readUpload(
+                (progress) => files.upload(account, Stream.tap(fileStream(request), () => progress)),
+                RequestTimeouts.bodyTooSlow
+              )
               return envelope(0, "ok", uploadWire(upload))
             }).pipe(Effect.catchTag("UploadRefused", (error) => Effect.fail(refusedAnswer(error))))
           ), mediaUnavailable, answerErrors))

@@ -105,7 +105,7 @@ describe("uploads stream into the stores in bounded memory", () => {
     return uploadAll(FileMediaStore.layerWith({ directory, baseUrl: "http://127.0.0.1:8080/media" }), 20, 20 * mib, { heap: 100 * mib, rss: 200 * mib }).pipe(
       Effect.tap(() => Effect.sync(() => expect(readdirSync(directory).filter((name) => name.endsWith(".partial"))).toEqual([])))
     )
-  }, 60_000)
+  }, 180_000)
 
   it.live.skipIf(checkingS3Url === undefined)(`50 uploads of 3 MiB at once into the S3 store${checkingS3SkipReason("upload-memory")}`, () => {
     const spoolDirectory = mkdtempSync(join(root, "spool-"))
