@@ -7,7 +7,7 @@ import { HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse } f
 import type { HttpApiGroup, HttpApp } from "@effect/platform"
 import type { CallbackDelivery, CallbackNotRedeliverable } from "@mediagate/core"
 import { Accounts, Api, IdempotencyKeys, Ids, Ledger, ModelCatalog, ModelInfo, Pricing, TaskService } from "@mediagate/core"
-import { Duration, Effect, Layer, Schedule, Stream } from "effect"
+import { Duration, Effect, Layer, Schedule, Schema, Stream } from "effect"
 import { answerErrors } from "./EnvelopeMiddleware.js"
 import * as EventStream from "./EventStream.js"
 import * as JsonDepth from "./JsonDepth.js"
@@ -114,6 +114,15 @@ export const keepAliveInterval = Duration.seconds(15)
 
 const encoder = new TextEncoder()
 
+const replayedHeaders = { "idempotent-replayed": "true" }
+
+/**
+ * A 200 answer whose JSON is written already (`Api.WireJson`): HttpApi sends a response as
+ * it is, where it would encode a value through the endpoint's Schema; the same bytes and type.
+ */
+const jsonAnswer = (json: string, headers?: Record<string, string>) =>
+  HttpServerResponse.text(json, { contentType: "application/json", ...(headers === undefined ? {} : { headers }) })
+
 /** The handlers of the "tasks" group. Each request is decoded once, here, into the use case's typed input. */
 export const layer: Layer.Layer<
   HttpApiGroup.ApiGroup<"mediagate", "tasks">,
@@ -134,7 +143,7 @@ export const layer: Layer.Layer<
           const idempotency = key === undefined ? undefined : { key, fingerprint: yield* IdempotencyKeys.fingerprint(body) }
           const { replayed, taskId } = yield* tasks.submit(account, submit, { idempotency })
           // The same answer as the first time; the header says it is a replay (as Stripe's does).
-          return replayed ? HttpServerResponse.unsafeJson(Api.ok({ taskId }), { headers: { "idempotent-replayed": "true" } }) : Api.ok({ taskId })
+          return jsonAnswer(Api.WireJson.submitResponse(taskId), replayed ? replayedHeaders : undefined)
         }).pipe(Effect.catchTag("KeyScopeRefused", (error) => Effect.fail(keyScopeRefused(error))), Effect.mapError(idempotencyError), answerErrors))
       // Raw for the same reason as submit; the same body, read and decoded the same way.
       .handleRaw("estimate", ({ request }) =>
@@ -158,7 +167,7 @@ export const layer: Layer.Layer<
       .handle("query", ({ path, urlParams }) =>
         Effect.gen(function*() {
           const account = yield* Accounts.CurrentAccount
-          return Api.ok(yield* queryTask(tasks, account, path.taskId, urlParams))
+          return jsonAnswer(Api.WireJson.taskResponse(yield* queryTask(tasks, account, path.taskId, urlParams)))
         }).pipe(answerErrors))
       // Raw: the answer is a stream of server-sent events, not a JSON body.
       .handleRaw("events", ({ path }) =>
@@ -184,9 +193,12 @@ export const catalogLayer: Layer.Layer<
   Effect.gen(function*() {
     const catalog = yield* ModelCatalog.ModelCatalog
     const prices = yield* Pricing.Prices
-    // Described once: the catalog and the price table do not change while the server runs.
+    // Described and encoded once: the catalog and the price table do not change while the
+    // server runs, and HttpApi would encode the whole list through its Schema on every request.
     const models = catalog.models.map((model) => ModelInfo.describe(model, prices))
-    return handlers.handle("models", () => Effect.succeed(Api.ok({ models })))
+    // One response for every request, as the OpenAPI document's (Routes): an answer is a value, never changed in place.
+    const answer = jsonAnswer(JSON.stringify(yield* Schema.encode(Api.ModelsResponse)(Api.ok({ models })).pipe(Effect.orDie)))
+    return handlers.handle("models", () => Effect.succeed(answer))
   }))
 
 /** The handler of the "account" group: the caller's sums and latest movements. */

@@ -37,6 +37,8 @@ import { ListParams, QueryParams, SubmitHeaders, SubmitRequest, TaskIdPath } fro
 // The contract is one namespace (`Api.BadRequest`, `Api.SubmitRequest`, ...) over its modules.
 export * from "./Envelope.js"
 export * from "./Requests.js"
+/** The hot answers' JSON written without Schema (the query's task, submit's acknowledgement). */
+export * as WireJson from "./WireJson.js"
 
 /**
  * The API key as a bearer token. The description is the OpenAPI document's (its security
