@@ -14,7 +14,7 @@ import { TaskWakeup } from "../services/TaskEvents.js"
 import { TaskStore } from "../services/TaskStore.js"
 import { Upstream } from "../services/Upstream.js"
 import { TaskWrites } from "./TaskWrites.js"
-import { spanOptions } from "./SpanOptions.js"
+import { traced } from "./SpanOptions.js"
 
 /** `cancel` over the store, the write path, the engine's wake-up and the upstream. */
 export const make = Effect.gen(function*() {
@@ -27,7 +27,7 @@ export const make = Effect.gen(function*() {
    * Cancels the caller's task unless it has ended. The engine's next write for the task
    * then meets a newer version and leaves the task CANCELLED.
    */
-  const cancel = Effect.fn("TaskService.cancel", spanOptions)(function*(account: Account, taskId: TaskId) {
+  const cancel = traced("TaskService.cancel")(function*(account: Account, taskId: TaskId) {
     for (let attempt = 0; ; attempt++) {
       const found = yield* store.getOwned(taskId, account.id)
       if (Option.isNone(found)) return yield* new TaskNotFound({ taskId })

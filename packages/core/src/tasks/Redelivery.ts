@@ -11,7 +11,7 @@ import { isTerminal, TaskStatus } from "../domain/Task.js"
 import { CallbackWakeup } from "../services/TaskEvents.js"
 import type { CallbackAttempt, CallbackState } from "../services/TaskStore.js"
 import { TaskStore } from "../services/TaskStore.js"
-import { spanOptions } from "./SpanOptions.js"
+import { traced } from "./SpanOptions.js"
 
 /** A task's callback has nothing to redeliver: the task has not ended, or it has no callBackUrl. */
 export class CallbackNotRedeliverable extends Schema.TaggedError<CallbackNotRedeliverable>()("CallbackNotRedeliverable", {
@@ -43,7 +43,7 @@ export const make = Effect.gen(function*() {
       Effect.forEach(callbacks, (callback) => Effect.map(store.callbackAttempts(callback.id), (attempts) => ({ callback, attempts }))))
 
   /** The callbacks of the caller's task, each with every attempt made to deliver it. */
-  const callbacks = Effect.fn("TaskService.callbacks", spanOptions)(function*(account: Account, taskId: TaskId) {
+  const callbacks = traced("TaskService.callbacks")(function*(account: Account, taskId: TaskId) {
     if (Option.isNone(yield* store.getOwned(taskId, account.id))) return yield* new TaskNotFound({ taskId })
     return yield* deliveries(taskId)
   })
@@ -53,7 +53,7 @@ export const make = Effect.gen(function*() {
    * same webhook-id, whether the last one delivered it, gave up or is still retrying (as
    * Stripe resends a delivered event). The deliverer is woken so it goes at once.
    */
-  const redeliver = Effect.fn("TaskService.redeliver", spanOptions)(function*(account: Account, taskId: TaskId) {
+  const redeliver = traced("TaskService.redeliver")(function*(account: Account, taskId: TaskId) {
     const found = yield* store.getOwned(taskId, account.id)
     if (Option.isNone(found)) return yield* new TaskNotFound({ taskId })
     const { callBackUrl, status } = found.value

@@ -35,7 +35,7 @@ import { TaskWrites } from "./TaskWrites.js"
 import { checkUrl, underMediaBase } from "../domain/UrlPolicy.js"
 import { unsupportedModel } from "./UnsupportedModel.js"
 import { showAsHttps } from "./OwnMediaSchemes.js"
-import { spanOptions } from "./SpanOptions.js"
+import { traced } from "./SpanOptions.js"
 
 /** What the submit use case accepts beyond the model's own rules. */
 export interface Policy {
@@ -265,7 +265,7 @@ export const make = Effect.gen(function*() {
    * Validates, moderates and stores a new PENDING task; returns its id, and whether it is
    * the task an earlier request with the same Idempotency-Key created (`replayed`).
    */
-  const submit = Effect.fn("TaskService.submit", spanOptions)(
+  const submit = traced("TaskService.submit")(
     function*(account: Account, request: SubmitRequest, options: SubmitOptions = {}) {
       if (options.idempotency === undefined) return { taskId: yield* create(account, request), replayed: false }
       return yield* submitOnce(account, request, options.idempotency.key, options.idempotency.fingerprint)
@@ -279,7 +279,7 @@ export const make = Effect.gen(function*() {
    * `rejection` is the message a task refused by a rule of its model (motion's mediaUrls
    * counts) would fail with at once.
    */
-  const estimate = Effect.fn("TaskService.estimate", spanOptions)(function*(request: SubmitRequest, account?: Account) {
+  const estimate = traced("TaskService.estimate")(function*(request: SubmitRequest, account?: Account) {
     const { input, job, normalized } = yield* prepare(request, account)
     return { model: request.model, input, job, rejection: normalized.rejection } satisfies Estimate
   })

@@ -18,7 +18,7 @@ import * as Redelivery from "./Redelivery.js"
 import * as Submit from "./Submit.js"
 import * as TaskWatch from "./TaskWatch.js"
 import * as WebhookIntake from "./WebhookIntake.js"
-import { spanOptions } from "./SpanOptions.js"
+import { traced } from "./SpanOptions.js"
 
 export { CallbackNotRedeliverable } from "./Redelivery.js"
 export type { CallbackDelivery } from "./Redelivery.js"
@@ -37,7 +37,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     const { estimate, submit } = yield* Submit.make
 
     /** The caller's task with this id, as the query endpoint shows it. */
-    const query = Effect.fn("TaskService.query", spanOptions)(
+    const query = traced("TaskService.query")(
       function*(account: Account, taskId: TaskId) {
         const record = yield* store.getOwned(taskId, account.id)
         return yield* Option.match(record, {
@@ -48,7 +48,7 @@ export class TaskService extends Effect.Service<TaskService>()("@mediagate/core/
     )
 
     /** The caller's tasks, newest first, `limit` at a time, after the cursor's task, those the filters let through. */
-    const list = Effect.fn("TaskService.list", spanOptions)(function*(account: Account, query: ListQuery) {
+    const list = traced("TaskService.list")(function*(account: Account, query: ListQuery) {
       const page = yield* store.list(account.id, {
         limit: query.limit,
         cursor: Option.getOrUndefined(query.cursor),

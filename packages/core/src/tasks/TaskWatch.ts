@@ -14,7 +14,7 @@ import { isTerminal, toWire } from "../domain/Task.js"
 import type { Account } from "../services/Accounts.js"
 import { shows, TaskChanges } from "../services/TaskChanges.js"
 import { TaskStore } from "../services/TaskStore.js"
-import { spanOptions } from "./SpanOptions.js"
+import { traced } from "./SpanOptions.js"
 
 /**
  * How often a waiter reads its task again when no change was published: the safety net for
@@ -38,7 +38,7 @@ export const make = (
    * The caller's task as it changes: its state now, then every new status (or update),
    * ending with a terminal state. The stream fails with StoreError when a re-read does.
    */
-  const watch = Effect.fn("TaskService.watch", spanOptions)(function*(account: Account, taskId: TaskId) {
+  const watch = traced("TaskService.watch")(function*(account: Account, taskId: TaskId) {
     if (Option.isNone(yield* store.getOwned(taskId, account.id))) return yield* new TaskNotFound({ taskId })
     return Stream.unwrapScoped(Effect.gen(function*() {
       // Subscribed before the read, so no write falls between them.
@@ -63,7 +63,7 @@ export const make = (
    * The caller's task once it has ended, or after `wait` with its state then: answered as
    * soon as a write ends it, not at the next look.
    */
-  const wait = Effect.fn("TaskService.wait", spanOptions)(function*(account: Account, taskId: TaskId, wait: Duration.DurationInput) {
+  const wait = traced("TaskService.wait")(function*(account: Account, taskId: TaskId, wait: Duration.DurationInput) {
     const changes = yield* watch(account, taskId)
     const last = yield* changes.pipe(Stream.interruptWhen(Effect.sleep(wait)), Stream.runLast)
     return Option.isSome(last) && isTerminal(last.value.status) ? last.value : yield* query(account, taskId)

@@ -12,7 +12,7 @@ import { TaskWakeup } from "../services/TaskEvents.js"
 import { TaskStore } from "../services/TaskStore.js"
 import { type InboundWebhook, Upstream } from "../services/Upstream.js"
 import { TaskWrites } from "./TaskWrites.js"
-import { spanOptions } from "./SpanOptions.js"
+import { traced } from "./SpanOptions.js"
 
 /**
  * A webhook for a task a worker holds waits for the worker's write, for at most `limit` ms (a
@@ -73,7 +73,7 @@ export const make = Effect.gen(function*() {
    * webhook that says the job still runs (Replicate's `start`, `output`, `logs`) only
    * brings a poll, whose answer updates the progress (throttled) and never ends the task.
    */
-  const receiveWebhook = Effect.fn("TaskService.receiveWebhook", spanOptions)(function*(webhook: InboundWebhook) {
+  const receiveWebhook = traced("TaskService.receiveWebhook")(function*(webhook: InboundWebhook) {
     if (upstream.verifyWebhook === undefined || !(yield* upstream.verifyWebhook(webhook))) return false
     const found = yield* store.get(TaskId.make(webhook.token))
     if (Option.isNone(found)) return true
