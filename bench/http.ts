@@ -22,8 +22,13 @@
  * mediagate / bare and floor / SQLite bare, and errors (non-2xx included), and writes them
  * into docs/benchmarks.md unless `BENCH_WRITE=0`.
  *
+ * Each round also prints each server's CPU per answer (µs, user + system from /proc over the
+ * round): for the query the request path alone; for submit the acknowledgement and whatever
+ * the engine or worker did for the tasks during the round.
+ *
  * `BENCH_PROFILE=<dir>`: mediagate writes a CPU profile into `<dir>/http-<store>` when it
- * stops; `BENCH_ONLY=query` skips the submit rounds.
+ * stops; `BENCH_ONLY=query` skips the submit rounds; `BENCH_SERVER_ROOT=<checkout>` runs
+ * that checkout's standalone server as mediagate (an older commit, for A/B).
  */
 import { HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
@@ -179,7 +184,9 @@ const startServer = async (side: SideName, databaseUrl: string, dir: string, sto
   const profileDir = process.env["BENCH_PROFILE"]
   // A folder per store: tsx's loader thread writes a profile of its own beside the main thread's (the larger file).
   const profile = side !== "mediagate" || profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, `http-${store.toLowerCase()}`)}`]
+  const root = side === "mediagate" ? process.env["BENCH_SERVER_ROOT"] : undefined
   const child: ChildProcess = spawn(process.execPath, [...profile, "--conditions=@mediagate/source", "--import", "tsx", ...entries[side]], {
+    ...(root === undefined ? {} : { cwd: root }),
     env: {
       ...process.env,
       // A port the system chooses; the server prints it.
@@ -245,7 +252,14 @@ const quiet = async (servers: ReadonlyArray<Server>) => {
   return (Date.now() - started) / 1000
 }
 
-type Figures = { readonly rps: number; readonly p50: number; readonly p99: number; readonly errors: number }
+type Figures = {
+  readonly rps: number
+  readonly p50: number
+  readonly p99: number
+  readonly errors: number
+  /** The server's CPU per answer over the round, µs. */
+  readonly cpuMicros: number
+}
 
 /**
  * One round on `connections` connections: after `seconds`, each connection closes once its
@@ -255,7 +269,8 @@ type Figures = { readonly rps: number; readonly p50: number; readonly p99: numbe
  * the last one; errors are connection errors and timeouts, non-2xx answers, and requests
  * still unanswered at the cap.
  */
-const load = async (url: string, body?: string): Promise<Figures> => {
+const load = async (pid: number, url: string, body?: string): Promise<Figures> => {
+  const cpu = cpuMillisOf(pid)
   const started = performance.now()
   let responses = 0
   let last = started
@@ -276,7 +291,9 @@ const load = async (url: string, body?: string): Promise<Figures> => {
     })
   })
   const unanswered = Math.max(0, result.requests.sent - result.requests.total - result.errors)
+  const cpuMicros = responses === 0 ? 0 : ((cpuMillisOf(pid) - cpu) * 1000) / responses
   return {
+    cpuMicros,
     rps: responses / ((last - started) / 1000),
     p50: result.latency.p50,
     p99: result.latency.p99,
@@ -305,10 +322,10 @@ const run = async (store: "SQLite" | "PostgreSQL", databases: Partial<Record<Sid
         for (const server of servers) {
           const waited = await quiet(servers)
           const figures = kind === "query"
-            ? await load(`${server.base}/api/v1/task/${queried.get(server)}`)
-            : await load(`${server.base}/api/v1/task/submit`, submitBody)
+            ? await load(server.pid, `${server.base}/api/v1/task/${queried.get(server)}`)
+            : await load(server.pid, `${server.base}/api/v1/task/submit`, submitBody)
           all.get(server)!.push(figures)
-          console.log(`  ${store} ${kind} round ${round + 1} ${server.side}: ${figures.rps.toFixed(0)} req/s, p50 ${figures.p50} / p99 ${figures.p99} ms, ${figures.errors} errors (after ${waited.toFixed(1)} s waiting for quiet)`)
+          console.log(`  ${store} ${kind} round ${round + 1} ${server.side}: ${figures.rps.toFixed(0)} req/s, p50 ${figures.p50} / p99 ${figures.p99} ms, ${figures.cpuMicros.toFixed(0)} µs CPU/answer, ${figures.errors} errors (after ${waited.toFixed(1)} s waiting for quiet)`)
         }
       }
       for (const [server, figures] of all) {
