@@ -152,7 +152,7 @@ export const make = (options: Options = {}): Effect.Effect<
     }
 
     const writeCallbacks = (run: Executor.Run, callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
-      Effect.forEach(callbacks, (row) => run(insertCallback, [row.id, row.taskId, row.url, row.createdAt, row.dueAt ?? row.createdAt, row.event ?? null]), {
+      Effect.forEach(callbacks, (row) => Executor.later(run)(insertCallback, [row.id, row.taskId, row.url, row.createdAt, row.dueAt ?? row.createdAt, row.event ?? null]), {
         discard: true
       })
 
@@ -161,7 +161,7 @@ export const make = (options: Options = {}): Effect.Effect<
         (callbacks.length === 0
           ? executor.run(insertTask, TaskRow.values(TaskRow.toRow(task)))
           : executor.transaction((run) =>
-            Effect.zipRight(run(insertTask, TaskRow.values(TaskRow.toRow(task))), writeCallbacks(run, callbacks))
+            Effect.zipRight(Executor.later(run)(insertTask, TaskRow.values(TaskRow.toRow(task))), writeCallbacks(run, callbacks))
           )).pipe(Effect.asVoid, refail("create")),
 
       databaseId,
@@ -169,7 +169,7 @@ export const make = (options: Options = {}): Effect.Effect<
       createHeld: (task, callbacks, hold) =>
         executor.transaction((run) =>
           ledger.reserve(run, hold).pipe(
-            Effect.zipRight(run(insertTask, TaskRow.values(TaskRow.toRow(task)))),
+            Effect.zipRight(Executor.later(run)(insertTask, TaskRow.values(TaskRow.toRow(task)))),
             Effect.zipRight(writeCallbacks(run, callbacks))
           )
         ).pipe(Effect.asVoid, refail("createHeld")),
@@ -269,7 +269,7 @@ export const make = (options: Options = {}): Effect.Effect<
         attempts.length === 0 ? Effect.void : executor.transaction((run) =>
           Effect.forEach(attempts, (attempt) =>
             Effect.zipRight(
-              run(insertAttempt, [
+              Executor.later(run)(insertAttempt, [
                 attempt.callbackId,
                 attempt.attempt,
                 attempt.at,
@@ -279,7 +279,7 @@ export const make = (options: Options = {}): Effect.Effect<
                 attempt.outcome._tag,
                 attempt.outcome._tag === "Retry" ? attempt.outcome.retryAt : null
               ]),
-              run(afterAttempt, [
+              Executor.later(run)(afterAttempt, [
                 attempt.attempt,
                 attempt.outcome._tag === "Retry" ? attempt.outcome.retryAt : null,
                 attempt.outcome._tag === "Delivered" ? attempt.at : null,

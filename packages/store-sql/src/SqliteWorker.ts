@@ -17,7 +17,9 @@ import { Effect, Layer, Scope } from "effect"
 import { createRequire } from "node:module"
 import type * as Threads from "node:worker_threads"
 import { Worker } from "node:worker_threads"
+import * as Batch from "./internal/Batch.js"
 import * as Mutex from "./internal/Mutex.js"
+import type { Row } from "./internal/Rows.js"
 
 /** Settings of `make`. */
 export interface Options {
@@ -29,7 +31,7 @@ export interface Options {
   readonly prepareCacheSize?: number
 }
 
-type Operation = "rows" | "raw" | "values" | "unprepared" | "close"
+type Operation = "rows" | "raw" | "values" | "unprepared" | "batch" | "close"
 
 /** What the main thread sends: one statement (or `close`), numbered so its answer finds its caller. */
 interface Request {
@@ -44,7 +46,13 @@ interface Request {
 interface Reply {
   readonly id: number
   readonly rows?: unknown
-  readonly error?: { readonly message: string; readonly code: string | undefined; readonly stage: "open" | "prepare" | "execute" }
+  readonly error?: {
+    readonly message: string
+    readonly code: string | undefined
+    readonly stage: "open" | "prepare" | "execute"
+    /** In a batch: the statement that failed (those before it ran). */
+    readonly index?: number
+  }
 }
 
 interface WorkerData {
@@ -98,42 +106,56 @@ const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite): void => 
   // Prepared statements by text, the oldest dropped first (a Map keeps insertion order).
   const cache = new Map<string, Sqlite.Statement>()
   port.postMessage({ id: 0, rows: [] } satisfies Reply)
+  /** One statement; throws its failure tagged with the stage it failed at. */
+  const execute = (op: Operation, sql: string, params: ReadonlyArray<unknown>, safeIntegers: boolean): unknown => {
+    let statement: Sqlite.Statement | undefined
+    try {
+      statement = op === "unprepared" ? database.prepare(sql) : cache.get(sql)
+      if (statement === undefined) {
+        statement = database.prepare(sql)
+        cache.set(sql, statement)
+        if (cache.size > data.cacheSize) cache.delete(cache.keys().next().value!)
+      }
+    } catch (cause) {
+      throw { stage: "prepare", cause }
+    }
+    try {
+      statement.safeIntegers(safeIntegers)
+      if (!statement.reader) {
+        const result = statement.run(...params)
+        return op === "raw" ? result : []
+      }
+      if (op !== "values") return statement.all(...params)
+      statement.raw(true)
+      try {
+        return statement.all(...params)
+      } finally {
+        statement.raw(false)
+      }
+    } catch (cause) {
+      throw { stage: "execute", cause }
+    }
+  }
   port.on("message", (request: Request) => {
     if (request.op === "close") {
       database.close()
       port.close()
       return
     }
-    let statement: Sqlite.Statement | undefined
+    // A batch: its statements in order, each one's rows, up to the first that fails (its index on the error).
+    const batch = request.op === "batch" ? request.params as ReadonlyArray<readonly [string, ReadonlyArray<unknown>]> : undefined
+    const results: Array<unknown> = []
     try {
-      statement = request.op === "unprepared" ? database.prepare(request.sql) : cache.get(request.sql)
-      if (statement === undefined) {
-        statement = database.prepare(request.sql)
-        cache.set(request.sql, statement)
-        if (cache.size > data.cacheSize) cache.delete(cache.keys().next().value!)
+      if (batch === undefined) {
+        port.postMessage({ id: request.id, rows: execute(request.op, request.sql, request.params, request.safeIntegers) } satisfies Reply)
+        return
       }
-    } catch (cause) {
-      port.postMessage(fail(request.id, "prepare", cause))
-      return
-    }
-    try {
-      let rows: unknown
-      if (statement.reader) {
-        statement.safeIntegers(request.safeIntegers)
-        if (request.op === "values") statement.raw(true)
-        try {
-          rows = statement.all(...request.params)
-        } finally {
-          if (request.op === "values") statement.raw(false)
-        }
-      } else {
-        statement.safeIntegers(request.safeIntegers)
-        const result = statement.run(...request.params)
-        rows = request.op === "raw" ? result : []
-      }
-      port.postMessage({ id: request.id, rows } satisfies Reply)
-    } catch (cause) {
-      port.postMessage(fail(request.id, "execute", cause))
+      for (const [sql, params] of batch) results.push(execute("rows", sql, params, request.safeIntegers))
+      port.postMessage({ id: request.id, rows: results } satisfies Reply)
+    } catch (failure) {
+      const { cause, stage } = failure as { readonly stage: "prepare" | "execute"; readonly cause: unknown }
+      const reply = fail(request.id, stage, cause)
+      port.postMessage(batch === undefined ? reply : { id: request.id, error: { ...reply.error!, index: results.length } } satisfies Reply)
     }
   })
 }
@@ -173,7 +195,7 @@ const sqlError = (error: NonNullable<Reply["error"]>) =>
  * alive; while none does it does not, as an idle better-sqlite3 connection did not.
  */
 const start = (options: Options) =>
-  Effect.async<{ readonly call: (op: Operation, sql: string, params: ReadonlyArray<unknown>, safeIntegers: boolean) => Effect.Effect<unknown, SqlError.SqlError>; readonly close: Effect.Effect<void> }, SqlError.SqlError>((resume) => {
+  Effect.async<{ readonly call: (op: Operation, sql: string, params: ReadonlyArray<unknown>, safeIntegers: boolean) => Effect.Effect<unknown, NonNullable<Reply["error"]>>; readonly close: Effect.Effect<void> }, SqlError.SqlError>((resume) => {
     const worker = new Worker(source, {
       eval: true,
       workerData: {
@@ -212,11 +234,11 @@ const start = (options: Options) =>
     worker.on("error", (error) => stopAll(error.message))
     worker.on("exit", (code) => stopAll(`exit code ${code}`))
     const call = (op: Operation, sql: string, params: ReadonlyArray<unknown>, safeIntegers: boolean) =>
-      Effect.async<unknown, SqlError.SqlError>((answer) => {
-        if (stopped !== undefined) return answer(Effect.fail(sqlError({ message: `the SQLite worker stopped: ${stopped}`, code: undefined, stage: "execute" })))
+      Effect.async<unknown, NonNullable<Reply["error"]>>((answer) => {
+        if (stopped !== undefined) return answer(Effect.fail({ message: `the SQLite worker stopped: ${stopped}`, code: undefined, stage: "execute" }))
         const id = ++next
         if (pending.size === 0) worker.ref()
-        pending.set(id, (reply) => answer(reply.error === undefined ? Effect.succeed(reply.rows) : Effect.fail(sqlError(reply.error))))
+        pending.set(id, (reply) => answer(reply.error === undefined ? Effect.succeed(reply.rows) : Effect.fail(reply.error)))
         worker.postMessage({ id, op, sql, params, safeIntegers } satisfies Request)
       })
     // Referenced until it has exited, so the connection closes (checkpointing the WAL) before the process ends.
@@ -232,7 +254,14 @@ export const make = (options: Options): Effect.Effect<SqlClient.SqlClient, SqlEr
   Effect.gen(function*() {
     const connection = yield* Effect.acquireRelease(start(options), (worker) => worker.close)
     const run = (op: Operation, sql: string, params: ReadonlyArray<unknown>) =>
-      Effect.flatMap(SqlClient.SafeIntegers, (safe) => connection.call(op, sql, params, safe))
+      Effect.flatMap(SqlClient.SafeIntegers, (safe) => Effect.mapError(connection.call(op, sql, params, safe), sqlError))
+    // Not enumerable, so the connection's shape is as @effect/sql-sqlite-node's.
+    const batch: Batch.Batch = (statements) =>
+      Effect.flatMap(SqlClient.SafeIntegers, (safe) =>
+        Effect.mapError(
+          connection.call("batch", "", statements, safe) as Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, NonNullable<Reply["error"]>>,
+          (error) => ({ index: error.index ?? 0, error: sqlError(error) })
+        ))
     const rows = (op: Operation, sql: string, params: ReadonlyArray<unknown>, transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined) =>
       Effect.map(run(op, sql, params), (result) => transformRows === undefined ? result as ReadonlyArray<any> : transformRows(result as ReadonlyArray<object>))
     const self: SqlConnection.Connection = {
@@ -242,6 +271,7 @@ export const make = (options: Options): Effect.Effect<SqlClient.SqlClient, SqlEr
       executeUnprepared: (sql, params, transformRows) => rows("unprepared", sql, params ?? [], transformRows),
       executeStream: () => Effect.dieMessage("executeStream not implemented") as never
     }
+    Object.defineProperty(self, Batch.TypeId, { value: batch })
     // One fiber at a time on the connection (internal/Mutex.ts says why not a Semaphore).
     const lock = Mutex.make()
     const acquirer = lock.withLock(Effect.succeed(self))

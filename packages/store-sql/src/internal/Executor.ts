@@ -7,11 +7,23 @@ import type { SqlClient, SqlConnection, SqlError } from "@effect/sql"
 import { StoreError } from "@mediagate/core"
 import type { Scope } from "effect"
 import { Effect, Exit } from "effect"
+import * as Batch from "./Batch.js"
 import * as Mutex from "./Mutex.js"
 import type { Row } from "./Rows.js"
 
-/** Runs one compiled statement with its parameters. */
-export type Run = (text: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<Row>, SqlError.SqlError>
+/**
+ * Runs one compiled statement with its parameters. In a transaction on the SQLite worker it
+ * also has `later`: a write whose answer nobody reads, queued and sent with the
+ * transaction's next statement or with its COMMIT, in one round trip (`Batch`). Its failure
+ * fails that statement or the COMMIT instead, and the transaction rolls back all the same.
+ */
+export type Run = ((text: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<Row>, SqlError.SqlError>) & {
+  readonly later?: (text: string, params: ReadonlyArray<unknown>) => Effect.Effect<void>
+}
+
+/** `run.later` where the executor has it, else `run` itself: the statement at once. */
+export const later = (run: Run): (text: string, params: ReadonlyArray<unknown>) => Effect.Effect<unknown, SqlError.SqlError> =>
+  run.later ?? run
 
 export interface Executor {
   /** One statement: atomic on its own (an implicit transaction), so it needs no BEGIN. */
@@ -24,8 +36,10 @@ const transaction = <A, E>(
   connection: SqlConnection.Connection,
   begin: string,
   body: (run: Run) => Effect.Effect<A, E>
-): Effect.Effect<A, E | SqlError.SqlError> =>
-  Effect.uninterruptibleMask((restore) =>
+): Effect.Effect<A, E | SqlError.SqlError> => {
+  const batch = Batch.of(connection)
+  if (batch !== undefined) return batched(connection, batch, begin, body)
+  return Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
       yield* connection.execute(begin, [], undefined)
       const exit = yield* Effect.exit(restore(body((text, params) => connection.execute(text, params, undefined))))
@@ -33,6 +47,58 @@ const transaction = <A, E>(
       return yield* exit
     })
   )
+}
+
+/**
+ * A transaction on a connection that runs batches (the SQLite worker): BEGIN goes with the
+ * body's first statement, and the writes queued by `later` go with the next statement or
+ * with the COMMIT. BEGIN still runs first, so `BEGIN IMMEDIATE` takes the write lock before
+ * anything is read. A batch stops at its first failing statement: when that is BEGIN, no
+ * transaction is open and none is rolled back; when it is a statement after BEGIN, the
+ * transaction is rolled back, as when the body fails; when it is COMMIT, its error is the
+ * answer, as it was without batches. A body that ran no statement and queued none sends
+ * nothing.
+ */
+const batched = <A, E>(
+  connection: SqlConnection.Connection,
+  batch: Batch.Batch,
+  begin: string,
+  body: (run: Run) => Effect.Effect<A, E>
+): Effect.Effect<A, E | SqlError.SqlError> =>
+  Effect.uninterruptibleMask((restore) => {
+    let begun = false
+    let queued: Array<readonly [string, ReadonlyArray<unknown>]> = []
+    /** Sends the queue and `statements` (BEGIN first, if not yet sent); the last statement's rows. */
+    const send = (statements: Batch.Statements) =>
+      Effect.suspend(() => {
+        const prefix = begun ? 0 : 1
+        const all = begun ? [...queued, ...statements] : [[begin, []] as const, ...queued, ...statements]
+        queued = []
+        return batch(all).pipe(
+          Effect.map((results) => {
+            begun = true
+            return results[results.length - 1]!
+          }),
+          Effect.catchAll((failure) => {
+            if (failure.index >= prefix) begun = true
+            return Effect.fail({ failure, commit: failure.index === all.length - 1 && statements[0]?.[0] === "COMMIT" })
+          })
+        )
+      })
+    const run: Run = Object.assign(
+      (text: string, params: ReadonlyArray<unknown>) => Effect.mapError(send([[text, params]]), ({ failure }) => failure.error),
+      { later: (text: string, params: ReadonlyArray<unknown>) => Effect.sync(() => void queued.push([text, params])) }
+    )
+    const rollback = Effect.suspend(() => (begun ? Effect.asVoid(connection.execute("ROLLBACK", [], undefined)) : Effect.void))
+    return Effect.flatMap(Effect.exit(restore(body(run))), (exit) => {
+      if (Exit.isFailure(exit)) return Effect.zipRight(rollback, exit)
+      if (!begun && queued.length === 0) return exit
+      return send([["COMMIT", []]]).pipe(
+        Effect.catchAll(({ commit, failure }) => commit ? Effect.fail(failure.error) : Effect.zipRight(rollback, Effect.fail(failure.error))),
+        Effect.zipRight(exit)
+      )
+    })
+  })
 
 /**
  * SQLite has one connection per client, and the store keeps it for its lifetime (give the

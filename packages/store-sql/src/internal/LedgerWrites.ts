@@ -17,6 +17,7 @@ import type { SqlError } from "@effect/sql"
 import { Ids, KeyScopes, Ledger } from "@mediagate/core"
 import { Effect, Option } from "effect"
 import type * as Database from "../Database.js"
+import * as Executor from "./Executor.js"
 import type { Run } from "./Executor.js"
 
 /** A row of the entries table. */
@@ -95,9 +96,14 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
   )
   const advisoryLock = compile(`SELECT pg_advisory_xact_lock(hashtext(?))`)
 
-  /** Writes `entry` and moves its account's sums; a reservation is opened, a charge or release closes it. */
-  const write = (run: Run, entry: Ledger.LedgerEntry) =>
-    run(insertEntry, [
+  /**
+   * Writes `entry` and moves its account's sums; a reservation is opened, a charge or release
+   * closes it. Nothing reads their answers: on the SQLite worker they go with the
+   * transaction's next statement or its COMMIT (`Executor.later`).
+   */
+  const write = (run: Run, entry: Ledger.LedgerEntry) => {
+    const write = Executor.later(run)
+    return write(insertEntry, [
       entry.id,
       entry.accountId,
       entry.taskId,
@@ -109,16 +115,17 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
       entry.keyId ?? null,
       entry.model ?? null
     ]).pipe(
-      Effect.zipRight(run(addToSums, [entry.accountId, entry.amount, entry.held])),
+      Effect.zipRight(write(addToSums, [entry.accountId, entry.amount, entry.held])),
       Effect.zipRight(
         entry.kind === "reserve"
-          ? run(openReservation, [entry.taskId, entry.id, entry.at])
+          ? write(openReservation, [entry.taskId, entry.id, entry.at])
           : entry.kind === "credit"
           ? Effect.void
-          : run(closeReservation, [entry.taskId])
+          : write(closeReservation, [entry.taskId])
       ),
       Effect.as(entry)
     )
+  }
   /** PostgreSQL: the task's movements one at a time, to the commit. */
   const lockTask = (run: Run, taskId: string) => (isPg ? Effect.asVoid(run(advisoryLock, [`ledger:${taskId}`])) : Effect.void)
   const first = (rows: ReadonlyArray<Record<string, unknown>>) => Option.map(Option.fromNullable(rows[0] as EntryRow | undefined), entryOf)
@@ -144,7 +151,7 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
   const uncount = (run: Run, reservation: Ledger.LedgerEntry) =>
     reservation.keyId == null || reservation.held === 0
       ? Effect.void
-      : Effect.asVoid(run(spendDown, [reservation.held, reservation.keyId, KeyScopes.monthOf(reservation.at)]))
+      : Effect.asVoid(Executor.later(run)(spendDown, [reservation.held, reservation.keyId, KeyScopes.monthOf(reservation.at)]))
 
   /** `Ledger.reserve` within the caller's transaction: the existing reservation when there is one. */
   const reserve = (

@@ -1,0 +1,132 @@
+import { SqlClient, SqlError } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import type { SqlConnection } from "@effect/sql"
+import { Effect, Exit, Layer } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as Batch from "../src/internal/Batch.js"
+import * as Executor from "../src/internal/Executor.js"
+import * as SqliteWorker from "../src/SqliteWorker.js"
+
+/** A worker client on a fresh file with a table `t (id PRIMARY KEY)`, in the scope. */
+const fresh = Effect.gen(function*() {
+  const dir = mkdtempSync(join(tmpdir(), "mediagate-batch-"))
+  yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+  const context = yield* Layer.build(SqliteWorker.layer({ filename: join(dir, "db.sqlite") }))
+  const sql = context.unsafeMap.get(SqlClient.SqlClient.key) as SqlClient.SqlClient
+  yield* sql.unsafe("CREATE TABLE t (id TEXT PRIMARY KEY)")
+  return sql
+})
+
+const ids = (sql: SqlClient.SqlClient) => Effect.map(sql.unsafe<{ id: string }>("SELECT id FROM t ORDER BY id"), (rows) => rows.map((row) => row.id))
+
+/** A connection that records each batch it is sent and answers each statement with `[{ n }]`, failing where `failAt` says. */
+const recording = (failAt?: (statements: Batch.Statements) => number | undefined) => {
+  const sent: Array<Array<string>> = []
+  const executed: Array<string> = []
+  const batch: Batch.Batch = (statements) => {
+    sent.push(statements.map(([text]) => text))
+    const index = failAt?.(statements)
+    if (index !== undefined) return Effect.fail({ index, error: new SqlError.SqlError({ cause: new Error(`failed: ${statements[index]![0]}`) }) })
+    return Effect.succeed(statements.map((_, n) => [{ n }]))
+  }
+  const connection = {
+    execute: (text: string) => Effect.sync(() => void executed.push(text)).pipe(Effect.as([]))
+  } as unknown as SqlConnection.Connection
+  Object.defineProperty(connection, Batch.TypeId, { value: batch })
+  const sql = { reserve: Effect.succeed(connection) } as unknown as SqlClient.SqlClient
+  return { executor: Executor.perOperation(sql, "BEGIN IMMEDIATE"), sent, executed }
+}
+
+describe("a transaction on the SQLite worker, in batches", () => {
+  it.effect("sends BEGIN with the first statement, and the queued writes with the COMMIT", () =>
+    Effect.gen(function*() {
+      const { executed, executor, sent } = recording()
+      const answer = yield* executor.transaction((run) =>
+        Effect.gen(function*() {
+          yield* Executor.later(run)("INSERT a", [])
+          const rows = yield* run("SELECT b", [])
+          yield* Executor.later(run)("INSERT c", [])
+          yield* Executor.later(run)("INSERT d", [])
+          return rows
+        })
+      )
+      expect(answer).toEqual([{ n: 2 }])
+      expect(sent).toEqual([["BEGIN IMMEDIATE", "INSERT a", "SELECT b"], ["INSERT c", "INSERT d", "COMMIT"]])
+      expect(executed).toEqual([])
+    }))
+
+  it.effect("a transaction of writes alone is one round trip; one that runs nothing sends nothing", () =>
+    Effect.gen(function*() {
+      const { executor, sent } = recording()
+      yield* executor.transaction((run) => Executor.later(run)("INSERT a", []))
+      yield* executor.transaction(() => Effect.void)
+      yield* Effect.exit(executor.transaction((run) => Effect.zipRight(Executor.later(run)("INSERT a", []), Effect.fail("no"))))
+      expect(sent).toEqual([["BEGIN IMMEDIATE", "INSERT a", "COMMIT"]])
+    }))
+
+  it.effect("a failing BEGIN rolls nothing back; a failing statement after it, or a failing body, rolls back; a failing COMMIT is the answer", () =>
+    Effect.gen(function*() {
+      const at = (text: string) => (statements: Batch.Statements) => {
+        const index = statements.findIndex(([sql]) => sql === text)
+        return index === -1 ? undefined : index
+      }
+      const begin = recording(at("BEGIN IMMEDIATE"))
+      expect(Exit.isFailure(yield* Effect.exit(begin.executor.transaction((run) => run("SELECT 1", []))))).toBe(true)
+      expect(begin.executed).toEqual([])
+
+      const write = recording(at("INSERT a"))
+      const failed = yield* Effect.exit(write.executor.transaction((run) => Effect.zipRight(Executor.later(run)("INSERT a", []), run("SELECT b", []))))
+      expect(failed).toEqual(Exit.fail(expect.objectContaining({ cause: new Error("failed: INSERT a") })))
+      expect(write.executed).toEqual(["ROLLBACK"])
+
+      const queued = recording(at("INSERT c"))
+      yield* Effect.exit(queued.executor.transaction((run) => Effect.zipRight(run("SELECT b", []), Executor.later(run)("INSERT c", []))))
+      expect(queued.sent).toEqual([["BEGIN IMMEDIATE", "SELECT b"], ["INSERT c", "COMMIT"]])
+      expect(queued.executed).toEqual(["ROLLBACK"])
+
+      const body = recording()
+      expect(yield* Effect.exit(body.executor.transaction((run) => Effect.zipRight(run("SELECT b", []), Effect.fail("no"))))).toEqual(Exit.fail("no"))
+      expect(body.executed).toEqual(["ROLLBACK"])
+
+      const commit = recording(at("COMMIT"))
+      expect(Exit.isFailure(yield* Effect.exit(commit.executor.transaction((run) => Executor.later(run)("INSERT a", []))))).toBe(true)
+      expect(commit.executed).toEqual([])
+    }))
+
+  it.scoped("on the worker: all or nothing when a queued write fails, and the connection is free after", () =>
+    Effect.gen(function*() {
+      const sql = yield* fresh
+      const executor = Executor.perOperation(sql, "BEGIN IMMEDIATE")
+      yield* executor.transaction((run) => Executor.later(run)("INSERT INTO t (id) VALUES (?)", ["a"]))
+      const failed = yield* Effect.exit(executor.transaction((run) =>
+        Effect.gen(function*() {
+          yield* run("INSERT INTO t (id) VALUES (?)", ["b"])
+          yield* Executor.later(run)("INSERT INTO t (id) VALUES (?)", ["c"])
+          // Already there: the COMMIT's batch stops here, and the transaction rolls back.
+          yield* Executor.later(run)("INSERT INTO t (id) VALUES (?)", ["a"])
+        })
+      ))
+      expect(Exit.isFailure(failed)).toBe(true)
+      expect(yield* ids(sql)).toEqual(["a"])
+      const rows = yield* executor.transaction((run) =>
+        Effect.zipRight(Executor.later(run)("INSERT INTO t (id) VALUES (?)", ["d"]), run("SELECT count(*) AS n FROM t", []))
+      )
+      expect(rows).toEqual([{ n: 2 }])
+      expect(yield* ids(sql)).toEqual(["a", "d"])
+    }))
+
+  it.scoped("on the worker: a BEGIN that fails leaves the open transaction it met alone", () =>
+    Effect.gen(function*() {
+      const sql = yield* fresh
+      const executor = Executor.perOperation(sql, "BEGIN IMMEDIATE")
+      yield* sql.unsafe("BEGIN")
+      yield* sql.unsafe("INSERT INTO t (id) VALUES ('x')")
+      const failed = yield* Effect.exit(executor.transaction((run) => run("INSERT INTO t (id) VALUES (?)", ["y"])))
+      expect(Exit.isFailure(failed)).toBe(true)
+      // Still open (a ROLLBACK from the executor would have ended it): this one commits 'x'.
+      yield* sql.unsafe("COMMIT")
+      expect(yield* ids(sql)).toEqual(["x"])
+    }))
+})
