@@ -39,7 +39,7 @@ export const make = (options: Options = {}): Effect.Effect<
     const order = sql.literal("CASE kind WHEN 'credit' THEN 0 WHEN 'reserve' THEN 1 ELSE 2 END")
     const openTable = sql(t.ledgerOpen)
     const databaseId = yield* Schema.databaseIdOf(options.tablePrefix ?? Database.defaultPrefix).pipe(refail("start"))
-    const { advisoryLock, endOf, entryById, first, lockTask, reservationOf, reserve, sums, uncount, write } = LedgerWrites.make(prepared)
+    const { advisoryLock, entryById, first, lockTask, reservationAndEndOf, reservationOf, reserve, sums, uncount, write } = LedgerWrites.make(prepared)
 
     /**
      * One movement in one transaction that, once begun, runs to its commit or rollback: an
@@ -57,9 +57,8 @@ export const make = (options: Options = {}): Effect.Effect<
       transaction((run) =>
         Effect.gen(function*() {
           yield* lockTask(run, taskId)
-          const done = first(yield* run(endOf, [taskId]))
+          const { end: done, reservation: held } = yield* reservationAndEndOf(run, taskId)
           if (Option.isSome(done)) return done.value
-          const held = first(yield* run(reservationOf, [taskId]))
           if (Option.isNone(held)) return yield* Effect.fail(new Ledger.NoReservation({ taskId }))
           const { keyId, model } = held.value
           // A release gives the key's cap back what the reservation counted; a charge leaves it.

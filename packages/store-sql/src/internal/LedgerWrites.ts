@@ -76,7 +76,19 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
   const closeReservation = compile(`DELETE FROM ${quoted.open} WHERE task_id = ?`)
   // The kinds written out, not bound: the partial unique indexes of migration 0011 answer these.
   const reservationOf = compile(`SELECT * FROM ${quoted.entries} WHERE task_id = ? AND kind = 'reserve'`)
-  const endOf = compile(`SELECT * FROM ${quoted.entries} WHERE task_id = ? AND kind IN ('charge', 'release')`)
+  // A charge's or release's reads in one: the task's reservation and its end, if any (each
+  // part answered by its partial unique index).
+  const reservationAndEnd = compile(
+    `SELECT * FROM ${quoted.entries} WHERE task_id = ? AND kind = 'reserve'
+     UNION ALL SELECT * FROM ${quoted.entries} WHERE task_id = ? AND kind IN ('charge', 'release')`
+  )
+  // SQLite: a hold's reads in one row, the account's sums and the task's reservation if any
+  // (no other writer can come between: the transaction holds the write lock).
+  const sumsAndReservation = compile(
+    `SELECT b.balance AS sums_balance, b.reserved AS sums_reserved, e.* FROM (SELECT 1) AS one
+     LEFT JOIN ${quoted.balances} b ON b.account_id = ?
+     LEFT JOIN ${quoted.entries} e ON e.task_id = ? AND e.kind = 'reserve'`
+  )
   const entryById = compile(`SELECT * FROM ${quoted.entries} WHERE id = ?`)
   const sumsOf = compile(`SELECT balance, reserved FROM ${quoted.balances} WHERE account_id = ?`)
   const lockAccount = compile(`SELECT 1 FROM ${quoted.balances} WHERE account_id = ? FOR UPDATE`)
@@ -160,7 +172,8 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
   ): Effect.Effect<Ledger.LedgerEntry, Ledger.HoldRefused | SqlError.SqlError> =>
     Effect.gen(function*() {
       yield* lockTask(run, taskId)
-      const existing = first(yield* run(reservationOf, [taskId]))
+      const read = isPg ? undefined : (yield* run(sumsAndReservation, [accountId, taskId]))[0]
+      const existing = read === undefined ? first(yield* run(reservationOf, [taskId])) : read["id"] == null ? Option.none() : first([read])
       if (Option.isSome(existing)) return existing.value
       if (keyId !== null && monthlyCapMicroUsd !== null) yield* countAgainstCap(run, keyId, monthlyCapMicroUsd, amount, at)
       const entry: Ledger.LedgerEntry = {
@@ -181,12 +194,21 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
       }
       // On PostgreSQL the account's row is locked from here to the commit.
       if (isPg) yield* run(lockAccount, [accountId])
-      const { balance, reserved } = yield* sums(run, accountId)
+      const { balance, reserved } = read === undefined
+        ? yield* sums(run, accountId)
+        : { balance: Number(read["sums_balance"] ?? 0), reserved: Number(read["sums_reserved"] ?? 0) }
       if (amount > balance - reserved) {
         return yield* Effect.fail(new Ledger.InsufficientCredits({ accountId, requested: amount, available: balance - reserved }))
       }
       return yield* write(run, entry)
     })
 
-  return { write, lockTask, first, sums, reserve, uncount, reservationOf, endOf, entryById, advisoryLock }
+  /** A charge's or release's reads: the task's reservation and its end, each if written. */
+  const reservationAndEndOf = (run: Run, taskId: string) =>
+    Effect.map(run(reservationAndEnd, [taskId, taskId]), (rows) => ({
+      reservation: first(rows.filter((row) => row["kind"] === "reserve")),
+      end: first(rows.filter((row) => row["kind"] !== "reserve"))
+    }))
+
+  return { write, lockTask, first, sums, reserve, uncount, reservationOf, reservationAndEndOf, entryById, advisoryLock }
 }
