@@ -8,7 +8,7 @@
  * comes with this process's CPU per task over the engine's run.
  *
  * `BENCH_COUNT=1`: instead, per task, the Effect fibers the engine forked, the Effect steps
- * it ran, its FiberRef writes (`bench/effect-counts.ts`) and the SQL statements it ran
+ * it ran, its FiberRef writes (`scripts/effect-counts.ts`) and the SQL statements it ran
  * (SQLite and PostgreSQL), with its CPU per task (the counting slows the steps, so no rate
  * and nothing written to docs/benchmarks.md). `BENCH_STORES` (memory,SQLite,PostgreSQL)
  * and `BENCH_KINDS` (async,sync) choose what runs.
@@ -28,7 +28,7 @@ import { writeSection } from "../scripts/benchmarks-doc.js"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Worker } from "node:worker_threads"
-import * as EffectCounts from "./effect-counts.js"
+import * as EffectCounts from "../scripts/effect-counts.js"
 
 const tasks = Number(process.env["BENCH_TASKS"] ?? 4_000)
 const counting = process.env["BENCH_COUNT"] === "1"

@@ -1,5 +1,5 @@
 /**
- * `npx tsx --conditions=@mediagate/source bench/http-inprocess.ts`: the CPU a request costs in the HTTP pipeline, in process,
+ * `npm run bench:http-inprocess`: the CPU a request costs in the HTTP pipeline, in process,
  * without sockets or a client in another process: the API's HttpApp (`MediagateHttp.httpApp`,
  * the standalone server's, the tracer off as the standalone has it without trace export)
  * served as a web handler (`Request` in, `Response` out) over the memory backends and the
