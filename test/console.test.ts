@@ -202,6 +202,8 @@ describe("the console page", () => {
         yield* promise(() => page.fill("#tasks-id", ""))
         yield* promise(() => page.selectOption("#tasks-status", "FAILURE"))
         yield* promise(() => page.click("#tasks-search"))
+        // The failed task is in the unfiltered list too: wait for the filtered list itself, one row.
+        yield* promise(() => page.waitForFunction(() => document.querySelectorAll("#tasks-list tbody tr").length === 1, undefined, { timeout: 10_000 }))
         yield* promise(() => page.locator(`[data-open-task='${seeded.failed}']`).waitFor({ timeout: 10_000 }))
         expect(yield* promise(() => page.locator("#tasks-list tbody tr").count())).toBe(1)
         yield* promise(() => page.click(`[data-open-task='${seeded.failed}']`))

@@ -59,7 +59,8 @@ describe("GET /api/v1/tasks", () => {
         const before = yield* api.call("GET", "/api/v1/tasks?limit=100")
         const dream = yield* api.submitId(dream4("filter dream"))
         const alpha = yield* api.submitId({ model: "alpha-image-2/text-to-image", input: { prompt: "filter alpha" } })
-        const cancelled = yield* api.submitId(dream4("filter cancelled"))
+        // A job that never ends, so the cancel finds it running (the instant simulator ends the others at once).
+        const cancelled = yield* api.submitId(dream4("filter cancelled [sim:timeout]"))
         yield* api.call("POST", `/api/v1/task/${cancelled}/cancel`)
         const ids = (answer: { body: any }) => answer.body.data.tasks.map((task: { taskId: string }) => task.taskId)
         const list = (query: string) => api.call("GET", `/api/v1/tasks?${query}`)
