@@ -11,6 +11,7 @@ import { Duration, Effect, Layer, Schedule, Schema, Stream } from "effect"
 import { answerErrors } from "./EnvelopeMiddleware.js"
 import * as EventStream from "./EventStream.js"
 import * as JsonDepth from "./JsonDepth.js"
+import * as RequestBody from "./RequestBody.js"
 import * as RequestTimeouts from "./RequestTimeouts.js"
 
 /** Largest accepted request body (DESIGN.md section 3). */
@@ -34,25 +35,12 @@ const drainBytes = 16 * maxBodyBytes
  * does not arrive within the body's deadline.
  */
 const readText = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.gen(function*() {
-    const kept: Array<Uint8Array> = []
-    let bytes = 0
-    const read = request.stream.pipe(
-      Stream.takeWhile(() => bytes <= drainBytes),
-      Stream.runForEach((chunk) =>
-        Effect.sync(() => {
-          bytes += chunk.length
-          if (bytes <= maxBodyBytes) kept.push(chunk)
-        })
-      ),
-      Effect.mapError(() => badRequest("the request body could not be read"))
-    )
-    yield* RequestTimeouts.readBody(read, RequestTimeouts.bodyTooSlow)
-    if (bytes > maxBodyBytes) return yield* Effect.fail(tooLarge())
-    const body = new Uint8Array(bytes)
-    kept.reduce((offset, chunk) => (body.set(chunk, offset), offset + chunk.length), 0)
-    return new TextDecoder().decode(body)
-  })
+  RequestTimeouts.readBody(
+    Effect.mapError(RequestBody.read(request, { keepBytes: maxBodyBytes, drainBytes }), () => badRequest("the request body could not be read")),
+    RequestTimeouts.bodyTooSlow
+  ).pipe(Effect.flatMap((body) => body.size > maxBodyBytes ? Effect.fail(tooLarge()) : Effect.succeed(decoder.decode(body.bytes))))
+
+const decoder = new TextDecoder()
 
 /** Reads and parses the JSON body, with the envelope errors a client should see. */
 export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
