@@ -10,6 +10,8 @@ export * as Api from "./api/Api.js"
 export * from "./domain/Errors.js"
 /** A binary min-heap. */
 export { Heap } from "./domain/Heap.js"
+/** `spanned`: `Effect.withSpan`, skipped while the tracer is disabled. */
+export { spanned } from "./tasks/SpanOptions.js"
 /** Idempotency keys of submit: reservation, binding, expiry, fingerprints. */
 export * as IdempotencyKeys from "./services/IdempotencyKeys.js"
 /** Task ids and random tokens. */

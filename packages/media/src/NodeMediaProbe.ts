@@ -4,7 +4,7 @@
  * read by music-metadata. A movie's duration is its movie header's (moov/mvhd): music-metadata
  * only times audio tracks, and a video without sound has none.
  */
-import { MediaProbe, SafeFetch } from "@mediagate/core"
+import { MediaProbe, SafeFetch, spanned } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer } from "effect"
 import { parseBuffer } from "music-metadata"
@@ -187,7 +187,7 @@ export const probe = (bytes: Uint8Array): Effect.Effect<MediaProbe.Probe, MediaP
       return { kind, format }
     }
     return { kind, format, durationSeconds: yield* durationOf(format, bytes) }
-  }).pipe(Effect.withSpan("MediaProbe.probe", { attributes: { bytes: bytes.length }, captureStackTrace: false }))
+  }).pipe(spanned("MediaProbe.probe", { attributes: { bytes: bytes.length } }))
 
 /** A MediaProbe fetching URLs with the SafeFetch in context. */
 export const make: Effect.Effect<Context.Tag.Service<MediaProbe.MediaProbe>, never, SafeFetch.SafeFetch> = Effect.gen(

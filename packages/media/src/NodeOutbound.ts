@@ -11,7 +11,7 @@
  * the rest of a callback's delivery, and at about 500 connections a second to one receiver
  * the closed ones (TIME_WAIT) use up the ephemeral ports (docs/benchmarks.md).
  */
-import { Outbound } from "@mediagate/core"
+import { Outbound, spanned } from "@mediagate/core"
 import type { Context, Scope } from "effect"
 import { Duration, Effect, Layer } from "effect"
 import * as Http from "node:http"
@@ -203,7 +203,7 @@ export const make = (
           }),
           Effect.provideService(Outbound.Resolver, resolver),
           Effect.timeoutFail({ duration: Duration.decode(request.timeout), onTimeout: () => Outbound.timeoutError(request.timeout) }),
-          Effect.withSpan("Outbound.post", { attributes: { host: safeHost(request.url) }, captureStackTrace: false })
+          spanned("Outbound.post", { attributes: { host: safeHost(request.url) } })
         )
     })
   })

@@ -10,7 +10,7 @@
  * headers, and for the whole download with its redirects. Sizes are counted as the body
  * arrives; the connection is closed as soon as the limit is passed.
  */
-import { MediaProbe, Outbound, SafeFetch } from "@mediagate/core"
+import { MediaProbe, Outbound, SafeFetch, spanned } from "@mediagate/core"
 import type { Context, Scope } from "effect"
 import { Deferred, Duration, Effect, Exit, Layer } from "effect"
 import * as Http from "node:http"
@@ -204,7 +204,7 @@ const makeOn = (
           duration: totalTimeout,
           onTimeout: () => fail("Timeout", `not received in full within ${secondsText(totalTimeout)}`)
         }),
-        Effect.withSpan("SafeFetch.get", { attributes: { host: safeHost(url) }, captureStackTrace: false })
+        spanned("SafeFetch.get", { attributes: { host: safeHost(url) } })
       )
     }
 

@@ -3,7 +3,7 @@
  * white, as a browser shows them, rather than left to whatever colour they hide. The pixel
  * size is kept as it is (no rotation by EXIF, no resizing).
  */
-import { MediaProbe, Transcoder } from "@mediagate/core"
+import { MediaProbe, spanned, Transcoder } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer } from "effect"
 import sharp from "sharp"
@@ -33,7 +33,7 @@ export const make = (options: Options = {}): Context.Tag.Service<Transcoder.Tran
           })
       }).pipe(
         Effect.map((jpeg) => new Uint8Array(jpeg.buffer, jpeg.byteOffset, jpeg.byteLength)),
-        Effect.withSpan("Transcoder.webpToJpeg", { attributes: { bytes: bytes.length }, captureStackTrace: false })
+        spanned("Transcoder.webpToJpeg", { attributes: { bytes: bytes.length } })
       )
     }
   })

@@ -7,7 +7,7 @@
  * to public addresses only, and nothing but the webhook's own headers is sent.
  */
 import type { StoreError } from "@mediagate/core"
-import { Accounts, Api, Metrics, Outbound, RetryAfter, Task, TaskEvents, TaskStore } from "@mediagate/core"
+import { Accounts, Api, Metrics, Outbound, RetryAfter, spanned, Task, TaskEvents, TaskStore } from "@mediagate/core"
 import { Deferred, Duration, Effect, FiberSet, Layer, Option, Queue, Random, Redacted, Ref } from "effect"
 import * as Loops from "./Loops.js"
 import * as Webhooks from "./Webhooks.js"
@@ -232,7 +232,7 @@ export const make = (options: Options = {}) =>
         Effect.catchTag("StoreError", (error) => Effect.logError(`deliverer: callback ${callback.id} could not be processed`, error)),
         // A bug: logged, not recovered from; the lease runs out and the callback is claimed again.
         Effect.tapDefect((defect) => Effect.logError(`deliverer: sending callback ${callback.id} died (a bug); it is claimed again once its lease runs out`, defect)),
-        Effect.withSpan("Deliverer.deliver", { attributes: { callbackId: callback.id }, captureStackTrace: false })
+        spanned("Deliverer.deliver", { attributes: { callbackId: callback.id } })
       )
 
     // A callback is claimed only when a slot is free to send it at once, under a lease of

@@ -11,7 +11,7 @@
  * whoever asks, so the sweep and a live write racing for the same task do no harm.
  */
 import type { StoreError } from "@mediagate/core"
-import { Credits, Ids, Ledger, Task, TaskStore } from "@mediagate/core"
+import { Credits, Ids, Ledger, spanned, Task, TaskStore } from "@mediagate/core"
 import { Duration, Effect, Layer, Option } from "effect"
 import * as Loops from "./Loops.js"
 
@@ -77,7 +77,7 @@ export const sweep = (grace: Duration.DurationInput = "10 minutes"): Effect.Effe
   }).pipe(
     // A movement for a reservation the sweep just read always finds it.
     Effect.catchTag("NoReservation", (error) => Effect.die(error)),
-    Effect.withSpan("Settlements.sweep", { captureStackTrace: false })
+    spanned("Settlements.sweep")
   )
 
 /**

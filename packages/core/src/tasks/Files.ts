@@ -14,6 +14,7 @@ import { MediaStore } from "../services/MediaStore.js"
 import type { UploadRecord } from "../services/Uploads.js"
 import { Uploads } from "../services/Uploads.js"
 import * as Inspection from "./UploadInspection.js"
+import { spanned } from "./SpanOptions.js"
 
 /** The settings of uploads. */
 export interface Settings {
@@ -195,7 +196,7 @@ export const make: Effect.Effect<FilesService, never, Uploads | MediaStore | Med
       }
       yield* uploads.create(record).pipe(Effect.tapError(() => removeFile(key)))
       return record
-    })).pipe(Effect.withSpan("Files.upload", { captureStackTrace: false }))
+    })).pipe(spanned("Files.upload"))
 
   const live = (fileId: string, found: Option.Option<UploadRecord>) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
