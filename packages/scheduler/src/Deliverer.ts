@@ -8,7 +8,8 @@
  */
 import type { StoreError } from "@mediagate/core"
 import { Accounts, Api, Metrics, Outbound, RetryAfter, spanned, Task, TaskEvents, TaskStore } from "@mediagate/core"
-import { Deferred, Duration, Effect, FiberSet, Layer, Option, Queue, Random, Redacted, Ref } from "effect"
+import { Clock, Deferred, Duration, Effect, FiberSet, Layer, Option, Queue, Random, Redacted, Ref } from "effect"
+import * as LoopWait from "./LoopWait.js"
 import * as Loops from "./Loops.js"
 import * as Webhooks from "./Webhooks.js"
 
@@ -245,7 +246,7 @@ export const make = (options: Options = {}) =>
     // While a backlog waits (the last claim was full), slots are refilled a quarter of them at
     // a time, not one claim per finished callback; otherwise any free slot claims at once, so
     // a lone callback never waits.
-    const wakeups = yield* Queue.sliding<void>(1)
+    const wait = yield* LoopWait.make
     const inflight = yield* Ref.make(0)
     const sending = yield* FiberSet.make<void>()
     const refill = Math.max(1, Math.floor(concurrency / 4))
@@ -258,19 +259,19 @@ export const make = (options: Options = {}) =>
       backlog = due.length === free
       for (const callback of due) {
         yield* Ref.update(inflight, (n) => n + 1)
-        yield* FiberSet.run(sending, deliver(callback, now).pipe(Effect.ensuring(Ref.update(inflight, (n) => n - 1).pipe(Effect.zipRight(wakeups.offer())))))
+        yield* FiberSet.run(sending, deliver(callback, now).pipe(Effect.ensuring(Ref.update(inflight, (n) => n - 1).pipe(Effect.zipRight(wait.wake)))))
       }
       return due.length === free ? 1 : 0
     }).pipe(Effect.catchTag("StoreError", (error) => Effect.logError("deliverer: claiming callbacks failed", error).pipe(Effect.as(0))))
 
     // A full claim: go again at once; otherwise wait for a wake-up (a callback was just owed
     // or a slot freed) or, as the safety net for retries coming due and other nodes'
-    // callbacks, the next periodic scan. A wake-up claims in the event loop's next turn, so
-    // the callbacks owed and the slots freed together are claimed in one round.
-    const woken = wakeups.take.pipe(Effect.zipRight(Loops.nextTurn), Effect.zipRight(Queue.takeAll(wakeups)))
+    // callbacks, the next periodic scan. A wake-up claims in the event loop's next turn
+    // (LoopWait), so the callbacks owed and the slots freed together are claimed in one round.
+    const pollMillis = Duration.toMillis(Duration.decode(options.pollInterval ?? "1 second"))
     yield* round.pipe(
       Effect.flatMap((full) =>
-        full > 0 ? Effect.void : Effect.race(Effect.sleep(options.pollInterval ?? "1 second"), woken)
+        full > 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => wait.until(now + pollMillis))
       ),
       Effect.forever,
       // A bug in a claim must not stop this node's callbacks for good (Loops.supervised).
@@ -278,7 +279,7 @@ export const make = (options: Options = {}) =>
       Effect.forkScoped,
       Effect.interruptible
     )
-    return { wake: wakeups.offer().pipe(Effect.asVoid) }
+    return { wake: wait.wake }
   })
 
 /** The deliverer running in the background for the layer's lifetime; provides its wake-up to the write path. */

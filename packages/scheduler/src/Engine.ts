@@ -12,8 +12,9 @@
  */
 import type { Task } from "@mediagate/core"
 import { Ids, ModelCatalog, TaskEvents, TaskStore, TaskWrites, Upstream } from "@mediagate/core"
-import { Clock, Duration, Effect, Exit, Fiber, FiberSet, Layer, Option, Queue } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, FiberSet, Layer, Option } from "effect"
 import { DueTimes } from "./DueTimes.js"
+import * as LoopWait from "./LoopWait.js"
 import * as Loops from "./Loops.js"
 import type { Options } from "./Settings.js"
 import { resolve } from "./Settings.js"
@@ -44,7 +45,7 @@ export const make = (options: Options = {}) =>
     const ids = yield* Ids.Ids
     const worker = `worker-${yield* ids.token(6)}`
     const step = yield* Step.make(options, worker)
-    const wakeups = yield* Queue.sliding<void>(1)
+    const wait = yield* LoopWait.make
     // Plain variables: only this engine's fibers touch them, each change in one step.
     /** Steps running (not sync calls): at most `concurrency`. */
     let inflight = 0
@@ -63,7 +64,7 @@ export const make = (options: Options = {}) =>
       if (Exit.isSuccess(exit) && exit.value.dueAt !== null) dueTimes.add(exit.value.dueAt)
       return wake
     }
-    const wake = wakeups.offer()
+    const wake = wait.wake
     const endedStep = ended(true)
     const endedCall = ended(false)
     const perProvider = settings.maxRunningPerProvider
@@ -99,25 +100,22 @@ export const make = (options: Options = {}) =>
       return { at: now, claimed: claimed.length }
     }).pipe(Effect.catchTag("StoreError", (error) => Effect.logError("engine: claiming due work failed", error).pipe(Effect.as(undefined))))
 
-    // Woken (a submit, a step done): the claim waits for the event loop's next turn, so the
-    // submits and step ends that arrive together are claimed in one round, not one round each;
-    // the wake-ups offered meanwhile are answered by that same claim.
-    const woken = wakeups.take.pipe(Effect.zipRight(Loops.nextTurn), Effect.zipRight(Queue.takeAll(wakeups)))
-
     // Sleep until the earliest due time this engine knows of, a wake-up (a submit, a step
-    // done), or the periodic scan, the safety net for work written by other workers.
+    // done), or the periodic scan, the safety net for work written by other workers. Woken,
+    // the claim waits for the event loop's next turn (LoopWait), so the submits and step ends
+    // that arrive together are claimed in one round, not one round each.
     const idle = (claimedAt: number | undefined) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const scan = Duration.toMillis(settings.pollInterval)
         // Without a free slot, a step that ends wakes the loop.
-        if (claimedAt === undefined) return yield* Effect.race(Effect.sleep(Duration.millis(scan)), woken)
+        if (claimedAt === undefined) return yield* wait.until(now + scan)
         // Due times the claim looked past were claimed by it; one reached since (while the
         // claim ran) is not, and the loop goes again at once.
         dueTimes.dropUntil(claimedAt)
-        // Never before the due time (Loops.sleepUntil): a look a fraction of a millisecond
-        // early finds nothing, and under the TestClock it went round at that instant forever.
-        yield* Effect.race(Loops.sleepUntil(Math.min(now + scan, dueTimes.next), now), woken)
+        // Never before the due time (LoopWait): a look a fraction of a millisecond early finds
+        // nothing, and under the TestClock it went round at that instant forever.
+        yield* wait.until(Math.min(now + scan, dueTimes.next))
       })
     const spinGuard = yield* Loops.makeSpinGuard("engine")
     const loop = yield* claimAndRun.pipe(
@@ -154,7 +152,7 @@ export const make = (options: Options = {}) =>
 
     /** Running: the loop has not ended and the engine is not stopping. */
     const running = Effect.map(Fiber.poll(loop), (ended) => Option.isNone(ended) && !stopping)
-    return { wake: Effect.asVoid(wake), running }
+    return { wake, running }
   })
 
 /** The engine running in the background for the layer's lifetime; provides the wakeup nudge. */
