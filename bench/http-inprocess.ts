@@ -14,6 +14,11 @@
  * requests a second. `BENCH_TRACER=1` leaves the platform's per-request span and the use
  * cases' spans on (as an embedding host's handler has them without a tracer of its own). `--cpu-prof` on node (`node --cpu-prof --import tsx ...`)
  * gives the profile of the whole run.
+ *
+ * `BENCH_COUNT=1`: instead of the CPU rounds, per request of each kind (200, one at a time,
+ * after 50 to warm up), the Effect fibers forked and the runtime's steps in the request's
+ * fiber and those it forks (`scripts/effect-counts.ts`); the engine's work for a submit runs
+ * in the engine's own fibers and is not counted.
  */
 import { HttpApiBuilder, HttpApp, HttpMiddleware, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -21,6 +26,7 @@ import { MediagateHttp } from "@mediagate/http"
 import { Backends, Deployment } from "@mediagate/server"
 import { Effect, FiberRef, Layer, ManagedRuntime, Option, Redacted, Runtime } from "effect"
 import { performance } from "node:perf_hooks"
+import * as EffectCounts from "../scripts/effect-counts.js"
 
 const env = (name: string, fallback: string) => process.env[name] ?? fallback
 const concurrency = Number(env("BENCH_CONCURRENCY", "50"))
@@ -28,6 +34,7 @@ const rounds = Number(env("BENCH_ROUNDS", "5"))
 const requests = Number(env("BENCH_REQUESTS", "20000"))
 const kinds = env("BENCH_KINDS", "query,healthz,unknown,models,submit").split(",").map((kind) => kind.trim()).filter((kind) => kind !== "")
 const tracer = env("BENCH_TRACER", "0") === "1"
+const counting = env("BENCH_COUNT", "0") === "1"
 const base = "http://127.0.0.1:3000"
 const key = "bench-inprocess-key-0123456789abcdef"
 const submitBody = JSON.stringify({ model: "alpha-image-2/text-to-image", input: { prompt: "a lighthouse", ratio: "1:1" } })
@@ -45,15 +52,15 @@ const runtime = ManagedRuntime.make(
 )
 const app = await runtime.runPromise(MediagateHttp.httpApp)
 const built = await runtime.runtime()
+const counter = await runtime.runPromise(EffectCounts.make)
 const handle = HttpApp.toWebHandlerRuntime(
   // As the standalone server without trace export: no request span, the use cases' spans off (Telemetry.ts).
   tracer ? built : Runtime.setFiberRef(Runtime.setFiberRef(built, HttpMiddleware.currentTracerDisabledWhen, () => true), FiberRef.currentTracerEnabled, false)
 )(
   // The client's address, as node:http gives it to the standalone server: the limit on failed authentications applies.
-  Effect.updateService(app, HttpServerRequest.HttpServerRequest, (request) => request.modify({ remoteAddress: "127.0.0.1" })) as HttpApp.Default<
-    never,
-    never
-  >
+  (counting ? counter.counted(app) : app).pipe(
+    Effect.updateService(HttpServerRequest.HttpServerRequest, (request) => request.modify({ remoteAddress: "127.0.0.1" }))
+  ) as HttpApp.Default<never, never>
 )
 
 const authorization = `Bearer ${key}`
@@ -98,6 +105,22 @@ const round = async (make: () => Promise<Response>, status: number) => {
   const elapsed = performance.now() - started
   const used = process.cpuUsage(cpu)
   return { cpuMicros: (used.user + used.system) / requests, perSecond: requests / (elapsed / 1000), wrong }
+}
+
+/** The counts per request of `make`'s kind, one request at a time. */
+const count = async (make: () => Promise<Response>) => {
+  for (let i = 0; i < 50; i++) await (await make()).arrayBuffer()
+  counter.start()
+  for (let i = 0; i < 200; i++) await (await make()).arrayBuffer()
+  const counts = counter.stop()
+  return `${(counts.fibers / 200).toFixed(1)} fibers, ${(counts.steps / 200).toFixed(0)} steps per request`
+}
+
+if (counting) {
+  console.log(`in process, one at a time, tracer ${tracer ? "on" : "off"}`)
+  for (const kind of kinds) console.log(`${kind.padEnd(8)} ${await count(makers[kind]!)}`)
+  await runtime.dispose()
+  process.exit(0)
 }
 
 console.log(`in process, ${concurrency} at a time, ${rounds} rounds of ${requests}, tracer ${tracer ? "on" : "off"}`)
