@@ -246,7 +246,7 @@ export const make = (options: Options = {}) =>
     // While a backlog waits (the last claim was full), slots are refilled a quarter of them at
     // a time, not one claim per finished callback; otherwise any free slot claims at once, so
     // a lone callback never waits.
-    const wait = yield* LoopWait.make
+    const wait = yield* LoopWait.make()
     const inflight = yield* Ref.make(0)
     const sending = yield* FiberSet.make<void>()
     const refill = Math.max(1, Math.floor(concurrency / 4))

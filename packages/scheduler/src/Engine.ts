@@ -19,6 +19,7 @@ import * as Loops from "./Loops.js"
 import type { Options } from "./Settings.js"
 import { resolve } from "./Settings.js"
 import * as Step from "./Step.js"
+import * as TimeLimits from "./TimeLimits.js"
 
 export type { Options } from "./Settings.js"
 
@@ -44,8 +45,10 @@ export const make = (options: Options = {}) =>
     const store = yield* TaskStore.TaskStore
     const ids = yield* Ids.Ids
     const worker = `worker-${yield* ids.token(6)}`
-    const step = yield* Step.make(options, worker)
-    const wait = yield* LoopWait.make
+    // One watchdog for the engine: its calls' time limits and heartbeats, and its loop's alarms.
+    const timeLimits = yield* TimeLimits.make
+    const step = yield* Step.make(options, worker, timeLimits)
+    const wait = yield* LoopWait.make(timeLimits)
     // Plain variables: only this engine's fibers touch them, each change in one step.
     /** Steps running (not sync calls): at most `concurrency`. */
     let inflight = 0

@@ -39,9 +39,10 @@ interface Kept {
 
 /**
  * Builds `guarded` for `worker`, whose heartbeat keeps a lease `heartbeatWindow` ms ahead; its
- * time limits' watchdog runs for the scope's lifetime.
+ * time limits are kept by `timeLimits` (the engine's), or by a watchdog of its own that runs
+ * for the scope's lifetime.
  */
-export const make = (worker: string, heartbeatWindow: number): Effect.Effect<
+export const make = (worker: string, heartbeatWindow: number, timeLimits?: TimeLimits.TimeLimits): Effect.Effect<
   <A, E>(claimed: Task.TaskRecord, limit: number, call: Effect.Effect<A, E>) => Effect.Effect<
     readonly [Task.TaskRecord, Guarded<A, E>, number]
   >,
@@ -50,7 +51,7 @@ export const make = (worker: string, heartbeatWindow: number): Effect.Effect<
 > =>
   Effect.gen(function*() {
     const store = yield* TaskStore.TaskStore
-    const timeLimits = yield* TimeLimits.make
+    const limits = timeLimits ?? (yield* TimeLimits.make)
     const beatEvery = heartbeatWindow / 3
 
     /** The task changed under the worker: the call is abandoned (now, or as soon as it is forked). */
@@ -92,7 +93,7 @@ export const make = (worker: string, heartbeatWindow: number): Effect.Effect<
     /** The next beat at `at`, unless the call has ended by then. */
     const schedule = (kept: Kept, at: number): Effect.Effect<void> =>
       Effect.map(
-        timeLimits.at(
+        limits.at(
           at,
           Effect.suspend(() => {
             if (kept.done) return Effect.void
@@ -117,13 +118,13 @@ export const make = (worker: string, heartbeatWindow: number): Effect.Effect<
         const started = yield* Loops.currentMillis
         const budget = Math.max(0, Math.min(claimed.deadlineAt - started, limit))
         if (budget + leaseMargin < (claimed.leaseUntil ?? 0) - started) {
-          const answer = yield* timeLimits.run(Effect.either(call), budget)
+          const answer = yield* limits.run(Effect.either(call), budget)
           const outcome: Guarded<A, E> = Option.isSome(answer) ? { _tag: "Answered", answer: answer.value } : { _tag: "RanOut" }
           return [claimed, outcome, started] as const
         }
         const kept: Kept = { current: claimed, done: false, lost: false, call: undefined, beating: undefined, alarm: undefined }
         yield* schedule(kept, started + beatEvery)
-        const ended = yield* timeLimits.watch(Effect.either(call), budget, (fiber) => {
+        const ended = yield* limits.watch(Effect.either(call), budget, (fiber) => {
           kept.call = fiber
           if (kept.lost) lose(kept)
         }).pipe(

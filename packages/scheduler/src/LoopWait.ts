@@ -35,9 +35,12 @@ interface Pending {
   readonly alarm: TimeLimits.Alarm
 }
 
-/** A loop's wait, its alarms kept by a watchdog of its own for the scope's lifetime. */
-export const make: Effect.Effect<LoopWait, never, Scope.Scope> = Effect.gen(function*() {
-  const timeLimits = yield* TimeLimits.make
+/**
+ * A loop's wait, its alarms kept by `timeLimits` (the engine's, which also keeps its calls'
+ * limits), or by a watchdog of its own for the scope's lifetime.
+ */
+export const make = (timeLimits?: TimeLimits.TimeLimits): Effect.Effect<LoopWait, never, Scope.Scope> => Effect.gen(function*() {
+  const limits = timeLimits ?? (yield* TimeLimits.make)
   const wakeups = yield* Queue.sliding<void>(1)
   let pending: Pending | undefined
 
@@ -47,7 +50,7 @@ export const make: Effect.Effect<LoopWait, never, Scope.Scope> = Effect.gen(func
       pending?.alarm.cancel()
       const state = { at, fired: false }
       return Effect.map(
-        timeLimits.at(at, Effect.suspend(() => ((state.fired = true), wakeups.offer()))),
+        limits.at(at, Effect.suspend(() => ((state.fired = true), wakeups.offer()))),
         (alarm) => void (pending = Object.assign(state, { alarm }))
       )
     })

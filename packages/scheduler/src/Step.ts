@@ -13,6 +13,7 @@ import * as Loops from "./Loops.js"
 import type { Options } from "./Settings.js"
 import { resolve } from "./Settings.js"
 import * as StepCalls from "./StepCalls.js"
+import type * as TimeLimits from "./TimeLimits.js"
 
 /**
  * True for a claimed task whose step is a synchronous upstream's call (it runs beside the
@@ -21,8 +22,8 @@ import * as StepCalls from "./StepCalls.js"
 export const isSyncCall = (record: Task.TaskRecord): boolean =>
   record.job.sync && record.upstreamId === null && Attempt.awaitingCopy(record) === undefined
 
-/** Runs one step of one claimed task as `worker`. */
-export const make = (options: Options = {}, worker = "worker"): Effect.Effect<
+/** Runs one step of one claimed task as `worker`; its calls' time limits are kept by `timeLimits` when given (the engine's). */
+export const make = (options: Options = {}, worker = "worker", timeLimits?: TimeLimits.TimeLimits): Effect.Effect<
   (record: Task.TaskRecord) => Effect.Effect<Task.TaskRecord>,
   never,
   TaskStore.TaskStore | Upstream.Upstream | ModelCatalog.ModelCatalog | TaskWrites.TaskWrites | Scope.Scope
@@ -31,7 +32,7 @@ export const make = (options: Options = {}, worker = "worker"): Effect.Effect<
     const settings = resolve(options)
     const store = yield* TaskStore.TaskStore
     const writes = yield* TaskWrites.TaskWrites
-    const calls = yield* StepCalls.make(settings, worker)
+    const calls = yield* StepCalls.make(settings, worker, timeLimits)
 
     /**
      * Writes through the one write path; a refused transition or a lost race leaves the task as

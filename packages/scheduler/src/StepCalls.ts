@@ -11,6 +11,7 @@ import { Duration, Effect, Either, Option, Random } from "effect"
 import * as GuardedCall from "./GuardedCall.js"
 import * as Loops from "./Loops.js"
 import type { resolve } from "./Settings.js"
+import type * as TimeLimits from "./TimeLimits.js"
 
 /** What a call found: the task as it now stands, the event, and when the call ended. */
 export interface Called {
@@ -34,12 +35,13 @@ export interface Calls {
 /** The calls of `worker`'s steps under `settings`. */
 export const make = (
   settings: ReturnType<typeof resolve>,
-  worker: string
+  worker: string,
+  timeLimits?: TimeLimits.TimeLimits
 ): Effect.Effect<Calls, never, Upstream.Upstream | ModelCatalog.ModelCatalog | TaskStore.TaskStore | Scope.Scope> =>
   Effect.gen(function*() {
     const upstream = yield* Upstream.Upstream
     const catalog = yield* ModelCatalog.ModelCatalog
-    const guarded = yield* GuardedCall.make(worker, settings.heartbeatWindow)
+    const guarded = yield* GuardedCall.make(worker, settings.heartbeatWindow, timeLimits)
 
     /** The provider target of the attempt a write opens, when none runs (`Upstream.describe`). */
     const named = (record: Task.TaskRecord): { readonly provider?: string } => {

@@ -1,6 +1,6 @@
 /**
- * Time limits of the engine's upstream calls, and the other timed actions of its calls (the
- * heartbeats of `GuardedCall`), kept by one watchdog fiber.
+ * Time limits of the engine's upstream calls, and its other timed actions (the heartbeats of
+ * `GuardedCall`, the alarms its loop waits for, `LoopWait`), kept by one watchdog fiber.
  *
  * `Effect.timeoutOption` races a timer fiber against each call: two forks and a timer per
  * call, about 35 µs here, more than a whole step of the rest of the engine (bench:costs).
