@@ -27,6 +27,9 @@ interface Keys {
   readonly limit: Option.Option<Context.Tag.Service<RateLimit.RateLimit>>
 }
 
+/** The services authentication reads, from the context. */
+const keys = Effect.all({ accounts: Accounts.Accounts, adminKeys: AdminKeys.AdminKeys, limit: Effect.serviceOption(RateLimit.RateLimit) })
+
 /** `authenticate` over services already found: the API's middleware runs it on every request. */
 const authenticateWith = (
   { accounts, adminKeys, limit }: Keys
@@ -54,10 +57,7 @@ export const authenticate: Effect.Effect<
   Accounts.Account,
   Api.Unauthorized | Api.Forbidden,
   HttpServerRequest.HttpServerRequest | Accounts.Accounts | AdminKeys.AdminKeys
-> = Effect.flatMap(
-  Effect.all({ accounts: Accounts.Accounts, adminKeys: AdminKeys.AdminKeys, limit: Effect.serviceOption(RateLimit.RateLimit) }),
-  authenticateWith
-)
+> = Effect.flatMap(keys, authenticateWith)
 
 /**
  * A scoped key's own rate limit, told to the server's rate limit (when the composition has
@@ -80,13 +80,10 @@ const ownRateLimit = (
  */
 export const layer: Layer.Layer<Api.Authorization, never, Accounts.Accounts | AdminKeys.AdminKeys> = Layer.effect(
   Api.Authorization,
-  Effect.map(
-    Effect.all({ accounts: Accounts.Accounts, adminKeys: AdminKeys.AdminKeys, limit: Effect.serviceOption(RateLimit.RateLimit) }),
-    (keys) => {
-      const authenticated = authenticateWith(keys)
-      // The framework hands us the header minus its first seven characters; `authenticateWith`
-      // reads the header itself so that only a real "Bearer <key>" form is accepted.
-      return { bearer: () => authenticated }
-    }
-  )
+  Effect.map(keys, (found) => {
+    const authenticated = authenticateWith(found)
+    // The framework hands us the header minus its first seven characters; `authenticateWith`
+    // reads the header itself so that only a real "Bearer <key>" form is accepted.
+    return { bearer: () => authenticated }
+  })
 )
