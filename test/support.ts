@@ -201,12 +201,4 @@ export const clientAt = (port: number, key: string | null = apiKey) => {
 }
 
 /** Event-loop turns (real I/O to finish, such as a swept file's deletion), not timed sleeps, until `done` holds. */
-export const until = <A, E, R>(effect: Effect.Effect<A, E, R>, done: (a: A) => boolean) =>
-  Effect.gen(function*() {
-    for (let turn = 0; turn < 5_000; turn++) {
-      const value = yield* effect
-      if (done(value)) return value
-      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
-    }
-    return yield* Effect.dieMessage("condition not reached")
-  })
+export { until } from "@mediagate/core/testing"

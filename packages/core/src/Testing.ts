@@ -1,8 +1,10 @@
 /**
  * Valid jobs and task records with neutral values, for tests, benchmarks and tools that
- * need one without going through a model. Imported from `@mediagate/core/testing`, never from
- * the public index: no library code may build its data from a fixture.
+ * need one without going through a model, and `until`, for tests that wait on real I/O.
+ * Imported from `@mediagate/core/testing`, never from the public index: no library code may
+ * build its data from a fixture.
  */
+import { Effect } from "effect"
 import { AccountId, TaskId, UpstreamId } from "./domain/Ids.js"
 import type { UpstreamJob } from "./domain/Task.js"
 import { TaskRecord } from "./domain/Task.js"
@@ -60,3 +62,18 @@ export const record = (
     upstreamId: overrides.upstreamId === undefined || overrides.upstreamId === null ? null : UpstreamId.make(overrides.upstreamId)
   })
 }
+
+/**
+ * Runs `effect` until `done` holds of its value, an event-loop turn between tries (real I/O
+ * finishing, such as a receiver's request or a swept file's deletion), never a timed sleep;
+ * dies after 5,000 turns.
+ */
+export const until = <A, E, R>(effect: Effect.Effect<A, E, R>, done: (a: A) => boolean): Effect.Effect<A, E, R> =>
+  Effect.gen(function*() {
+    for (let turn = 0; turn < 5_000; turn++) {
+      const value = yield* effect
+      if (done(value)) return value
+      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+    }
+    return yield* Effect.dieMessage("condition not reached")
+  })

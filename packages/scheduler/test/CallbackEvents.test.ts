@@ -71,17 +71,6 @@ const sqliteStore = Layer.unwrapScoped(
   })
 )
 
-/** Lets real I/O happen: event-loop turns, not timed sleeps. */
-const until = <A, E, R>(effect: Effect.Effect<A, E, R>, done: (a: A) => boolean) =>
-  Effect.gen(function*() {
-    for (let turn = 0; turn < 5_000; turn++) {
-      const value = yield* effect
-      if (done(value)) return value
-      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
-    }
-    return yield* Effect.dieMessage("condition not reached")
-  })
-
 const at = (path: string) => received.filter((r) => r.path === path)
 const bodies = (path: string) => at(path).map((r) => JSON.parse(r.body) as { event?: string; data: Task.Task })
 const verified = (request: Received) => {
@@ -146,7 +135,7 @@ for (const [name, store] of [["memory", MemoryTaskStore.layer], ["sqlite", sqlit
         const task = pending(`1${name.length}`, path, ["started", "progress", "completed"])
         yield* store.create(task)
         const running = yield* writes.apply(task, { to: "PROCESSING", dueAt: 0 }, 0, { progress: progress(10, 0) })
-        yield* until(store.callbacks(task.id), (all) => all.length === 2 && all.every((c) => c.status === "delivered"))
+        yield* Testing.until(store.callbacks(task.id), (all) => all.length === 2 && all.every((c) => c.status === "delivered"))
         expect(bodies(path).map((b) => b.event).sort()).toEqual(["progress", "started"])
         // 600 ms later: throttled, owed at 2,000 ms, not sent before.
         yield* TestClock.setTime(600)
@@ -163,7 +152,7 @@ for (const [name, store] of [["memory", MemoryTaskStore.layer], ["sqlite", sqlit
         expect((yield* store.callbacks(task.id)).length).toBe(3)
         yield* TestClock.setTime(2_000)
         yield* writes.apply(latest, { to: "SUCCESS", result: { type: "image", urls: ["https://cdn.example/a.png"] } }, 2_000)
-        yield* until(Effect.sync(() => bodies(path).some((b) => b.event === "completed")), (done) => done)
+        yield* Testing.until(Effect.sync(() => bodies(path).some((b) => b.event === "completed")), (done) => done)
         const sent = bodies(path)
         expect(at(path).every(verified)).toBe(true)
         // A receiver's check answers each one's event beside its task; a changed event is refused.
@@ -181,7 +170,7 @@ for (const [name, store] of [["memory", MemoryTaskStore.layer], ["sqlite", sqlit
         const stored = yield* store.get(task.id)
         expect(stored._tag === "Some" && completed).toEqual({ code: 0, msg: "ok", event: "completed", data: Task.toWire(Option.getOrThrow(stored)) })
         // The trailing progress callback came due with the end: not sent after it, its reason recorded.
-        yield* until(store.callbacks(task.id), (all) => all.every((c) => c.status !== "pending"))
+        yield* Testing.until(store.callbacks(task.id), (all) => all.every((c) => c.status !== "pending"))
         const all = yield* store.callbacks(task.id)
         expect(all.map((c) => [c.event, c.status]).slice(2)).toEqual([["progress", "failed"], ["completed", "delivered"]])
         const [skipped] = yield* store.callbackAttempts(all[2]!.id)
@@ -200,7 +189,7 @@ for (const [name, store] of [["memory", MemoryTaskStore.layer], ["sqlite", sqlit
         yield* store.create(task)
         const running = yield* writes.apply(task, { to: "PROCESSING", dueAt: 0 }, 0, { progress: progress(10, 0) })
         const ended = yield* writes.apply(running, { to: "FAILURE", reason: null, message: "x" }, 0)
-        yield* until(Effect.sync(() => at(path).length), (n) => n === 1)
+        yield* Testing.until(Effect.sync(() => at(path).length), (n) => n === 1)
         expect(JSON.parse(at(path)[0]!.body)).toEqual({ code: 0, msg: "ok", data: Task.toWire(ended) })
         const now = Number(at(path)[0]!.headers["webhook-timestamp"]) * 1000
         expect(Either.getOrThrow(verifyCallbackEvent(secret, at(path)[0]!.headers, at(path)[0]!.body, { now })).event).toBeNull()
@@ -216,10 +205,10 @@ for (const [name, store] of [["memory", MemoryTaskStore.layer], ["sqlite", sqlit
         const task = pending(`3${name.length}`, path, ["started", "progress", "completed"])
         yield* store.create(task)
         const running = yield* writes.apply(task, { to: "PROCESSING", dueAt: 0 }, 0, { progress: progress(10, 0) })
-        yield* until(Effect.sync(() => at(path).length), (n) => n === 2)
+        yield* Testing.until(Effect.sync(() => at(path).length), (n) => n === 2)
         // Both held open by the receiver; the task ends meanwhile.
         yield* writes.apply(running, { to: "SUCCESS", result: { type: "image", urls: ["https://cdn.example/a.png"] } }, 0)
-        const all = yield* until(store.callbacks(task.id), (all) => all.find((c) => c.event === "completed")?.status === "delivered")
+        const all = yield* Testing.until(store.callbacks(task.id), (all) => all.find((c) => c.event === "completed")?.status === "delivered")
         expect(bodies(path).map((b) => b.event)).toEqual(expect.arrayContaining(["started", "progress", "completed"]))
         expect(all.filter((c) => c.event !== "completed").map((c) => c.status)).toEqual(["pending", "pending"])
       }).pipe(Effect.provide(composition(store)), Effect.scoped))

@@ -78,17 +78,6 @@ const deliverer = (options: Deliverer.Options = {}, outbound: Layer.Layer<Outbou
     Layer.provide(FetchHttpClient.layer)
   )
 
-/** Lets real I/O happen: event-loop turns, not timed sleeps. */
-const until = <A>(effect: Effect.Effect<A, unknown, TaskStore.TaskStore>, done: (a: A) => boolean) =>
-  Effect.gen(function*() {
-    for (let turn = 0; turn < 2_000; turn++) {
-      const value = yield* effect
-      if (done(value)) return value
-      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
-    }
-    return yield* Effect.dieMessage("condition not reached")
-  })
-
 /** A finished task owing one callback to `path` on `origin` (the receiver by default). */
 const owe = (path: string, origin?: string) =>
   Effect.gen(function*() {
@@ -116,7 +105,7 @@ describe("Deliverer", () => {
       const task = Testing.record({ id: "0190c8a4-0000-7000-8000-00000000wake", callBackUrl: `${base}/woken` })
       yield* Effect.flatMap(TaskStore.TaskStore, (store) => store.create(task))
       yield* writes.apply(task, { to: "FAILURE", reason: null, message: "x" }, 0)
-      yield* until(Effect.sync(() => received.filter((r) => r.path === "/woken").length), (n) => n === 1)
+      yield* Testing.until(Effect.sync(() => received.filter((r) => r.path === "/woken").length), (n) => n === 1)
     }).pipe(
       Effect.provide(Layer.merge(deliverer({ pollInterval: "1 hour" }), Ids.layerTest)),
       Effect.scoped
@@ -126,7 +115,7 @@ describe("Deliverer", () => {
     Effect.gen(function*() {
       const { callback, task } = yield* owe("/ok")
       yield* TestClock.adjust("1 second")
-      const [attempt] = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      const [attempt] = yield* Testing.until(attemptsOf(callback.id), (a) => a.length === 1)
       expect(attempt).toMatchObject({ attempt: 1, status: 204, error: null, outcome: { _tag: "Delivered" } })
       const request = received.find((r) => r.path === "/ok")!
       expect(JSON.parse(request.body)).toEqual({ code: 0, msg: "ok", data: Task.toWire(task) })
@@ -155,7 +144,7 @@ describe("Deliverer", () => {
         Effect.gen(function*() {
           const { callback } = yield* owe(path)
           yield* TestClock.adjust("1 second")
-          yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+          yield* Testing.until(attemptsOf(callback.id), (a) => a.length === 1)
           const request = received.find((r) => r.path === path)!
           const timestamp = Number(request.headers["webhook-timestamp"])
           const sign = (key: string) => new Webhook(key).sign(callback.id, new Date(timestamp * 1000), request.body)
@@ -173,7 +162,7 @@ describe("Deliverer", () => {
       script.set("/flaky", [500, 200])
       const { callback } = yield* owe("/flaky")
       yield* TestClock.adjust("1 second")
-      const first = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      const first = yield* Testing.until(attemptsOf(callback.id), (a) => a.length === 1)
       expect(first[0]).toMatchObject({ status: 500, error: "HTTP 500", outcome: { _tag: "Retry" } })
       const retryAt = (first[0]!.outcome as { retryAt: number }).retryAt - first[0]!.at
       expect(retryAt).toBeGreaterThanOrEqual(4_500)
@@ -181,7 +170,7 @@ describe("Deliverer", () => {
       yield* TestClock.adjust("3 seconds")
       expect((yield* attemptsOf(callback.id)).length).toBe(1)
       yield* TestClock.adjust("4 seconds")
-      const both = yield* until(attemptsOf(callback.id), (a) => a.length === 2)
+      const both = yield* Testing.until(attemptsOf(callback.id), (a) => a.length === 2)
       expect(both[1]).toMatchObject({ attempt: 2, status: 200, outcome: { _tag: "Delivered" } })
       const ids = received.filter((r) => r.path === "/flaky").map((r) => r.headers["webhook-id"])
       expect(ids).toEqual([callback.id, callback.id])
@@ -198,7 +187,7 @@ describe("Deliverer", () => {
       script.set("/logged", [500, 204])
       const { callback, task } = yield* owe("/logged")
       yield* TestClock.adjust("1 second")
-      yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      yield* Testing.until(attemptsOf(callback.id), (a) => a.length === 1)
       const warnings = logs.filter((line) => line.level === "WARN" && line.annotations["callbackId"] === callback.id)
       expect(warnings).toEqual([{
         level: "WARN",
@@ -209,7 +198,7 @@ describe("Deliverer", () => {
       expect(JSON.stringify(logs)).not.toContain(secret)
       expect(JSON.stringify(logs)).not.toContain("/logged")
       yield* TestClock.adjust("10 seconds")
-      yield* until(attemptsOf(callback.id), (a) => a.length === 2)
+      yield* Testing.until(attemptsOf(callback.id), (a) => a.length === 2)
       // The delivered attempt is no warning.
       expect(logs.filter((line) => line.level === "WARN" && line.annotations["callbackId"] === callback.id)).toHaveLength(1)
     }).pipe(Effect.provide(deliverer()), Effect.scoped, Effect.provide(capture))
@@ -220,7 +209,7 @@ describe("Deliverer", () => {
       script.set("/moved", [302])
       const { callback } = yield* owe("/moved")
       yield* TestClock.adjust("1 second")
-      const [attempt] = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      const [attempt] = yield* Testing.until(attemptsOf(callback.id), (a) => a.length === 1)
       expect(attempt).toMatchObject({ status: 302, error: "HTTP 302", outcome: { _tag: "Retry" } })
       expect(elsewhere).toEqual([])
     }).pipe(Effect.provide(deliverer()), Effect.scoped))
@@ -234,7 +223,7 @@ describe("Deliverer", () => {
       const port = new URL(base).port
       const { callback } = yield* owe("/rebound", `http://hooks.example.test:${port}`)
       yield* TestClock.adjust("1 second")
-      const [attempt] = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      const [attempt] = yield* Testing.until(attemptsOf(callback.id), (a) => a.length === 1)
       expect(attempt).toMatchObject({
         attempt: 1,
         status: null,
@@ -252,9 +241,9 @@ describe("Deliverer", () => {
       const { callback } = yield* owe("/down")
       for (let i = 0; i < 3; i++) {
         yield* TestClock.adjust("1 second")
-        yield* until(attemptsOf(callback.id), (a) => a.length >= i + 1)
+        yield* Testing.until(attemptsOf(callback.id), (a) => a.length >= i + 1)
       }
-      const attempts = yield* until(attemptsOf(callback.id), (a) => a.length === 3)
+      const attempts = yield* Testing.until(attemptsOf(callback.id), (a) => a.length === 3)
       expect(attempts.map((a) => [a.attempt, a.status, a.outcome._tag])).toEqual([[1, 503, "Retry"], [2, 503, "Retry"], [3, 503, "GaveUp"]])
       // Far beyond the 1 s schedule. Not hours: each TestClock wake-up of the 1 s poll costs a real
       // timer turn, and 3,600 of them made this test take 13 s.
@@ -267,7 +256,7 @@ describe("Deliverer", () => {
       script.set("/gone", [410, 204])
       const { callback } = yield* owe("/gone")
       yield* TestClock.adjust("1 second")
-      const [attempt] = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      const [attempt] = yield* Testing.until(attemptsOf(callback.id), (a) => a.length === 1)
       expect(attempt).toMatchObject({ attempt: 1, status: 410, error: "HTTP 410 Gone: not retried", outcome: { _tag: "GaveUp" } })
       // The schedule's next attempt would come after about 5 s.
       yield* TestClock.adjust("1 minute")
@@ -281,7 +270,7 @@ describe("Deliverer", () => {
       answerHeaders.set("/busy", { "retry-after": "120" })
       const { callback } = yield* owe("/busy")
       yield* TestClock.adjust("1 second")
-      const [first] = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      const [first] = yield* Testing.until(attemptsOf(callback.id), (a) => a.length === 1)
       expect(first).toMatchObject({ attempt: 1, status: 429, error: "HTTP 429, Retry-After 120 s", outcome: { _tag: "Retry" } })
       expect((first!.outcome as { retryAt: number }).retryAt - first!.at).toBe(120_000)
       yield* TestClock.adjust("60 seconds")
@@ -289,7 +278,7 @@ describe("Deliverer", () => {
       expect(yield* attemptsOf(callback.id)).toHaveLength(1)
       expect(received.filter((r) => r.path === "/busy")).toHaveLength(1)
       yield* TestClock.adjust("2 seconds")
-      const both = yield* until(attemptsOf(callback.id), (a) => a.length === 2)
+      const both = yield* Testing.until(attemptsOf(callback.id), (a) => a.length === 2)
       expect(both[1]).toMatchObject({ attempt: 2, status: 204, outcome: { _tag: "Delivered" } })
       expect(both[1]!.at - first!.at).toBeGreaterThanOrEqual(120_000)
 
@@ -298,7 +287,7 @@ describe("Deliverer", () => {
       answerHeaders.set("/maintenance", { "retry-after": new Date((yield* Clock.currentTimeMillis) + 600_000).toUTCString() })
       const later = yield* owe("/maintenance")
       yield* TestClock.adjust("1 second")
-      const [unavailable] = yield* until(attemptsOf(later.callback.id), (a) => a.length === 1)
+      const [unavailable] = yield* Testing.until(attemptsOf(later.callback.id), (a) => a.length === 1)
       expect(unavailable).toMatchObject({ status: 503, outcome: { _tag: "Retry" } })
       const wait = (unavailable!.outcome as { retryAt: number }).retryAt - unavailable!.at
       expect(wait).toBeGreaterThan(598_000)
@@ -311,7 +300,7 @@ describe("Deliverer", () => {
       const { callback, task } = yield* owe("/again")
       for (let i = 0; i < 3; i++) {
         yield* TestClock.adjust("1 second")
-        yield* until(attemptsOf(callback.id), (a) => a.length >= i + 1)
+        yield* Testing.until(attemptsOf(callback.id), (a) => a.length >= i + 1)
       }
       expect((yield* attemptsOf(callback.id)).map((a) => a.outcome._tag)).toEqual(["Retry", "Retry", "GaveUp"])
       // The receiver is fixed, but fails once more: the new round retries on its own schedule.
@@ -319,10 +308,10 @@ describe("Deliverer", () => {
       const store = yield* TaskStore.TaskStore
       expect(yield* store.redeliverCallbacks(task.id, yield* Clock.currentTimeMillis)).toBe(1)
       yield* Effect.flatMap(TaskEvents.CallbackWakeup, (deliverer) => deliverer.wake)
-      const fourth = yield* until(attemptsOf(callback.id), (a) => a.length === 4)
+      const fourth = yield* Testing.until(attemptsOf(callback.id), (a) => a.length === 4)
       expect(fourth[3]).toMatchObject({ attempt: 4, status: 500, outcome: { _tag: "Retry" } })
       yield* TestClock.adjust("1 second")
-      const all = yield* until(attemptsOf(callback.id), (a) => a.length === 5)
+      const all = yield* Testing.until(attemptsOf(callback.id), (a) => a.length === 5)
       expect(all.map((a) => [a.attempt, a.status, a.outcome._tag])).toEqual([
         [1, 503, "Retry"], [2, 503, "Retry"], [3, 503, "GaveUp"], [4, 500, "Retry"], [5, 204, "Delivered"]
       ])
@@ -362,9 +351,9 @@ describe("Deliverer", () => {
       script.set("/silent", [0])
       const { callback } = yield* owe("/silent")
       yield* TestClock.adjust("1 second")
-      yield* until(Effect.succeed(received.filter((r) => r.path === "/silent").length), (n) => n === 1)
+      yield* Testing.until(Effect.succeed(received.filter((r) => r.path === "/silent").length), (n) => n === 1)
       yield* TestClock.adjust("15 seconds")
-      const [attempt] = yield* until(attemptsOf(callback.id), (a) => a.length === 1)
+      const [attempt] = yield* Testing.until(attemptsOf(callback.id), (a) => a.length === 1)
       expect(attempt).toMatchObject({ status: null, error: "no answer within 15s", outcome: { _tag: "Retry" } })
     }).pipe(Effect.provide(deliverer()), Effect.scoped))
 })
