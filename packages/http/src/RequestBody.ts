@@ -4,7 +4,7 @@
  * embedding in node:http, Express or Fastify) or a web `Request` (an embedding on `fetch`),
  * each by its own events in one asynchronous step. Effect's `Stream` over the same body did
  * the same work in about a thousand runtime steps a request, most of a submit's cost in the
- * pipeline (issue 37, docs/benchmarks.md "Issue 37: request bodies"). A request of any other
+ * pipeline (issue 37, docs/benchmarks.md "Issue 37: request bodies, spans and loop waits"). A request of any other
  * origin is read through its `stream`.
  *
  * Past `keepBytes` the bytes are counted and dropped, so that the client can be answered

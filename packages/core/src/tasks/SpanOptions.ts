@@ -11,7 +11,7 @@ export const spanOptions = { captureStackTrace: false }
  * `Effect.withSpan(self, name, options)` (no stack trace), or `self` as it is when the fiber's
  * tracer is disabled (`FiberRef.currentTracerEnabled`, as the standalone server has it without
  * trace export): a disabled tracer's span records nothing, and putting it in place cost
- * about 40 runtime steps per span (issue 37, "Issue 37: request bodies and spans").
+ * about 40 runtime steps per span (docs/benchmarks.md, "Issue 37: request bodies, spans and loop waits").
  */
 export const spanned: {
   (name: string, options?: Tracer.SpanOptions): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>

@@ -114,8 +114,8 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
    * transaction's next statement or its COMMIT (`Executor.later`).
    */
   const write = (run: Run, entry: Ledger.LedgerEntry) => {
-    const write = Executor.later(run)
-    return write(insertEntry, [
+    const later = Executor.later(run)
+    return later(insertEntry, [
       entry.id,
       entry.accountId,
       entry.taskId,
@@ -127,13 +127,13 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
       entry.keyId ?? null,
       entry.model ?? null
     ]).pipe(
-      Effect.zipRight(write(addToSums, [entry.accountId, entry.amount, entry.held])),
+      Effect.zipRight(later(addToSums, [entry.accountId, entry.amount, entry.held])),
       Effect.zipRight(
         entry.kind === "reserve"
-          ? write(openReservation, [entry.taskId, entry.id, entry.at])
+          ? later(openReservation, [entry.taskId, entry.id, entry.at])
           : entry.kind === "credit"
           ? Effect.void
-          : write(closeReservation, [entry.taskId])
+          : later(closeReservation, [entry.taskId])
       ),
       Effect.as(entry)
     )
