@@ -29,6 +29,8 @@ export interface Options {
   readonly disableWAL?: boolean
   /** Prepared statements kept per connection. Default 200. */
   readonly prepareCacheSize?: number
+  /** How long a statement waits for another connection's lock (SQLite's busy timeout), in ms. Default 5000. */
+  readonly busyTimeout?: number
 }
 
 type Operation = "rows" | "raw" | "values" | "unprepared" | "batch" | "close"
@@ -60,6 +62,7 @@ interface WorkerData {
   readonly filename: string
   readonly wal: boolean
   readonly cacheSize: number
+  readonly busyTimeout: number
 }
 
 /**
@@ -83,19 +86,19 @@ const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite): void => 
   // once, without its busy handler, when another connection holds a lock in the rollback
   // journal's mode at that moment (another client of the same file switching it too: both
   // hold a shared lock and want the exclusive one). So the open is tried again, 20 ms apart,
-  // for as long as the busy timeout (5 s). This thread serves only this connection, so it
-  // can sleep (Atomics.wait).
+  // for as long as the busy timeout. This thread serves only this connection, so it can sleep
+  // (Atomics.wait).
   const pause = new Int32Array(new SharedArrayBuffer(4))
   let db: Sqlite.Database | undefined
   for (let attempt = 1; db === undefined; attempt++) {
     let opened: Sqlite.Database | undefined
     try {
-      opened = new Driver(data.filename)
+      opened = new Driver(data.filename, { timeout: data.busyTimeout })
       if (data.wal) opened.pragma("journal_mode = WAL")
       db = opened
     } catch (cause) {
       opened?.close()
-      if ((cause as { code?: unknown })?.code !== "SQLITE_BUSY" || attempt * 20 >= 5000) {
+      if ((cause as { code?: unknown })?.code !== "SQLITE_BUSY" || attempt * 20 >= data.busyTimeout) {
         port.postMessage(fail(0, "open", cause))
         return
       }
@@ -106,6 +109,30 @@ const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite): void => 
   // Prepared statements by text, the oldest dropped first (a Map keeps insertion order).
   const cache = new Map<string, Sqlite.Statement>()
   port.postMessage({ id: 0, rows: [] } satisfies Reply)
+  /**
+   * A write statement. Two kinds are not run as they are:
+   * - BEGIN is tried again, 20 ms apart, while it answers SQLITE_BUSY, until the busy timeout
+   *   has passed since its first try. SQLite's own busy handler gave up after about 80 ms
+   *   (not the 5 s it was set to) when the standalone server's two clients migrated a fresh
+   *   file at the same moment with the main thread slowed (a CPU profile on), and the server
+   *   did not start (docs/decisions.md, "SQLite: BEGIN tried again, ROLLBACK of nothing").
+   * - ROLLBACK with no transaction open answers nothing. SQLite ends a transaction itself on
+   *   some errors, and a BEGIN that failed opened none; @effect/sql rolls back after both, and
+   *   its "cannot rollback - no transaction is active" hid the error that mattered.
+   */
+  const write = (sql: string, statement: Sqlite.Statement, params: ReadonlyArray<unknown>): Sqlite.RunResult | undefined => {
+    if (!database.inTransaction && /^\s*ROLLBACK\s*;?\s*$/i.test(sql)) return undefined
+    if (!/^\s*BEGIN\b/i.test(sql)) return statement.run(...params)
+    const started = Date.now()
+    for (;;) {
+      try {
+        return statement.run(...params)
+      } catch (cause) {
+        if ((cause as { code?: unknown })?.code !== "SQLITE_BUSY" || Date.now() - started >= data.busyTimeout) throw cause
+        Atomics.wait(pause, 0, 0, 20)
+      }
+    }
+  }
   /** One statement; throws its failure tagged with the stage it failed at. */
   const execute = (op: Operation, sql: string, params: ReadonlyArray<unknown>, safeIntegers: boolean): unknown => {
     let statement: Sqlite.Statement | undefined
@@ -122,8 +149,8 @@ const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite): void => 
     try {
       statement.safeIntegers(safeIntegers)
       if (!statement.reader) {
-        const result = statement.run(...params)
-        return op === "raw" ? result : []
+        const result = write(sql, statement, params)
+        return op === "raw" ? result ?? { changes: 0, lastInsertRowid: 0 } : []
       }
       if (op !== "values") return statement.all(...params)
       statement.raw(true)
@@ -202,7 +229,8 @@ const start = (options: Options) =>
         driver: driverPath(),
         filename: options.filename,
         wal: options.disableWAL !== true,
-        cacheSize: options.prepareCacheSize ?? 200
+        cacheSize: options.prepareCacheSize ?? 200,
+        busyTimeout: options.busyTimeout ?? 5000
       } satisfies WorkerData
     })
     const pending = new Map<number, (reply: Reply) => void>()
