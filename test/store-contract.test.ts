@@ -400,7 +400,8 @@ for (const backend of backends) {
           yield* store.create(task, [first, second])
           expect(yield* store.claimCallbacks({ now: 50, limit: 10, leaseUntil: 1_000 })).toEqual([])
           const claimed = yield* store.claimCallbacks({ now: 300, limit: 10, leaseUntil: 1_000 })
-          expect(claimed).toEqual([{ ...first, attempts: 0, roundStart: 0 }, { ...second, attempts: 0, roundStart: 0 }])
+          // Each with its task as it stands, read with the claim.
+          expect(claimed).toEqual([{ ...first, attempts: 0, roundStart: 0, task }, { ...second, attempts: 0, roundStart: 0, task }])
           // Leased: nobody else takes them before the lease ends.
           expect(yield* store.claimCallbacks({ now: 400, limit: 10, leaseUntil: 2_000 })).toEqual([])
           const failed = { callbackId: first.id, attempt: 1, at: 400, status: 500, error: "HTTP 500", durationMs: 12, outcome: { _tag: "Retry" as const, retryAt: 5_400 } }
@@ -408,8 +409,11 @@ for (const backend of backends) {
           const delivered = { callbackId: second.id, attempt: 1, at: 410, status: 204, error: null, durationMs: 8, outcome: { _tag: "Delivered" as const } }
           yield* store.recordCallbackAttempt(delivered)
           expect(yield* store.claimCallbacks({ now: 5_000, limit: 10, leaseUntil: 6_000 })).toEqual([])
+          const moved = { ...task, updatedAt: task.updatedAt + 1, version: task.version + 1 }
+          yield* store.update(moved, task.version)
           const again = yield* store.claimCallbacks({ now: 5_400, limit: 10, leaseUntil: 6_000 })
-          expect(again).toEqual([{ ...first, attempts: 1, roundStart: 0 }])
+          // The task as it stands at this claim, not as it stood at the last.
+          expect(again).toEqual([{ ...first, attempts: 1, roundStart: 0, task: moved }])
           const gaveUp = { callbackId: first.id, attempt: 2, at: 5_400, status: null, error: "timed out", durationMs: 15_000, outcome: { _tag: "GaveUp" as const } }
           yield* store.recordCallbackAttempt(gaveUp)
           expect(yield* store.claimCallbacks({ now: 99_999, limit: 10, leaseUntil: 100_000 })).toEqual([])
@@ -435,7 +439,7 @@ for (const backend of backends) {
           yield* store.recordCallbackAttempts(attempts)
           // Leases released: the untouched one is due still; the retried one comes back at its time; the others are done.
           expect((yield* store.claimCallbacks({ now: 400, limit: 10, leaseUntil: 10_000 })).map((c) => c.id)).toEqual([untouched.id])
-          expect(yield* store.claimCallbacks({ now: 5_300, limit: 10, leaseUntil: 6_000 })).toEqual([{ ...retried, attempts: 1, roundStart: 0 }])
+          expect(yield* store.claimCallbacks({ now: 5_300, limit: 10, leaseUntil: 6_000 })).toEqual([{ ...retried, attempts: 1, roundStart: 0, task }])
           for (const attempt of attempts) expect(yield* store.callbackAttempts(attempt.callbackId)).toEqual([attempt])
           expect(yield* store.callbackAttempts(untouched.id)).toEqual([])
         })
@@ -492,7 +496,7 @@ for (const backend of backends) {
           expect(yield* store.claimCallbacks({ now: 4_999, limit: 10, leaseUntil: 6_000 })).toEqual([])
           // Both due at the same time: in either order.
           const due = [...yield* store.claimCallbacks({ now: 5_000, limit: 10, leaseUntil: 6_000 })].sort((a, b) => a.createdAt - b.createdAt)
-          expect(due).toEqual([{ ...delivered, attempts: 1, roundStart: 1 }, { ...gaveUp, attempts: 2, roundStart: 2 }])
+          expect(due).toEqual([{ ...delivered, attempts: 1, roundStart: 1, task }, { ...gaveUp, attempts: 2, roundStart: 2, task }])
           const again = { callbackId: gaveUp.id, attempt: 3, at: 5_100, status: 204, error: null, durationMs: 4, outcome: { _tag: "Delivered" as const } }
           yield* store.recordCallbackAttempt(again)
           expect((yield* store.callbackAttempts(gaveUp.id)).map((a) => a.attempt)).toEqual([1, 2, 3])
@@ -516,7 +520,7 @@ for (const backend of backends) {
           // The progress callback is not due before its time.
           expect((yield* store.claimCallbacks({ now: 1_999, limit: 10, leaseUntil: 10_000 })).map((c) => [c.id, c.event])).toEqual([[started.id, "started"]])
           const { dueAt: _, ...progressRow } = progress
-          expect(yield* store.claimCallbacks({ now: 2_000, limit: 10, leaseUntil: 10_000 })).toEqual([{ ...progressRow, attempts: 0, roundStart: 0 }])
+          expect(yield* store.claimCallbacks({ now: 2_000, limit: 10, leaseUntil: 10_000 })).toEqual([{ ...progressRow, attempts: 0, roundStart: 0, task }])
           const ended = withVersion(task, { status: "SUCCESS", dueAt: null })
           const completed = row("msg_c", 3_000, "completed")
           yield* store.update(ended, task.version, [completed])

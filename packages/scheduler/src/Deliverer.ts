@@ -177,7 +177,8 @@ export const make = (options: Options = {}) =>
     const deliver = (callback: TaskStore.DueCallback, claimedAt: number) =>
       Effect.gen(function*() {
         const attempt = callback.attempts + 1
-        const task = yield* store.get(callback.taskId)
+        // The task as the claim read it, where the store reads it with the claim.
+        const task = callback.task === undefined ? yield* store.get(callback.taskId) : Option.fromNullable(callback.task)
         // The schedule counts from the start of the delivery round (a redeliver starts a new one).
         const scheduled = schedule[attempt - callback.roundStart]
         const record = (started: number, answer: Answer | null, failure: string | null) =>

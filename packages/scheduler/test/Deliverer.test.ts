@@ -457,12 +457,14 @@ describe("Deliverer: leases", () => {
         post: () => Effect.map(Clock.currentTimeMillis, (now) => (posts.push(now), { status: 204 }))
       })
       const built = Context.get(yield* Layer.build(MemoryTaskStore.layer), TaskStore.TaskStore)
-      // The first read of the task takes 10 s (a store under load): past the 7.5 s within
-      // which a 15 s attempt must start to end with time left in its 30 s lease.
+      // A store that does not read the task with the claim, so the deliverer reads it; the
+      // first read takes 10 s (a store under load): past the 7.5 s within which a 15 s attempt
+      // must start to end with time left in its 30 s lease.
       let reads = 0
       const { service, settle } = counted(built)
       const tasks: TaskStore.TaskStore["Type"] = {
         ...service,
+        claimCallbacks: (options) => Effect.map(service.claimCallbacks(options), (due) => due.map(({ task: _, ...callback }) => callback)),
         get: (id) => Effect.zipRight(++reads === 1 ? Effect.sleep("10 seconds") : Effect.void, service.get(id))
       }
       const accounts = MemoryAccounts.layer([{ id: "acct_test", name: "t", apiKey: Redacted.make("k"), webhookSecret: Redacted.make(secret) }])

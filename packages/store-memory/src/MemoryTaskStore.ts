@@ -333,7 +333,8 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         return chosen.map(({ id }) => {
           const state = delivery.get(id)!
           state.leaseUntil = leaseUntil
-          return { ...outbox.get(id)!, attempts: state.attempts, roundStart: state.roundStart }
+          const row = outbox.get(id)!
+          return { ...row, attempts: state.attempts, roundStart: state.roundStart, task: tasks.get(row.taskId) ?? null }
         })
       }),
     recordCallbackAttempt: (attempt) => Effect.sync(() => recordAttempt(attempt)),

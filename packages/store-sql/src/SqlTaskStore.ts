@@ -128,6 +128,10 @@ export const make = (options: Options = {}): Effect.Effect<
       `SELECT 1 AS found FROM "${t.callbacks}"
        WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?) LIMIT 1`
     )
+    // Each claimed callback comes back with its task's row as one JSON object (null: the task is
+    // gone), so that the deliverer does not read each task again: one statement (and on SQLite
+    // one round trip to its worker) fewer per callback.
+    const taskObject = `${isPg ? "json_build_object" : "json_object"}(${columns.map((column) => `'${column}', t.${column}`).join(", ")})`
     const claimCallbacks = compile(
       `UPDATE "${t.callbacks}" SET lease_until = ?
        WHERE id IN (
@@ -135,8 +139,11 @@ export const make = (options: Options = {}): Effect.Effect<
          WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
          ORDER BY next_attempt_at LIMIT ?${isPg ? " FOR UPDATE SKIP LOCKED" : ""}
        )
-       RETURNING *`
+       RETURNING *, (SELECT ${taskObject} FROM ${tasks} t WHERE t.id = "${t.callbacks}".task_id) AS task_row`
     )
+    /** A claimed callback's task_row: SQLite answers the JSON as text, PostgreSQL parsed. */
+    const taskOf = (value: unknown): Task.TaskRecord | null =>
+      value === null || value === undefined ? null : TaskRow.fromRow(typeof value === "string" ? JSON.parse(value) : value)
     const insertAttempt = compile(
       `INSERT INTO "${t.callbackAttempts}" (callback_id, attempt, at, status, error, duration_ms, outcome, retry_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
     )
@@ -254,6 +261,7 @@ export const make = (options: Options = {}): Effect.Effect<
                 ...eventOf(row),
                 attempts: num(row["attempts"]),
                 roundStart: num(row["round_start"]),
+                task: taskOf(row["task_row"]),
                 due: num(row["next_attempt_at"])
               }))
               .sort((a, b) => a.due - b.due)

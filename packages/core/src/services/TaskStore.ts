@@ -65,6 +65,12 @@ export interface DueCallback extends CallbackRow {
    * the retry schedule counts from here, the attempt numbers do not.
    */
   readonly roundStart: number
+  /**
+   * The task, read with the claim (in the same statement on SQL), so that the deliverer does
+   * not read it once more per callback; null when it no longer exists. Absent when the store
+   * does not read it with the claim: the deliverer reads it then.
+   */
+  readonly task?: TaskRecord | null
 }
 
 /** Where a callback's delivery stands: an attempt due (pending), delivered, or given up (failed). */
@@ -200,7 +206,7 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
    * many callbacks it restarted.
    */
   readonly redeliverCallbacks: (taskId: TaskId, now: number) => Effect.Effect<number, StoreError>
-  /** Leases up to `limit` callbacks whose next attempt is due, earliest first. */
+  /** Leases up to `limit` callbacks whose next attempt is due, earliest first, each with its task where the store reads it at once (`DueCallback.task`). */
   readonly claimCallbacks: (options: {
     readonly now: number
     readonly limit: number
