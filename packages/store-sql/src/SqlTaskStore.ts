@@ -172,12 +172,16 @@ export const make = (options: Options = {}): Effect.Effect<
           )).pipe(Effect.asVoid, refail("create")),
 
       databaseId,
-      // The hold first: too little credit ends the transaction before the task is written.
+      // The task and its callbacks first, the hold last: on PostgreSQL the hold locks the
+      // account's sums row to the commit, and every other submit and settlement of the account
+      // waits for it, so it is held for the COMMIT's round trip alone. Too little credit rolls
+      // the task back with the transaction. (On SQLite the transaction holds the write lock
+      // throughout, and the writes go with the hold's read or the COMMIT either way.)
       createHeld: (task, callbacks, hold) =>
         executor.transaction((run) =>
-          ledger.reserve(run, hold).pipe(
-            Effect.zipRight(Executor.later(run)(insertTask, TaskRow.values(TaskRow.toRow(task)))),
-            Effect.zipRight(writeCallbacks(run, callbacks))
+          Executor.later(run)(insertTask, TaskRow.values(TaskRow.toRow(task))).pipe(
+            Effect.zipRight(writeCallbacks(run, callbacks)),
+            Effect.zipRight(ledger.reserve(run, hold, { newTask: true }))
           )
         ).pipe(Effect.asVoid, refail("createHeld")),
 

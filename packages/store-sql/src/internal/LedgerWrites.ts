@@ -111,7 +111,9 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
   /**
    * Writes `entry` and moves its account's sums; a reservation is opened, a charge or release
    * closes it. Nothing reads their answers: on the SQLite worker they go with the
-   * transaction's next statement or its COMMIT (`Executor.later`).
+   * transaction's next statement or its COMMIT (`Executor.later`). The sums go last: on
+   * PostgreSQL their UPDATE locks the account's row to the commit, and every other movement
+   * of the account waits for that lock, so it is held for the COMMIT's round trip alone.
    */
   const write = (run: Run, entry: Ledger.LedgerEntry) => {
     const later = Executor.later(run)
@@ -127,7 +129,6 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
       entry.keyId ?? null,
       entry.model ?? null
     ]).pipe(
-      Effect.zipRight(later(addToSums, [entry.accountId, entry.amount, entry.held])),
       Effect.zipRight(
         entry.kind === "reserve"
           ? later(openReservation, [entry.taskId, entry.id, entry.at])
@@ -135,6 +136,7 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
           ? Effect.void
           : later(closeReservation, [entry.taskId])
       ),
+      Effect.zipRight(later(addToSums, [entry.accountId, entry.amount, entry.held])),
       Effect.as(entry)
     )
   }
@@ -165,15 +167,29 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
       ? Effect.void
       : Effect.asVoid(Executor.later(run)(spendDown, [reservation.held, reservation.keyId, KeyScopes.monthOf(reservation.at)]))
 
-  /** `Ledger.reserve` within the caller's transaction: the existing reservation when there is one. */
+  /**
+   * `Ledger.reserve` within the caller's transaction: the existing reservation when there is one.
+   * `newTask`: the caller writes the task in this same transaction (`createHeld`), so no
+   * reservation of it can exist yet; on PostgreSQL its lock and the look for one are left out
+   * (two statements). Two transactions writing the same new task conflict on its key, and on
+   * the unique index of its reservation, so one of them fails and rolls back.
+   */
   const reserve = (
     run: Run,
-    { accountId, amount, at, id, keyId = null, model = null, monthlyCapMicroUsd = null, taskId }: Ledger.Hold
+    { accountId, amount, at, id, keyId = null, model = null, monthlyCapMicroUsd = null, taskId }: Ledger.Hold,
+    options: { readonly newTask?: boolean } = {}
   ): Effect.Effect<Ledger.LedgerEntry, Ledger.HoldRefused | SqlError.SqlError> =>
     Effect.gen(function*() {
-      yield* lockTask(run, taskId)
+      const skipLookup = isPg && options.newTask === true
+      if (!skipLookup) yield* lockTask(run, taskId)
       const read = isPg ? undefined : (yield* run(sumsAndReservation, [accountId, taskId]))[0]
-      const existing = read === undefined ? first(yield* run(reservationOf, [taskId])) : read["id"] == null ? Option.none() : first([read])
+      const existing = skipLookup
+        ? Option.none()
+        : read === undefined
+        ? first(yield* run(reservationOf, [taskId]))
+        : read["id"] == null
+        ? Option.none()
+        : first([read])
       if (Option.isSome(existing)) return existing.value
       if (keyId !== null && monthlyCapMicroUsd !== null) yield* countAgainstCap(run, keyId, monthlyCapMicroUsd, amount, at)
       const entry: Ledger.LedgerEntry = {
