@@ -34,9 +34,9 @@ const databaseUrl = process.env["MEDIAGATE_DATABASE_URL"] ?? defaultDatabaseUrl
 
 /** The AdminService and what the commands read beside it, on the database. */
 const database = (url: string) => {
-  // Two clients, as the server has them: on SQLite the task store keeps its connection to itself.
+  // The clients as the server has them: one for all on SQLite, the task store's own pool beside it on PostgreSQL.
   const shared = Database.layerFromUrl(url)
-  const store = SqlTaskStore.layer.pipe(Layer.provide(Database.layerFromUrl(url)))
+  const store = SqlTaskStore.layer.pipe(Layer.provide(/^postgres(ql)?:\/\//.test(url) ? Database.layerFromUrl(url) : shared))
   const backends = Layer.mergeAll(SqlAccounts.layer, SqlLedger.layer, SqlAdminKeys.layer, SqlAuditLog.layer).pipe(Layer.provide(shared))
   const tasks = TaskServiceAlone.layerBilled.pipe(Layer.provide([ModelCatalog.layer, Moderation.layerAllowAll, TaskServiceAlone.noUpstream]))
   return AdminOperations.layer.pipe(Layer.provideMerge(tasks), Layer.provideMerge(Layer.merge(backends, store)), Layer.provideMerge(Ids.layer))

@@ -44,13 +44,16 @@ export interface SqlBackends extends Backends {
  * requests) are kept in the database for all of them (`PgLimits`, as `limits`).
  */
 export const make = (config: Config): SqlBackends => {
-  // Two clients: on SQLite the task store keeps its connection to itself; accounts, the
-  // ledger and the idempotency keys share the other (one layer, memoised by reference, so
-  // each of these layers must be the same object wherever it is provided).
+  // One client that accounts, the ledger, the idempotency keys and the rest share (one layer,
+  // memoised by reference, so each of these layers must be the same object wherever it is
+  // provided). On PostgreSQL the task store has a pool of its own beside it; on SQLite it
+  // shares the one connection too, as two connections of one file would wait for each
+  // other's write lock in SQLite's sleeping busy handler (docs/decisions.md, "SQLite: one
+  // connection").
   const shared = Database.layerFromUrl(config.databaseUrl)
   const postgres = /^postgres(ql)?:\/\//.test(config.databaseUrl)
   return {
-    store: SqlTaskStore.layer.pipe(Layer.provide(Database.layerFromUrl(config.databaseUrl))),
+    store: SqlTaskStore.layer.pipe(Layer.provide(postgres ? Database.layerFromUrl(config.databaseUrl) : shared)),
     accounts: SqlAccounts.layer.pipe(Layer.provide(shared)),
     ledger: SqlLedger.layer.pipe(Layer.provide(shared)),
     idempotencyKeys: SqlIdempotencyKeys.layer.pipe(Layer.provide(shared)),

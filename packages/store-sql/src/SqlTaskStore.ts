@@ -29,7 +29,7 @@ export const defaultPrefix = Database.defaultPrefix
 /** Driver failures while serving: StoreError, logged as the store's. */
 const refail = (operation: string) => refailAs("store", operation)
 
-/** The SQL TaskStore. Runs the migrations first; on SQLite it keeps its client's connection. */
+/** The SQL TaskStore. Runs the migrations first; on SQLite it shares its client's one connection, operation by operation. */
 export const make = (options: Options = {}): Effect.Effect<
   Context.Tag.Service<TaskStore.TaskStore>,
   StoreError,
@@ -38,7 +38,6 @@ export const make = (options: Options = {}): Effect.Effect<
   Effect.gen(function*() {
     const db = yield* Database.prepare("the task store", options)
     const { compile, isPg, sql, tables: t } = db
-    // Read before the executor takes the SQLite client's one connection for itself.
     const databaseId = yield* Schema.databaseIdOf(options.tablePrefix ?? Database.defaultPrefix).pipe(refail("start"))
     const executor = yield* Executor.make(sql, isPg)
     const ledger = LedgerWrites.make(db)

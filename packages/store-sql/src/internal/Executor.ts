@@ -5,10 +5,8 @@
  */
 import type { SqlClient, SqlConnection, SqlError } from "@effect/sql"
 import { StoreError } from "@mediagate/core"
-import type { Scope } from "effect"
 import { Effect, Exit } from "effect"
 import * as Batch from "./Batch.js"
-import * as Mutex from "./Mutex.js"
 import type { Row } from "./Rows.js"
 
 /**
@@ -101,24 +99,20 @@ const batched = <A, E>(
   })
 
 /**
- * SQLite has one connection per client, and the store keeps it for its lifetime (give the
- * store a client of its own). Fibers share that connection, so a lock orders them: a
- * transaction runs from `BEGIN IMMEDIATE` to `COMMIT` with no other fiber's statement in
- * between (it would otherwise commit or roll back with someone else's transaction), and a
- * single statement waits while a transaction is open. The statements run in a worker thread
- * (`SqliteWorker`), so the lock is held across each wait for the database, and many fibers
- * wait for it: `Mutex` hands it on in order (a Semaphore did not). `BEGIN IMMEDIATE` takes the
- * write lock up front, so a writer never fails halfway when another process writes the
- * same file.
+ * SQLite has one connection per client. Each operation reserves it through the client's lock
+ * (`perOperation`), so the task store shares its client with the ledger, the accounts and
+ * the rest: a transaction runs from `BEGIN IMMEDIATE` to `COMMIT` with no other fiber's
+ * statement in between (it would otherwise commit or roll back with someone else's
+ * transaction), and a single statement waits while a transaction is open. One connection
+ * for the whole process, not one for the store and one for the rest: two connections of one
+ * file wait for each other's write lock in SQLite's busy handler, which sleeps 1, 2, 5 ms
+ * and more between tries, while the lock orders fibers at once (docs/decisions.md, "SQLite:
+ * one connection"). `BEGIN IMMEDIATE` takes the write lock up front, so a writer never fails
+ * halfway when another process writes the same file.
  */
-const sqlite = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlError, Scope.Scope> =>
+const sqlite = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlError> =>
   Effect.gen(function*() {
-    const connection = yield* sql.reserve
-    const exclusive = Mutex.make().withLock
-    const executor: Executor = {
-      run: (text, params) => exclusive(connection.execute(text, params, undefined)),
-      transaction: (body) => exclusive(transaction(connection, "BEGIN IMMEDIATE", body))
-    }
+    const executor = perOperation(sql, "BEGIN IMMEDIATE")
     yield* executor.run("PRAGMA busy_timeout = 5000", [])
     return executor
   })
@@ -148,6 +142,6 @@ export const perOperation = (sql: SqlClient.SqlClient, begin: "BEGIN" | "BEGIN I
   transaction: (body) => Effect.uninterruptible(Effect.scoped(Effect.flatMap(sql.reserve, (connection) => transaction(connection, begin, body))))
 })
 
-/** The executor for `sql`'s dialect; on SQLite it keeps a connection for the scope's lifetime. */
-export const make = (sql: SqlClient.SqlClient, isPg: boolean): Effect.Effect<Executor, StoreError, Scope.Scope> =>
+/** The executor for `sql`'s dialect. */
+export const make = (sql: SqlClient.SqlClient, isPg: boolean): Effect.Effect<Executor, StoreError> =>
   isPg ? Effect.succeed(pg(sql)) : sqlite(sql).pipe(StoreError.refail("opening the store"))
