@@ -39,7 +39,7 @@ export const make = (options: Options = {}): Effect.Effect<
     const order = sql.literal("CASE kind WHEN 'credit' THEN 0 WHEN 'reserve' THEN 1 ELSE 2 END")
     const openTable = sql(t.ledgerOpen)
     const databaseId = yield* Schema.databaseIdOf(options.tablePrefix ?? Database.defaultPrefix).pipe(refail("start"))
-    const { advisoryLock, entryById, first, lockTask, reservationAndEndOf, reservationOf, reserve, sums, uncount, write } = LedgerWrites.make(prepared)
+    const { advisoryLock, endOnItsOwn, entryById, first, lockTask, reservationAndEndOf, reservationOf, reserve, sums, uncount, write } = LedgerWrites.make(prepared)
 
     /**
      * One movement in one transaction that, once begun, runs to its commit or rollback: an
@@ -53,7 +53,7 @@ export const make = (options: Options = {}): Effect.Effect<
     const executor = Executor.perOperation(sql, isPg ? "BEGIN" : "BEGIN IMMEDIATE")
     const transaction = executor.transaction
 
-    const end = (kind: "charge" | "release") => ({ at, id, taskId }: { readonly id: string; readonly taskId: string; readonly at: number }) =>
+    const inTransaction = (kind: "charge" | "release", { at, id, taskId }: { readonly id: string; readonly taskId: string; readonly at: number }) =>
       transaction((run) =>
         Effect.gen(function*() {
           yield* lockTask(run, taskId)
@@ -76,7 +76,15 @@ export const make = (options: Options = {}): Effect.Effect<
             ...(model === undefined ? {} : { model })
           })
         })
-      ).pipe(refail(kind))
+      )
+
+    // On PostgreSQL a settlement is first tried as one statement on its own (`endAtOnce`), which
+    // holds the account's row for no round trip; what it leaves (settled already, no
+    // reservation, a capped key's release) the transaction answers.
+    const end = (kind: "charge" | "release") => (movement: { readonly id: string; readonly taskId: string; readonly at: number }) =>
+      (isPg
+        ? Effect.flatMap(endOnItsOwn(executor.run, { ...movement, kind }), (ended) => Option.isSome(ended) ? Effect.succeed(ended.value) : inTransaction(kind, movement))
+        : inTransaction(kind, movement)).pipe(refail(kind))
 
     return {
       databaseId,

@@ -14,6 +14,7 @@ import { Effect, Layer, Option } from "effect"
 import * as Database from "./Database.js"
 import * as ClaimDue from "./internal/ClaimDue.js"
 import * as Executor from "./internal/Executor.js"
+import * as HeldAtOnce from "./internal/HeldAtOnce.js"
 import { refail as refailAs } from "./internal/refail.js"
 import { num, numOrNull, records, strOrNull } from "./internal/Rows.js"
 import * as LedgerWrites from "./internal/LedgerWrites.js"
@@ -41,6 +42,7 @@ export const make = (options: Options = {}): Effect.Effect<
     const databaseId = yield* Schema.databaseIdOf(options.tablePrefix ?? Database.defaultPrefix).pipe(refail("start"))
     const executor = yield* Executor.make(sql, isPg)
     const ledger = LedgerWrites.make(db)
+    const heldAtOnce = isPg ? HeldAtOnce.make(db) : undefined
     const claimDue = ClaimDue.make(executor, db)
 
     // Statements, compiled once. Written with ?; PostgreSQL numbers its placeholders.
@@ -176,13 +178,24 @@ export const make = (options: Options = {}): Effect.Effect<
       // waits for it, so it is held for the COMMIT's round trip alone. Too little credit rolls
       // the task back with the transaction. (On SQLite the transaction holds the write lock
       // throughout, and the writes go with the hold's read or the COMMIT either way.)
-      createHeld: (task, callbacks, hold) =>
-        executor.transaction((run) =>
-          Executor.later(run)(insertTask, TaskRow.values(TaskRow.toRow(task))).pipe(
+      // On PostgreSQL the common case is first one statement on its own (`HeldAtOnce`), which
+      // holds the account's row for no round trip at all.
+      createHeld: (task, callbacks, hold) => {
+        const row = TaskRow.toRow(task)
+        const inTransaction = executor.transaction((run) =>
+          Executor.later(run)(insertTask, TaskRow.values(row)).pipe(
             Effect.zipRight(writeCallbacks(run, callbacks)),
             Effect.zipRight(ledger.reserve(run, hold, { newTask: true }))
           )
-        ).pipe(Effect.asVoid, refail("createHeld")),
+        )
+        const atOnce = heldAtOnce?.(row, callbacks, hold)
+        return (atOnce === undefined
+          ? inTransaction
+          : Effect.flatMap(executor.run(atOnce.text, atOnce.params), (written) => written.length > 0 ? Effect.void : inTransaction)).pipe(
+            Effect.asVoid,
+            refail("createHeld")
+          )
+      },
 
       get: (id) =>
         executor.run(selectById, [id]).pipe(

@@ -107,6 +107,27 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
      INSERT INTO ${quoted.open} (task_id, entry_id, at) SELECT ?, id, ? FROM entry RETURNING entry_id`
   )
   const advisoryLock = compile(`SELECT pg_advisory_xact_lock(hashtext(?))`)
+  // PostgreSQL: a charge or release in one statement, on its own (no BEGIN or COMMIT), so the
+  // account's row is locked only while the statement runs, not across round trips to the
+  // node: the reservation's open row deleted (a second settlement of the task waits for that
+  // row, then finds it gone), its end written, the sums moved. Only where nothing else is owed:
+  // a release of a capped key's reservation gives the cap back too, which the transaction
+  // below does. No row back: settled already, no reservation, or such a release.
+  const endAtOnce = compile(
+    `WITH closed AS (
+       DELETE FROM ${quoted.open} o USING ${quoted.entries} r
+       WHERE o.task_id = ? AND r.id = o.entry_id AND (? = 'charge' OR r.key_id IS NULL OR r.held = 0)
+       RETURNING r.account_id, r.task_id, r.held, r.key_id, r.model
+     ), ended AS (
+       INSERT INTO ${quoted.entries} (id, account_id, task_id, kind, amount, held, at, note, key_id, model)
+       SELECT ?, account_id, task_id, ?, CASE WHEN ? = 'charge' THEN -held ELSE 0 END, -held, ?, NULL, key_id, model FROM closed
+       RETURNING *
+     ), moved AS (
+       UPDATE ${quoted.balances} b SET balance = b.balance + ended.amount, reserved = b.reserved + ended.held
+       FROM ended WHERE b.account_id = ended.account_id RETURNING b.account_id
+     )
+     SELECT ended.* FROM ended`
+  )
 
   /**
    * Writes `entry` and moves its account's sums; a reservation is opened, a charge or release
@@ -226,5 +247,9 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
       end: first(rows.filter((row) => row["kind"] !== "reserve"))
     }))
 
-  return { write, lockTask, first, sums, reserve, uncount, reservationOf, reservationAndEndOf, entryById, advisoryLock }
+  /** PostgreSQL: `endAtOnce` (see there); the end written, or none when the transaction must do it. */
+  const endOnItsOwn = (run: Run, end: { readonly id: string; readonly taskId: string; readonly at: number; readonly kind: "charge" | "release" }) =>
+    Effect.map(run(endAtOnce, [end.taskId, end.kind, end.id, end.kind, end.kind, end.at]), first)
+
+  return { write, lockTask, first, sums, reserve, uncount, reservationOf, reservationAndEndOf, entryById, advisoryLock, endOnItsOwn }
 }

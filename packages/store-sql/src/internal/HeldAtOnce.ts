@@ -1,0 +1,68 @@
+/**
+ * PostgreSQL: a new task written with its hold in one statement on its own (no BEGIN or
+ * COMMIT). The account's sums row, which every submit and settlement of the account locks, is
+ * then held only while the statement runs, not across round trips to the node, which under
+ * load wait for its busy event loop. In one statement, each part only if the one before it
+ * wrote a row: the sums' `reserved` raised when enough is left, the reservation's entry and
+ * open row, the task's row, its callback rows. No row back: nothing was written (too little
+ * credit, or no sums row yet), and the caller's transaction, which answers those cases, runs
+ * instead. A task whose id exists already fails on its key, and the statement writes nothing.
+ *
+ * Not for a hold of nothing or a hold counted against a key's monthly cap: those take the
+ * transaction.
+ */
+import type { Ledger, TaskStore } from "@mediagate/core"
+import type * as Database from "../Database.js"
+import * as TaskRow from "../TaskRow.js"
+
+export const make = ({ compile, tables: t }: Pick<Database.Prepared, "compile" | "tables">) => {
+  const columns = TaskRow.columns
+  const head = `WITH held AS (
+       UPDATE "${t.ledgerBalances}" SET reserved = reserved + ? WHERE account_id = ? AND balance - reserved >= ? RETURNING account_id
+     ), entry AS (
+       INSERT INTO "${t.ledgerEntries}" (id, account_id, task_id, kind, amount, held, at, note, key_id, model)
+       SELECT ?, account_id, ?, 'reserve', 0, ?, ?, NULL, ?, ? FROM held RETURNING id
+     ), opened AS (
+       INSERT INTO "${t.ledgerOpen}" (task_id, entry_id, at) SELECT ?, id, ? FROM entry RETURNING task_id
+     ), task AS (
+       INSERT INTO "${t.tasks}" (${columns.join(", ")}) SELECT ${columns.map(() => "?").join(", ")} FROM opened RETURNING id
+     )`
+  const callback = (n: number) =>
+    `, callback${n} AS (
+       INSERT INTO "${t.callbacks}" (id, task_id, url, created_at, attempts, next_attempt_at, event) SELECT ?, ?, ?, ?, 0, ?, ? FROM task RETURNING id
+     )`
+  /** The statement for a task with `count` callback rows, compiled once per count. */
+  const statements = new Map<number, string>()
+  const statement = (count: number) => {
+    let text = statements.get(count)
+    if (text === undefined) {
+      text = compile(`${head}${Array.from({ length: count }, (_, n) => callback(n)).join("")} SELECT id FROM task`)
+      statements.set(count, text)
+    }
+    return text
+  }
+
+  /** The statement and its parameters, or undefined where the transaction must write the hold. */
+  return (task: TaskRow.Row, callbacks: ReadonlyArray<TaskStore.CallbackRow>, hold: Ledger.Hold) => {
+    if (hold.amount <= 0 || (hold.keyId != null && hold.monthlyCapMicroUsd != null)) return undefined
+    const { accountId, amount, at, id, keyId = null, model = null, taskId } = hold
+    return {
+      text: statement(callbacks.length),
+      params: [
+        amount,
+        accountId,
+        amount,
+        id,
+        taskId,
+        amount,
+        at,
+        keyId,
+        model,
+        taskId,
+        at,
+        ...TaskRow.values(task),
+        ...callbacks.flatMap((row) => [row.id, row.taskId, row.url, row.createdAt, row.dueAt ?? row.createdAt, row.event ?? null])
+      ]
+    }
+  }
+}
