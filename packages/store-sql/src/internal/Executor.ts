@@ -99,8 +99,8 @@ const batched = <A, E>(
   })
 
 /**
- * SQLite has one connection per client. Each operation reserves it through the client's lock
- * (`perOperation`), so the task store shares its client with the ledger, the accounts and
+ * SQLite has one connection per client. Each operation reserves it through the client's lock,
+ * so the task store shares its client with the ledger, the accounts and
  * the rest: a transaction runs from `BEGIN IMMEDIATE` to `COMMIT` with no other fiber's
  * statement in between (it would otherwise commit or roll back with someone else's
  * transaction), and a single statement waits while a transaction is open. One connection
@@ -112,7 +112,14 @@ const batched = <A, E>(
  */
 const sqlite = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlError> =>
   Effect.gen(function*() {
-    const executor = perOperation(sql, "BEGIN IMMEDIATE")
+    // Unlike `perOperation`, a caller interrupted while it waits for the connection (a
+    // readiness check's time limit, a client gone) stops waiting: a stalled file must not hold
+    // it. A transaction, once begun, still runs to its COMMIT or ROLLBACK (`transaction`).
+    const reserved = <A, E>(use: (connection: SqlConnection.Connection) => Effect.Effect<A, E>) => Effect.scoped(Effect.flatMap(sql.reserve, use))
+    const executor: Executor = {
+      run: (text, params) => reserved((connection) => connection.execute(text, params, undefined)),
+      transaction: (body) => reserved((connection) => transaction(connection, "BEGIN IMMEDIATE", body))
+    }
     yield* executor.run("PRAGMA busy_timeout = 5000", [])
     return executor
   })
