@@ -171,6 +171,22 @@ for (const backend of backends) {
         })
       ))
 
+    it.effect("an update with callback rows writes both when its version is current, and neither when it is stale", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const task = record({ status: "PROCESSING", callBackUrl: "https://example.com/hook" })
+          yield* store.create(task)
+          const hook = (id: string) => ({ id: `${id}_${randomBytes(4).toString("hex")}`, taskId: task.id, url: "https://example.com/hook", createdAt: 10 })
+          const [first, second, stale] = [hook("msg_1"), hook("msg_2"), hook("msg_stale")]
+          const ended = withVersion(task, { status: "SUCCESS", dueAt: null })
+          yield* store.update(ended, task.version, [first, second])
+          const late = yield* store.update(withVersion(task, { status: "FAILURE", dueAt: null }), task.version, [stale]).pipe(Effect.flip)
+          expect(late).toBeInstanceOf(TaskConflict)
+          expect(Option.getOrThrow(yield* store.get(task.id)).status).toBe("SUCCESS")
+          expect((yield* store.callbacks(task.id)).map((c) => c.id).sort()).toEqual([first.id, second.id].sort())
+        })
+      ))
+
     it.effect("claimDue leases due tasks earliest first and never terminal or future ones", () =>
       withStore((store) =>
         Effect.gen(function*() {

@@ -51,9 +51,20 @@ export const make = (options: Options = {}): Effect.Effect<
     const columns = TaskRow.columns
     const insertTask = compile(`INSERT INTO ${tasks} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`)
     const updateColumns = columns.filter((column) => column !== "id")
-    const updateTask = compile(
-      `UPDATE ${tasks} SET ${updateColumns.map((column) => `${column} = ?`).join(", ")} WHERE id = ? AND version = ? RETURNING id`
-    )
+    const updateText = `UPDATE ${tasks} SET ${updateColumns.map((column) => `${column} = ?`).join(", ")} WHERE id = ? AND version = ? RETURNING id`
+    const updateTask = compile(updateText)
+    // PostgreSQL: an update with its callback rows in one statement on its own (no BEGIN or
+    // COMMIT): the rows written only where the version check let the update through. One
+    // statement per callback count, compiled once.
+    const updatedWith = new Map<number, string>()
+    const updateWithCallbacks = (count: number) => {
+      let text = updatedWith.get(count)
+      if (text === undefined) {
+        text = compile(`WITH updated AS (${updateText})${HeldAtOnce.callbackInserts(t.callbacks, "updated", count)} SELECT id FROM updated`)
+        updatedWith.set(count, text)
+      }
+      return text
+    }
     const insertCallback = compile(
       `INSERT INTO "${t.callbacks}" (id, task_id, url, created_at, attempts, next_attempt_at, event) VALUES (?, ?, ?, ?, 0, ?, ?)`
     )
@@ -214,8 +225,11 @@ export const make = (options: Options = {}): Effect.Effect<
         const params = [...updateColumns.map((column) => row[column]), row.id, expectedVersion]
         // Made only when the check fails: an error captures a stack trace.
         const conflict = () => new TaskConflict({ taskId: next.id, expectedVersion })
+        const checked = (updated: ReadonlyArray<unknown>) => updated.length === 0 ? Effect.fail(conflict()) : Effect.void
         return (callbacks.length === 0
-          ? Effect.flatMap(executor.run(updateTask, params), (updated) => (updated.length === 0 ? Effect.fail(conflict()) : Effect.void))
+          ? Effect.flatMap(executor.run(updateTask, params), checked)
+          : isPg
+          ? Effect.flatMap(executor.run(updateWithCallbacks(callbacks.length), [...params, ...HeldAtOnce.callbackValues(callbacks)]), checked)
           : executor.transaction((run) =>
             Effect.gen(function*() {
               const updated = yield* run(updateTask, params)

@@ -15,6 +15,20 @@ import type { Ledger, TaskStore } from "@mediagate/core"
 import type * as Database from "../Database.js"
 import * as TaskRow from "../TaskRow.js"
 
+/**
+ * PostgreSQL: `count` callback rows written in one statement's CTEs (`callback0`, ...), each
+ * only where the CTE `from` wrote its row; their parameters are `callbackValues`.
+ */
+export const callbackInserts = (table: string, from: string, count: number): string =>
+  Array.from({ length: count }, (_, n) =>
+    `, callback${n} AS (
+       INSERT INTO "${table}" (id, task_id, url, created_at, attempts, next_attempt_at, event) SELECT ?, ?, ?, ?, 0, ?, ? FROM ${from} RETURNING id
+     )`).join("")
+
+/** The parameters of `callbackInserts`, in order. */
+export const callbackValues = (callbacks: ReadonlyArray<TaskStore.CallbackRow>): Array<unknown> =>
+  callbacks.flatMap((row) => [row.id, row.taskId, row.url, row.createdAt, row.dueAt ?? row.createdAt, row.event ?? null])
+
 export const make = ({ compile, tables: t }: Pick<Database.Prepared, "compile" | "tables">) => {
   const columns = TaskRow.columns
   const head = `WITH held AS (
@@ -27,16 +41,12 @@ export const make = ({ compile, tables: t }: Pick<Database.Prepared, "compile" |
      ), task AS (
        INSERT INTO "${t.tasks}" (${columns.join(", ")}) SELECT ${columns.map(() => "?").join(", ")} FROM opened RETURNING id
      )`
-  const callback = (n: number) =>
-    `, callback${n} AS (
-       INSERT INTO "${t.callbacks}" (id, task_id, url, created_at, attempts, next_attempt_at, event) SELECT ?, ?, ?, ?, 0, ?, ? FROM task RETURNING id
-     )`
   /** The statement for a task with `count` callback rows, compiled once per count. */
   const statements = new Map<number, string>()
   const statement = (count: number) => {
     let text = statements.get(count)
     if (text === undefined) {
-      text = compile(`${head}${Array.from({ length: count }, (_, n) => callback(n)).join("")} SELECT id FROM task`)
+      text = compile(`${head}${callbackInserts(t.callbacks, "task", count)} SELECT id FROM task`)
       statements.set(count, text)
     }
     return text
@@ -61,7 +71,7 @@ export const make = ({ compile, tables: t }: Pick<Database.Prepared, "compile" |
         taskId,
         at,
         ...TaskRow.values(task),
-        ...callbacks.flatMap((row) => [row.id, row.taskId, row.url, row.createdAt, row.dueAt ?? row.createdAt, row.event ?? null])
+        ...callbackValues(callbacks)
       ]
     }
   }
