@@ -18,6 +18,7 @@ import { createRequire } from "node:module"
 import type * as Threads from "node:worker_threads"
 import { Worker } from "node:worker_threads"
 import * as Batch from "./internal/Batch.js"
+import * as Exclusive from "./internal/Exclusive.js"
 import * as Mutex from "./internal/Mutex.js"
 import type { Row } from "./internal/Rows.js"
 
@@ -309,7 +310,7 @@ export const make = (options: Options): Effect.Effect<SqlClient.SqlClient, SqlEr
         self
       )
     )
-    return yield* SqlClient.make({
+    const client = yield* SqlClient.make({
       acquirer,
       compiler: Statement.makeCompilerSqlite(),
       transactionAcquirer,
@@ -321,6 +322,9 @@ export const make = (options: Options): Effect.Effect<SqlClient.SqlClient, SqlEr
       beginTransaction: "BEGIN IMMEDIATE",
       spanAttributes: [["db.system.name", "sqlite"]]
     })
+    // Not enumerable: the task store's executor takes the lock itself (internal/Exclusive.ts).
+    Object.defineProperty(client, Exclusive.TypeId, { value: { connection: self, withLock: lock.withLock } satisfies Exclusive.Exclusive })
+    return client
   })
 
 /** `make` as a layer. */

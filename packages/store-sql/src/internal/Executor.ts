@@ -7,6 +7,7 @@ import type { SqlClient, SqlConnection, SqlError } from "@effect/sql"
 import { StoreError } from "@mediagate/core"
 import { Effect, Exit } from "effect"
 import * as Batch from "./Batch.js"
+import * as Exclusive from "./Exclusive.js"
 import type { Row } from "./Rows.js"
 
 /**
@@ -115,7 +116,11 @@ const sqlite = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlE
     // Unlike `perOperation`, a caller interrupted while it waits for the connection (a
     // readiness check's time limit, a client gone) stops waiting: a stalled file must not hold
     // it. A transaction, once begun, still runs to its COMMIT or ROLLBACK (`transaction`).
-    const reserved = <A, E>(use: (connection: SqlConnection.Connection) => Effect.Effect<A, E>) => Effect.scoped(Effect.flatMap(sql.reserve, use))
+    // The SQLite worker's client hands over its connection and lock (`Exclusive`); another
+    // client (@effect/sql-sqlite-node's, a host's) is reserved through its `reserve`.
+    const exclusive = Exclusive.of(sql)
+    const reserved = <A, E>(use: (connection: SqlConnection.Connection) => Effect.Effect<A, E>) =>
+      exclusive === undefined ? Effect.scoped(Effect.flatMap(sql.reserve, use)) : exclusive.withLock(use(exclusive.connection))
     const executor: Executor = {
       run: (text, params) => reserved((connection) => connection.execute(text, params, undefined)),
       transaction: (body) => reserved((connection) => transaction(connection, "BEGIN IMMEDIATE", body))
