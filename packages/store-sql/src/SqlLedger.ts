@@ -80,7 +80,7 @@ export const make = (options: Options = {}): Effect.Effect<
 
     // On PostgreSQL a settlement is first tried as one statement on its own (`endAtOnce`), which
     // holds the account's row for no round trip; what it leaves (settled already, no
-    // reservation, a capped key's release) the transaction answers.
+    // reservation, the release of a reservation made with a key) the transaction answers.
     const end = (kind: "charge" | "release") => (movement: { readonly id: string; readonly taskId: string; readonly at: number }) =>
       (isPg
         ? Effect.flatMap(endOnItsOwn(executor.run, { ...movement, kind }), (ended) => Option.isSome(ended) ? Effect.succeed(ended.value) : inTransaction(kind, movement))

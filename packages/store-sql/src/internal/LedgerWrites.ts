@@ -111,8 +111,8 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
   // account's row is locked only while the statement runs, not across round trips to the
   // node: the reservation's open row deleted (a second settlement of the task waits for that
   // row, then finds it gone), its end written, the sums moved. Only where nothing else is owed:
-  // a release of a capped key's reservation gives the cap back too, which the transaction
-  // below does. No row back: settled already, no reservation, or such a release.
+  // a release of a reservation made with a key may give the key's monthly cap back too, which
+  // the transaction below does. No row back: settled already, no reservation, or such a release.
   const endAtOnce = compile(
     `WITH closed AS (
        DELETE FROM ${quoted.open} o USING ${quoted.entries} r
