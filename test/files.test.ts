@@ -240,10 +240,12 @@ stores.forEach(([label, media, skipped]) =>
           yield* TestClock.adjust("3 minutes")
           expect(Option.isSome(yield* store.stat(mediaKey))).toBe(true)
           yield* TestClock.adjust("1 minute")
-          // The sweep's deletion is real I/O (an S3 DELETE): its turn comes, not a timed wait.
-          yield* until(store.stat(mediaKey), Option.isNone)
-          // Its metadata marked deleted, no longer found, still counted in usage.
-          expect(Option.isNone(yield* Effect.flatMap(Uploads.Uploads, (uploads) => uploads.byMediaKey(mediaKey)).pipe(Effect.orDie))).toBe(true)
+          // The sweep's deletion is real I/O (an S3 DELETE): its turn comes, not a timed wait. It
+          // deletes the file first, then marks the metadata: waiting on the mark waits for both.
+          const byMediaKey = Effect.flatMap(Uploads.Uploads, (uploads) => uploads.byMediaKey(mediaKey)).pipe(Effect.orDie)
+          // Its metadata marked deleted, no longer found, still counted in usage; the file gone.
+          yield* until(byMediaKey, Option.isNone)
+          expect(Option.isNone(yield* store.stat(mediaKey))).toBe(true)
           expect(yield* uploadCount).toBe(1)
         }),
         { retention: Duration.minutes(1) }
