@@ -7,8 +7,7 @@
 import { MediaProbe, SafeFetch, spanned } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer } from "effect"
-import { parseBuffer } from "music-metadata"
-import sharp from "sharp"
+import * as OnFirstUse from "./internal/OnFirstUse.js"
 
 /** The content type music-metadata chooses its parser by: every ISO BMFF brand is read by the same one. */
 const parserTypes: Partial<Record<MediaProbe.Format, string>> = {
@@ -135,11 +134,14 @@ const movieSeconds = (bytes: Uint8Array): number | undefined => {
 
 /** Seconds of a video or audio file; fails when its structure does not read or it says no duration. */
 const durationOf = (format: MediaProbe.Format, bytes: Uint8Array): Effect.Effect<number, MediaProbe.MediaProbeError> =>
-  Effect.tryPromise({
-    // duration: an MP3 without a Xing or VBRI header is timed by reading its frames.
-    try: () => parseBuffer(bytes, { mimeType: parserTypes[format]!, size: bytes.length }, { duration: true, skipCovers: true }),
-    catch: (cause) => corrupt(format, problemOf(cause))
-  }).pipe(
+  OnFirstUse.parseBuffer.pipe(
+    Effect.flatMap((parseBuffer) =>
+      Effect.tryPromise({
+        // duration: an MP3 without a Xing or VBRI header is timed by reading its frames.
+        try: () => parseBuffer(bytes, { mimeType: parserTypes[format]!, size: bytes.length }, { duration: true, skipCovers: true }),
+        catch: (cause) => corrupt(format, problemOf(cause))
+      })
+    ),
     Effect.flatMap((metadata) =>
       MediaProbe.formats[format].kind === "video"
         ? Effect.try({
@@ -164,10 +166,13 @@ const checkImage = (format: MediaProbe.Format, bytes: Uint8Array): Effect.Effect
     const height = core ? view.getUint16(20, true) : view.getInt32(22, true)
     return width > 0 && height !== 0 ? Effect.void : Effect.fail(corrupt(format, "no pixels"))
   }
-  return Effect.tryPromise({
-    try: () => sharp(bytes).metadata(),
-    catch: (cause) => corrupt(format, problemOf(cause))
-  }).pipe(
+  return OnFirstUse.sharp.pipe(
+    Effect.flatMap((sharp) =>
+      Effect.tryPromise({
+        try: () => sharp(bytes).metadata(),
+        catch: (cause) => corrupt(format, problemOf(cause))
+      })
+    ),
     Effect.flatMap((metadata) =>
       (metadata.width ?? 0) > 0 && (metadata.height ?? 0) > 0 ? Effect.void : Effect.fail(corrupt(format, "no pixels"))
     )

@@ -6,7 +6,7 @@
 import { MediaProbe, spanned, Transcoder } from "@mediagate/core"
 import type { Context } from "effect"
 import { Effect, Layer } from "effect"
-import sharp from "sharp"
+import * as OnFirstUse from "./internal/OnFirstUse.js"
 
 /** Transcoder settings. */
 export interface Options {
@@ -24,14 +24,17 @@ export const make = (options: Options = {}): Context.Tag.Service<Transcoder.Tran
         const found = format === undefined ? "" : ` (it is ${MediaProbe.formats[format].name})`
         return Effect.fail(new Transcoder.TranscodeError({ reason: "WrongFormat", message: `not a WebP image${found}` }))
       }
-      return Effect.tryPromise({
-        try: () => sharp(bytes).flatten({ background: "#ffffff" }).jpeg({ quality }).toBuffer(),
-        catch: (cause) =>
-          new Transcoder.TranscodeError({
-            reason: "Corrupt",
-            message: `corrupt WebP image: ${cause instanceof Error ? cause.message : String(cause)}`
+      return OnFirstUse.sharp.pipe(
+        Effect.flatMap((sharp) =>
+          Effect.tryPromise({
+            try: () => sharp(bytes).flatten({ background: "#ffffff" }).jpeg({ quality }).toBuffer(),
+            catch: (cause) =>
+              new Transcoder.TranscodeError({
+                reason: "Corrupt",
+                message: `corrupt WebP image: ${cause instanceof Error ? cause.message : String(cause)}`
+              })
           })
-      }).pipe(
+        ),
         Effect.map((jpeg) => new Uint8Array(jpeg.buffer, jpeg.byteOffset, jpeg.byteLength)),
         spanned("Transcoder.webpToJpeg", { attributes: { bytes: bytes.length } })
       )

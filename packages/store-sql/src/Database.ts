@@ -5,7 +5,6 @@
  * migrates, then the backend builds on what it answers.
  */
 import { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import { StoreError } from "@mediagate/core"
 import { Cause, Effect, Either, Layer, Redacted } from "effect"
 import { existsSync } from "node:fs"
@@ -61,7 +60,10 @@ export const layerSqlite = (filename: string): Layer.Layer<SqlClient.SqlClient, 
 
 /** PostgreSQL at `url`. */
 export const layerPg = (url: Redacted.Redacted<string>): Layer.Layer<SqlClient.SqlClient, StoreError> =>
-  PgClient.layer({ url, maxConnections: 10 }).pipe(
+  // @effect/sql-pg (and pg) imported here, not at the top: a process on SQLite never loads them.
+  Layer.unwrapEffect(Effect.promise(() => import("@effect/sql-pg")).pipe(
+    Effect.map(({ PgClient }) => PgClient.layer({ url, maxConnections: 10 }))
+  )).pipe(
     Layer.catchAllCause((cause) => {
       const safe = Redacted.value(url).replace(/\/\/[^@/]*@/, "//***@")
       return Layer.fail(new StoreError({ message: `cannot open database ${safe}: ${reason(cause)}` }))

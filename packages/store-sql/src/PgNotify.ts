@@ -18,7 +18,7 @@
  */
 import { Clock, Deferred, Duration, Effect, Option, Queue, Random, Redacted, Ref } from "effect"
 import type { Scope } from "effect"
-import pg from "pg"
+import type pg from "pg"
 import { defaultPrefix } from "./Database.js"
 
 /** What a wake-up is for: the engine's due work, or the deliverer's owed callbacks. */
@@ -167,7 +167,9 @@ export const make = (options: Options): Effect.Effect<PgNotify, never, Scope.Sco
         const client = yield* Effect.acquireRelease(
           Effect.tryPromise({
             try: async () => {
-              const client = new pg.Client({
+              // pg is imported here, not at the top: a process on SQLite never loads it.
+              const { default: { Client } } = await import("pg")
+              const client = new Client({
                 connectionString: Redacted.value(options.url),
                 connectionTimeoutMillis: 10_000,
                 application_name: applicationName
