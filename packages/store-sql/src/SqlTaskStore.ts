@@ -184,13 +184,13 @@ export const make = (options: Options = {}): Effect.Effect<
           )).pipe(Effect.asVoid, refail("create")),
 
       databaseId,
-      // The task and its callbacks first, the hold last: on PostgreSQL the hold locks the
-      // account's sums row to the commit, and every other submit and settlement of the account
-      // waits for it, so it is held for the COMMIT's round trip alone. Too little credit rolls
-      // the task back with the transaction. (On SQLite the transaction holds the write lock
-      // throughout, and the writes go with the hold's read or the COMMIT either way.)
-      // On PostgreSQL the common case is first one statement on its own (`HeldAtOnce`), which
-      // holds the account's row for no round trip at all.
+      // On PostgreSQL the common case is one statement on its own (`HeldAtOnce`), which holds
+      // the account's sums row for no round trip at all; what it leaves (too little credit, no
+      // sums row yet, a hold of nothing or against a key's cap) goes to the transaction. There
+      // the task and its callbacks are written first and the hold last, so the sums row, which
+      // every other submit and settlement of the account waits for, is locked for the COMMIT's
+      // round trip alone; too little credit rolls the task back. (On SQLite the transaction
+      // holds the write lock throughout, and the writes go with the hold's read or the COMMIT.)
       createHeld: (task, callbacks, hold) => {
         const row = TaskRow.toRow(task)
         const inTransaction = executor.transaction((run) =>

@@ -18,14 +18,21 @@ import { freshPgDatabase, pgSkipReason, pgUrl } from "../src/TestDatabases.js"
 
 pgSkipReason("ledger-at-once")
 
+/** A fresh database named after `name`, its client, its prepared tables and a ledger on it. */
+const freshLedger = (name: string) =>
+  Effect.gen(function*() {
+    const url = yield* freshPgDatabase(pgUrl!, name)
+    const context = yield* Layer.build(Database.layerPg(Redacted.make(url)))
+    const sql = Context.get(context, SqlClient.SqlClient)
+    const prepared = yield* Database.prepare("the test").pipe(Effect.provide(context))
+    const ledger = yield* SqlLedger.make().pipe(Effect.provide(context))
+    return { ledger, prepared, sql }
+  })
+
 describe.skipIf(pgUrl === undefined)("PostgreSQL: a hold and a settlement in one statement", () => {
   it.scoped("a new task's hold writes the sums, reservation, open row, task and callbacks at once; too little credit writes nothing", () =>
     Effect.gen(function*() {
-      const url = yield* freshPgDatabase(pgUrl!, "at_once")
-      const context = yield* Layer.build(Database.layerPg(Redacted.make(url)))
-      const sql = Context.get(context, SqlClient.SqlClient)
-      const prepared = yield* Database.prepare("the test").pipe(Effect.provide(context))
-      const ledger = yield* SqlLedger.make().pipe(Effect.provide(context))
+      const { ledger, prepared, sql } = yield* freshLedger("at_once")
       const held = HeldAtOnce.make(prepared)
       const t = prepared.tables
       const account = Ids.AccountId.make("acct_once")
@@ -55,11 +62,7 @@ describe.skipIf(pgUrl === undefined)("PostgreSQL: a hold and a settlement in one
 
   it.scoped("a charge ends the reservation and moves the sums at once, and only once; a capped key's release is left to the transaction", () =>
     Effect.gen(function*() {
-      const url = yield* freshPgDatabase(pgUrl!, "at_once_end")
-      const context = yield* Layer.build(Database.layerPg(Redacted.make(url)))
-      const sql = Context.get(context, SqlClient.SqlClient)
-      const prepared = yield* Database.prepare("the test").pipe(Effect.provide(context))
-      const ledger = yield* SqlLedger.make().pipe(Effect.provide(context))
+      const { ledger, prepared, sql } = yield* freshLedger("at_once_end")
       const { endOnItsOwn } = LedgerWrites.make(prepared)
       const run = (text: string, params: ReadonlyArray<unknown>) => sql.unsafe<Record<string, unknown>>(text, params)
       const account = Ids.AccountId.make("acct_end")

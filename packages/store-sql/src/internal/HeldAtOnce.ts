@@ -29,16 +29,42 @@ export const callbackInserts = (table: string, from: string, count: number): str
 export const callbackValues = (callbacks: ReadonlyArray<TaskStore.CallbackRow>): Array<unknown> =>
   callbacks.flatMap((row) => [row.id, row.taskId, row.url, row.createdAt, row.dueAt ?? row.createdAt, row.event ?? null])
 
-export const make = ({ compile, tables: t }: Pick<Database.Prepared, "compile" | "tables">) => {
-  const columns = TaskRow.columns
-  const head = `WITH held AS (
+/**
+ * PostgreSQL: a hold's three CTEs, each only where the one before wrote its row: the sums'
+ * `reserved` raised when enough is left (`held`), the reservation's entry (`entry`) and its
+ * open row (`opened`, which returns `task_id` and `entry_id`). Its parameters are `holdValues`.
+ * The UPDATE locks the account's row until the commit, and its condition is checked again on
+ * the row's latest version after a wait for it (READ COMMITTED): the sums never go below what
+ * is held.
+ */
+export const holdCtes = (t: Database.Prepared["tables"]): string =>
+  `WITH held AS (
        UPDATE "${t.ledgerBalances}" SET reserved = reserved + ? WHERE account_id = ? AND balance - reserved >= ? RETURNING account_id
      ), entry AS (
        INSERT INTO "${t.ledgerEntries}" (id, account_id, task_id, kind, amount, held, at, note, key_id, model)
        SELECT ?, account_id, ?, 'reserve', 0, ?, ?, NULL, ?, ? FROM held RETURNING id
      ), opened AS (
-       INSERT INTO "${t.ledgerOpen}" (task_id, entry_id, at) SELECT ?, id, ? FROM entry RETURNING task_id
-     ), task AS (
+       INSERT INTO "${t.ledgerOpen}" (task_id, entry_id, at) SELECT ?, id, ? FROM entry RETURNING task_id, entry_id
+     )`
+
+/** The parameters of `holdCtes`, in order. */
+export const holdValues = ({ accountId, amount, at, id, keyId = null, model = null, taskId }: Ledger.Hold): Array<unknown> => [
+  amount,
+  accountId,
+  amount,
+  id,
+  taskId,
+  amount,
+  at,
+  keyId,
+  model,
+  taskId,
+  at
+]
+
+export const make = ({ compile, tables: t }: Pick<Database.Prepared, "compile" | "tables">) => {
+  const columns = TaskRow.columns
+  const head = `${holdCtes(t)}, task AS (
        INSERT INTO "${t.tasks}" (${columns.join(", ")}) SELECT ${columns.map(() => "?").join(", ")} FROM opened RETURNING id
      )`
   /** The statement for a task with `count` callback rows, compiled once per count. */
@@ -55,24 +81,9 @@ export const make = ({ compile, tables: t }: Pick<Database.Prepared, "compile" |
   /** The statement and its parameters, or undefined where the transaction must write the hold. */
   return (task: TaskRow.Row, callbacks: ReadonlyArray<TaskStore.CallbackRow>, hold: Ledger.Hold) => {
     if (hold.amount <= 0 || (hold.keyId != null && hold.monthlyCapMicroUsd != null)) return undefined
-    const { accountId, amount, at, id, keyId = null, model = null, taskId } = hold
     return {
       text: statement(callbacks.length),
-      params: [
-        amount,
-        accountId,
-        amount,
-        id,
-        taskId,
-        amount,
-        at,
-        keyId,
-        model,
-        taskId,
-        at,
-        ...TaskRow.values(task),
-        ...callbackValues(callbacks)
-      ]
+      params: [...holdValues(hold), ...TaskRow.values(task), ...callbackValues(callbacks)]
     }
   }
 }

@@ -18,6 +18,7 @@ import { Ids, KeyScopes, Ledger } from "@mediagate/core"
 import { Effect, Option } from "effect"
 import type * as Database from "../Database.js"
 import * as Executor from "./Executor.js"
+import * as HeldAtOnce from "./HeldAtOnce.js"
 import type { Run } from "./Executor.js"
 
 /** A row of the entries table. */
@@ -92,20 +93,10 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
   const entryById = compile(`SELECT * FROM ${quoted.entries} WHERE id = ?`)
   const sumsOf = compile(`SELECT balance, reserved FROM ${quoted.balances} WHERE account_id = ?`)
   const lockAccount = compile(`SELECT 1 FROM ${quoted.balances} WHERE account_id = ? FOR UPDATE`)
-  // PostgreSQL: the hold in one statement, as the account's row is locked by its UPDATE until
-  // the commit; a submit of the same account waits for one statement and the commit, not
-  // for five round trips. The UPDATE's condition is checked again on the row's latest
-  // version after that wait (READ COMMITTED), so the sums never go below what is held. No
-  // row back: too little credit, or no sums row yet, which the statements below answer.
-  const holdAtOnce = compile(
-    `WITH held AS (
-       UPDATE ${quoted.balances} SET reserved = reserved + ? WHERE account_id = ? AND balance - reserved >= ? RETURNING account_id
-     ), entry AS (
-       INSERT INTO ${quoted.entries} (id, account_id, task_id, kind, amount, held, at, note, key_id, model)
-       SELECT ?, account_id, ?, 'reserve', 0, ?, ?, NULL, ?, ? FROM held RETURNING id
-     )
-     INSERT INTO ${quoted.open} (task_id, entry_id, at) SELECT ?, id, ? FROM entry RETURNING entry_id`
-  )
+  // PostgreSQL: the hold in one statement (`HeldAtOnce.holdCtes`): a submit of the same
+  // account waits for one statement and the commit, not for five round trips. No row back:
+  // too little credit, or no sums row yet, which the statements below answer.
+  const holdAtOnce = compile(`${HeldAtOnce.holdCtes(t)} SELECT entry_id FROM opened`)
   const advisoryLock = compile(`SELECT pg_advisory_xact_lock(hashtext(?))`)
   // PostgreSQL: a charge or release in one statement, on its own (no BEGIN or COMMIT), so the
   // account's row is locked only while the statement runs, not across round trips to the
@@ -226,7 +217,7 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
         ...(model === null ? {} : { model })
       }
       if (isPg && amount > 0) {
-        const held = yield* run(holdAtOnce, [amount, accountId, amount, id, taskId, amount, at, keyId, model, taskId, at])
+        const held = yield* run(holdAtOnce, HeldAtOnce.holdValues({ accountId, amount, at, id, keyId, model, taskId }))
         if (held.length > 0) return entry
       }
       // On PostgreSQL the account's row is locked from here to the commit.
