@@ -193,16 +193,17 @@ export const make = (options: Options = {}): Effect.Effect<
       // holds the write lock throughout, and the writes go with the hold's read or the COMMIT.)
       createHeld: (task, callbacks, hold) => {
         const row = TaskRow.toRow(task)
-        const inTransaction = executor.transaction((run) =>
-          Executor.later(run)(insertTask, TaskRow.values(row)).pipe(
-            Effect.zipRight(writeCallbacks(run, callbacks)),
-            Effect.zipRight(ledger.reserve(run, hold, { newTask: true }))
+        const inTransaction = (triedAtOnce: boolean) =>
+          executor.transaction((run) =>
+            Executor.later(run)(insertTask, TaskRow.values(row)).pipe(
+              Effect.zipRight(writeCallbacks(run, callbacks)),
+              Effect.zipRight(ledger.reserve(run, hold, { newTask: true, triedAtOnce }))
+            )
           )
-        )
         const atOnce = heldAtOnce?.(row, callbacks, hold)
         return (atOnce === undefined
-          ? inTransaction
-          : Effect.flatMap(executor.run(atOnce.text, atOnce.params), (written) => written.length > 0 ? Effect.void : inTransaction)).pipe(
+          ? inTransaction(false)
+          : Effect.flatMap(executor.run(atOnce.text, atOnce.params), (written) => written.length > 0 ? Effect.void : inTransaction(true))).pipe(
             Effect.asVoid,
             refail("createHeld")
           )

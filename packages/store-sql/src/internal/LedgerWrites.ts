@@ -185,11 +185,13 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
    * reservation of it can exist yet; on PostgreSQL its lock and the look for one are left out
    * (two statements). Two transactions writing the same new task conflict on its key, and on
    * the unique index of its reservation, so one of them fails and rolls back.
+   * `triedAtOnce`: the caller's one statement (`HeldAtOnce`) found too little credit or no sums
+   * row a moment ago; the same hold in one statement is not tried again here.
    */
   const reserve = (
     run: Run,
     { accountId, amount, at, id, keyId = null, model = null, monthlyCapMicroUsd = null, taskId }: Ledger.Hold,
-    options: { readonly newTask?: boolean } = {}
+    options: { readonly newTask?: boolean; readonly triedAtOnce?: boolean } = {}
   ): Effect.Effect<Ledger.LedgerEntry, Ledger.HoldRefused | SqlError.SqlError> =>
     Effect.gen(function*() {
       const skipLookup = isPg && options.newTask === true
@@ -216,7 +218,7 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
         ...(keyId === null ? {} : { keyId }),
         ...(model === null ? {} : { model })
       }
-      if (isPg && amount > 0) {
+      if (isPg && amount > 0 && options.triedAtOnce !== true) {
         const held = yield* run(holdAtOnce, HeldAtOnce.holdValues({ accountId, amount, at, id, keyId, model, taskId }))
         if (held.length > 0) return entry
       }
