@@ -38,7 +38,7 @@ const lawful: Record<string, string> = {
   "packages/core/src/index.ts": `export * as Progress from "./domain/Progress.js"\n`,
   "packages/core/src/domain/Progress.ts": lines(400),
   "packages/http/package.json": JSON.stringify({ name: "@mediagate/http", dependencies: { "@mediagate/core": "0.1.0" } }),
-  "packages/http/src/index.ts": `import { Progress } from "@mediagate/core"\nexport const p = Progress\n`,
+  "packages/http/src/index.ts": `import { Progress } from "@mediagate/core"\nimport * as HttpRouter from "@effect/platform/HttpRouter"\nexport const p = [Progress, HttpRouter]\n`,
   "packages/server/package.json": JSON.stringify({
     name: "@mediagate/server",
     dependencies: { "@mediagate/core": "0.1.0", "@mediagate/http": "0.1.0" }
@@ -56,12 +56,13 @@ describe("scripts/lint/rules.mjs", () => {
     })
   })
 
-  it("names each offence and exits 1: a 401-line file, imports up the layers, a relative import out of its package, a repeated base name", () => {
+  it("names each offence and exits 1: a 401-line file, imports up the layers, a relative import out of its package, @effect/platform's index, a repeated base name", () => {
     inTree({
       ...lawful,
       "packages/core/src/domain/Long.ts": lines(401),
       "packages/core/src/api/Up.ts": `\n\nexport { a } from "@mediagate/http/Handlers"\n`,
       "packages/http/src/Progress.ts": `import { s } from "@mediagate/server"\nimport { t } from "../../core/src/index.js"\n`,
+      "packages/http/src/Routes.ts": `import type { HttpApp } from "@effect/platform/HttpApp"\nimport { HttpRouter } from "@effect/platform"\n`,
       "packages/http/package.json": JSON.stringify({
         name: "@mediagate/http",
         dependencies: { "@mediagate/core": "0.1.0" },
@@ -78,9 +79,10 @@ describe("scripts/lint/rules.mjs", () => {
         "packages/http/package.json: peerDependencies names @mediagate/server, but the adapters layer may import @mediagate/core",
         "packages/core/src/domain/Progress.ts: shares its base name with packages/http/src/Progress.ts: name each file for what it holds",
         "packages/http/src/Progress.ts: shares its base name with packages/core/src/domain/Progress.ts: name each file for what it holds",
-        "lint: 7 offences"
+        "packages/http/src/Routes.ts:2: imports @effect/platform's index: import each module by its own path (@effect/platform/HttpRouter)",
+        "lint: 8 offences"
       ]))
-      expect(run.lines).toHaveLength(8)
+      expect(run.lines).toHaveLength(9)
     })
   })
 

@@ -8,7 +8,10 @@
  *   declared dependencies on our packages obey the same table, and no relative import leaves
  *   its package;
  * - no two of those source files share a base name (entry points, `index` and `main`, aside),
- *   so that no import needs an alias.
+ *   so that no import needs an alias;
+ * - `@effect/platform` is imported by module (`@effect/platform/HttpRouter`), never from its
+ *   index: with the index in a bundle, esbuild keeps every module it names, Scalar's 3.4 MB
+ *   page among them, in the chunk every program loads (docs/decisions.md).
  *
  * Each offence is printed on a line of its own, `path[:line]: what`, and the exit code is 1;
  * with none it is 0. `node scripts/lint/rules.mjs [root]` checks the tree at root (the
@@ -171,6 +174,12 @@ export const check = (root) => {
               message: `imports ${specifier}, but the ${entry.layer} layer (${label}) may import ${allowedText(entry)}`
             })
           }
+        } else if (specifier === "@effect/platform") {
+          offences.push({
+            path: show(path),
+            line,
+            message: `imports @effect/platform's index: import each module by its own path (@effect/platform/HttpRouter)`
+          })
         } else if (specifier.startsWith(".")) {
           const target = resolve(dirname(path), specifier)
           if (relative(unit.dir, target).startsWith("..")) {

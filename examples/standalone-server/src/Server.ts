@@ -6,7 +6,9 @@
  * in `@mediagate/server` (`Backends`, `Deployment`), so an embedding host imports the same
  * ones; this module adds the routes file and the HTTP server.
  */
-import { HttpMiddleware, HttpServer, type HttpServerError } from "@effect/platform"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpServer from "@effect/platform/HttpServer"
+import type * as HttpServerError from "@effect/platform/HttpServerError"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ClientErrors, FilesHandlers, MediagateHttp, Prometheus, RequestTimeouts, Routes } from "@mediagate/http"
 import { Backends as ServerBackends, Deployment } from "@mediagate/server"

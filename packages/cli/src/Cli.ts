@@ -14,7 +14,11 @@
  * unless stdout is a terminal and NO_COLOR is unset.
  */
 import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
-import { FetchHttpClient, FileSystem, HttpClient, HttpClientRequest, Path } from "@effect/platform"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Path from "@effect/platform/Path"
 import type { Client, InputOf, ModelId, Task } from "@mediagate/client"
 import { MediagateClient, mediaFieldsOf } from "@mediagate/client"
 import { Config, Console, Data, Duration, Effect, Option, Redacted, Stream } from "effect"

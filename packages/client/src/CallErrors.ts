@@ -2,7 +2,7 @@
  * The client's errors: the server's error envelope, a request that got no usable answer,
  * and a `run` that outlived its timeout.
  */
-import { HttpClientError } from "@effect/platform"
+import * as HttpClientError from "@effect/platform/HttpClientError"
 import { Effect, ParseResult, Predicate, Schema } from "effect"
 import type { Task } from "@mediagate/core"
 

@@ -5,7 +5,10 @@
  * URLs is the model's schema's to say (the fields core's catalog marks `MediaUrls`:
  * imageUrls, images, mediaUrls); an http(s) URL in them is left as it is.
  */
-import { HttpBody, HttpClient, HttpClientRequest, HttpClientResponse } from "@effect/platform"
+import * as HttpBody from "@effect/platform/HttpBody"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { Fields, FilesApi, ModelCatalog } from "@mediagate/core"
 import { Effect, Redacted, Schema } from "effect"
 import { type ClientError, LocalFileError, refail } from "./CallErrors.js"

@@ -3,7 +3,11 @@
  * client Effect derives from the one HttpApi contract, with the bearer key on each request
  * and the contract's errors turned into `MediagateError`.
  */
-import { HttpApiClient, HttpClient, HttpClientRequest, HttpClientResponse, UrlParams } from "@effect/platform"
+import * as HttpApiClient from "@effect/platform/HttpApiClient"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as UrlParams from "@effect/platform/UrlParams"
 import { Api, type ModelInfo, Task } from "@mediagate/core"
 import { createParser, type EventSourceMessage } from "eventsource-parser"
 import { Config, type ConfigError, Context, Effect, Either, FiberRef, Layer, Option, Redacted, Schema, Stream } from "effect"

@@ -3,7 +3,7 @@
  * Promise over the platform's fetch. A failed call rejects with the client's error itself
  * (`MediagateError` with `status`, `code`, `msg`; `TransportError`; `RunTimeout`).
  */
-import { FetchHttpClient } from "@effect/platform"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import type { ModelInfo, Task } from "@mediagate/core"
 import { Duration, Effect, Either } from "effect"
 import type { ClientOptions, Estimate, ListOptions, SubmitOptions, TaskPage } from "./MediagateClient.js"

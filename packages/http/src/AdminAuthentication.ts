@@ -5,7 +5,7 @@
  * admin key 403 the other way round (`Auth`). Failed sign-ins count against the client's
  * address (`MediagateHttp.httpApp`, `AuthFailures.adminLimit`).
  */
-import { HttpServerRequest } from "@effect/platform"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Accounts, AdminAuth, AdminKeys, AdminService, Api } from "@mediagate/core"
 import { Clock, Effect, Layer, Option } from "effect"
 import { bearerKey } from "./Auth.js"

@@ -5,8 +5,9 @@
  * rule that needs the clock or the key scopes' parsers is checked here too, with a 400 that
  * names the field. The admin acting is the request's admin key (`CurrentAdmin`).
  */
-import { HttpApiBuilder } from "@effect/platform"
-import type { HttpApiGroup, HttpServerRequest } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type { AdminService as AdminServiceNs } from "@mediagate/core"
 import { AdminApi, AdminAuth, AdminService, Api, ApiKeys, Credits, Ids, KeyScopes, shortened, ValidationError } from "@mediagate/core"
 import { Clock, Effect, Either, Layer, Redacted } from "effect"

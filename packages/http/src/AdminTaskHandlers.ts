@@ -3,8 +3,8 @@
  * audit log ("adminAccess"), over `AdminService`. The shared pieces (errors, bodies, expiry)
  * are `AdminHandlers`'.
  */
-import { HttpApiBuilder } from "@effect/platform"
-import type { HttpApiGroup } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { AdminApi, AdminAuth, AdminService, Api, Ids } from "@mediagate/core"
 import type { Layer } from "effect"
 import { Clock, Effect, Redacted } from "effect"

@@ -2,7 +2,7 @@
  * Bearer-key authentication (spec section 5), in one place: the API middleware, the
  * OpenAPI route and the answers for unknown routes all use `authenticate`.
  */
-import { HttpServerRequest } from "@effect/platform"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Accounts, AdminKeys, Api } from "@mediagate/core"
 import type { Context } from "effect"
 import { Clock, Effect, Layer, Option, Redacted } from "effect"

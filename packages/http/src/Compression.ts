@@ -12,8 +12,9 @@
  * encoding, the compressed bytes kept with the page (the docs page is 3.3 MB: 0.8 MB
  * compressed, in about a quarter of a second, off the event loop).
  */
-import { HttpBody, HttpServerResponse } from "@effect/platform"
-import type { HttpServerRequest } from "@effect/platform"
+import * as HttpBody from "@effect/platform/HttpBody"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect } from "effect"
 import Negotiator from "negotiator"
 import { createHash } from "node:crypto"

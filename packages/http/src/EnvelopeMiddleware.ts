@@ -3,8 +3,9 @@
  * whatever the framework or a bug produces (unknown route, wrong method, unreadable body,
  * defect) is turned into `{code, msg}`; no stack or framework-shaped body reaches a client.
  */
-import type { HttpApp } from "@effect/platform"
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import {
   Api,
   ModerationRejected,

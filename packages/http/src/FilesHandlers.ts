@@ -5,8 +5,10 @@
  * upload rate (`UploadRateLimit`, per API key). A composition without `Files` (no `Uploads` backend)
  * answers 404 on these paths, as for an unknown route.
  */
-import { HttpApiBuilder, HttpServerRequest, Multipart } from "@effect/platform"
-import type { HttpApiGroup } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as Multipart from "@effect/platform/Multipart"
+import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import type { Uploads } from "@mediagate/core"
 import { Accounts, Api, Files, FilesApi, MediaError } from "@mediagate/core"
 import { Clock, Context, Effect, Layer, Option, Stream } from "effect"

@@ -3,8 +3,12 @@
  * decodes each request into the use case's typed input (`Api.Requests`); what it cannot
  * decode is the contract's 400 (`decodeFailures`).
  */
-import { HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import type { HttpApiGroup, HttpApp } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpApiError from "@effect/platform/HttpApiError"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import type * as HttpApp from "@effect/platform/HttpApp"
 import type { CallbackDelivery, CallbackNotRedeliverable } from "@mediagate/core"
 import { Accounts, Api, IdempotencyKeys, Ids, Ledger, ModelCatalog, ModelInfo, Pricing, TaskService } from "@mediagate/core"
 import { Duration, Effect, Layer, Schedule, Schema, Stream } from "effect"

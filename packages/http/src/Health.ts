@@ -7,7 +7,7 @@
  * the task store by a cheap read (a store whose migrations have not run fails it: its tables
  * are missing) and, when the host provides `EngineStatus`, that the engine is running.
  */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Ids, TaskStore } from "@mediagate/core"
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import { envelope } from "./EnvelopeMiddleware.js"

@@ -4,7 +4,9 @@
  * Content-Security-Policy, which lets it talk to this origin only and load nothing else
  * unless the page names more (`policy`). The document and its answer are made once.
  */
-import { Headers, HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import * as Headers from "@effect/platform/Headers"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect } from "effect"
 import type { Layer } from "effect"
 import { createHash } from "node:crypto"

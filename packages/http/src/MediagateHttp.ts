@@ -1,8 +1,12 @@
 /**
  * The mediagate HTTP app, ready to serve on its own server or inside a host's.
  */
-import type { HttpApi } from "@effect/platform"
-import { HttpApiBuilder, HttpApp, HttpRouter, HttpServer, HttpServerRequest } from "@effect/platform"
+import type * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Ledger, MediaStore, ModelCatalog, UsageStore } from "@mediagate/core"
 import { Accounts, AdminKeys, AdminService, Api, TaskService } from "@mediagate/core"

@@ -2,7 +2,7 @@
  * Every path the server answers and the methods each takes, from the API definition plus
  * the extra routes, so a wrong method on a known path is 405 with `Allow` rather than 404.
  */
-import { HttpApi } from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
 import { Api } from "@mediagate/core"
 
 /** Prefix every API path lives under. */

@@ -6,7 +6,8 @@
  * then it needs no key, like `/healthz`. Before each answer the PENDING gauge is sampled
  * from the task store, so the queue depth is as of the scrape.
  */
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Metrics, TaskStore } from "@mediagate/core"
 import { Context, Effect, Layer, Metric, MetricState, Option } from "effect"
 import type { MetricPair } from "effect"

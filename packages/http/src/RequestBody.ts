@@ -11,7 +11,7 @@
  * (413) once it has sent its body; past `drainBytes` the reading stops and the request is
  * destroyed, which resets the connection.
  */
-import type { HttpServerRequest } from "@effect/platform"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect, Stream } from "effect"
 import type { Readable } from "node:stream"
 

@@ -3,7 +3,10 @@
  * result files, provider webhooks, the 405 for the one wrong method the router would
  * otherwise take for a task id, and the public landing answer, docs page and health checks.
  */
-import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Accounts, AdminKeys, Files, MediaStore, TaskService } from "@mediagate/core"
 import { Context, Effect, Layer, Option, Stream } from "effect"
 import { authenticate } from "./Auth.js"

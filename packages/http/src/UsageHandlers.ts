@@ -5,8 +5,9 @@
  * with the composition's provider targets and running limits (`Insights.ProviderTargets`,
  * `Insights.RunningLimits`); a usage report answers CSV to `Accept: text/csv`.
  */
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import type { HttpApiGroup } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import type { AdminAuth } from "@mediagate/core"
 import { Accounts, AdminService, Api, Ids, Insights, Usage, UsageApi, UsageStore } from "@mediagate/core"
 import { Clock, Effect, Either, Layer } from "effect"

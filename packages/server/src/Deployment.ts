@@ -5,7 +5,7 @@
  * only; and the spec's media rules. The standalone server is this plus an HTTP server; an
  * embedding host serves it wherever it likes.
  */
-import { FetchHttpClient } from "@effect/platform"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import type { MediaError, MediaStore, Outbound, SharedLimits, StoreError, Uploads } from "@mediagate/core"
 import { AdminKeys, Files, Ids, ModelCatalog, Moderation, ModerationRules, Upstream, UsageRecords } from "@mediagate/core"
 import { AuthFailures, HeldRequests, RateLimit } from "@mediagate/http"

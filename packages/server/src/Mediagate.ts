@@ -7,7 +7,8 @@
  * built on it. This module depends on core, http and scheduler only; the ready-made
  * backends and the library's concrete choices are in `Backends` and `Deployment`.
  */
-import type { HttpRouter, HttpServer } from "@effect/platform"
+import type * as HttpRouter from "@effect/platform/HttpRouter"
+import type * as HttpServer from "@effect/platform/HttpServer"
 import type { AdminKeys, AdminService, AuditLog, Ledger, MediaStore, Moderation, Outbound, StoreError, TaskStore, UsageStore } from "@mediagate/core"
 import {
   Accounts,

@@ -31,7 +31,8 @@
  * published as a JWKS (`jwksUrl`, fetched once a day); a timestamp more than 5 minutes
  * from now is refused.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Ids, type Upstream, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
 import { createHash, createPublicKey, type KeyObject, verify } from "node:crypto"

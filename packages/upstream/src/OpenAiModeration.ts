@@ -10,7 +10,7 @@
  * (`Moderation.counted`). There is no retry here: the client's own retry of the submit is
  * one, and a submit should not wait on several moderation calls.
  */
-import type { HttpClient } from "@effect/platform"
+import type * as HttpClient from "@effect/platform/HttpClient"
 import { Moderation, ModerationUnavailable } from "@mediagate/core"
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import * as ProviderHttp from "./ProviderHttp.js"

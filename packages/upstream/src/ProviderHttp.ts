@@ -11,7 +11,8 @@
  *   logged as an error: it is not the caller's INSUFFICIENT_POINTS;
  * - any other answer is permanent with no class.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { RetryAfter, type Task, UpstreamError } from "@mediagate/core"
 import { Clock, Effect, Option } from "effect"
 

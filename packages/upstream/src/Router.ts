@@ -6,7 +6,7 @@
  * circuit is open. Models without a route run on `unrouted` when the host gives one (the
  * simulator, when the operator says so), and otherwise fail with a message naming the model.
  */
-import type { HttpClient } from "@effect/platform"
+import type * as HttpClient from "@effect/platform/HttpClient"
 import type { Ids, Task } from "@mediagate/core"
 import { Upstream, UpstreamError } from "@mediagate/core"
 import { Context, Effect, Layer } from "effect"

@@ -5,7 +5,9 @@
  * groups share the OpenAPI tag `admin`. Request shapes are in AdminRequests, answers in
  * AdminWire.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { AdminAuthorization } from "./AdminAuth.js"
 import {
   AccountIdPath,

@@ -3,7 +3,9 @@
  * bearer token. A customer key is 403 on every admin path; no key, or a key that is neither,
  * is 401. Handlers of the admin groups read the admin from `CurrentAdmin`.
  */
-import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
+import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { CurrentAdmin } from "../admin/AdminService.js"
 import { Forbidden, Unauthorized } from "./Envelope.js"

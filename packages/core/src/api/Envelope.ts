@@ -2,7 +2,7 @@
  * The envelope of every answer (spec section 7): `{code, msg, data}`, with one class per
  * error status the API gives, each annotated with its HTTP status.
  */
-import { HttpApiSchema } from "@effect/platform"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 import { moderationCategories } from "../services/Moderation.js"
 

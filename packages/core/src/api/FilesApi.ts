@@ -4,7 +4,9 @@
  * its URL, which any URL input of a task accepts; `GET` and `DELETE /api/v1/files/{fileId}`
  * read and remove it. The handlers read the body themselves (streamed to the media store).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { BadRequest, NotFound, okSchema, PayloadTooLarge, RequestTimeout, UnsupportedMediaType } from "./Envelope.js"
 

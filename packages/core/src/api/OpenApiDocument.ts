@@ -6,7 +6,7 @@
  * headers of a 429 and a 503, which HttpApi cannot declare, are added, and so is the bearer key as the
  * document's default security, which HttpApi writes on each operation only.
  */
-import type { OpenApi } from "@effect/platform"
+import type * as OpenApi from "@effect/platform/OpenApi"
 
 /** Component schemas of the framework's decode error, which our answers never use. */
 const frameworkSchemas = new Set(["HttpApiDecodeError", "Issue", "PropertyKey"])

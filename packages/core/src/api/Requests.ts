@@ -5,7 +5,7 @@
  * becomes one 400 whose `msg` names the field and the rule, whoever decoded it: HttpApi
  * (`decodeFailure`) or the submit handler (`decodeSubmitRequest`).
  */
-import type { HttpApiError } from "@effect/platform"
+import type * as HttpApiError from "@effect/platform/HttpApiError"
 import { Either, Option, ParseResult, Schema } from "effect"
 import { shortened, ValidationError } from "../domain/Errors.js"
 import { TaskId } from "../domain/Ids.js"

@@ -4,7 +4,9 @@
  * (`/admin/usage`), the overview's figures (`/admin/stats`) and the provider targets
  * (`/admin/providers`). The figures' rules are in `tasks/Usage.ts` and `tasks/Insights.ts`.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { isoTime, TaskStatus } from "../domain/Task.js"
 import type { Overview, ProviderView } from "../tasks/Insights.js"
