@@ -135,16 +135,30 @@ const flakyLedger = (
 /**
  * The task store, whose task writes die for `[die]` prompts: with the ledger in the store's
  * database the submit dies in the transaction of its hold and its task, and holds nothing;
- * otherwise it dies after holding the price.
+ * otherwise it dies after holding the price. With the ledger in the store's database a task's
+ * ending write settles it too (`updateSettled`), and the marked tasks' first such write dies
+ * before it is written, or after.
  */
-const dyingStore = (inner: TaskStore.TaskStore["Type"]): TaskStore.TaskStore["Type"] => {
+const dyingStore = (
+  inner: TaskStore.TaskStore["Type"],
+  marks: { readonly before: Set<string>; readonly after: Set<string> }
+): TaskStore.TaskStore["Type"] => {
   const dies = (task: { readonly job: { readonly prompt: string } }) => task.job.prompt.includes("[die]")
   const createHeld = inner.createHeld
+  const updateSettled = inner.updateSettled
   return {
     ...inner,
     create: (task, callbacks) => (dies(task) ? Effect.dieMessage("crash before the task was stored") : inner.create(task, callbacks)),
     ...(createHeld === undefined ? {} : {
       createHeld: (task, callbacks, hold) => (dies(task) ? Effect.dieMessage("crash before the transaction of the task and its hold") : createHeld(task, callbacks, hold))
+    }),
+    ...(updateSettled === undefined ? {} : {
+      updateSettled: (task, version, callbacks, end) =>
+        Effect.suspend(() => {
+          if (marks.before.delete(task.id)) return Effect.dieMessage(`crash before the ending write of ${task.id}`)
+          const dieAfter = marks.after.delete(task.id)
+          return updateSettled(task, version, callbacks, end).pipe(Effect.tap(() => (dieAfter ? Effect.dieMessage(`crash after the ending write of ${task.id}`) : Effect.void)))
+        })
     })
   }
 }
@@ -218,7 +232,7 @@ for (const [name, stores, tasksCount] of backends) {
         const marks = { before: new Set<string>(), after: new Set<string>() }
         const flaky = Layer.mergeAll(
           Layer.succeed(Ledger.Ledger, counting(flakyLedger(ledger, marks))),
-          Layer.succeed(TaskStore.TaskStore, counting(dyingStore(store)))
+          Layer.succeed(TaskStore.TaskStore, counting(dyingStore(store, marks)))
         )
         const media = MemoryMediaStore.layer({ baseUrl: "https://cdn.test/media/" })
         const simulator = Layer.effect(Upstream.Upstream, Effect.map(Upstream.Upstream, counting)).pipe(

@@ -39,7 +39,7 @@ export const make = (options: Options = {}): Effect.Effect<
     const order = sql.literal("CASE kind WHEN 'credit' THEN 0 WHEN 'reserve' THEN 1 ELSE 2 END")
     const openTable = sql(t.ledgerOpen)
     const databaseId = yield* Schema.databaseIdOf(options.tablePrefix ?? Database.defaultPrefix).pipe(refail("start"))
-    const { advisoryLock, endOnItsOwn, entryById, first, lockTask, reservationAndEndOf, reservationOf, reserve, sums, uncount, write } = LedgerWrites.make(prepared)
+    const { advisoryLock, end, endOnItsOwn, entryById, first, reservationOf, reserve, sums, write } = LedgerWrites.make(prepared)
 
     /**
      * One movement in one transaction that, once begun, runs to its commit or rollback: an
@@ -53,35 +53,13 @@ export const make = (options: Options = {}): Effect.Effect<
     const executor = Executor.perOperation(sql, isPg ? "BEGIN" : "BEGIN IMMEDIATE")
     const transaction = executor.transaction
 
-    const inTransaction = (kind: "charge" | "release", { at, id, taskId }: { readonly id: string; readonly taskId: string; readonly at: number }) =>
-      transaction((run) =>
-        Effect.gen(function*() {
-          yield* lockTask(run, taskId)
-          const { end: done, reservation: held } = yield* reservationAndEndOf(run, taskId)
-          if (Option.isSome(done)) return done.value
-          if (Option.isNone(held)) return yield* Effect.fail(new Ledger.NoReservation({ taskId }))
-          const { keyId, model } = held.value
-          // A release gives the key's cap back what the reservation counted; a charge leaves it.
-          if (kind === "release") yield* uncount(run, held.value)
-          return yield* write(run, {
-            id,
-            accountId: held.value.accountId,
-            taskId,
-            kind,
-            amount: kind === "charge" ? -held.value.held : 0,
-            held: -held.value.held,
-            at,
-            note: null,
-            ...(keyId === undefined ? {} : { keyId }),
-            ...(model === undefined ? {} : { model })
-          })
-        })
-      )
+    const inTransaction = (kind: "charge" | "release", movement: { readonly id: string; readonly taskId: string; readonly at: number }) =>
+      transaction((run) => end(run, { ...movement, kind }))
 
     // On PostgreSQL a settlement is first tried as one statement on its own (`endAtOnce`), which
     // holds the account's row for no round trip; what it leaves (settled already, no
     // reservation, the release of a reservation made with a key) the transaction answers.
-    const end = (kind: "charge" | "release") => (movement: { readonly id: string; readonly taskId: string; readonly at: number }) =>
+    const settle = (kind: "charge" | "release") => (movement: { readonly id: string; readonly taskId: string; readonly at: number }) =>
       (isPg
         ? Effect.flatMap(endOnItsOwn(executor.run, { ...movement, kind }), (ended) => Option.isSome(ended) ? Effect.succeed(ended.value) : inTransaction(kind, movement))
         : inTransaction(kind, movement)).pipe(refail(kind))
@@ -102,8 +80,8 @@ export const make = (options: Options = {}): Effect.Effect<
             })
           ).pipe(refail("credit")),
       reserve: (hold) => transaction((run) => reserve(run, hold)).pipe(refail("reserve")),
-      charge: end("charge"),
-      release: end("release"),
+      charge: settle("charge"),
+      release: settle("release"),
       // Reads, too, run to their end once begun (see SqlTaskStore's executor on PostgreSQL).
       balance: (accountId) => sums(executor.run, accountId).pipe(refail("balance")),
       entries: (accountId, limit) =>

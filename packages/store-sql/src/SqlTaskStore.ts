@@ -175,6 +175,20 @@ export const make = (options: Options = {}): Effect.Effect<
         discard: true
       })
 
+    const updateParams = (next: Task.TaskRecord, expectedVersion: number) => {
+      const row = TaskRow.toRow(next)
+      return [...updateColumns.map((column) => row[column]), row.id, expectedVersion]
+    }
+    // Made only when the check fails: an error captures a stack trace.
+    const conflict = (next: Task.TaskRecord, expectedVersion: number) => new TaskConflict({ taskId: next.id, expectedVersion })
+    /** SQLite: the update in the caller's transaction (its answer is the version check), then its callbacks. */
+    const updatedThen = (run: Executor.Run, next: Task.TaskRecord, params: ReadonlyArray<unknown>, expectedVersion: number, callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
+      Effect.gen(function*() {
+        const updated = yield* run(updateTask, params)
+        if (updated.length === 0) return yield* Effect.fail(conflict(next, expectedVersion))
+        yield* writeCallbacks(run, callbacks)
+      })
+
     const service: Context.Tag.Service<TaskStore.TaskStore> = {
       create: (task, callbacks = []) =>
         (callbacks.length === 0
@@ -222,23 +236,30 @@ export const make = (options: Options = {}): Effect.Effect<
         ),
 
       update: (next, expectedVersion, callbacks = []) => {
-        const row = TaskRow.toRow(next)
-        const params = [...updateColumns.map((column) => row[column]), row.id, expectedVersion]
-        // Made only when the check fails: an error captures a stack trace.
-        const conflict = () => new TaskConflict({ taskId: next.id, expectedVersion })
-        const checked = (updated: ReadonlyArray<unknown>) => updated.length === 0 ? Effect.fail(conflict()) : Effect.void
+        const params = updateParams(next, expectedVersion)
+        const checked = (updated: ReadonlyArray<unknown>) => updated.length === 0 ? Effect.fail(conflict(next, expectedVersion)) : Effect.void
         return (callbacks.length === 0
           ? Effect.flatMap(executor.run(updateTask, params), checked)
           : isPg
           ? Effect.flatMap(executor.run(updateWithCallbacks(callbacks.length), [...params, ...HeldAtOnce.callbackValues(callbacks)]), checked)
-          : executor.transaction((run) =>
-            Effect.gen(function*() {
-              const updated = yield* run(updateTask, params)
-              if (updated.length === 0) return yield* Effect.fail(conflict())
-              yield* writeCallbacks(run, callbacks)
-            })
-          )).pipe(refail("update"))
+          : executor.transaction((run) => updatedThen(run, next, params, expectedVersion, callbacks))).pipe(refail("update"))
       },
+
+      // SQLite: the ending write, its callbacks and the settlement in one transaction, one
+      // COMMIT where there were two. Not on PostgreSQL, where each of the two is one statement
+      // without BEGIN or COMMIT (`updateWithCallbacks`, `endAtOnce`): a transaction around them
+      // would add round trips and hold the account's row across them.
+      ...(isPg ? {} : {
+        updateSettled: (next: Task.TaskRecord, expectedVersion: number, callbacks: ReadonlyArray<TaskStore.CallbackRow>, end: { readonly id: string; readonly at: number; readonly kind: "charge" | "release" }) =>
+          executor.transaction((run) =>
+            updatedThen(run, next, updateParams(next, expectedVersion), expectedVersion, callbacks).pipe(
+              Effect.zipRight(ledger.end(run, { ...end, taskId: next.id })),
+              // No reservation (a task stored before credits, or unbilled): nothing to settle.
+              Effect.catchTag("NoReservation", () => Effect.void),
+              Effect.asVoid
+            )
+          ).pipe(refail("updateSettled"))
+      }),
 
       claimDue: (options) => claimDue(options).pipe(refail("claimDue")),
 

@@ -151,6 +151,20 @@ export class TaskStore extends Context.Tag("@mediagate/core/TaskStore")<TaskStor
     callbacks: ReadonlyArray<CallbackRow>,
     hold: Hold
   ) => Effect.Effect<void, HoldRefused | StoreError>
+  /**
+   * `update` of a write that ends a task, and the settlement of its reservation by the
+   * ledger whose `databaseId` is this store's, in one transaction: both or neither. `end` is
+   * the movement (`Credits.settlementOf` the new status), written once for the task as the
+   * ledger's charge or release would write it; a task with no reservation has nothing to
+   * settle and is updated all the same. Optional: without it the update and the ledger's
+   * settlement are two writes.
+   */
+  readonly updateSettled?: (
+    next: TaskRecord,
+    expectedVersion: number,
+    callbacks: ReadonlyArray<CallbackRow>,
+    end: { readonly id: string; readonly at: number; readonly kind: "charge" | "release" }
+  ) => Effect.Effect<void, TaskConflict | StoreError>
   /** The task with this id, whoever owns it: for the engine and the deliverer, never for a client's request. */
   readonly get: (id: TaskId) => Effect.Effect<Option.Option<TaskRecord>, StoreError>
   /** The task with this id if `owner` owns it: what a client's request may read. */

@@ -20,6 +20,10 @@ import type { CallbackRow, TaskStore } from "../services/TaskStore.js"
 export const settlementOf = (status: TaskStatus): "charge" | "release" | undefined =>
   status === "SUCCESS" ? "charge" : isTerminal(status) ? "release" : undefined
 
+/** Whether the store keeps its tasks in the ledger's database: then a task's write and its credits' movement can be one transaction. */
+export const sharesDatabase = (ledger: Ledger.Ledger["Type"], store: TaskStore["Type"]): boolean =>
+  store.databaseId !== undefined && store.databaseId === ledger.databaseId
+
 /** A new ledger entry id. */
 export const entryId = (ids: Ids["Type"]) => Effect.map(ids.token(12), (token) => `le_${token}`)
 
@@ -57,7 +61,7 @@ export const storeHeld = (
       model: typeof record.input["model"] === "string" ? record.input["model"] : null,
       monthlyCapMicroUsd: record.keyId === null ? null : monthlyCapMicroUsd
     }
-    if (store.createHeld !== undefined && store.databaseId !== undefined && store.databaseId === ledger.databaseId) {
+    if (store.createHeld !== undefined && sharesDatabase(ledger, store)) {
       return store.createHeld(record, callbacks, hold)
     }
     return Effect.uninterruptible(

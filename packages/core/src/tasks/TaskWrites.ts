@@ -4,9 +4,11 @@
  * exactly one; one that asked for callback events also owes `started` and throttled
  * `progress` ones), and the record and its callbacks are written together, all or nothing. A
  * new task's price is held with it, both or neither (`Credits.storeHeld`). The
- * write that ends a task then settles its credits (`Credits.settle`; nothing to settle under
- * `Ledger.layerUnbilled`), trying again in the background when the ledger fails; a crash
- * between the two is finished by the settlement sweep. The API (submit, cancel) and the
+ * write that ends a task settles its credits with it where the store keeps its tasks in the
+ * ledger's database (`TaskStore.updateSettled`); otherwise it settles them after it
+ * (`Credits.settle`; nothing to settle under `Ledger.layerUnbilled`), trying again in the
+ * background when the ledger fails, and a crash between the two is finished by the
+ * settlement sweep. The API (submit, cancel) and the
  * engine write through the one `TaskWrites` of their composition; each write is published to
  * the task's waiters (`TaskChanges`) and wakes the deliverer when it owes a callback.
  */
@@ -204,13 +206,26 @@ export const make: Effect.Effect<TaskWrites["Type"], never, TaskStore | Ids | Le
       ? Effect.void
       : settleLater(after.id, Effect.map(store.get(after.id), Option.filter((stored) => isTerminal(stored.status))), now)
 
+  /**
+   * The store's write of `record`; one that ends the task settles its credits in the same
+   * transaction where the store keeps its tasks in the ledger's database
+   * (`TaskStore.updateSettled`), and then nothing is left to settle after it.
+   */
+  const stored = (current: TaskRecord, record: TaskRecord, callbacks: ReadonlyArray<CallbackRow>, now: number) => {
+    const kind = isTerminal(current.status) ? undefined : Credits.settlementOf(record.status)
+    const updateSettled = store.updateSettled
+    return kind === undefined || updateSettled === undefined || !Credits.sharesDatabase(ledger, store)
+      ? Effect.as(store.update(record, current.version, callbacks), false)
+      : Effect.flatMap(Credits.entryId(ids), (id) => Effect.as(updateSettled(record, current.version, callbacks, { id, at: now, kind }), true))
+  }
+
   const write = (current: TaskRecord, next: Either.Either<TaskRecord, IllegalTransition>, now: number) =>
     Effect.flatMap(next, (proposed) =>
       Effect.flatMap(callbacksOwed(current, proposed), ({ callbacks, record }) =>
-        store.update(record, current.version, callbacks).pipe(
+        stored(current, record, callbacks, now).pipe(
           Effect.tapErrorTag("StoreError", () => maybeEnded(current.status, record, now)),
-          Effect.zipRight(changes.publish(record, current)),
-          Effect.zipRight(settled(current.status, record, now)),
+          Effect.tap(() => changes.publish(record, current)),
+          Effect.flatMap((settledWithIt) => settledWithIt ? Effect.void : settled(current.status, record, now)),
           Effect.zipRight(!isTerminal(current.status) && isTerminal(record.status) ? Metrics.taskEnded(record) : Effect.void),
           Effect.zipRight(owed(callbacks)),
           Effect.as(record)

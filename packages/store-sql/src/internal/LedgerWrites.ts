@@ -244,5 +244,37 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
   const endOnItsOwn = (run: Run, end: { readonly id: string; readonly taskId: string; readonly at: number; readonly kind: "charge" | "release" }) =>
     Effect.map(run(endAtOnce, [end.taskId, end.kind, end.id, end.kind, end.kind, end.at]), first)
 
-  return { write, lockTask, first, sums, reserve, uncount, reservationOf, reservationAndEndOf, entryById, advisoryLock, endOnItsOwn }
+  /**
+   * `Ledger.charge` or `Ledger.release` within the caller's transaction: the task's end
+   * written once (the existing end when there is one), or NoReservation. What the SQL ledger
+   * runs in a transaction of its own, and what the task store runs in the transaction of the
+   * write that ends the task (`SqlTaskStore`'s `updateSettled`).
+   */
+  const end = (
+    run: Run,
+    { at, id, kind, taskId }: { readonly id: string; readonly taskId: string; readonly at: number; readonly kind: "charge" | "release" }
+  ): Effect.Effect<Ledger.LedgerEntry, Ledger.NoReservation | SqlError.SqlError> =>
+    Effect.gen(function*() {
+      yield* lockTask(run, taskId)
+      const { end: done, reservation: held } = yield* reservationAndEndOf(run, taskId)
+      if (Option.isSome(done)) return done.value
+      if (Option.isNone(held)) return yield* Effect.fail(new Ledger.NoReservation({ taskId }))
+      const { keyId, model } = held.value
+      // A release gives the key's cap back what the reservation counted; a charge leaves it.
+      if (kind === "release") yield* uncount(run, held.value)
+      return yield* write(run, {
+        id,
+        accountId: held.value.accountId,
+        taskId,
+        kind,
+        amount: kind === "charge" ? -held.value.held : 0,
+        held: -held.value.held,
+        at,
+        note: null,
+        ...(keyId === undefined ? {} : { keyId }),
+        ...(model === undefined ? {} : { model })
+      })
+    })
+
+  return { write, lockTask, first, sums, reserve, end, reservationOf, entryById, advisoryLock, endOnItsOwn }
 }
