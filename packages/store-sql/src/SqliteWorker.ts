@@ -218,12 +218,23 @@ const sqlError = (error: NonNullable<Reply["error"]>) =>
       : "Failed to execute statement"
   })
 
+/** One statement (or batch) to the worker and its answer. */
+type Call = (op: Operation, sql: string, params: ReadonlyArray<unknown>, safeIntegers: boolean) => Effect.Effect<unknown, NonNullable<Reply["error"]>>
+
+/** A started worker: its calls, and its close. */
+interface Started {
+  readonly call: Call
+  /** `call` sent once no transaction holds the lock, without holding it. */
+  readonly callWhenFree: (lock: Mutex.Mutex) => Call
+  readonly close: Effect.Effect<void>
+}
+
 /**
  * The worker and the calls waiting on it. While a call waits the worker keeps the process
  * alive; while none does it does not, as an idle better-sqlite3 connection did not.
  */
 const start = (options: Options) =>
-  Effect.async<{ readonly call: (op: Operation, sql: string, params: ReadonlyArray<unknown>, safeIntegers: boolean) => Effect.Effect<unknown, NonNullable<Reply["error"]>>; readonly close: Effect.Effect<void> }, SqlError.SqlError>((resume) => {
+  Effect.async<Started, SqlError.SqlError>((resume) => {
     const worker = new Worker(source, {
       eval: true,
       workerData: {
@@ -253,7 +264,7 @@ const start = (options: Options) =>
       if (!opened) {
         opened = true
         worker.unref()
-        return resume(reply.error === undefined ? Effect.succeed({ call, close }) : Effect.fail(sqlError(reply.error)))
+        return resume(reply.error === undefined ? Effect.succeed({ call, callWhenFree, close }) : Effect.fail(sqlError(reply.error)))
       }
       const answer = pending.get(reply.id)
       pending.delete(reply.id)
@@ -262,13 +273,33 @@ const start = (options: Options) =>
     })
     worker.on("error", (error) => stopAll(error.message))
     worker.on("exit", (code) => stopAll(`exit code ${code}`))
-    const call = (op: Operation, sql: string, params: ReadonlyArray<unknown>, safeIntegers: boolean) =>
-      Effect.async<unknown, NonNullable<Reply["error"]>>((answer) => {
-        if (stopped !== undefined) return answer(Effect.fail({ message: `the SQLite worker stopped: ${stopped}`, code: undefined, stage: "execute" }))
-        const id = ++next
-        if (pending.size === 0) worker.ref()
-        pending.set(id, (reply) => answer(reply.error === undefined ? Effect.succeed(reply.rows) : Effect.fail(reply.error)))
+    /** Sends one request; `answer` gets its reply. Never throws: a request that cannot be sent is answered with its error. */
+    const send = (op: Operation, sql: string, params: ReadonlyArray<unknown>, safeIntegers: boolean, answer: (reply: Reply) => void) => {
+      if (stopped !== undefined) return answer({ id: 0, error: { message: `the SQLite worker stopped: ${stopped}`, code: undefined, stage: "execute" } })
+      const id = ++next
+      if (pending.size === 0) worker.ref()
+      pending.set(id, answer)
+      try {
         worker.postMessage({ id, op, sql, params, safeIntegers } satisfies Request)
+      } catch (cause) {
+        // A parameter that cannot be copied to the worker (a function, a symbol).
+        pending.delete(id)
+        if (pending.size === 0) worker.unref()
+        answer({ id, error: { message: cause instanceof Error ? cause.message : String(cause), code: undefined, stage: "execute" } })
+      }
+    }
+    const resultOf = (reply: Reply) => reply.error === undefined ? Effect.succeed(reply.rows) : Effect.fail(reply.error)
+    const call = (op: Operation, sql: string, params: ReadonlyArray<unknown>, safeIntegers: boolean) =>
+      Effect.async<unknown, NonNullable<Reply["error"]>>((answer) => send(op, sql, params, safeIntegers, (reply) => answer(resultOf(reply))))
+    /**
+     * `call` once no transaction holds the connection (`lock`), without holding it: sent
+     * before the BEGIN of any transaction that takes the lock after it, so it runs on its own.
+     * A caller interrupted while it waits leaves the line.
+     */
+    const callWhenFree = (lock: Mutex.Mutex) => (op: Operation, sql: string, params: ReadonlyArray<unknown>, safeIntegers: boolean) =>
+      Effect.async<unknown, NonNullable<Reply["error"]>>((answer) => {
+        const leave = lock.whenFree(() => send(op, sql, params, safeIntegers, (reply) => answer(resultOf(reply))))
+        return Effect.sync(leave)
       })
     // Referenced until it has exited, so the connection closes (checkpointing the WAL) before the process ends.
     const close = Effect.promise(() => {
@@ -281,33 +312,42 @@ const start = (options: Options) =>
 /** A client on `options.filename`, its worker ended (the connection closed) with the scope. */
 export const make = (options: Options): Effect.Effect<SqlClient.SqlClient, SqlError.SqlError, Scope.Scope | Reactivity.Reactivity> =>
   Effect.gen(function*() {
-    const connection = yield* Effect.acquireRelease(start(options), (worker) => worker.close)
-    const run = (op: Operation, sql: string, params: ReadonlyArray<unknown>) =>
-      Effect.flatMap(SqlClient.SafeIntegers, (safe) => Effect.mapError(connection.call(op, sql, params, safe), sqlError))
+    const worker = yield* Effect.acquireRelease(start(options), (started) => started.close)
+    // One fiber at a time holds the connection for a transaction (internal/Mutex.ts says why
+    // not a Semaphore); a statement on its own only waits until none does.
+    const lock = Mutex.make()
+    /** The connection through `call`: `held`, for a holder of the lock; `free`, for a statement on its own. */
+    const connectionOf = (call: Call) => {
+      const run = (op: Operation, sql: string, params: ReadonlyArray<unknown>) =>
+        Effect.flatMap(SqlClient.SafeIntegers, (safe) => Effect.mapError(call(op, sql, params, safe), sqlError))
+      const rows = (op: Operation, sql: string, params: ReadonlyArray<unknown>, transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined) =>
+        Effect.map(run(op, sql, params), (result) => transformRows === undefined ? result as ReadonlyArray<any> : transformRows(result as ReadonlyArray<object>))
+      const connection: SqlConnection.Connection = {
+        execute: (sql, params, transformRows) => rows("rows", sql, params, transformRows),
+        executeRaw: (sql, params) => run("raw", sql, params),
+        executeValues: (sql, params) => Effect.map(run("values", sql, params), (result) => result as ReadonlyArray<ReadonlyArray<unknown>>),
+        executeUnprepared: (sql, params, transformRows) => rows("unprepared", sql, params ?? [], transformRows),
+        executeStream: () => Effect.dieMessage("executeStream not implemented") as never
+      }
+      return connection
+    }
+    const held = connectionOf(worker.call)
+    const free = connectionOf(worker.callWhenFree(lock))
     // Not enumerable, so the connection's shape is as @effect/sql-sqlite-node's.
     const batch: Batch.Batch = (statements) =>
       Effect.flatMap(SqlClient.SafeIntegers, (safe) =>
         Effect.mapError(
-          connection.call("batch", "", statements, safe) as Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, NonNullable<Reply["error"]>>,
+          worker.call("batch", "", statements, safe) as Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, NonNullable<Reply["error"]>>,
           (error) => ({ index: error.index ?? 0, error: sqlError(error) })
         ))
-    const rows = (op: Operation, sql: string, params: ReadonlyArray<unknown>, transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined) =>
-      Effect.map(run(op, sql, params), (result) => transformRows === undefined ? result as ReadonlyArray<any> : transformRows(result as ReadonlyArray<object>))
-    const self: SqlConnection.Connection = {
-      execute: (sql, params, transformRows) => rows("rows", sql, params, transformRows),
-      executeRaw: (sql, params) => run("raw", sql, params),
-      executeValues: (sql, params) => Effect.map(run("values", sql, params), (result) => result as ReadonlyArray<ReadonlyArray<unknown>>),
-      executeUnprepared: (sql, params, transformRows) => rows("unprepared", sql, params ?? [], transformRows),
-      executeStream: () => Effect.dieMessage("executeStream not implemented") as never
-    }
-    Object.defineProperty(self, Batch.TypeId, { value: batch })
-    // One fiber at a time on the connection (internal/Mutex.ts says why not a Semaphore).
-    const lock = Mutex.make()
-    const acquirer = lock.withLock(Effect.succeed(self))
+    Object.defineProperty(held, Batch.TypeId, { value: batch })
+    // A statement through the client (`sql\`...\``) runs on its own; a transaction
+    // (`sql.withTransaction`, `sql.reserve`) holds the lock from its BEGIN to its COMMIT.
+    const acquirer = Effect.succeed(free)
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
       Effect.as(
         Effect.zipRight(restore(lock.acquire), Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, lock.release))),
-        self
+        held
       )
     )
     const client = yield* SqlClient.make({
@@ -323,7 +363,7 @@ export const make = (options: Options): Effect.Effect<SqlClient.SqlClient, SqlEr
       spanAttributes: [["db.system.name", "sqlite"]]
     })
     // Not enumerable: the task store's executor takes the lock itself (internal/Exclusive.ts).
-    Object.defineProperty(client, Exclusive.TypeId, { value: { connection: self, withLock: lock.withLock } satisfies Exclusive.Exclusive })
+    Object.defineProperty(client, Exclusive.TypeId, { value: { connection: held, free, withLock: lock.withLock } satisfies Exclusive.Exclusive })
     return client
   })
 

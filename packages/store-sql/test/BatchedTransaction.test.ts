@@ -1,7 +1,7 @@
 import { SqlClient, SqlError } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import type { SqlConnection } from "@effect/sql"
-import { Effect, Exit, Layer } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -128,5 +128,32 @@ describe("a transaction on the SQLite worker, in batches", () => {
       // Still open (a ROLLBACK from the executor would have ended it): this one commits 'x'.
       yield* sql.unsafe("COMMIT")
       expect(yield* ids(sql)).toEqual(["x"])
+    }))
+
+  it.scoped("on the worker: a statement on its own waits for an open transaction, never runs in it, and does not wait for another's answer", () =>
+    Effect.gen(function*() {
+      const sql = yield* fresh
+      const executor = yield* Executor.make(sql, false)
+      const inside = yield* Deferred.make<void>()
+      const finish = yield* Deferred.make<void>()
+      // A transaction that writes, then waits with the connection held.
+      const open = yield* Effect.fork(executor.transaction((run) =>
+        run("INSERT INTO t (id) VALUES ('uncommitted') RETURNING id", []).pipe(
+          Effect.zipRight(Deferred.succeed(inside, undefined)),
+          Effect.zipRight(Deferred.await(finish)),
+          Effect.zipRight(Effect.fail("rolled back"))
+        )
+      ))
+      yield* Deferred.await(inside)
+      // Sent now, it would run inside the open transaction and see its row.
+      const count = yield* Effect.fork(executor.run("SELECT COUNT(*) AS n FROM t", []))
+      yield* Effect.forEach(Array.from({ length: 20 }), () => Effect.yieldNow(), { discard: true })
+      expect(count.unsafePoll()).toBeNull()
+      yield* Deferred.succeed(finish, undefined)
+      expect(yield* Effect.exit(Fiber.join(open))).toEqual(Exit.fail("rolled back"))
+      expect(yield* Fiber.join(count)).toEqual([{ n: 0 }])
+      // With no transaction open, statements on their own go out together: a hundred, each its own answer.
+      const answers = yield* Effect.forEach(Array.from({ length: 100 }, (_, n) => n), (n) => executor.run("SELECT ? AS n", [n]), { concurrency: "unbounded" })
+      expect(answers.map((rows) => rows[0]!["n"])).toEqual(Array.from({ length: 100 }, (_, n) => n))
     }))
 })

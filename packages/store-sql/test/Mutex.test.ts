@@ -48,4 +48,49 @@ describe("Mutex", () => {
       expect(yield* Fiber.join(after)).toBe("after")
       expect(yield* lock.withLock(Effect.succeed("free again"))).toBe("free again")
     }))
+
+  it.effect("whenFree runs at once while nobody holds the lock, without taking it", () =>
+    Effect.gen(function*() {
+      const lock = Mutex.make()
+      const ran: Array<string> = []
+      lock.whenFree(() => ran.push("a"))
+      lock.whenFree(() => ran.push("b"))
+      expect(ran).toEqual(["a", "b"])
+      expect(yield* lock.withLock(Effect.succeed("free"))).toBe("free")
+    }))
+
+  it.effect("whenFree waits for the holder, in line: before a waiter for the lock that came after it, after one that came before", () =>
+    Effect.gen(function*() {
+      const lock = Mutex.make()
+      const order: Array<string> = []
+      const gates = [yield* Deferred.make<void>(), yield* Deferred.make<void>()] as const
+      const holder = yield* Effect.fork(lock.withLock(Effect.zipRight(Deferred.await(gates[0]), Effect.sync(() => order.push("holder")))))
+      yield* Effect.yieldNow()
+      lock.whenFree(() => order.push("free 1"))
+      const second = yield* Effect.fork(lock.withLock(Effect.zipRight(Deferred.await(gates[1]), Effect.sync(() => order.push("second holder")))))
+      yield* Effect.yieldNow()
+      lock.whenFree(() => order.push("free 2"))
+      expect(order).toEqual([])
+      yield* Deferred.succeed(gates[0], undefined)
+      yield* Fiber.join(holder)
+      // The first holder's release ran `free 1` and handed the lock on; `free 2` waits for the second holder.
+      expect(order).toEqual(["holder", "free 1"])
+      yield* Deferred.succeed(gates[1], undefined)
+      yield* Fiber.join(second)
+      expect(order).toEqual(["holder", "free 1", "second holder", "free 2"])
+      expect(yield* lock.withLock(Effect.succeed("free again"))).toBe("free again")
+    }))
+
+  it.effect("whenFree taken out of the line does not run; the lock is free after its holder", () =>
+    Effect.gen(function*() {
+      const lock = Mutex.make()
+      const ran: Array<string> = []
+      yield* lock.acquire
+      const leave = lock.whenFree(() => ran.push("left"))
+      lock.whenFree(() => ran.push("stayed"))
+      leave()
+      yield* lock.release
+      expect(ran).toEqual(["stayed"])
+      expect(yield* lock.withLock(Effect.succeed("free again"))).toBe("free again")
+    }))
 })

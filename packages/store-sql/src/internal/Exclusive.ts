@@ -12,7 +12,10 @@ import type { Effect } from "effect"
 export const TypeId: unique symbol = Symbol.for("@mediagate/store-sql/Exclusive")
 
 export interface Exclusive {
+  /** The connection for a holder of the lock (`withLock`). */
   readonly connection: SqlConnection.Connection
+  /** The connection for a statement on its own: sent once no holder has the lock, without taking it. */
+  readonly free: SqlConnection.Connection
   /** Runs `self` holding the connection; a caller interrupted while it waits stops waiting. */
   readonly withLock: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }

@@ -122,7 +122,10 @@ const sqlite = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlE
     const reserved = <A, E>(use: (connection: SqlConnection.Connection) => Effect.Effect<A, E>) =>
       exclusive === undefined ? Effect.scoped(Effect.flatMap(sql.reserve, use)) : exclusive.withLock(use(exclusive.connection))
     const executor: Executor = {
-      run: (text, params) => reserved((connection) => connection.execute(text, params, undefined)),
+      // A statement on its own waits for no other's answer: only for an open transaction to end.
+      run: exclusive === undefined
+        ? (text, params) => reserved((connection) => connection.execute(text, params, undefined))
+        : (text, params) => exclusive.free.execute(text, params, undefined),
       transaction: (body) => reserved((connection) => transaction(connection, "BEGIN IMMEDIATE", body))
     }
     yield* executor.run("PRAGMA busy_timeout = 5000", [])

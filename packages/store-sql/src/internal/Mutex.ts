@@ -9,6 +9,12 @@
  * The lock is handed over by `release` itself, to the first waiter; a waiter interrupted
  * after it was handed the lock but before it ran passes the lock on, so no interruption
  * leaves it held by nobody.
+ *
+ * `whenFree` is for what needs the lock free but not held: a statement on its own, which the
+ * SQLite worker runs in the order it was sent, needs no transaction open when it is sent, and
+ * nothing more; holding the lock across its round trip made every other statement wait for
+ * that answer. It runs at once when nobody holds the lock, else on `release` in its place in
+ * line: before the lock goes to a waiter that came after it.
  */
 import { Effect } from "effect"
 
@@ -18,20 +24,31 @@ export interface Mutex {
   /** Takes the lock until the scope closes. */
   readonly acquire: Effect.Effect<void>
   readonly release: Effect.Effect<void>
+  /**
+   * Calls `run` (synchronously) as soon as nobody holds the lock, without taking it: at once
+   * if it is free, else in line. `run` must not throw: it runs inside `release`. Answers a
+   * function that takes `run` out of the line if it has not been called.
+   */
+  readonly whenFree: (run: () => void) => () => void
 }
 
 /** A new lock, free. */
 export const make = (): Mutex => {
   let held = false
+  // In order: waiters for the lock, and `whenFree` runs (those are not handed the lock).
   const waiting = new Set<() => void>()
+  const free = new WeakSet<() => void>()
   const handOn = () => {
-    const next = waiting.values().next()
-    if (next.done === true) {
-      held = false
-      return
+    for (;;) {
+      const next = waiting.values().next()
+      if (next.done === true) {
+        held = false
+        return
+      }
+      waiting.delete(next.value)
+      next.value()
+      if (!free.has(next.value)) return
     }
-    waiting.delete(next.value)
-    next.value()
   }
   const acquire = Effect.async<void>((resume) => {
     if (!held) {
@@ -46,9 +63,20 @@ export const make = (): Mutex => {
     })
   })
   const release = Effect.sync(handOn)
+  const whenFree = (run: () => void) => {
+    if (!held) {
+      run()
+      return () => {}
+    }
+    const entry = () => run()
+    free.add(entry)
+    waiting.add(entry)
+    return () => void waiting.delete(entry)
+  }
   return {
     acquire,
     release,
+    whenFree,
     withLock: (self) => Effect.uninterruptibleMask((restore) => Effect.zipRight(restore(acquire), Effect.ensuring(restore(self), release)))
   }
 }
