@@ -170,10 +170,10 @@ export const make = (options: Options = {}): Effect.Effect<
       return event === "started" || event === "progress" || event === "completed" ? { event } : {}
     }
 
+    const callbackParams = (row: TaskStore.CallbackRow) => [row.id, row.taskId, row.url, row.createdAt, row.dueAt ?? row.createdAt, row.event ?? null]
     const writeCallbacks = (run: Executor.Run, callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
-      Effect.forEach(callbacks, (row) => Executor.later(run)(insertCallback, [row.id, row.taskId, row.url, row.createdAt, row.dueAt ?? row.createdAt, row.event ?? null]), {
-        discard: true
-      })
+      Effect.forEach(callbacks, (row) => Executor.later(run)(insertCallback, callbackParams(row)), { discard: true })
+    const callbackStatements = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) => callbacks.map((row) => [insertCallback, callbackParams(row)] as const)
 
     const updateParams = (next: Task.TaskRecord, expectedVersion: number) => {
       const row = TaskRow.toRow(next)
@@ -198,13 +198,12 @@ export const make = (options: Options = {}): Effect.Effect<
           )).pipe(Effect.asVoid, refail("create")),
 
       databaseId,
-      // On PostgreSQL the common case is one statement on its own (`HeldAtOnce`), which holds
-      // the account's sums row for no round trip at all; what it leaves (too little credit, no
-      // sums row yet, a hold of nothing or against a key's cap) goes to the transaction. There
-      // the task and its callbacks are written first and the hold last, so the sums row, which
-      // every other submit and settlement of the account waits for, is locked for the COMMIT's
-      // round trip alone; too little credit rolls the task back. (On SQLite the transaction
-      // holds the write lock throughout, and the writes go with the hold's read or the COMMIT.)
+      // The common case in one go: on PostgreSQL one statement on its own (`HeldAtOnce`),
+      // which holds the account's sums row for no round trip at all; on SQLite one round trip
+      // (`heldInOneGo`). What they leave (too little credit, no sums row yet, a hold of nothing
+      // or against a key's cap) goes to the transaction, which writes the task and its
+      // callbacks first and the hold last, so that on PostgreSQL the sums row is locked for the
+      // COMMIT's round trip alone; too little credit rolls the task back.
       createHeld: (task, callbacks, hold) => {
         const row = TaskRow.toRow(task)
         const inTransaction = (triedAtOnce: boolean) =>
@@ -215,12 +214,20 @@ export const make = (options: Options = {}): Effect.Effect<
             )
           )
         const atOnce = heldAtOnce?.(row, callbacks, hold)
-        return (atOnce === undefined
-          ? inTransaction(false)
-          : Effect.flatMap(executor.run(atOnce.text, atOnce.params), (written) => written.length > 0 ? Effect.void : inTransaction(true))).pipe(
+        if (atOnce !== undefined) {
+          return Effect.flatMap(executor.run(atOnce.text, atOnce.params), (written) => written.length > 0 ? Effect.void : inTransaction(true)).pipe(
             Effect.asVoid,
             refail("createHeld")
           )
+        }
+        const held = executor.atOnce === undefined ? undefined : ledger.heldInOneGo(hold)
+        if (held !== undefined) {
+          return executor.atOnce!([...held, [insertTask, TaskRow.values(row)], ...callbackStatements(callbacks)]).pipe(
+            Effect.flatMap((done) => done._tag === "Committed" ? Effect.void : Effect.asVoid(inTransaction(false))),
+            refail("createHeld")
+          )
+        }
+        return inTransaction(false).pipe(Effect.asVoid, refail("createHeld"))
       },
 
       get: (id) =>
@@ -245,20 +252,32 @@ export const make = (options: Options = {}): Effect.Effect<
           : executor.transaction((run) => updatedThen(run, next, params, expectedVersion, callbacks))).pipe(refail("update"))
       },
 
-      // SQLite: the ending write, its callbacks and the settlement in one transaction, one
-      // COMMIT where there were two. Not on PostgreSQL, where each of the two is one statement
-      // without BEGIN or COMMIT (`updateWithCallbacks`, `endAtOnce`): a transaction around them
-      // would add round trips and hold the account's row across them.
+      // SQLite: the ending write, its callbacks and the settlement in one transaction, in one
+      // round trip where the reservation is open (`endedInOneGo`): a stale version stops it at
+      // the update, anything else the settlement's guard leaves to the transaction. Not on
+      // PostgreSQL, where each of the two is one statement without BEGIN or COMMIT
+      // (`updateWithCallbacks`, `endAtOnce`): a transaction would hold the account's row.
       ...(isPg ? {} : {
-        updateSettled: (next: Task.TaskRecord, expectedVersion: number, callbacks: ReadonlyArray<TaskStore.CallbackRow>, end: { readonly id: string; readonly at: number; readonly kind: "charge" | "release" }) =>
-          executor.transaction((run) =>
-            updatedThen(run, next, updateParams(next, expectedVersion), expectedVersion, callbacks).pipe(
+        updateSettled: (next: Task.TaskRecord, expectedVersion: number, callbacks: ReadonlyArray<TaskStore.CallbackRow>, end: { readonly id: string; readonly at: number; readonly kind: "charge" | "release" }) => {
+          const params = updateParams(next, expectedVersion)
+          const inTransaction = executor.transaction((run) =>
+            updatedThen(run, next, params, expectedVersion, callbacks).pipe(
               Effect.zipRight(ledger.end(run, { ...end, taskId: next.id })),
               // No reservation (a task stored before credits, or unbilled): nothing to settle.
               Effect.catchTag("NoReservation", () => Effect.void),
               Effect.asVoid
             )
-          ).pipe(refail("updateSettled"))
+          )
+          return (executor.atOnce === undefined ? inTransaction : executor.atOnce([
+            [updateTask, params, "guard"],
+            ...callbackStatements(callbacks),
+            ...ledger.endedInOneGo({ ...end, taskId: next.id })
+          ]).pipe(
+            Effect.flatMap((done) =>
+              done._tag === "Committed" ? Effect.void : done.stoppedAt === 0 ? Effect.fail(conflict(next, expectedVersion)) : inTransaction
+            )
+          )).pipe(refail("updateSettled"))
+        }
       }),
 
       claimDue: (options) => claimDue(options).pipe(refail("claimDue")),

@@ -170,15 +170,24 @@ const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite): void => 
       port.close()
       return
     }
-    // A batch: its statements in order, each one's rows, up to the first that fails (its index on the error).
-    const batch = request.op === "batch" ? request.params as ReadonlyArray<readonly [string, ReadonlyArray<unknown>]> : undefined
+    // A batch: its statements in order, each one's rows, up to the first that fails (its index
+    // on the error). A statement marked "guard" that answers no rows stops it there: the open
+    // transaction is rolled back and the rows answered so far are the answer, the guard's last.
+    const batch = request.op === "batch" ? request.params as ReadonlyArray<readonly [string, ReadonlyArray<unknown>, "guard"?]> : undefined
     const results: Array<unknown> = []
     try {
       if (batch === undefined) {
         port.postMessage({ id: request.id, rows: execute(request.op, request.sql, request.params, request.safeIntegers) } satisfies Reply)
         return
       }
-      for (const [sql, params] of batch) results.push(execute("rows", sql, params, request.safeIntegers))
+      for (const [sql, params, guard] of batch) {
+        const rows = execute("rows", sql, params, request.safeIntegers)
+        results.push(rows)
+        if (guard === "guard" && (rows as ReadonlyArray<unknown>).length === 0) {
+          if (database.inTransaction) database.exec("ROLLBACK")
+          break
+        }
+      }
       port.postMessage({ id: request.id, rows: results } satisfies Reply)
     } catch (failure) {
       const { cause, stage } = failure as { readonly stage: "prepare" | "execute"; readonly cause: unknown }

@@ -156,4 +156,27 @@ describe("a transaction on the SQLite worker, in batches", () => {
       const answers = yield* Effect.forEach(Array.from({ length: 100 }, (_, n) => n), (n) => executor.run("SELECT ? AS n", [n]), { concurrency: "unbounded" })
       expect(answers.map((rows) => rows[0]!["n"])).toEqual(Array.from({ length: 100 }, (_, n) => n))
     }))
+
+  it.scoped("on the worker: atOnce commits a transaction sent whole; a guard with no rows rolls it back; a failure rolls it back", () =>
+    Effect.gen(function*() {
+      const sql = yield* fresh
+      const executor = yield* Executor.make(sql, false)
+      const done = yield* executor.atOnce!([["INSERT INTO t (id) VALUES ('a') RETURNING id", [], "guard"], ["INSERT INTO t (id) VALUES ('b') RETURNING id", []]])
+      expect(done).toEqual({ _tag: "Committed", rows: [[{ id: "a" }], [{ id: "b" }]] })
+      // The guard finds nothing: what ran before it is rolled back, what follows it does not run.
+      const stopped = yield* executor.atOnce!([
+        ["INSERT INTO t (id) VALUES ('c')", []],
+        ["SELECT id FROM t WHERE id = 'nothing'", [], "guard"],
+        ["INSERT INTO t (id) VALUES ('d')", []]
+      ])
+      expect(stopped).toEqual({ _tag: "Stopped", stoppedAt: 1 })
+      expect(yield* ids(sql)).toEqual(["a", "b"])
+      // A statement that fails after others ran: all rolled back, the error the answer.
+      const failed = yield* Effect.exit(executor.atOnce!([["INSERT INTO t (id) VALUES ('e')", []], ["INSERT INTO t (id) VALUES ('a')", []]]))
+      expect(Exit.isFailure(failed)).toBe(true)
+      expect(yield* ids(sql)).toEqual(["a", "b"])
+      // The connection is free, with no transaction left open.
+      yield* executor.transaction((run) => run("INSERT INTO t (id) VALUES ('f')", []))
+      expect(yield* ids(sql)).toEqual(["a", "b", "f"])
+    }))
 })

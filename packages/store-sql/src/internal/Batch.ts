@@ -11,8 +11,11 @@ import type { Row } from "./Rows.js"
 
 export const TypeId: unique symbol = Symbol.for("@mediagate/store-sql/Batch")
 
-/** Statements with their parameters, run in order. */
-export type Statements = ReadonlyArray<readonly [string, ReadonlyArray<unknown>]>
+/**
+ * Statements with their parameters, run in order. One marked "guard" that answers no rows
+ * stops the batch there and rolls back the transaction it runs in.
+ */
+export type Statements = ReadonlyArray<readonly [string, ReadonlyArray<unknown>, "guard"?]>
 
 /** The first statement of a batch that failed (those before it ran, those after it did not), and its error. */
 export interface Failure {
@@ -20,7 +23,10 @@ export interface Failure {
   readonly error: SqlError.SqlError
 }
 
-/** Runs `statements` in order, each one's rows back, stopping at the first that fails. */
+/**
+ * Runs `statements` in order, each one's rows back, stopping at the first that fails; an
+ * answer shorter than `statements` was stopped by a guard, the last rows its (empty) rows.
+ */
 export type Batch = (statements: Statements) => Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, Failure>
 
 /** The batch function of `connection`, when it has one. */

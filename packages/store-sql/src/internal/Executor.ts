@@ -29,7 +29,18 @@ export interface Executor {
   readonly run: Run
   /** Several statements in one write transaction, all or nothing. */
   readonly transaction: <A, E>(body: (run: Run) => Effect.Effect<A, E>) => Effect.Effect<A, E | SqlError.SqlError>
+  /**
+   * The SQLite worker: a write transaction whose statements need no answer before the next,
+   * sent whole (BEGIN IMMEDIATE, the statements, COMMIT) in one round trip, so the connection
+   * is held for that one answer. A statement marked "guard" that answers no rows stops it,
+   * rolled back: the answer is then `stoppedAt`, that statement's index, and the caller takes
+   * the longer way. Absent elsewhere.
+   */
+  readonly atOnce?: (statements: Batch.Statements) => Effect.Effect<AtOnce, SqlError.SqlError>
 }
+
+/** What `atOnce` did: committed, each statement's rows; or stopped by the guard at `stoppedAt`, rolled back. */
+export type AtOnce = { readonly _tag: "Committed"; readonly rows: ReadonlyArray<ReadonlyArray<Row>> } | { readonly _tag: "Stopped"; readonly stoppedAt: number }
 
 const transaction = <A, E>(
   connection: SqlConnection.Connection,
@@ -121,7 +132,26 @@ const sqlite = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlE
     const exclusive = Exclusive.of(sql)
     const reserved = <A, E>(use: (connection: SqlConnection.Connection) => Effect.Effect<A, E>) =>
       exclusive === undefined ? Effect.scoped(Effect.flatMap(sql.reserve, use)) : exclusive.withLock(use(exclusive.connection))
+    const batch = exclusive === undefined ? undefined : Batch.of(exclusive.connection)
+    const atOnce = exclusive === undefined || batch === undefined ? undefined : (statements: Batch.Statements) =>
+      exclusive.withLock(Effect.uninterruptible(
+        batch([["BEGIN IMMEDIATE", []], ...statements, ["COMMIT", []]]).pipe(
+          Effect.map((results): AtOnce =>
+            results.length < statements.length + 2
+              ? { _tag: "Stopped", stoppedAt: results.length - 2 }
+              : { _tag: "Committed", rows: results.slice(1, -1) }
+          ),
+          // A failure after BEGIN leaves the transaction open (SQLite ends it itself on some
+          // errors; the worker answers a ROLLBACK with none open with nothing).
+          Effect.catchAll((failure) =>
+            (failure.index > 0 ? Effect.ignore(exclusive.connection.execute("ROLLBACK", [], undefined)) : Effect.void).pipe(
+              Effect.zipRight(Effect.fail(failure.error))
+            )
+          )
+        )
+      ))
     const executor: Executor = {
+      ...(atOnce === undefined ? {} : { atOnce }),
       // A statement on its own waits for no other's answer: only for an open transaction to end.
       run: exclusive === undefined
         ? (text, params) => reserved((connection) => connection.execute(text, params, undefined))

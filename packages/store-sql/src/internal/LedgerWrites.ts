@@ -17,6 +17,7 @@ import type { SqlError } from "@effect/sql"
 import { Ids, KeyScopes, Ledger } from "@mediagate/core"
 import { Effect, Option } from "effect"
 import type * as Database from "../Database.js"
+import type * as Batch from "./Batch.js"
 import * as Executor from "./Executor.js"
 import * as HeldAtOnce from "./HeldAtOnce.js"
 import type { Run } from "./Executor.js"
@@ -119,6 +120,50 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
      )
      SELECT ended.* FROM ended`
   )
+
+  // SQLite, for `Executor.atOnce` (a transaction sent whole): a hold's and a settlement's
+  // statements, each guarded by its first, which writes only in the common case (see
+  // `heldInOneGo` and `endedInOneGo`).
+  const raiseReserved = compile(`UPDATE ${quoted.balances} SET reserved = reserved + ? WHERE account_id = ? AND balance - reserved >= ? RETURNING account_id`)
+  const insertEndOfReservation = compile(
+    `INSERT INTO ${quoted.entries} (id, account_id, task_id, kind, amount, held, at, note, key_id, model)
+     SELECT ?, r.account_id, r.task_id, ?, CASE WHEN ? = 'charge' THEN -r.held ELSE 0 END, -r.held, ?, NULL, r.key_id, r.model
+     FROM ${quoted.entries} r
+     WHERE r.task_id = ? AND r.kind = 'reserve' AND (? = 'charge' OR r.key_id IS NULL OR r.held = 0)
+       AND NOT EXISTS (SELECT 1 FROM ${quoted.entries} e WHERE e.task_id = ? AND e.kind IN ('charge', 'release'))
+     RETURNING id`
+  )
+  const moveSumsBy = compile(
+    `UPDATE ${quoted.balances} SET balance = balance + (SELECT amount FROM ${quoted.entries} WHERE id = ?),
+       reserved = reserved + (SELECT held FROM ${quoted.entries} WHERE id = ?)
+     WHERE account_id = (SELECT account_id FROM ${quoted.entries} WHERE id = ?)`
+  )
+
+  /**
+   * SQLite: the statements of `reserve` for a new task in one go, for `Executor.atOnce`: the
+   * sums' `reserved` raised where enough is left (the guard), the reservation's entry and its
+   * open row. Undefined where `reserve` must run: a hold of nothing, or one counted against a
+   * key's monthly cap. A guard that stops (too little credit, no sums row) leaves it to
+   * `reserve` too, which answers those cases.
+   */
+  const heldInOneGo = ({ accountId, amount, at, id, keyId = null, model = null, monthlyCapMicroUsd = null, taskId }: Ledger.Hold): Batch.Statements | undefined =>
+    amount <= 0 || (keyId !== null && monthlyCapMicroUsd !== null) ? undefined : [
+      [raiseReserved, [amount, accountId, amount], "guard"],
+      [insertEntry, [id, accountId, taskId, "reserve", 0, amount, at, null, keyId, model]],
+      [openReservation, [taskId, id, at]]
+    ]
+
+  /**
+   * SQLite: the statements of `end` in one go, for `Executor.atOnce`: the end's entry written
+   * from the task's reservation where it is open (the guard), its open row deleted, the sums
+   * moved. The guard stops where `end` must run: no reservation, settled already, or a release
+   * of a reservation counted against a key's cap (which gives the key's month back too).
+   */
+  const endedInOneGo = ({ at, id, kind, taskId }: { readonly id: string; readonly taskId: string; readonly at: number; readonly kind: "charge" | "release" }): Batch.Statements => [
+    [insertEndOfReservation, [id, kind, kind, at, taskId, kind, taskId], "guard"],
+    [closeReservation, [taskId]],
+    [moveSumsBy, [id, id, id]]
+  ]
 
   /**
    * Writes `entry` and moves its account's sums; a reservation is opened, a charge or release
@@ -276,5 +321,5 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
       })
     })
 
-  return { write, lockTask, first, sums, reserve, end, reservationOf, entryById, advisoryLock, endOnItsOwn }
+  return { write, lockTask, first, sums, reserve, end, heldInOneGo, endedInOneGo, reservationOf, entryById, advisoryLock, endOnItsOwn }
 }
