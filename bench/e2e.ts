@@ -9,8 +9,9 @@
  * database driver, no Effect). This process is the clients of both and the one loopback
  * `node:http` callback receiver both deliver to.
  *
- * - Idle (`BENCH_IDLE`, default 50, after 20 to warm up): one task at a time, the sides
- *   taking turns; submit sent -> callback arrived for both, and mediagate's split of it:
+ * - Idle (`BENCH_IDLE`, default 50, after `BENCH_WARMUP` tasks per side to warm up, default
+ *   20: the JIT is still compiling then, and 1,000 take about 2 ms off mediagate's p50): one
+ *   task at a time, the sides taking turns; submit sent -> callback arrived for both, and mediagate's split of it:
  *   -> upstream submit (the simulator's own time for an async job, whose id is
  *   `sim_<time of the submit>_<token>`; the attempt's `started_at` for a sync call),
  *   -> SUCCESS (`updated_at`), SUCCESS -> callback arrived.
@@ -222,6 +223,7 @@ export const summarize = (path: string, top = 30) => {
 
 const key = "bench-e2e-key-0123456789"
 const idleTasks = Number(env("BENCH_IDLE", "50"))
+const warmupTasks = Number(env("BENCH_WARMUP", "20"))
 const loads = list("BENCH_TASKS", "2000").map(Number)
 const modes = list("BENCH_MODES", "closed,burst") as Array<"closed" | "burst">
 const rounds = Number(env("BENCH_ROUNDS", "2"))
@@ -454,7 +456,7 @@ const run = async (store: string, model: ModelName, urls: Record<SideName, { url
   }
   try {
     // Warm up: the first requests compile code paths and fill the simulator's file cache.
-    for (const side of sides) for (let i = 0; i < 20; i++) await ended(await submits[side](i))
+    for (const side of sides) for (let i = 0; i < warmupTasks; i++) await ended(await submits[side](i))
     // Idle: one task at a time, the sides taking turns task by task.
     const idle = { mediagate: { toUpstream: [] as Array<number>, toSuccess: [] as Array<number>, toCallback: [] as Array<number>, total: [] as Array<number> }, bare: { total: [] as Array<number> } }
     for (let i = 0; i < idleTasks; i++) {
@@ -669,7 +671,7 @@ const write = (results: ReadonlyArray<{ idle: string; load: ReadonlyArray<string
     "`callBackUrl`; alpha-image-2 is one sync upstream call, beta-imagine an async job (submit,",
     "then poll); the bare side treats both alike (an instant upstream).",
     "",
-    `Idle, one task at a time, the sides taking turns (${idleTasks} tasks each after 20 to warm up),`,
+    `Idle, one task at a time, the sides taking turns (${idleTasks} tasks each after ${warmupTasks} to warm up),`,
     "milliseconds p50 / p99. mediagate's submit -> callback is split into submit -> upstream",
     "submit (the simulator's own time for beta-imagine, the attempt's start for alpha-image-2),",
     "submit -> SUCCESS and SUCCESS -> callback:",
