@@ -29,7 +29,9 @@
  * `BENCH_SQLITE_PRAGMAS="temp_store = MEMORY"` sets pragmas on the servers' SQLite
  * connections, to measure a change to the store before making it),
  * `BENCH_SERVER_ROOT=<checkout>` (run another checkout's standalone server, e.g. an older
- * commit), `BENCH_WRITE=0` (do not write docs/benchmarks.md).
+ * commit), `BENCH_MEDIAGATE_MEMORY=1` (mediagate on its memory backends, the bare side on
+ * the store's database: what the SQL store costs; the rows still name the store),
+ * `BENCH_WRITE=0` (do not write docs/benchmarks.md).
  *
  * `BENCH_NODES=1,2,3` (PostgreSQL only): instead of the above, N standalone servers on one
  * database for each N, submits round-robin over them, against one bare server in the same run;
@@ -309,7 +311,7 @@ const startServer = async (
       MEDIAGATE_PORT: "0",
       MEDIAGATE_HOST: "127.0.0.1",
       MEDIAGATE_API_KEY: key,
-      MEDIAGATE_DATABASE_URL: databaseUrl,
+      MEDIAGATE_DATABASE_URL: side === "mediagate" && env("BENCH_MEDIAGATE_MEMORY", "0") === "1" ? "memory" : databaseUrl,
       // An object store instead of the folder when the caller gives one (MEDIAGATE_MEDIA_URL).
       ...(extraEnv["MEDIAGATE_MEDIA_URL"] === undefined ? { MEDIAGATE_MEDIA_DIR: join(dir, "media") } : {}),
       MEDIAGATE_SIMULATOR_PROFILE: "instant",
@@ -346,10 +348,16 @@ const printSqlTrace = (file: string, label: string) => {
   }
 }
 
-/** Keep-alive connections for the submits, at most `clients` at once (one pool per server). */
+/**
+ * Keep-alive connections for the submits, at most `clients` at once (one pool per server). A
+ * submit sent on a kept connection that the server closed as idle at that moment (its
+ * keep-alive timeout ran out during the other side's round) is reset before the server read
+ * it, and is sent again once on a new connection, as Node's documentation advises
+ * (`request.reusedSocket`).
+ */
 const submitter = (port: number, callBackUrl: string, model: ModelName) => {
   const agent = new Http.Agent({ keepAlive: true, maxSockets: clients })
-  return (i: number) =>
+  const once = (i: number, retried: boolean): Promise<string> =>
     new Promise<string>((resolve, reject) => {
       const body = JSON.stringify({ model: models[model].id, input: { prompt: `bench ${i}`, ...models[model].input }, callBackUrl })
       const request = Http.request({
@@ -368,9 +376,13 @@ const submitter = (port: number, callBackUrl: string, model: ModelName) => {
           else reject(new Error(`submit refused: ${JSON.stringify(answer)}`))
         })
       })
-      request.on("error", reject)
+      request.on("error", (error: NodeJS.ErrnoException) => {
+        if (!retried && request.reusedSocket && error.code === "ECONNRESET") resolve(once(i, true))
+        else reject(error)
+      })
       request.end(body)
     })
+  return (i: number) => once(i, false)
 }
 
 const percentile = (values: ReadonlyArray<number>, q: number) => {
