@@ -133,10 +133,10 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
        AND NOT EXISTS (SELECT 1 FROM ${quoted.entries} e WHERE e.task_id = ? AND e.kind IN ('charge', 'release'))
      RETURNING id`
   )
+  // As `addToSums`, by the entry just written (its amounts come from the reservation).
   const moveSumsBy = compile(
-    `UPDATE ${quoted.balances} SET balance = balance + (SELECT amount FROM ${quoted.entries} WHERE id = ?),
-       reserved = reserved + (SELECT held FROM ${quoted.entries} WHERE id = ?)
-     WHERE account_id = (SELECT account_id FROM ${quoted.entries} WHERE id = ?)`
+    `INSERT INTO ${quoted.balances} (account_id, balance, reserved) SELECT account_id, amount, held FROM ${quoted.entries} WHERE id = ?
+     ON CONFLICT (account_id) DO UPDATE SET balance = ${quoted.balances}.balance + excluded.balance, reserved = ${quoted.balances}.reserved + excluded.reserved`
   )
 
   /**
@@ -162,7 +162,7 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
   const endedInOneGo = ({ at, id, kind, taskId }: { readonly id: string; readonly taskId: string; readonly at: number; readonly kind: "charge" | "release" }): Batch.Statements => [
     [insertEndOfReservation, [id, kind, kind, at, taskId, kind, taskId], "guard"],
     [closeReservation, [taskId]],
-    [moveSumsBy, [id, id, id]]
+    [moveSumsBy, [id]]
   ]
 
   /**
