@@ -187,19 +187,17 @@ describe("TaskWrites: the write that ends a task", () => {
       Effect.provide(Database.layerSqlite(join(dir, `w${++files}.db`)))
     )
 
-  it.effect("settles in the store's transaction when the ledger shares its database", () =>
-    Effect.gen(function*() {
-      const { balance, calls, entries } = yield* end("the store's database")
-      expect(calls.settlements).toBe(0)
-      expect(entries).toEqual(["reserve", "charge"])
-      expect(balance).toEqual({ balance: 100_000 - price, reserved: 0 })
-    }))
-
-  it.effect("asks the ledger after the write when it keeps its entries elsewhere", () =>
-    Effect.gen(function*() {
-      const { balance, calls, entries } = yield* end("memory")
-      expect(calls.settlements).toBe(1)
-      expect(entries).toEqual(["reserve", "charge"])
-      expect(balance).toEqual({ balance: 100_000 - price, reserved: 0 })
-    }))
+  const cases = [
+    ["settles in the store's transaction when the ledger shares its database", "the store's database", 0],
+    ["asks the ledger after the write when it keeps its entries elsewhere", "memory", 1]
+  ] as const
+  for (const [name, ledgerIn, settlements] of cases) {
+    it.effect(name, () =>
+      Effect.gen(function*() {
+        const { balance, calls, entries } = yield* end(ledgerIn)
+        expect(calls.settlements).toBe(settlements)
+        expect(entries).toEqual(["reserve", "charge"])
+        expect(balance).toEqual({ balance: 100_000 - price, reserved: 0 })
+      }))
+  }
 })

@@ -214,20 +214,13 @@ export const make = (options: Options = {}): Effect.Effect<
             )
           )
         const atOnce = heldAtOnce?.(row, callbacks, hold)
-        if (atOnce !== undefined) {
-          return Effect.flatMap(executor.run(atOnce.text, atOnce.params), (written) => written.length > 0 ? Effect.void : inTransaction(true)).pipe(
-            Effect.asVoid,
-            refail("createHeld")
-          )
-        }
         const held = executor.atOnce === undefined ? undefined : ledger.heldInOneGo(hold)
-        if (held !== undefined) {
-          return executor.atOnce!([...held, [insertTask, TaskRow.values(row)], ...callbackStatements(callbacks)]).pipe(
-            Effect.flatMap((done) => done._tag === "Committed" ? Effect.void : Effect.asVoid(inTransaction(false))),
-            refail("createHeld")
-          )
-        }
-        return inTransaction(false).pipe(Effect.asVoid, refail("createHeld"))
+        return (atOnce !== undefined
+          ? Effect.flatMap(executor.run(atOnce.text, atOnce.params), (written) => written.length > 0 ? Effect.void : inTransaction(true))
+          : executor.atOnce !== undefined && held !== undefined
+          ? Effect.flatMap(executor.atOnce([...held, [insertTask, TaskRow.values(row)], ...callbackStatements(callbacks)]), (done) =>
+            done._tag === "Committed" ? Effect.void : inTransaction(false))
+          : inTransaction(false)).pipe(Effect.asVoid, refail("createHeld"))
       },
 
       get: (id) =>

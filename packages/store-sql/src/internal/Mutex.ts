@@ -35,9 +35,8 @@ export interface Mutex {
 /** A new lock, free. */
 export const make = (): Mutex => {
   let held = false
-  // In order: waiters for the lock, and `whenFree` runs (those are not handed the lock).
-  const waiting = new Set<() => void>()
-  const free = new WeakSet<() => void>()
+  // In order: waiters for the lock (handed it), and `whenFree` runs (not handed it).
+  const waiting = new Set<{ readonly go: () => void; readonly takesLock: boolean }>()
   const handOn = () => {
     for (;;) {
       const next = waiting.values().next()
@@ -46,8 +45,8 @@ export const make = (): Mutex => {
         return
       }
       waiting.delete(next.value)
-      next.value()
-      if (!free.has(next.value)) return
+      next.value.go()
+      if (next.value.takesLock) return
     }
   }
   const acquire = Effect.async<void>((resume) => {
@@ -55,7 +54,7 @@ export const make = (): Mutex => {
       held = true
       return resume(Effect.void)
     }
-    const wake = () => resume(Effect.void)
+    const wake = { go: () => resume(Effect.void), takesLock: true }
     waiting.add(wake)
     // Interrupted while waiting: leave the line; interrupted once handed the lock: pass it on.
     return Effect.sync(() => {
@@ -68,8 +67,7 @@ export const make = (): Mutex => {
       run()
       return () => {}
     }
-    const entry = () => run()
-    free.add(entry)
+    const entry = { go: run, takesLock: false }
     waiting.add(entry)
     return () => void waiting.delete(entry)
   }
