@@ -1,7 +1,7 @@
 import { SqlClient, SqlError } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import type { SqlConnection } from "@effect/sql"
-import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -39,6 +39,12 @@ const recording = (failAt?: (statements: Batch.Statements) => number | undefined
   return { executor: Executor.perOperation(sql, "BEGIN IMMEDIATE"), sent, executed }
 }
 
+/** Fails the batch at the statement `text`, when it has one. */
+const at = (text: string) => (statements: Batch.Statements) => {
+  const index = statements.findIndex(([sql]) => sql === text)
+  return index === -1 ? undefined : index
+}
+
 describe("a transaction on the SQLite worker, in batches", () => {
   it.effect("sends BEGIN with the first statement, and the queued writes with the COMMIT", () =>
     Effect.gen(function*() {
@@ -68,10 +74,6 @@ describe("a transaction on the SQLite worker, in batches", () => {
 
   it.effect("a failing BEGIN rolls nothing back; a failing statement after it, or a failing body, rolls back; a failing COMMIT is the answer", () =>
     Effect.gen(function*() {
-      const at = (text: string) => (statements: Batch.Statements) => {
-        const index = statements.findIndex(([sql]) => sql === text)
-        return index === -1 ? undefined : index
-      }
       const begin = recording(at("BEGIN IMMEDIATE"))
       expect(Exit.isFailure(yield* Effect.exit(begin.executor.transaction((run) => run("SELECT 1", []))))).toBe(true)
       expect(begin.executed).toEqual([])
@@ -93,6 +95,61 @@ describe("a transaction on the SQLite worker, in batches", () => {
       const commit = recording(at("COMMIT"))
       expect(Exit.isFailure(yield* Effect.exit(commit.executor.transaction((run) => Executor.later(run)("INSERT a", []))))).toBe(true)
       expect(commit.executed).toEqual([])
+    }))
+
+  it.effect("many: several statements in one round trip, the COMMIT with them when asked, and nothing after it", () =>
+    Effect.gen(function*() {
+      const { executed, executor, sent } = recording()
+      const answer = yield* executor.transaction((run) =>
+        Effect.gen(function*() {
+          yield* Executor.later(run)("INSERT a", [])
+          const first = yield* run.many!([["SELECT b", []], ["SELECT c", []]])
+          const last = yield* run.many!([["UPDATE d", []]], "commit")
+          return [first, last]
+        })
+      )
+      expect(answer).toEqual([[[{ n: 2 }], [{ n: 3 }]], [[{ n: 0 }]]])
+      expect(sent).toEqual([["BEGIN IMMEDIATE", "INSERT a", "SELECT b", "SELECT c"], ["UPDATE d", "COMMIT"]])
+      expect(executed).toEqual([])
+      const after = yield* Effect.exit(executor.transaction((run) => Effect.zipRight(run.many!([["SELECT a", []]], "commit"), run("SELECT b", []))))
+      expect(Exit.isFailure(after) && Cause.isDie(after.cause)).toBe(true)
+    }))
+
+  it.effect("many with the COMMIT: a statement before it that fails rolls back; the COMMIT failing is the answer", () =>
+    Effect.gen(function*() {
+      const write = recording(at("UPDATE d"))
+      expect(Exit.isFailure(yield* Effect.exit(write.executor.transaction((run) => run.many!([["SELECT b", []], ["UPDATE d", []]], "commit"))))).toBe(true)
+      expect(write.executed).toEqual(["ROLLBACK"])
+      const commit = recording(at("COMMIT"))
+      expect(Exit.isFailure(yield* Effect.exit(commit.executor.transaction((run) => run.many!([["UPDATE d", []]], "commit"))))).toBe(true)
+      expect(commit.sent).toEqual([["BEGIN IMMEDIATE", "UPDATE d", "COMMIT"]])
+      expect(commit.executed).toEqual([])
+    }))
+
+  it.scoped("on the worker: many's guard with no rows ends the transaction, rolled back; its COMMIT commits", () =>
+    Effect.gen(function*() {
+      const sql = yield* fresh
+      const executor = yield* Executor.make(sql, false)
+      const stopped = yield* executor.transaction((run) =>
+        Effect.gen(function*() {
+          yield* Executor.later(run)("INSERT INTO t (id) VALUES ('a')", [])
+          return yield* run.many!([["SELECT id FROM t WHERE id = 'nothing'", [], "guard"], ["INSERT INTO t (id) VALUES ('b')", []]])
+        })
+      )
+      expect(stopped).toEqual([[]])
+      expect(yield* ids(sql)).toEqual([])
+      const done = yield* executor.transaction((run) =>
+        Effect.gen(function*() {
+          const [found] = yield* run.many!([["INSERT INTO t (id) VALUES ('a') RETURNING id", [], "guard"], ["SELECT count(*) AS n FROM t", []]])
+          const [written] = yield* run.many!([["INSERT INTO t (id) VALUES ('b') RETURNING id", []]], "commit")
+          return [found, written]
+        })
+      )
+      expect(done).toEqual([[{ id: "a" }], [{ id: "b" }]])
+      expect(yield* ids(sql)).toEqual(["a", "b"])
+      // Nothing left open: the next transaction begins.
+      yield* executor.transaction((run) => run("INSERT INTO t (id) VALUES ('c')", []))
+      expect(yield* ids(sql)).toEqual(["a", "b", "c"])
     }))
 
   it.scoped("on the worker: all or nothing when a queued write fails, and the connection is free after", () =>

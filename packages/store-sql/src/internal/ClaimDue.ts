@@ -9,12 +9,13 @@ import type { SqlError } from "@effect/sql"
 import type { Task, TaskStore } from "@mediagate/core"
 import { Effect } from "effect"
 import type { Prepared } from "../Database.js"
-import type { Executor } from "./Executor.js"
-import { num, records, strOrNull } from "./Rows.js"
+import * as Plan from "./ClaimPlan.js"
+import type * as Executor from "./Executor.js"
+import { records, type Row } from "./Rows.js"
 
 /** The claim of due work, its statements compiled once, for the store's `claimDue`. */
 export const make = (
-  executor: Executor,
+  executor: Executor.Executor,
   { compile, isPg, tables }: Pick<Prepared, "compile" | "isPg" | "tables">
 ): (options: TaskStore.ClaimOptions) => Effect.Effect<ReadonlyArray<Task.TaskRecord>, SqlError.SqlError> => {
   const tasks = `"${tables.tasks}"`
@@ -67,78 +68,88 @@ export const make = (
   // On PostgreSQL claims of new work take turns, so two nodes never both see the same free room.
   const claimLock = `SELECT pg_advisory_xact_lock(hashtext('${tables.tasks}_claims'))`
 
-  return ({ leaseUntil, limit, limits, now, worker }) =>
-    Effect.flatMap(isPg ? Effect.succeed([{}]) : executor.run(anyDue, [now, now]), (due) =>
-      due.length === 0 ? Effect.succeed([]) : executor.transaction((run) =>
-        Effect.gen(function*() {
-          const byDue = (a: Task.TaskRecord, b: Task.TaskRecord) => a.dueAt! - b.dueAt!
-          const inFlight = !isPg && (yield* run(anyInFlight, [now, now])).length === 0
-            ? []
-            : (yield* records(yield* run(claimInFlight, [worker, leaseUntil, now, now, limit]))).sort(byDue)
-          let room = limit - inFlight.length
-          if (room <= 0) return inFlight
-          const owners = (yield* run(waitingOwners, [now, now])).map((row) => String(row["owner_id"]))
-          if (owners.length === 0) return inFlight
-          if (isPg) yield* run(claimLock, [])
-          const busy = new Map<string, number>()
-          const onProvider = new Map<string, number>()
-          for (const row of yield* run(runningByOwner, [now])) {
-            busy.set(String(row["owner_id"]), (busy.get(String(row["owner_id"])) ?? 0) + num(row["n"]))
-            const provider = strOrNull(row["provider"])
-            if (provider !== null) onProvider.set(provider, (onProvider.get(provider) ?? 0) + num(row["n"]))
-          }
-          if (limits !== undefined) {
-            room = Math.min(room, limits.running - [...busy.values()].reduce((a, b) => a + b, 0))
-          }
-          const cap = limits?.perAccount ?? Number.POSITIVE_INFINITY
-          const perProvider = limits?.perProvider
-          const within = limits?.within ?? {}
-          // A target with a limit of its own counts against its provider's too.
-          for (const [target, provider] of Object.entries(within)) {
-            const n = onProvider.get(target) ?? 0
-            if (n > 0) onProvider.set(provider, (onProvider.get(provider) ?? 0) + n)
-          }
-          const hasRoom = (provider: string, limit: (provider: string) => number) => (onProvider.get(provider) ?? 0) < limit(provider)
-          /** Whether a provider (and the provider a target counts against too) has room for one more task. */
-          const roomOn = (provider: string | null) =>
-            provider === null || perProvider === undefined ||
-            (hasRoom(provider, perProvider) && (within[provider] === undefined || hasRoom(within[provider], perProvider)))
-          /** Counts a task started in this claim against its provider (and the one a target counts against too). */
-          const countOn = (provider: string) => {
-            for (const key of within[provider] === undefined ? [provider] : [provider, within[provider]]) {
-              onProvider.set(key, (onProvider.get(key) ?? 0) + 1)
-            }
-          }
-          // Lines leave out the tasks of full providers, so they do not hide others' behind them;
-          // the targets under a full provider are full too, whether or not any of theirs runs.
-          const full = [...new Set([...onProvider.keys(), ...Object.keys(within)])].filter((provider) => !roomOn(provider))
-          let line = lineStatements.get(full.length)
-          if (line === undefined) lineStatements.set(full.length, line = ownersLine(full.length))
-          // Each owner's line: its waiting tasks behind its running ones; places are served in
-          // order across the lines, so owners alternate and the least busy goes first.
-          const places: Array<{ readonly id: string; readonly place: number; readonly due: number; readonly provider: string | null }> = []
-          for (const owner of owners) {
-            const running = busy.get(owner) ?? 0
-            const take = Math.min(room, cap - running)
-            if (take <= 0) continue
-            const rows = yield* run(line, [owner, now, now, ...full, take])
-            rows.forEach((row, i) =>
-              places.push({ id: String(row["id"]), place: running + i + 1, due: num(row["due_at"]), provider: strOrNull(row["provider"]) })
-            )
-          }
-          const chosen: Array<string> = []
-          for (const place of places.sort((a, b) => a.place - b.place || a.due - b.due || (a.id < b.id ? -1 : 1))) {
-            if (chosen.length >= room) break
-            // A provider may fill up during this claim.
-            if (!roomOn(place.provider)) continue
-            if (place.provider !== null) countOn(place.provider)
-            chosen.push(place.id)
-          }
-          if (chosen.length === 0) return inFlight
-          let statement = leaseStatements.get(chosen.length)
-          if (statement === undefined) leaseStatements.set(chosen.length, statement = leaseChosen(chosen.length))
-          const waiting = yield* records(yield* run(statement, [worker, leaseUntil, now, ...chosen]))
-          return [...inFlight, ...waiting.sort(byDue)]
-        })
-      ))
+  const lineOf = (full: number) => {
+    let line = lineStatements.get(full)
+    if (line === undefined) lineStatements.set(full, line = ownersLine(full))
+    return line
+  }
+  const leaseOf = (count: number) => {
+    let statement = leaseStatements.get(count)
+    if (statement === undefined) leaseStatements.set(count, statement = leaseChosen(count))
+    return statement
+  }
+  const byDue = (a: Task.TaskRecord, b: Task.TaskRecord) => a.dueAt! - b.dueAt!
+
+  /**
+   * One statement at a time: PostgreSQL (each a round trip, and the claims' lock taken only
+   * when there is waiting work), and a SQLite client that does not batch.
+   */
+  const stepByStep = (run: Executor.Run, { leaseUntil, limit, limits, now, worker }: TaskStore.ClaimOptions) =>
+    Effect.gen(function*() {
+      const inFlight = !isPg && (yield* run(anyInFlight, [now, now])).length === 0
+        ? []
+        : (yield* records(yield* run(claimInFlight, [worker, leaseUntil, now, now, limit]))).sort(byDue)
+      if (limit - inFlight.length <= 0) return inFlight
+      const owners = (yield* run(waitingOwners, [now, now])).map((row) => String(row["owner_id"]))
+      if (owners.length === 0) return inFlight
+      if (isPg) yield* run(claimLock, [])
+      const plan = Plan.make(yield* run(runningByOwner, [now]), limits, limit - inFlight.length)
+      const line = lineOf(plan.full.length)
+      const places: Array<Plan.Place> = []
+      for (const owner of owners) {
+        const take = plan.take(owner)
+        if (take > 0) places.push(...plan.places(owner, yield* run(line, [owner, now, now, ...plan.full, take])))
+      }
+      const chosen = plan.choose(places)
+      if (chosen.length === 0) return inFlight
+      const waiting = yield* records(yield* run(leaseOf(chosen.length), [worker, leaseUntil, now, ...chosen]))
+      return [...inFlight, ...waiting.sort(byDue)]
+    })
+
+  /**
+   * The SQLite worker: the claim in three round trips at most. The first begins, stops at once
+   * (rolled back) when nothing is due, and reads the work in flight, the waiting owners and
+   * what runs; the second claims the work in flight and reads the owners' lines (as long as
+   * the limits allow, before the work in flight is counted: what is too much is not chosen);
+   * the third leases the chosen and commits. Claiming the work in flight changes only leases
+   * of tasks out of PENDING, so the counts read before it still hold. Each round trip costs
+   * more than SQLite takes to answer its statements (docs/benchmarks.md).
+   */
+  const inRoundTrips = (
+    many: NonNullable<Executor.Run["many"]>,
+    { leaseUntil, limit, limits, now, worker }: TaskStore.ClaimOptions
+  ) =>
+    Effect.gen(function*() {
+      const first = yield* many([[anyDue, [now, now], "guard"], [anyInFlight, [now, now]], [waitingOwners, [now, now]], [runningByOwner, [now]]])
+      if (first.length < 4) return []
+      const [, flying, waitingRows, running] = first as [unknown, ReadonlyArray<Row>, ReadonlyArray<Row>, ReadonlyArray<Row>]
+      const owners = waitingRows.map((row) => String(row["owner_id"]))
+      const claimsInFlight = flying.length > 0
+      const plan = Plan.make(running, limits, limit)
+      const line = lineOf(plan.full.length)
+      const asked = owners.flatMap((owner) => {
+        const take = plan.take(owner)
+        return take > 0 ? [{ owner, statement: [line, [owner, now, now, ...plan.full, take]] as const }] : []
+      })
+      if (!claimsInFlight && asked.length === 0) return []
+      const second = yield* many(
+        [...(claimsInFlight ? [[claimInFlight, [worker, leaseUntil, now, now, limit]] as const] : []), ...asked.map((line) => line.statement)],
+        asked.length === 0 ? "commit" : undefined
+      )
+      const inFlight = claimsInFlight ? (yield* records(second[0]!)).sort(byDue) : []
+      if (asked.length === 0) return inFlight
+      const lines = claimsInFlight ? second.slice(1) : second
+      const room = plan.narrow(limit - inFlight.length)
+      const chosen = room <= 0 ? [] : plan.choose(asked.flatMap(({ owner }, i) => plan.places(owner, lines[i]!)))
+      if (chosen.length === 0) return inFlight
+      const [leased] = yield* many([[leaseOf(chosen.length), [worker, leaseUntil, now, ...chosen]]], "commit")
+      return [...inFlight, ...(yield* records(leased!)).sort(byDue)]
+    })
+
+  return (options) =>
+    // On SQLite without batches, look first (see `anyDue`); with them the look begins the claim.
+    Effect.flatMap(isPg || executor.atOnce !== undefined ? Effect.succeed([{}]) : executor.run(anyDue, [options.now, options.now]), (due) =>
+      due.length === 0
+        ? Effect.succeed([])
+        : executor.transaction((run) => run.many === undefined ? stepByStep(run, options) : inRoundTrips(run.many, options)))
 }

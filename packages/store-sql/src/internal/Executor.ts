@@ -18,6 +18,14 @@ import type { Row } from "./Rows.js"
  */
 export type Run = ((text: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<Row>, SqlError.SqlError>) & {
   readonly later?: (text: string, params: ReadonlyArray<unknown>) => Effect.Effect<void>
+  /**
+   * Several statements in one round trip, each one's rows back (with the writes queued by
+   * `later` before them). A statement marked "guard" that answers no rows ends the
+   * transaction there, rolled back: the answer is then shorter, its last rows the guard's.
+   * With `commit`, the transaction's COMMIT goes with them and the body runs no statement
+   * after. Where there is `later`.
+   */
+  readonly many?: (statements: Batch.Statements, commit?: "commit") => Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError.SqlError>
 }
 
 /** `run.later` where the executor has it, else `run` itself: the statement at once. */
@@ -67,7 +75,8 @@ const transaction = <A, E>(
  * transaction is open and none is rolled back; when it is a statement after BEGIN, the
  * transaction is rolled back, as when the body fails; when it is COMMIT, its error is the
  * answer, as it was without batches. A body that ran no statement and queued none sends
- * nothing.
+ * nothing; one that ended the transaction itself (`many`'s guard or its `commit`) is not
+ * committed again.
  */
 const batched = <A, E>(
   connection: SqlConnection.Connection,
@@ -77,32 +86,46 @@ const batched = <A, E>(
 ): Effect.Effect<A, E | SqlError.SqlError> =>
   Effect.uninterruptibleMask((restore) => {
     let begun = false
+    let ended = false
     let queued: Array<readonly [string, ReadonlyArray<unknown>]> = []
-    /** Sends the queue and `statements` (BEGIN first, if not yet sent); the last statement's rows. */
+    /** Sends the queue and `statements` (BEGIN first, if not yet sent); the rows of `statements`. */
     const send = (statements: Batch.Statements) =>
       Effect.suspend(() => {
-        const prefix = begun ? 0 : 1
-        const all = begun ? [...queued, ...statements] : [[begin, []] as const, ...queued, ...statements]
+        if (ended) return Effect.dieMessage("a statement after its transaction ended")
+        const head = begun ? queued : [[begin, []] as const, ...queued]
+        const all = [...head, ...statements]
         queued = []
         return batch(all).pipe(
           Effect.map((results) => {
             begun = true
-            return results[results.length - 1]!
+            // Shorter: a guard stopped it, and the worker rolled the transaction back.
+            if (results.length < all.length || statements[statements.length - 1]?.[0] === "COMMIT") ended = true
+            return results.slice(head.length)
           }),
           Effect.catchAll((failure) => {
-            if (failure.index >= prefix) begun = true
-            return Effect.fail({ failure, commit: failure.index === all.length - 1 && statements[0]?.[0] === "COMMIT" })
+            if (failure.index >= (begun ? 0 : 1)) begun = true
+            const commit = failure.index === all.length - 1 && statements[statements.length - 1]?.[0] === "COMMIT"
+            if (commit) ended = true
+            return Effect.fail({ failure, commit })
           })
         )
       })
     const run: Run = Object.assign(
-      (text: string, params: ReadonlyArray<unknown>) => Effect.mapError(send([[text, params]]), ({ failure }) => failure.error),
-      { later: (text: string, params: ReadonlyArray<unknown>) => Effect.sync(() => void queued.push([text, params])) }
+      (text: string, params: ReadonlyArray<unknown>) =>
+        send([[text, params]]).pipe(Effect.map((results) => results[0]!), Effect.mapError(({ failure }) => failure.error)),
+      {
+        later: (text: string, params: ReadonlyArray<unknown>) => Effect.sync(() => void queued.push([text, params])),
+        many: (statements: Batch.Statements, commit?: "commit") =>
+          send(commit === undefined ? statements : [...statements, ["COMMIT", []]]).pipe(
+            Effect.map((results) => results.slice(0, statements.length)),
+            Effect.mapError(({ failure }) => failure.error)
+          )
+      }
     )
-    const rollback = Effect.suspend(() => (begun ? Effect.asVoid(connection.execute("ROLLBACK", [], undefined)) : Effect.void))
+    const rollback = Effect.suspend(() => (begun && !ended ? Effect.asVoid(connection.execute("ROLLBACK", [], undefined)) : Effect.void))
     return Effect.flatMap(Effect.exit(restore(body(run))), (exit) => {
       if (Exit.isFailure(exit)) return Effect.zipRight(rollback, exit)
-      if (!begun && queued.length === 0) return exit
+      if (ended || (!begun && queued.length === 0)) return exit
       return send([["COMMIT", []]]).pipe(
         Effect.catchAll(({ commit, failure }) => commit ? Effect.fail(failure.error) : Effect.zipRight(rollback, Effect.fail(failure.error))),
         Effect.zipRight(exit)
