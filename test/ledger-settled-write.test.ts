@@ -1,8 +1,9 @@
 /**
- * SQLite: the write that ends a task and the settlement of its reservation in one
- * transaction (`SqlTaskStore`'s `updateSettled`), and `TaskWrites` choosing it when the
- * store keeps its tasks in the ledger's database. The store and the ledger share one client
- * on a file, as the standalone server has them.
+ * The write that ends a task and the settlement of its reservation together
+ * (`SqlTaskStore`'s `updateSettled`): on SQLite in one transaction, on PostgreSQL in one
+ * statement (a database of its own per case, when MEDIAGATE_TEST_PG_URL is set); and
+ * `TaskWrites` choosing it when the store keeps its tasks in the ledger's database. The
+ * store and the ledger share one client, as the standalone server has them.
  */
 import { SqlClient } from "@effect/sql"
 import { afterAll, describe, expect, it } from "@effect/vitest"
@@ -10,7 +11,8 @@ import { Ids, Ledger, Task, TaskChanges, TaskConflict, TaskEvents, TaskStore, Ta
 import * as Testing from "@mediagate/core/testing"
 import { MemoryLedger } from "@mediagate/store-memory"
 import { Database, SqlLedger, SqlTaskStore } from "@mediagate/store-sql"
-import { Effect, Exit, Layer, Option } from "effect"
+import { freshPgDatabase, pgSkipReason } from "@mediagate/store-sql/testing"
+import { Effect, Exit, Layer, Option, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -44,17 +46,16 @@ const callbackOf = (task: Task.TaskRecord): TaskStore.CallbackRow => ({
   createdAt: task.updatedAt + 1
 })
 
-/** A fresh file with the store and the ledger on one client, alice credited 100,000. */
-const onOneFile = <A, E>(body: (store: TaskStore.TaskStore["Type"], ledger: Ledger.Ledger["Type"]) => Effect.Effect<A, E, SqlClient.SqlClient>) =>
-  Effect.gen(function*() {
-    const store = yield* TaskStore.TaskStore
-    const ledger = yield* Ledger.Ledger
-    yield* ledger.credit({ id: "c1", accountId: alice, amount: 100_000, at: 1, note: null })
-    return yield* body(store, ledger)
-  }).pipe(
-    Effect.provide(Layer.mergeAll(SqlTaskStore.layer, SqlLedger.layer)),
-    Effect.provide(Database.layerSqlite(join(dir, `s${++files}.db`)))
-  )
+const pgUrl = process.env["MEDIAGATE_TEST_PG_URL"]
+pgSkipReason("ledger-settled-write")
+
+/** A fresh database of each backend. */
+const databases: ReadonlyArray<readonly ["SQLite" | "PostgreSQL", () => Layer.Layer<SqlClient.SqlClient, unknown>]> = [
+  ["SQLite", () => Database.layerSqlite(join(dir, `s${++files}.db`))],
+  ...(pgUrl === undefined ? [] : [
+    ["PostgreSQL", () => Layer.unwrapScoped(Effect.map(freshPgDatabase(pgUrl, "settled"), (url) => Database.layerPg(Redacted.make(url))))] as const
+  ])
+]
 
 /** A PROCESSING task stored with its price held. */
 const heldTask = (store: TaskStore.TaskStore["Type"], hold: Partial<Ledger.Hold> = {}) =>
@@ -69,94 +70,114 @@ const callbackCount = (taskId: string) =>
     Effect.map((rows) => Number(rows[0]!.n))
   )
 
-describe("SqlTaskStore.updateSettled (SQLite)", () => {
-  it.effect("writes the ending update, its callback and the charge together", () =>
-    onOneFile((store, ledger) =>
-      Effect.gen(function*() {
-        expect(store.updateSettled).toBeDefined()
-        const task = yield* heldTask(store)
-        const done = ended(task, "SUCCESS")
-        yield* store.updateSettled!(done, task.version, [callbackOf(done)], { id: "e_charge", at: 3, kind: "charge" })
-        expect(Option.getOrThrow(yield* store.get(task.id)).status).toBe("SUCCESS")
-        expect(yield* callbackCount(task.id)).toBe(1)
-        expect((yield* ledger.forTask(task.id)).map((entry) => [entry.id, entry.kind, entry.amount, entry.held])).toEqual([
-          [`r_${task.id}`, "reserve", 0, price],
-          ["e_charge", "charge", -price, -price]
-        ])
-        expect(yield* ledger.balance(alice)).toEqual({ balance: 100_000 - price, reserved: 0 })
-        expect(yield* ledger.open({ before: 1e15, limit: 10 })).toEqual([])
-      })
-    ))
+for (const [backend, database] of databases) {
+  /** A fresh database with the store and the ledger on one client, alice credited 100,000. */
+  const onOneFile = <A, E>(body: (store: TaskStore.TaskStore["Type"], ledger: Ledger.Ledger["Type"]) => Effect.Effect<A, E, SqlClient.SqlClient>) =>
+    Effect.gen(function*() {
+      const store = yield* TaskStore.TaskStore
+      const ledger = yield* Ledger.Ledger
+      yield* ledger.credit({ id: "c1", accountId: alice, amount: 100_000, at: 1, note: null })
+      return yield* body(store, ledger)
+    }).pipe(
+      Effect.provide(Layer.mergeAll(SqlTaskStore.layer, SqlLedger.layer)),
+      Effect.provide(database())
+    )
 
-  it.effect("a stale version writes nothing: no update, no callback, no settlement", () =>
-    onOneFile((store, ledger) =>
-      Effect.gen(function*() {
-        const task = yield* heldTask(store)
-        const done = ended(task, "SUCCESS")
-        const exit = yield* Effect.exit(store.updateSettled!(done, task.version + 5, [callbackOf(done)], { id: "e_charge", at: 3, kind: "charge" }))
-        expect(Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error instanceof TaskConflict).toBe(true)
-        expect(Option.getOrThrow(yield* store.get(task.id)).status).toBe("PROCESSING")
-        expect(yield* callbackCount(task.id)).toBe(0)
-        expect((yield* ledger.forTask(task.id)).map((entry) => entry.kind)).toEqual(["reserve"])
-        expect(yield* ledger.balance(alice)).toEqual({ balance: 100_000, reserved: price })
-      })
-    ))
+  describe(`SqlTaskStore.updateSettled (${backend})`, () => {
+    it.effect("writes the ending update, its callback and the charge together", () =>
+      onOneFile((store, ledger) =>
+        Effect.gen(function*() {
+          expect(store.updateSettled).toBeDefined()
+          const task = yield* heldTask(store)
+          const done = ended(task, "SUCCESS")
+          yield* store.updateSettled!(done, task.version, [callbackOf(done)], { id: "e_charge", at: 3, kind: "charge" })
+          expect(Option.getOrThrow(yield* store.get(task.id)).status).toBe("SUCCESS")
+          expect(yield* callbackCount(task.id)).toBe(1)
+          expect((yield* ledger.forTask(task.id)).map((entry) => [entry.id, entry.kind, entry.amount, entry.held])).toEqual([
+            [`r_${task.id}`, "reserve", 0, price],
+            ["e_charge", "charge", -price, -price]
+          ])
+          expect(yield* ledger.balance(alice)).toEqual({ balance: 100_000 - price, reserved: 0 })
+          expect(yield* ledger.open({ before: 1e15, limit: 10 })).toEqual([])
+        })
+      ))
 
-  it.effect("a task without a reservation is updated, and nothing is settled", () =>
-    onOneFile((store, ledger) =>
-      Effect.gen(function*() {
-        const task = processing()
-        yield* store.create(task)
-        yield* store.updateSettled!(ended(task, "FAILURE"), task.version, [], { id: "e_release", at: 3, kind: "release" })
-        expect(Option.getOrThrow(yield* store.get(task.id)).status).toBe("FAILURE")
-        expect(yield* ledger.forTask(task.id)).toEqual([])
-        expect(yield* ledger.balance(alice)).toEqual({ balance: 100_000, reserved: 0 })
-      })
-    ))
+    it.effect("a stale version writes nothing: no update, no callback, no settlement", () =>
+      onOneFile((store, ledger) =>
+        Effect.gen(function*() {
+          const task = yield* heldTask(store)
+          const done = ended(task, "SUCCESS")
+          const exit = yield* Effect.exit(store.updateSettled!(done, task.version + 5, [callbackOf(done)], { id: "e_charge", at: 3, kind: "charge" }))
+          expect(Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error instanceof TaskConflict).toBe(true)
+          expect(Option.getOrThrow(yield* store.get(task.id)).status).toBe("PROCESSING")
+          expect(yield* callbackCount(task.id)).toBe(0)
+          expect((yield* ledger.forTask(task.id)).map((entry) => entry.kind)).toEqual(["reserve"])
+          expect(yield* ledger.balance(alice)).toEqual({ balance: 100_000, reserved: price })
+        })
+      ))
 
-  it.effect("a reservation already settled is not settled twice", () =>
-    onOneFile((store, ledger) =>
-      Effect.gen(function*() {
-        const task = yield* heldTask(store)
-        yield* ledger.release({ id: "e_first", taskId: task.id, at: 3 })
-        yield* store.updateSettled!(ended(task, "SUCCESS"), task.version, [], { id: "e_second", at: 4, kind: "charge" })
-        expect(Option.getOrThrow(yield* store.get(task.id)).status).toBe("SUCCESS")
-        expect((yield* ledger.forTask(task.id)).map((entry) => [entry.id, entry.kind])).toEqual([[`r_${task.id}`, "reserve"], ["e_first", "release"]])
-        expect(yield* ledger.balance(alice)).toEqual({ balance: 100_000, reserved: 0 })
-      })
-    ))
+    it.effect("a task without a reservation is updated, and nothing is settled", () =>
+      onOneFile((store, ledger) =>
+        Effect.gen(function*() {
+          const task = processing()
+          yield* store.create(task)
+          yield* store.updateSettled!(ended(task, "FAILURE"), task.version, [], { id: "e_release", at: 3, kind: "release" })
+          expect(Option.getOrThrow(yield* store.get(task.id)).status).toBe("FAILURE")
+          expect(yield* ledger.forTask(task.id)).toEqual([])
+          expect(yield* ledger.balance(alice)).toEqual({ balance: 100_000, reserved: 0 })
+        })
+      ))
 
-  it.effect("a release gives a capped key's month back what the reservation counted", () =>
-    onOneFile((store, ledger) =>
-      Effect.gen(function*() {
-        const hold = { keyId: "key_1", monthlyCapMicroUsd: price }
-        const task = yield* heldTask(store, hold)
-        // The cap is reached: a second task of the key is refused.
-        const refused = yield* Effect.exit(heldTask(store, hold))
-        expect(Exit.isFailure(refused)).toBe(true)
-        yield* store.updateSettled!(ended(task, "FAILURE"), task.version, [], { id: "e_release", at: 3, kind: "release" })
-        // Given back: the next one fits again.
-        yield* heldTask(store, hold)
-        expect(yield* ledger.balance(alice)).toEqual({ balance: 100_000, reserved: price })
-      })
-    ))
+    it.effect("a reservation already settled is not settled twice", () =>
+      onOneFile((store, ledger) =>
+        Effect.gen(function*() {
+          const task = yield* heldTask(store)
+          yield* ledger.release({ id: "e_first", taskId: task.id, at: 3 })
+          yield* store.updateSettled!(ended(task, "SUCCESS"), task.version, [], { id: "e_second", at: 4, kind: "charge" })
+          expect(Option.getOrThrow(yield* store.get(task.id)).status).toBe("SUCCESS")
+          expect((yield* ledger.forTask(task.id)).map((entry) => [entry.id, entry.kind])).toEqual([[`r_${task.id}`, "reserve"], ["e_first", "release"]])
+          expect(yield* ledger.balance(alice)).toEqual({ balance: 100_000, reserved: 0 })
+        })
+      ))
 
-  it.effect("a settlement that fails rolls the update back with it", () =>
-    onOneFile((store, ledger) =>
-      Effect.gen(function*() {
-        const task = yield* heldTask(store)
-        const sql = yield* SqlClient.SqlClient
-        // json() of something that is not JSON fails the statement.
-        yield* sql.unsafe(`CREATE TRIGGER test_die BEFORE INSERT ON mediagate_ledger_entries BEGIN SELECT json('not json'); END`)
-        const done = ended(task, "SUCCESS")
-        const exit = yield* Effect.exit(store.updateSettled!(done, task.version, [callbackOf(done)], { id: "e_charge", at: 3, kind: "charge" }))
-        expect(Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error._tag === "StoreError").toBe(true)
-        expect(Option.getOrThrow(yield* store.get(task.id))).toMatchObject({ status: "PROCESSING", version: task.version })
-        expect(yield* callbackCount(task.id)).toBe(0)
-        expect(yield* ledger.balance(alice)).toEqual({ balance: 100_000, reserved: price })
-      })
-    ))
-})
+    it.effect("a release gives a capped key's month back what the reservation counted", () =>
+      onOneFile((store, ledger) =>
+        Effect.gen(function*() {
+          const hold = { keyId: "key_1", monthlyCapMicroUsd: price }
+          const task = yield* heldTask(store, hold)
+          // The cap is reached: a second task of the key is refused.
+          const refused = yield* Effect.exit(heldTask(store, hold))
+          expect(Exit.isFailure(refused)).toBe(true)
+          yield* store.updateSettled!(ended(task, "FAILURE"), task.version, [], { id: "e_release", at: 3, kind: "release" })
+          // Given back: the next one fits again.
+          yield* heldTask(store, hold)
+          expect(yield* ledger.balance(alice)).toEqual({ balance: 100_000, reserved: price })
+        })
+      ))
+
+    it.effect("a settlement that fails rolls the update back with it", () =>
+      onOneFile((store, ledger) =>
+        Effect.gen(function*() {
+          const task = yield* heldTask(store)
+          const sql = yield* SqlClient.SqlClient
+          // A trigger that fails every insert of an entry.
+          if (backend === "SQLite") {
+            // json() of something that is not JSON fails the statement.
+            yield* sql.unsafe(`CREATE TRIGGER test_die BEFORE INSERT ON mediagate_ledger_entries BEGIN SELECT json('not json'); END`)
+          } else {
+            yield* sql.unsafe(`CREATE FUNCTION test_die() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no entries'; END $$`)
+            yield* sql.unsafe(`CREATE TRIGGER test_die BEFORE INSERT ON mediagate_ledger_entries FOR EACH ROW EXECUTE FUNCTION test_die()`)
+          }
+          const done = ended(task, "SUCCESS")
+          const exit = yield* Effect.exit(store.updateSettled!(done, task.version, [callbackOf(done)], { id: "e_charge", at: 3, kind: "charge" }))
+          expect(Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error._tag === "StoreError").toBe(true)
+          expect(Option.getOrThrow(yield* store.get(task.id))).toMatchObject({ status: "PROCESSING", version: task.version })
+          expect(yield* callbackCount(task.id)).toBe(0)
+          expect(yield* ledger.balance(alice)).toEqual({ balance: 100_000, reserved: price })
+        })
+      ))
+  })
+}
 
 describe("TaskWrites: the write that ends a task", () => {
   /** The ledger with its charges and releases counted. */

@@ -461,6 +461,30 @@ for (const backend of backends) {
         })
       ))
 
+    it.effect("attempts recorded together keep any error text as written, and two of one callback take effect in order", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const task = record()
+          const row = (id: string, createdAt: number) => ({ id: `${id}_${randomBytes(4).toString("hex")}`, taskId: task.id, url: "https://example.com/hook", createdAt })
+          const [odd, twice] = [row("msg_o", 100), row("msg_t", 110)]
+          yield* store.create(task, [odd, twice])
+          yield* store.claimCallbacks({ now: 200, limit: 10, leaseUntil: 1_000 })
+          // What an array literal has to escape: quotes, a backslash, braces, commas, NULL as a word, a line break.
+          const error = `"quoted", {braced} \\ back\\slash, NULL, a\nline, ünïcode 🎉`
+          const first = { callbackId: twice.id, attempt: 1, at: 300, status: 503, error: "HTTP 503", durationMs: 5, outcome: { _tag: "Retry" as const, retryAt: 400 } }
+          const second = { callbackId: twice.id, attempt: 2, at: 400, status: 204, error: null, durationMs: 6, outcome: { _tag: "Delivered" as const } }
+          const strange = { callbackId: odd.id, attempt: 1, at: 301, status: null, error, durationMs: 7, outcome: { _tag: "Retry" as const, retryAt: 9_000 } }
+          yield* store.recordCallbackAttempts([strange])
+          yield* store.recordCallbackAttempts([first, second])
+          expect(yield* store.callbackAttempts(odd.id)).toEqual([strange])
+          expect(yield* store.callbackAttempts(twice.id)).toEqual([first, second])
+          expect(yield* store.callbacks(task.id)).toEqual([
+            { ...odd, attempts: 1, status: "pending", nextAttemptAt: 9_000 },
+            { ...twice, attempts: 2, status: "delivered", nextAttemptAt: null }
+          ])
+        })
+      ))
+
     it.effect("a callback's state follows its attempts: pending with its next attempt, then delivered or failed", () =>
       withStore((store) =>
         Effect.gen(function*() {

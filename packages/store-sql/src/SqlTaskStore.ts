@@ -6,12 +6,13 @@
  * transaction (`createHeld`) when the ledger keeps its entries in the same tables' database
  * (`databaseId`); the ledger's statements are `internal/LedgerWrites.ts`.
  */
-import type { SqlClient } from "@effect/sql"
+import type { SqlClient, SqlError } from "@effect/sql"
 import { Ids, TaskConflict, TaskStore } from "@mediagate/core"
 import type { StoreError, Task } from "@mediagate/core"
 import type { Context, Scope } from "effect"
 import { Effect, Layer, Option } from "effect"
 import * as Database from "./Database.js"
+import * as CallbackAttempts from "./internal/CallbackAttempts.js"
 import * as ClaimDue from "./internal/ClaimDue.js"
 import * as Executor from "./internal/Executor.js"
 import * as HeldAtOnce from "./internal/HeldAtOnce.js"
@@ -44,6 +45,7 @@ export const make = (options: Options = {}): Effect.Effect<
     const ledger = LedgerWrites.make(db)
     const heldAtOnce = isPg ? HeldAtOnce.make(db) : undefined
     const claimDue = ClaimDue.make(executor, db)
+    const recordCallbackAttempts = CallbackAttempts.make(executor, db)
 
     // Statements, compiled once. Written with ?; PostgreSQL numbers its placeholders.
     const tasks = `"${t.tasks}"`
@@ -62,6 +64,21 @@ export const make = (options: Options = {}): Effect.Effect<
       if (text === undefined) {
         text = compile(`WITH updated AS (${updateText})${HeldAtOnce.callbackInserts(t.callbacks, "updated", count)} SELECT id FROM updated`)
         updatedWith.set(count, text)
+      }
+      return text
+    }
+    // PostgreSQL: the same, with a settlement's CTEs after it, which close the reservation only
+    // where the update went through (`updateSettled`).
+    const endedWith = new Map<number, string>()
+    const updateEndedWith = (count: number) => {
+      let text = endedWith.get(count)
+      if (text === undefined) {
+        text = compile(
+          `WITH updated AS (${updateText})${HeldAtOnce.callbackInserts(t.callbacks, "updated", count)}, ${
+            LedgerWrites.endCtes(t, " AND EXISTS (SELECT 1 FROM updated)")
+          } SELECT (SELECT count(*) FROM updated) AS updated, (SELECT count(*) FROM ended) AS ended`
+        )
+        endedWith.set(count, text)
       }
       return text
     }
@@ -156,12 +173,6 @@ export const make = (options: Options = {}): Effect.Effect<
     /** A claimed callback's task_row: SQLite answers the JSON as text, PostgreSQL parsed. */
     const taskOf = (value: unknown): Task.TaskRecord | null =>
       value === null || value === undefined ? null : TaskRow.fromRow(typeof value === "string" ? JSON.parse(value) : value)
-    const insertAttempt = compile(
-      `INSERT INTO "${t.callbackAttempts}" (callback_id, attempt, at, status, error, duration_ms, outcome, retry_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-    )
-    const afterAttempt = compile(
-      `UPDATE "${t.callbacks}" SET attempts = ?, lease_until = NULL, next_attempt_at = ?, delivered_at = ?, failed_at = ? WHERE id = ?`
-    )
     const selectAttempts = compile(`SELECT * FROM "${t.callbackAttempts}" WHERE callback_id = ? ORDER BY attempt`)
 
     /** A callback row's event, when it has one (null: the spec's one terminal callback). */
@@ -245,33 +256,37 @@ export const make = (options: Options = {}): Effect.Effect<
           : executor.transaction((run) => updatedThen(run, next, params, expectedVersion, callbacks))).pipe(refail("update"))
       },
 
-      // SQLite: the ending write, its callbacks and the settlement in one transaction, in one
-      // round trip where the reservation is open (`endedInOneGo`): a stale version stops it at
-      // the update, anything else the settlement's guard leaves to the transaction. Not on
-      // PostgreSQL, where each of the two is one statement without BEGIN or COMMIT
-      // (`updateWithCallbacks`, `endAtOnce`): a transaction would hold the account's row.
-      ...(isPg ? {} : {
-        updateSettled: (next: Task.TaskRecord, expectedVersion: number, callbacks: ReadonlyArray<TaskStore.CallbackRow>, end: { readonly id: string; readonly at: number; readonly kind: "charge" | "release" }) => {
-          const params = updateParams(next, expectedVersion)
-          const inTransaction = executor.transaction((run) =>
-            updatedThen(run, next, params, expectedVersion, callbacks).pipe(
-              Effect.zipRight(ledger.end(run, { ...end, taskId: next.id })),
-              // No reservation (a task stored before credits, or unbilled): nothing to settle.
-              Effect.catchTag("NoReservation", () => Effect.void),
-              Effect.asVoid
-            )
+      // The ending write, its callbacks and the settlement together. SQLite: in one
+      // transaction, in one round trip where the reservation is open (`endedInOneGo`): a stale
+      // version stops it at the update, anything else the settlement's guard leaves to the
+      // transaction. PostgreSQL: in one statement without BEGIN or COMMIT (a transaction would
+      // hold the account's row across round trips), the settlement's CTEs (`endAtOnce`) only
+      // where the update went through; where they wrote no end (settled already, no
+      // reservation, a capped key's release), the ledger's transaction after it.
+      updateSettled: (next: Task.TaskRecord, expectedVersion: number, callbacks: ReadonlyArray<TaskStore.CallbackRow>, end: { readonly id: string; readonly at: number; readonly kind: "charge" | "release" }) => {
+        const params = updateParams(next, expectedVersion)
+        const ending = { ...end, taskId: next.id }
+        // No reservation (a task stored before credits, or unbilled): nothing to settle.
+        const settle = (run: Executor.Run) => ledger.end(run, ending).pipe(Effect.catchTag("NoReservation", () => Effect.void), Effect.asVoid)
+        if (isPg) {
+          return executor.run(updateEndedWith(callbacks.length), [...params, ...HeldAtOnce.callbackValues(callbacks), ...LedgerWrites.endValues(ending)]).pipe(
+            Effect.flatMap(([row]): Effect.Effect<void, TaskConflict | SqlError.SqlError> =>
+              num(row?.["updated"]) === 0 ? Effect.fail(conflict(next, expectedVersion)) : num(row?.["ended"]) > 0 ? Effect.void : executor.transaction(settle)
+            ),
+            refail("updateSettled")
           )
-          return (executor.atOnce === undefined ? inTransaction : executor.atOnce([
+        }
+        const inTransaction = executor.transaction((run) => Effect.zipRight(updatedThen(run, next, params, expectedVersion, callbacks), settle(run)))
+        return (executor.atOnce === undefined ? inTransaction : executor.atOnce([
             [updateTask, params, "guard"],
             ...callbackStatements(callbacks),
             ...ledger.endedInOneGo({ ...end, taskId: next.id })
-          ]).pipe(
-            Effect.flatMap((done) =>
-              done._tag === "Committed" ? Effect.void : done.stoppedAt === 0 ? Effect.fail(conflict(next, expectedVersion)) : inTransaction
-            )
-          )).pipe(refail("updateSettled"))
-        }
-      }),
+        ]).pipe(
+          Effect.flatMap((done) =>
+            done._tag === "Committed" ? Effect.void : done.stoppedAt === 0 ? Effect.fail(conflict(next, expectedVersion)) : inTransaction
+          )
+        )).pipe(refail("updateSettled"))
+      },
 
       claimDue: (options) => claimDue(options).pipe(refail("claimDue")),
 
@@ -336,30 +351,7 @@ export const make = (options: Options = {}): Effect.Effect<
 
       recordCallbackAttempt: (attempt) => service.recordCallbackAttempts([attempt]),
 
-      // Each attempt's row and its callback's next state, all in one transaction.
-      recordCallbackAttempts: (attempts) =>
-        attempts.length === 0 ? Effect.void : executor.transaction((run) =>
-          Effect.forEach(attempts, (attempt) =>
-            Effect.zipRight(
-              Executor.later(run)(insertAttempt, [
-                attempt.callbackId,
-                attempt.attempt,
-                attempt.at,
-                attempt.status,
-                attempt.error,
-                Math.round(attempt.durationMs),
-                attempt.outcome._tag,
-                attempt.outcome._tag === "Retry" ? attempt.outcome.retryAt : null
-              ]),
-              Executor.later(run)(afterAttempt, [
-                attempt.attempt,
-                attempt.outcome._tag === "Retry" ? attempt.outcome.retryAt : null,
-                attempt.outcome._tag === "Delivered" ? attempt.at : null,
-                attempt.outcome._tag === "GaveUp" ? attempt.at : null,
-                attempt.callbackId
-              ])
-            ), { discard: true })
-        ).pipe(refail("recordCallbackAttempts")),
+      recordCallbackAttempts: (attempts) => recordCallbackAttempts(attempts).pipe(refail("recordCallbackAttempts")),
 
       callbackAttempts: (callbackId) =>
         executor.run(selectAttempts, [callbackId]).pipe(

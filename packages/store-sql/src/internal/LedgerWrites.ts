@@ -51,6 +51,29 @@ export const entryOf = (row: EntryRow): Ledger.LedgerEntry => ({
   ...(row.model === null || row.model === undefined ? {} : { model: String(row.model) })
 })
 
+/**
+ * PostgreSQL: a charge's or release's CTEs (`closed`, `ended`, `moved`; see `endAtOnce`),
+ * the reservation closed only where `gate` (a condition, `AND ...`, or empty) holds. Its
+ * parameters are `endValues`.
+ */
+export const endCtes = (t: Database.Prepared["tables"], gate: string): string =>
+  `closed AS (
+       DELETE FROM "${t.ledgerOpen}" o USING "${t.ledgerEntries}" r
+       WHERE o.task_id = ? AND r.id = o.entry_id AND (? = 'charge' OR r.key_id IS NULL OR r.held = 0)${gate}
+       RETURNING r.account_id, r.task_id, r.held, r.key_id, r.model
+     ), ended AS (
+       INSERT INTO "${t.ledgerEntries}" (id, account_id, task_id, kind, amount, held, at, note, key_id, model)
+       SELECT ?, account_id, task_id, ?, CASE WHEN ? = 'charge' THEN -held ELSE 0 END, -held, ?, NULL, key_id, model FROM closed
+       RETURNING *
+     ), moved AS (
+       UPDATE "${t.ledgerBalances}" b SET balance = b.balance + ended.amount, reserved = b.reserved + ended.held
+       FROM ended WHERE b.account_id = ended.account_id RETURNING b.account_id
+     )`
+
+/** The parameters of `endCtes`, in order. */
+export const endValues = (end: { readonly id: string; readonly taskId: string; readonly at: number; readonly kind: "charge" | "release" }) =>
+  [end.taskId, end.kind, end.id, end.kind, end.kind, end.at]
+
 /** The movements' statements for the tables of a prepared database. */
 export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "compile" | "isPg" | "tables">) => {
   // Compiled once and run on the transaction's connection: the query builder's machinery
@@ -105,21 +128,7 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
   // row, then finds it gone), its end written, the sums moved. Only where nothing else is owed:
   // a release of a reservation made with a key may give the key's monthly cap back too, which
   // the transaction below does. No row back: settled already, no reservation, or such a release.
-  const endAtOnce = compile(
-    `WITH closed AS (
-       DELETE FROM ${quoted.open} o USING ${quoted.entries} r
-       WHERE o.task_id = ? AND r.id = o.entry_id AND (? = 'charge' OR r.key_id IS NULL OR r.held = 0)
-       RETURNING r.account_id, r.task_id, r.held, r.key_id, r.model
-     ), ended AS (
-       INSERT INTO ${quoted.entries} (id, account_id, task_id, kind, amount, held, at, note, key_id, model)
-       SELECT ?, account_id, task_id, ?, CASE WHEN ? = 'charge' THEN -held ELSE 0 END, -held, ?, NULL, key_id, model FROM closed
-       RETURNING *
-     ), moved AS (
-       UPDATE ${quoted.balances} b SET balance = b.balance + ended.amount, reserved = b.reserved + ended.held
-       FROM ended WHERE b.account_id = ended.account_id RETURNING b.account_id
-     )
-     SELECT ended.* FROM ended`
-  )
+  const endAtOnce = compile(`WITH ${endCtes(t, "")} SELECT ended.* FROM ended`)
 
   // SQLite, for `Executor.atOnce` (a transaction sent whole): a hold's and a settlement's
   // statements, each guarded by its first, which writes only in the common case (see
@@ -287,7 +296,7 @@ export const make = ({ compile, isPg, tables: t }: Pick<Database.Prepared, "comp
 
   /** PostgreSQL: `endAtOnce` (see there); the end written, or none when the transaction must do it. */
   const endOnItsOwn = (run: Run, end: { readonly id: string; readonly taskId: string; readonly at: number; readonly kind: "charge" | "release" }) =>
-    Effect.map(run(endAtOnce, [end.taskId, end.kind, end.id, end.kind, end.kind, end.at]), first)
+    Effect.map(run(endAtOnce, endValues(end)), first)
 
   /**
    * `Ledger.charge` or `Ledger.release` within the caller's transaction: the task's end
