@@ -327,9 +327,17 @@ export const make = (options: Options = {}): Effect.Effect<
       redeliverCallbacks: (taskId, now) =>
         executor.run(redeliverCallbacks, [now, taskId]).pipe(Effect.map((rows) => rows.length), refail("redeliverCallbacks")),
 
+      // On SQLite, look first (`anyCallbackDue`); on the worker the look and the claim go in one round trip.
       claimCallbacks: ({ leaseUntil, limit, now }) =>
-        Effect.flatMap(isPg ? Effect.succeed([{}]) : executor.run(anyCallbackDue, [now, now]), (due) =>
-          due.length === 0 ? Effect.succeed([]) : executor.run(claimCallbacks, [leaseUntil, now, now, limit])).pipe(
+        (isPg
+          ? executor.run(claimCallbacks, [leaseUntil, now, now, limit])
+          : executor.atOnce !== undefined
+          ? Effect.map(
+            executor.atOnce([[anyCallbackDue, [now, now], "guard"], [claimCallbacks, [leaseUntil, now, now, limit]]]),
+            (done) => done._tag === "Committed" ? done.rows[1]! : []
+          )
+          : Effect.flatMap(executor.run(anyCallbackDue, [now, now]), (due) =>
+            due.length === 0 ? Effect.succeed([]) : executor.run(claimCallbacks, [leaseUntil, now, now, limit]))).pipe(
           Effect.map((rows) =>
             rows
               .map((row) => ({
