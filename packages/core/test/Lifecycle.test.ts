@@ -289,6 +289,23 @@ describe("Lifecycle table", () => {
     )
   })
 
+  it("upstream accepted a job it says is done already: SUBMITTED under the claim's lease, kept, and polled in the same step", () => {
+    const accepted = { _tag: "Accepted", upstreamId: Ids.UpstreamId.make("up-2"), startedAt: NOW, pollAt: NOW } as const
+    const leased = record("PENDING", { leaseOwner: lease.owner, leaseUntil: lease.until })
+    const answer = decide(leased, accepted)
+    expect(answer.write).toEqual({
+      _tag: "Apply",
+      change: { to: "SUBMITTED", upstreamId: "up-2", dueAt: NOW },
+      options: { attempts: [attempt({ upstreamId: "up-2", startedAt: NOW })], lease }
+    })
+    expect(answer.then).toEqual({ _tag: "Poll", upstreamId: "up-2" })
+    // Not ready yet, or no live lease to keep: written without one, polled by a later claim.
+    for (const [before, event] of [[leased, { ...accepted, pollAt: NOW + 1 }], [record("PENDING"), accepted], [record("PENDING", { leaseOwner: lease.owner, leaseUntil: NOW }), accepted]] as const) {
+      const later = decide(before, event)
+      expect([later.then, later.write._tag === "Apply" && later.write.options.lease]).toEqual([{ _tag: "Done" }, undefined])
+    }
+  })
+
   it("upstream progressed: PROCESSING with its progress, ending a run of transient failures", () => {
     const before = record("SUBMITTED", { upstreamId: Ids.UpstreamId.make("up-1"), attempts: [attempt({ upstreamId: "up-1", transientFailures: 2 })] })
     const answer = decide(before, { _tag: "Progressed", progress: { percent: 40 }, startedAt: 3_000, pollAt: 15_000 })

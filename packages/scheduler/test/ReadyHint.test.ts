@@ -39,8 +39,21 @@ const settle = Effect.gen(function*() {
   }
 })
 
-/** Creates an async task at time 0 on an engine over `latency`'s upstream; answers its status and the polls so far after each `step` of the test clock. */
-const scenario = (latency: number, hints: boolean, steps: ReadonlyArray<number>) =>
+/** The memory store with the tasks its claims hand out counted in `claims`. */
+const countingClaims = (claims: Ref.Ref<number>) =>
+  Layer.effect(
+    TaskStore.TaskStore,
+    Effect.map(TaskStore.TaskStore, (store): TaskStore.TaskStore["Type"] => ({
+      ...store,
+      claimDue: (options) => Effect.tap(store.claimDue(options), (tasks) => Ref.update(claims, (n) => n + tasks.length))
+    }))
+  ).pipe(Layer.provide(MemoryTaskStore.layer))
+
+/**
+ * Creates an async task at time 0 on an engine over `latency`'s upstream; answers its status
+ * and the polls so far after each `step` of the test clock (and the tasks claimed in `claims`).
+ */
+const scenario = (latency: number, hints: boolean, steps: ReadonlyArray<number>, claims?: Ref.Ref<number>) =>
   Effect.gen(function*() {
     const polls = yield* Ref.make(0)
     return yield* Effect.gen(function*() {
@@ -58,7 +71,7 @@ const scenario = (latency: number, hints: boolean, steps: ReadonlyArray<number>)
       Effect.provide(
         Engine.layer().pipe(
           Layer.provideMerge(TaskServiceAlone.writes),
-          Layer.provideMerge(MemoryTaskStore.layer),
+          Layer.provideMerge(claims === undefined ? MemoryTaskStore.layer : countingClaims(claims)),
           Layer.provide([upstream(latency, hints, polls), Ids.layerTest, ModelCatalog.layer])
         )
       ),
@@ -70,6 +83,16 @@ describe("Engine: the upstream's hint of when a job is ready", () => {
   it.effect("an instant job the upstream says is ready ends without the test clock moving: one poll, at once", () =>
     Effect.gen(function*() {
       expect(yield* scenario(0, true, [])).toEqual([["SUCCESS", 1]])
+    }))
+
+  it.effect("that job is polled in the step that submitted it, under the claim's lease: claimed once; one that is not ready is claimed again for its poll", () =>
+    Effect.gen(function*() {
+      const instant = yield* Ref.make(0)
+      expect(yield* scenario(0, true, [], instant)).toEqual([["SUCCESS", 1]])
+      expect(yield* Ref.get(instant)).toBe(1)
+      const later = yield* Ref.make(0)
+      expect(yield* scenario(7, true, [7], later)).toEqual([["SUBMITTED", 0], ["SUCCESS", 1]])
+      expect(yield* Ref.get(later)).toBe(2)
     }))
 
   it.effect("without the hint, the same job waits for its first poll, 20 ms (±10%) after acceptance", () =>

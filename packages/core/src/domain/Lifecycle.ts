@@ -96,6 +96,7 @@ export type Write =
       readonly attempts?: ReadonlyArray<UpstreamAttempt>
       readonly provider?: string | null
       readonly progress?: TaskProgress | null
+      readonly lease?: { readonly owner: string; readonly until: number }
     }
   }
   | { readonly _tag: "None" }
@@ -316,13 +317,19 @@ export const decide = (record: TaskRecord, event: Event, now: number): Answer =>
     case "Claimed":
       return claimed(record, event, now)
     case "Accepted": {
-      // An accepted job: polled soon, as SUBMITTED (or the same status after a fallback).
+      // An accepted job: polled soon, as SUBMITTED (or the same status after a fallback). One
+      // the upstream said is done already (its poll due now) is polled in this step, under
+      // the lease of the claim, kept by the write: no claim and no step of its own.
       const attempts = Attempt.touch(record, event.startedAt, { upstreamId: event.upstreamId }, event.provider)
+      const lease = event.pollAt <= now && record.leaseOwner !== null && record.leaseUntil !== null && record.leaseUntil > now
+        ? { lease: { owner: record.leaseOwner, until: record.leaseUntil } }
+        : {}
       return answer(
         record,
         record.status === "PENDING"
-          ? apply({ to: "SUBMITTED", upstreamId: event.upstreamId, dueAt: event.pollAt }, { attempts })
-          : reschedule(event.pollAt, { upstreamId: event.upstreamId, attempts })
+          ? apply({ to: "SUBMITTED", upstreamId: event.upstreamId, dueAt: event.pollAt }, { attempts, ...lease })
+          : reschedule(event.pollAt, { upstreamId: event.upstreamId, attempts, ...lease }),
+        lease.lease === undefined ? undefined : { _tag: "Poll", upstreamId: event.upstreamId }
       )
     }
     case "Progressed": {
