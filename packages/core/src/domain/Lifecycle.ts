@@ -317,13 +317,11 @@ export const decide = (record: TaskRecord, event: Event, now: number): Answer =>
     case "Claimed":
       return claimed(record, event, now)
     case "Accepted": {
-      // An accepted job: polled soon, as SUBMITTED (or the same status after a fallback). One
-      // the upstream said is done already (its poll due now) is polled in this step, under
-      // the lease of the claim, kept by the write: no claim and no step of its own.
+      // An accepted job: polled soon, as SUBMITTED (or the same status after a fallback). One said to be
+      // done already is polled in this step, under the claim's lease kept by the write: no claim of its own.
       const attempts = Attempt.touch(record, event.startedAt, { upstreamId: event.upstreamId }, event.provider)
-      const lease = event.pollAt <= now && record.leaseOwner !== null && record.leaseUntil !== null && record.leaseUntil > now
-        ? { lease: { owner: record.leaseOwner, until: record.leaseUntil } }
-        : {}
+      const owner = record.leaseOwner
+      const lease = event.pollAt <= now && owner !== null && (record.leaseUntil ?? 0) > now ? { lease: { owner, until: record.leaseUntil! } } : {}
       return answer(
         record,
         record.status === "PENDING"
