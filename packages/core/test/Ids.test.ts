@@ -46,6 +46,20 @@ describe("Ids.uuidV7 (pure)", () => {
   })
 })
 
+describe("Ids.layer's randomness", () => {
+  it.effect("is drawn in pools and handed out once: tokens across several pools all differ; one larger than a pool comes whole", () =>
+    Effect.gen(function*() {
+      const ids = yield* Ids.Ids
+      // 1,000 tokens of 12 bytes: three pools of 4 KiB and the start of a fourth.
+      const tokens = yield* Effect.forEach(Array.from({ length: 1_000 }), () => ids.token(12))
+      expect(tokens.every((token) => /^[0-9a-f]{24}$/.test(token))).toBe(true)
+      expect(new Set(tokens).size).toBe(tokens.length)
+      const large = yield* ids.token(5_000)
+      expect(large).toMatch(/^[0-9a-f]{10000}$/)
+      expect(new Set(large.match(/.{24}/g)).size).toBeGreaterThan(400)
+    }).pipe(Effect.provide(Ids.layer)))
+})
+
 for (const [name, layer] of [["Ids.layer", Ids.layer], ["Ids.layerTest", Ids.layerTest]] as const) {
   describe(name, () => {
     it.effect("taskId is a UUIDv7: version nibble 7, variant bits 10", () =>
