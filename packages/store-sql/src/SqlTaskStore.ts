@@ -278,9 +278,9 @@ export const make = (options: Options = {}): Effect.Effect<
         }
         const inTransaction = executor.transaction((run) => Effect.zipRight(updatedThen(run, next, params, expectedVersion, callbacks), settle(run)))
         return (executor.atOnce === undefined ? inTransaction : executor.atOnce([
-            [updateTask, params, "guard"],
-            ...callbackStatements(callbacks),
-            ...ledger.endedInOneGo({ ...end, taskId: next.id })
+          [updateTask, params, "guard"],
+          ...callbackStatements(callbacks),
+          ...ledger.endedInOneGo(ending)
         ]).pipe(
           Effect.flatMap((done) =>
             done._tag === "Committed" ? Effect.void : done.stoppedAt === 0 ? Effect.fail(conflict(next, expectedVersion)) : inTransaction

@@ -320,8 +320,8 @@ export const decide = (record: TaskRecord, event: Event, now: number): Answer =>
       // An accepted job: polled soon, as SUBMITTED (or the same status after a fallback). One said to be
       // done already is polled in this step, under the claim's lease kept by the write: no claim of its own.
       const attempts = Attempt.touch(record, event.startedAt, { upstreamId: event.upstreamId }, event.provider)
-      const owner = record.leaseOwner
-      const lease = event.pollAt <= now && owner !== null && (record.leaseUntil ?? 0) > now ? { lease: { owner, until: record.leaseUntil! } } : {}
+      const { leaseOwner: owner, leaseUntil: until } = record
+      const lease = event.pollAt <= now && owner !== null && until !== null && until > now ? { lease: { owner, until } } : {}
       return answer(
         record,
         record.status === "PENDING"
