@@ -5,6 +5,7 @@ import { Cause, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Worker } from "node:worker_threads"
 import * as SqliteWorker from "../src/SqliteWorker.js"
 
 /** The client of a `SqliteWorker.layer`, built in the scope. */
@@ -60,5 +61,39 @@ describe("SqliteWorker", () => {
         other.close()
         rmSync(dir, { recursive: true, force: true })
       }
+    }), { timeout: 30_000 })
+
+  it.scoped("the statements of one turn of the event loop go to the worker as one message, each answered as its own", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "mediagate-sqlite-worker-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const sql = yield* client(join(dir, "turn.db"))
+      yield* sql.unsafe("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+      yield* sql.unsafe("INSERT INTO items VALUES (1, 'one'), (2, 'two')")
+      const post = Worker.prototype.postMessage
+      let messages = 0
+      Worker.prototype.postMessage = function(this: Worker, ...args: Parameters<Worker["postMessage"]>) {
+        messages++
+        return post.apply(this, args)
+      }
+      yield* Effect.addFinalizer(() => Effect.sync(() => (Worker.prototype.postMessage = post)))
+      const answers = yield* Effect.forEach(
+        Array.from({ length: 20 }, (_, n) => n),
+        (n) => sql.unsafe<{ name: string }>("SELECT name FROM items WHERE id = ?", [n % 2 + 1]),
+        { concurrency: "unbounded" }
+      )
+      expect(answers.map((rows) => rows[0]?.name)).toEqual(Array.from({ length: 20 }, (_, n) => n % 2 === 0 ? "one" : "two"))
+      // One a statement before; the 20 fibers start in one turn.
+      expect(messages).toBe(1)
+      // One that cannot be copied to the worker (a function as a parameter) fails alone, with
+      // the structured clone's words; the others of its turn are answered.
+      const mixed = yield* Effect.forEach(
+        [[1], [() => 1], [2]] as const,
+        (params) => Effect.either(sql.unsafe<{ name: string }>("SELECT name FROM items WHERE id = ?", params as ReadonlyArray<unknown>)),
+        { concurrency: "unbounded" }
+      )
+      expect(mixed.map((answer) => answer._tag === "Right" ? answer.right[0]?.name : "failed")).toEqual(["one", "failed", "two"])
+      const failed = mixed[1]!
+      expect(failed._tag === "Left" ? String((failed.left.cause as Error).message) : "").toMatch(/could not be cloned/)
     }), { timeout: 30_000 })
 })

@@ -1,0 +1,186 @@
+/**
+ * The SQLite worker's side (`SqliteWorker`): the messages between the two threads and the
+ * program the worker runs.
+ */
+import type Sqlite from "better-sqlite3"
+import type * as Threads from "node:worker_threads"
+
+export type Operation = "rows" | "raw" | "values" | "unprepared" | "batch" | "close"
+
+/** What the main thread sends: one statement (or `close`), numbered so its answer finds its caller. */
+export interface Request {
+  readonly id: number
+  readonly op: Operation
+  readonly sql: string
+  readonly params: ReadonlyArray<unknown>
+  readonly safeIntegers: boolean
+}
+
+/** What the worker answers: the rows (or the run's result), or the error with its SQLite code. */
+export interface Reply {
+  readonly id: number
+  readonly rows?: unknown
+  readonly error?: {
+    readonly message: string
+    readonly code: string | undefined
+    readonly stage: "open" | "prepare" | "execute"
+    /** In a batch: the statement that failed (those before it ran). */
+    readonly index?: number
+  }
+}
+
+export interface WorkerData {
+  readonly driver: string
+  readonly filename: string
+  readonly wal: boolean
+  readonly cacheSize: number
+  readonly busyTimeout: number
+}
+
+/**
+ * The worker's whole program. It runs in the worker as the text of this function (see
+ * `source`), so it uses only its parameters: no import or other name of this module. A
+ * transpiler that keeps names (tsx does) wraps its named inner functions in `__name(...)`,
+ * esbuild's helper, which `source` defines.
+ */
+const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite): void => {
+  const port = threads.parentPort!
+  const data = threads.workerData as WorkerData
+  const fail = (id: number, stage: "open" | "prepare" | "execute", cause: unknown): Reply => ({
+    id,
+    error: {
+      stage,
+      message: cause instanceof Error ? cause.message : String(cause),
+      code: typeof (cause as { code?: unknown })?.code === "string" ? (cause as { code: string }).code : undefined
+    }
+  })
+  // Switching a fresh file to WAL takes an exclusive lock, and SQLite answers SQLITE_BUSY at
+  // once, without its busy handler, when another connection holds a lock in the rollback
+  // journal's mode at that moment (another client of the same file switching it too: both
+  // hold a shared lock and want the exclusive one). So the open is tried again, 20 ms apart,
+  // for as long as the busy timeout. This thread serves only this connection, so it can sleep
+  // (Atomics.wait).
+  const pause = new Int32Array(new SharedArrayBuffer(4))
+  let db: Sqlite.Database | undefined
+  for (let attempt = 1; db === undefined; attempt++) {
+    let opened: Sqlite.Database | undefined
+    try {
+      opened = new Driver(data.filename, { timeout: data.busyTimeout })
+      if (data.wal) opened.pragma("journal_mode = WAL")
+      db = opened
+    } catch (cause) {
+      opened?.close()
+      if ((cause as { code?: unknown })?.code !== "SQLITE_BUSY" || attempt * 20 >= data.busyTimeout) {
+        port.postMessage(fail(0, "open", cause))
+        return
+      }
+      Atomics.wait(pause, 0, 0, 20)
+    }
+  }
+  const database = db
+  // Prepared statements by text, the oldest dropped first (a Map keeps insertion order).
+  const cache = new Map<string, Sqlite.Statement>()
+  port.postMessage({ id: 0, rows: [] } satisfies Reply)
+  /**
+   * A write statement. Two kinds are not run as they are:
+   * - BEGIN is tried again, 20 ms apart, while it answers SQLITE_BUSY, until the busy timeout
+   *   has passed since its first try. SQLite's own busy handler gave up after about 80 ms
+   *   (not the 5 s it was set to) when the standalone server's two clients migrated a fresh
+   *   file at the same moment with the main thread slowed (a CPU profile on), and the server
+   *   did not start (docs/decisions.md, "SQLite: BEGIN tried again, ROLLBACK of nothing").
+   * - ROLLBACK with no transaction open answers nothing. SQLite ends a transaction itself on
+   *   some errors, and a BEGIN that failed opened none; @effect/sql rolls back after both, and
+   *   its "cannot rollback - no transaction is active" hid the error that mattered.
+   */
+  const write = (sql: string, statement: Sqlite.Statement, params: ReadonlyArray<unknown>): Sqlite.RunResult | undefined => {
+    if (!database.inTransaction && /^\s*ROLLBACK\s*;?\s*$/i.test(sql)) return undefined
+    if (!/^\s*BEGIN\b/i.test(sql)) return statement.run(...params)
+    const started = Date.now()
+    for (;;) {
+      try {
+        return statement.run(...params)
+      } catch (cause) {
+        if ((cause as { code?: unknown })?.code !== "SQLITE_BUSY" || Date.now() - started >= data.busyTimeout) throw cause
+        Atomics.wait(pause, 0, 0, 20)
+      }
+    }
+  }
+  /** One statement; throws its failure tagged with the stage it failed at. */
+  const execute = (op: Operation, sql: string, params: ReadonlyArray<unknown>, safeIntegers: boolean): unknown => {
+    let statement: Sqlite.Statement | undefined
+    try {
+      statement = op === "unprepared" ? database.prepare(sql) : cache.get(sql)
+      if (statement === undefined) {
+        statement = database.prepare(sql)
+        cache.set(sql, statement)
+        if (cache.size > data.cacheSize) cache.delete(cache.keys().next().value!)
+      }
+    } catch (cause) {
+      throw { stage: "prepare", cause }
+    }
+    try {
+      statement.safeIntegers(safeIntegers)
+      if (!statement.reader) {
+        const result = write(sql, statement, params)
+        return op === "raw" ? result ?? { changes: 0, lastInsertRowid: 0 } : []
+      }
+      if (op !== "values") return statement.all(...params)
+      statement.raw(true)
+      try {
+        return statement.all(...params)
+      } finally {
+        statement.raw(false)
+      }
+    } catch (cause) {
+      throw { stage: "execute", cause }
+    }
+  }
+  /** The reply to one request (not `close`). */
+  const answer = (request: Request): Reply => {
+    // A batch: its statements in order, each one's rows, up to the first that fails (its index
+    // on the error). A statement marked "guard" that answers no rows stops it there: the open
+    // transaction is rolled back and the rows answered so far are the answer, the guard's last.
+    const batch = request.op === "batch" ? request.params as ReadonlyArray<readonly [string, ReadonlyArray<unknown>, "guard"?]> : undefined
+    const results: Array<unknown> = []
+    try {
+      if (batch === undefined) return { id: request.id, rows: execute(request.op, request.sql, request.params, request.safeIntegers) }
+      for (const [sql, params, guard] of batch) {
+        const rows = execute("rows", sql, params, request.safeIntegers)
+        results.push(rows)
+        if (guard === "guard" && (rows as ReadonlyArray<unknown>).length === 0) {
+          if (database.inTransaction) database.exec("ROLLBACK")
+          break
+        }
+      }
+      return { id: request.id, rows: results }
+    } catch (failure) {
+      const { cause, stage } = failure as { readonly stage: "prepare" | "execute"; readonly cause: unknown }
+      const reply = fail(request.id, stage, cause)
+      return batch === undefined ? reply : { id: request.id, error: { ...reply.error!, index: results.length } }
+    }
+  }
+  // A message is the requests the main thread sent in one turn of its event loop, run in
+  // order; their replies go back together in one message.
+  port.on("message", (requests: ReadonlyArray<Request>) => {
+    const replies: Array<Reply> = []
+    for (const request of requests) {
+      if (request.op === "close") {
+        database.close()
+        port.close()
+        return
+      }
+      replies.push(answer(request))
+    }
+    port.postMessage(replies)
+  })
+}
+
+/**
+ * What the worker evaluates: the program's text called with its two modules, after a
+ * `__name` that leaves a function as it is (see `workerProgram`).
+ */
+export const source = [
+  "const __name = (target) => target;",
+  "const threads = require(\"node:worker_threads\");",
+  `(${workerProgram.toString()})(threads, require(threads.workerData.driver));`
+].join("\n")
