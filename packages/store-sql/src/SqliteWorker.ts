@@ -85,9 +85,11 @@ const start = (options: Options) =>
     let next = 0
     let stopped: string | undefined
     let opened = false
+    /** A statement's error that SQLite did not give: the worker stopped, or its parameters could not be sent. */
+    const notRun = (message: string) => ({ message, code: undefined, stage: "execute" }) as const
     const stopAll = (reason: string) => {
       stopped ??= reason
-      const error = { message: `the SQLite worker stopped: ${stopped}`, code: undefined, stage: "execute" } as const
+      const error = notRun(`the SQLite worker stopped: ${stopped}`)
       for (const [id, answer] of pending) answer({ id, error })
       pending.clear()
       if (!opened) {
@@ -135,7 +137,7 @@ const start = (options: Options) =>
           } catch (cause) {
             const answer = pending.get(request.id)
             pending.delete(request.id)
-            answer?.({ id: request.id, error: { message: cause instanceof Error ? cause.message : String(cause), code: undefined, stage: "execute" } })
+            answer?.({ id: request.id, error: notRun(cause instanceof Error ? cause.message : String(cause)) })
           }
         }
         if (pending.size === 0) worker.unref()
@@ -143,7 +145,7 @@ const start = (options: Options) =>
     }
     /** Sends one request; `answer` gets its reply. Never throws: a request that cannot be sent is answered with its error. */
     const send = (op: Operation, sql: string, params: ReadonlyArray<unknown>, safeIntegers: boolean, answer: (reply: Reply) => void) => {
-      if (stopped !== undefined) return answer({ id: 0, error: { message: `the SQLite worker stopped: ${stopped}`, code: undefined, stage: "execute" } })
+      if (stopped !== undefined) return answer({ id: 0, error: notRun(`the SQLite worker stopped: ${stopped}`) })
       const id = ++next
       if (pending.size === 0) worker.ref()
       pending.set(id, answer)
