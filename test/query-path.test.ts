@@ -1,21 +1,24 @@
 /**
- * The query through `MediagateHttp.httpApp` (HttpApi with the limits in front; it once
- * answered the query on a path of its own) gives exactly what HttpApi alone
- * (`MediagateHttp.apiApp`) gives: the
- * same status, content type and body, request by request, for good and bad keys, ids in any
- * case, other owners' tasks, unknown and malformed ids, and the paths next to it.
+ * The query through `MediagateHttp.httpApp` (the limits in front of HttpApi, and the query's
+ * own route beside HttpApi's router, `QueryRoute`) gives exactly what HttpApi alone
+ * (`MediagateHttp.apiApp`) gives: the same status, content type and body, request by
+ * request, for good and bad keys, ids in any case, other owners' tasks, unknown, malformed
+ * and escaped ids, query strings, and the paths next to it. And the route answers a plain
+ * query that succeeds itself, leaving every other request to HttpApi.
  */
-import { HttpApiBuilder, HttpApp } from "@effect/platform"
+import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@mediagate/core"
+import { AdminKeys, Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import * as QueryRoute from "../packages/http/src/QueryRoute.js"
 import { memoryAdmin } from "./support.js"
 
 const key = "query-path-key"
 const otherKey = "query-path-other"
+const adminKey = "query-path-admin-key"
 const services = Layer.mergeAll(
   TaskServiceAlone.layer.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, Moderation.layerAllowAll, TaskServiceAlone.noUpstream])),
   MemoryAccounts.layer([
@@ -27,7 +30,9 @@ const services = Layer.mergeAll(
   ModelCatalog.layer
 ).pipe(Layer.provide(Ids.layerTest), (services) =>
   // The admin API's services in memory, on the same store and ids (layers are memoised by reference).
-  Layer.provideMerge(memoryAdmin.pipe(Layer.provide([MemoryTaskStore.layer, Ids.layerTest])), services))
+  Layer.provideMerge(memoryAdmin.pipe(Layer.provide([MemoryTaskStore.layer, Ids.layerTest])), services)).pipe(
+    (services) => Layer.provideMerge(AdminKeys.layerWithGiven(Redacted.make(adminKey)), services)
+  )
 
 const runtime = ManagedRuntime.make(
   Layer.mergeAll(MediagateHttp.layer, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer, NodeHttpServer.layerContext).pipe(
@@ -76,7 +81,14 @@ describe("the query's own path", () => {
     ["GET on the submit path", () => "/api/v1/task/submit", bearer, 405],
     ["GET on the submit path without a key", () => "/api/v1/task/submit", {}, 401],
     ["a query string", () => `/api/v1/task/${mine}?x=1`, bearer, 200],
-    ["a trailing slash", () => `/api/v1/task/${mine}/`, bearer, 200]
+    ["a trailing slash", () => `/api/v1/task/${mine}/`, bearer, 200],
+    ["`wait` that is no number", () => `/api/v1/task/${mine}?wait=soon`, bearer, 400],
+    ["`wait` out of range", () => `/api/v1/task/${mine}?wait=0`, bearer, 400],
+    ["an escaped id", () => `/api/v1/task/${encodeURIComponent(mine).replace(/-/g, "%2D")}`, bearer, 200],
+    ["an escaped slash in the id", () => `/api/v1/task/${mine}%2Fcancel`, bearer, 404],
+    ["an admin key", () => `/api/v1/task/${mine}`, { authorization: `Bearer ${adminKey}` }, 403],
+    ["the events path", () => `/api/v1/task/${mine}/events?x`, { authorization: "Bearer nope" }, 401],
+    ["two slashes", () => `/api/v1/task//${mine}`, bearer, 200]
   ]
   for (const [name, path, headers, status] of cases) {
     it(`${name}: ${status}, the same as HttpApi's answer`, async () => {
@@ -85,6 +97,44 @@ describe("the query's own path", () => {
       expect(viaFast).toEqual(viaApi)
       expect(viaFast.status).toBe(status)
       if (status === 200) expect(JSON.parse(viaFast.body)).toMatchObject({ code: 0, msg: "ok", data: { taskId: mine, input: { prompt: "a lighthouse" } } })
+    })
+  }
+})
+
+describe("the query's own route", () => {
+  const bearer = { authorization: `Bearer ${key}` }
+  /** The route over a fallback that names itself: which answers came from the route. */
+  const viaRoute = async (path: string, headers: Record<string, string>, method = "GET") => {
+    const route = await runtime.runPromise(QueryRoute.make)
+    const fallback = Effect.succeed(HttpServerResponse.text("HttpApi", { headers: { "x-answered-by": "HttpApi" } }))
+    const handler = HttpApp.toWebHandlerRuntime(await runtime.runtime())(Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => route(request, fallback)))
+    const response = await handler(new Request(`http://127.0.0.1${path}`, { method, headers }))
+    return { by: response.headers.get("x-answered-by"), body: await response.text() }
+  }
+
+  it("answers a plain query of the caller's task itself, in any case", async () => {
+    for (const id of [mine, mine.toUpperCase()]) {
+      const { body, by } = await viaRoute(`/api/v1/task/${id}`, bearer)
+      expect(by).toBeNull()
+      expect(JSON.parse(body)).toMatchObject({ code: 0, data: { taskId: mine } })
+    }
+  })
+
+  const others: ReadonlyArray<readonly [string, () => string, Record<string, string>, string?]> = [
+    ["another account's task", () => `/api/v1/task/${theirs}`, bearer],
+    ["an unknown id", () => "/api/v1/task/0190a5f4-0000-7000-8000-000000000000", bearer],
+    ["no key", () => `/api/v1/task/${mine}`, {}],
+    ["an admin key", () => `/api/v1/task/${mine}`, { authorization: `Bearer ${adminKey}` }],
+    ["a query string", () => `/api/v1/task/${mine}?wait=1`, bearer],
+    ["a trailing slash", () => `/api/v1/task/${mine}/`, bearer],
+    ["an escaped id", () => `/api/v1/task/${mine.replace(/-/g, "%2D")}`, bearer],
+    ["the events path", () => `/api/v1/task/${mine}/events`, bearer],
+    ["HEAD", () => `/api/v1/task/${mine}`, bearer, "HEAD"],
+    ["DELETE", () => `/api/v1/task/${mine}`, bearer, "DELETE"]
+  ]
+  for (const [name, path, headers, method] of others) {
+    it(`leaves ${name} to HttpApi`, async () => {
+      expect((await viaRoute(path(), headers, method)).by).toBe("HttpApi")
     })
   }
 })

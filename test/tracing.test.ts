@@ -104,6 +104,19 @@ describe("traces over OTLP/HTTP", () => {
     // The Authorization header is recorded redacted, never as sent.
     expect(request!.attributes["http.request.header.authorization"]).not.toContain(key)
 
+    // The query's own route (`QueryRoute`) names its route as HttpApi's router does: a
+    // plain query (its own route) and one with `?wait=1` (HttpApi's) say the same.
+    const waited = await fetch(`http://127.0.0.1:${port}/api/v1/task/${taskId}?wait=1`, { headers: { authorization: `Bearer ${key}` } })
+    expect(waited.status).toBe(200)
+    const queries = await eventually(() => {
+      const found = spans.filter((span) => span.attributes["http.request.method"] === "GET" && span.attributes["url.path"] === `/api/v1/task/${taskId}`)
+      return found.some((span) => span.attributes["url.query"] === "wait=1") && found.some((span) => span.attributes["url.query"] === undefined)
+        ? found
+        : undefined
+    })
+    expect(queries, `requests: ${paths.join(", ")}`).toBeDefined()
+    for (const query of queries!) expect(query.attributes["http.route"]).toBe("/api/v1/task/:taskId")
+
     const step = await eventually(() =>
       spans.find((span) => span.name === "Engine.step" && span.attributes["mediagate.task_id"] === taskId)
     )

@@ -30,24 +30,35 @@ interface Keys {
 /** The services authentication reads, from the context. */
 const keys = Effect.all({ accounts: Accounts.Accounts, adminKeys: AdminKeys.AdminKeys, limit: Effect.serviceOption(RateLimit.RateLimit) })
 
+/** `authenticate` of a request over services already found (`authenticator`). */
+const authenticateRequest = ({ accounts, adminKeys, limit }: Keys) =>
+(request: HttpServerRequest.HttpServerRequest): Effect.Effect<Accounts.Account, Api.Unauthorized | Api.Forbidden> => {
+  const key = bearerKey(request.headers["authorization"])
+  if (Option.isNone(key)) return Effect.fail(Api.unauthorized())
+  // The middleware can only fail with Unauthorized (it is the one failure its endpoints
+  // declare); an accounts store that cannot answer dies here, and the envelope's middleware
+  // answers it 503 with Retry-After when the database was out of reach (StoreFailures), else 500.
+  return Effect.flatMap(accounts.authenticate(key.value).pipe(Effect.catchTag("StoreError", Effect.die)), (account) =>
+    Option.isSome(account)
+      ? Effect.as(ownRateLimit(limit, key.value, account.value), account.value)
+      : Effect.flatMap(
+        Effect.flatMap(Clock.currentTimeMillis, (now) => adminKeys.authenticate(key.value, now).pipe(Effect.catchTag("StoreError", Effect.die))),
+        (admin) => Effect.fail(Option.isSome(admin) ? new Api.Forbidden({ code: 403, msg: adminKeyMessage }) : Api.unauthorized())
+      ))
+}
+
 /** `authenticate` over services already found: the API's middleware runs it on every request. */
 const authenticateWith = (
-  { accounts, adminKeys, limit }: Keys
+  found: Keys
 ): Effect.Effect<Accounts.Account, Api.Unauthorized | Api.Forbidden, HttpServerRequest.HttpServerRequest> =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-    const key = bearerKey(request.headers["authorization"])
-    if (Option.isNone(key)) return Effect.fail(Api.unauthorized())
-    // The middleware can only fail with Unauthorized (it is the one failure its endpoints
-    // declare); an accounts store that cannot answer dies here, and the envelope's middleware
-    // answers it 503 with Retry-After when the database was out of reach (StoreFailures), else 500.
-    return Effect.flatMap(accounts.authenticate(key.value).pipe(Effect.catchTag("StoreError", Effect.die)), (account) =>
-      Option.isSome(account)
-        ? Effect.as(ownRateLimit(limit, key.value, account.value), account.value)
-        : Effect.flatMap(
-          Effect.flatMap(Clock.currentTimeMillis, (now) => adminKeys.authenticate(key.value, now).pipe(Effect.catchTag("StoreError", Effect.die))),
-          (admin) => Effect.fail(Option.isSome(admin) ? new Api.Forbidden({ code: 403, msg: adminKeyMessage }) : Api.unauthorized())
-        ))
-  })
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, authenticateRequest(found))
+
+/** `authenticate` of a request given to it, its services found once: the query's own route (`QueryRoute`). */
+export const authenticator: Effect.Effect<
+  (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<Accounts.Account, Api.Unauthorized | Api.Forbidden>,
+  never,
+  Accounts.Accounts | AdminKeys.AdminKeys
+> = Effect.map(keys, authenticateRequest)
 
 /**
  * The caller's account from the request's Authorization header; 401 unless the key names one,

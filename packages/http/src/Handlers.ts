@@ -87,6 +87,10 @@ export const queryTask = (tasks: TaskService, account: Accounts.Account, taskId:
   return params.wait === undefined ? tasks.query(account, id) : tasks.wait(account, id, Duration.seconds(params.wait))
 }
 
+/** The query's answer: the task in the envelope, its JSON written without Schema (`Api.WireJson`); HttpApi's route and `QueryRoute` both answer with it. */
+export const queryAnswer = (tasks: TaskService, account: Accounts.Account, taskId: string, params: Api.QueryParams = {}) =>
+  Effect.map(queryTask(tasks, account, taskId, params), (task) => jsonAnswer(Api.WireJson.taskResponse(task)))
+
 /**
  * HttpApi's decode failures as the contract's 400 (`Api.decodeFailure`: the field and its
  * rule), never the framework's `{issues, message, _tag}`. Runs inside HttpApi, before it
@@ -157,10 +161,7 @@ export const layer: Layer.Layer<
           return Api.ok(yield* tasks.cancel(account, Ids.TaskId.make(path.taskId)))
         }).pipe(answerErrors))
       .handle("query", ({ path, urlParams }) =>
-        Effect.gen(function*() {
-          const account = yield* Accounts.CurrentAccount
-          return jsonAnswer(Api.WireJson.taskResponse(yield* queryTask(tasks, account, path.taskId, urlParams)))
-        }).pipe(answerErrors))
+        Effect.flatMap(Accounts.CurrentAccount, (account) => queryAnswer(tasks, account, path.taskId, urlParams)).pipe(answerErrors))
       // Raw: the answer is a stream of server-sent events, not a JSON body.
       .handleRaw("events", ({ path }) =>
         Effect.gen(function*() {
