@@ -3,8 +3,9 @@
  * own route beside HttpApi's router, `QueryRoute`) gives exactly what HttpApi alone
  * (`MediagateHttp.apiApp`) gives: the same status, content type and body, request by
  * request, for good and bad keys, ids in any case, other owners' tasks, unknown, malformed
- * and escaped ids, query strings, and the paths next to it. And the route answers a plain
- * query that succeeds itself, leaving every other request to HttpApi.
+ * and escaped ids, query strings, and the paths next to it. And which requests the route
+ * answers itself (a plain query, whatever its outcome) and which it leaves to HttpApi (every
+ * other, a host's route next to the query's included).
  */
 import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -13,6 +14,7 @@ import { AdminKeys, Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@med
 import { MediagateHttp } from "@mediagate/http"
 import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import * as Envelope from "../packages/http/src/EnvelopeMiddleware.js"
 import * as QueryRoute from "../packages/http/src/QueryRoute.js"
 import { memoryAdmin } from "./support.js"
 
@@ -34,8 +36,11 @@ const services = Layer.mergeAll(
     (services) => Layer.provideMerge(AdminKeys.layerWithGiven(Redacted.make(adminKey)), services)
   )
 
+/** A host's own route next to the query's, which the query's route must leave to the router. */
+const hostRoute = HttpApiBuilder.Router.use((router) => router.get("/api/v1/task/stats", Effect.succeed(HttpServerResponse.text("the host's"))))
+
 const runtime = ManagedRuntime.make(
-  Layer.mergeAll(MediagateHttp.layer, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer, NodeHttpServer.layerContext).pipe(
+  Layer.mergeAll(MediagateHttp.layer, hostRoute, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer, NodeHttpServer.layerContext).pipe(
     Layer.provideMerge(services)
   )
 )
@@ -103,13 +108,15 @@ describe("the query's own path", () => {
 
 describe("the query's own route", () => {
   const bearer = { authorization: `Bearer ${key}` }
-  /** The route over a fallback that names itself: which answers came from the route. */
+  /** The route over a fallback that names itself, in the envelope: which answers came from the route. */
   const viaRoute = async (path: string, headers: Record<string, string>, method = "GET") => {
     const route = await runtime.runPromise(QueryRoute.make)
     const fallback = Effect.succeed(HttpServerResponse.text("HttpApi", { headers: { "x-answered-by": "HttpApi" } }))
-    const handler = HttpApp.toWebHandlerRuntime(await runtime.runtime())(Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => route(request, fallback)))
+    const handler = HttpApp.toWebHandlerRuntime(await runtime.runtime())(
+      Envelope.middleware(Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => route(request, fallback)))
+    )
     const response = await handler(new Request(`http://127.0.0.1${path}`, { method, headers }))
-    return { by: response.headers.get("x-answered-by"), body: await response.text() }
+    return { by: response.headers.get("x-answered-by"), status: response.status, body: await response.text() }
   }
 
   it("answers a plain query of the caller's task itself, in any case", async () => {
@@ -120,15 +127,28 @@ describe("the query's own route", () => {
     }
   })
 
+  const failing: ReadonlyArray<readonly [string, () => string, Record<string, string>, number]> = [
+    ["another account's task", () => `/api/v1/task/${theirs}`, bearer, 404],
+    ["an unknown id", () => "/api/v1/task/0190a5f4-0000-7000-8000-000000000000", bearer, 404],
+    ["no key", () => `/api/v1/task/${mine}`, {}, 401],
+    ["an admin key", () => `/api/v1/task/${mine}`, { authorization: `Bearer ${adminKey}` }, 403]
+  ]
+  for (const [name, path, headers, status] of failing) {
+    it(`answers ${name} itself: ${status}, once`, async () => {
+      const { by, status: answered } = await viaRoute(path(), headers)
+      expect(by).toBeNull()
+      expect(answered).toBe(status)
+    })
+  }
+
   const others: ReadonlyArray<readonly [string, () => string, Record<string, string>, string?]> = [
-    ["another account's task", () => `/api/v1/task/${theirs}`, bearer],
-    ["an unknown id", () => "/api/v1/task/0190a5f4-0000-7000-8000-000000000000", bearer],
-    ["no key", () => `/api/v1/task/${mine}`, {}],
-    ["an admin key", () => `/api/v1/task/${mine}`, { authorization: `Bearer ${adminKey}` }],
     ["a query string", () => `/api/v1/task/${mine}?wait=1`, bearer],
     ["a trailing slash", () => `/api/v1/task/${mine}/`, bearer],
     ["an escaped id", () => `/api/v1/task/${mine.replace(/-/g, "%2D")}`, bearer],
     ["the events path", () => `/api/v1/task/${mine}/events`, bearer],
+    ["the submit path (a route of its own)", () => "/api/v1/task/submit", bearer],
+    ["the estimate path", () => "/api/v1/task/estimate", bearer],
+    ["a host's route next to it", () => "/api/v1/task/stats", bearer],
     ["HEAD", () => `/api/v1/task/${mine}`, bearer, "HEAD"],
     ["DELETE", () => `/api/v1/task/${mine}`, bearer, "DELETE"]
   ]
@@ -137,4 +157,9 @@ describe("the query's own route", () => {
       expect((await viaRoute(path(), headers, method)).by).toBe("HttpApi")
     })
   }
+
+  it("a host's own route next to the query's is the host's", async () => {
+    const viaFast = await answer(fast, "/api/v1/task/stats", { authorization: `Bearer ${key}` })
+    expect(viaFast).toMatchObject({ status: 200, body: "the host's" })
+  })
 })

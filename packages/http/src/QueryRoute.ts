@@ -1,24 +1,28 @@
 /**
  * The query of a task (`GET /api/v1/task/{taskId}`, no parameters) answered beside HttpApi's
- * router: most of an API's requests are clients polling their tasks, and the router's way
- * there costs a query about a fifth of its CPU (three copies of the request's context, each
- * provided with its own scope: docs/benchmarks.md, "Issue 37: the query's own route").
+ * router: most of an API's requests are clients polling their tasks, and HttpApi's way to
+ * the handler was two thirds of a query's Effect steps (three copies of the request's
+ * context, each provided in a scope of its own: docs/benchmarks.md, "Issue 37: the query's
+ * own route").
  *
- * Only the answer of a query that succeeds is made here, from the same pieces as HttpApi's
- * route: the endpoint's own path schema (`Api.MediagateApi`), the same authentication
- * (`Auth.authenticator`), the same use case and answer (`Handlers.queryAnswer`). Whatever
- * else (a malformed or escaped id, a query string, a failed authentication, an unknown task,
- * a store that failed) goes to HttpApi, which answers it as it answers every request, so
- * every answer but the fast one is HttpApi's own, byte for byte.
+ * The route is HttpApi's, from the same pieces: the endpoint's own path schema
+ * (`Api.MediagateApi`), the Authorization middleware's function (`Auth.authenticator`), the
+ * handler's use case and answer (`Handlers.queryAnswer`, `answerErrors`). Its failures are
+ * answered by the envelope's middleware, as HttpApi's encoding of them would be, byte for
+ * byte (`test/query-path.test.ts`). A request it does not take (another method, a query
+ * string, an escaped or refused id, a path the router has a route of its own for) goes to
+ * HttpApi untouched.
  */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type { Accounts, AdminKeys } from "@mediagate/core"
 import { Api, TaskService } from "@mediagate/core"
-import { Cause, Context, Effect, Either, Option, Schema, Tracer } from "effect"
+import { Chunk, Context, Effect, Either, Option, Schema, Tracer } from "effect"
 import * as Auth from "./Auth.js"
+import { answerErrors } from "./EnvelopeMiddleware.js"
 import * as Handlers from "./Handlers.js"
 import { apiPrefix } from "./Paths.js"
 
@@ -36,46 +40,68 @@ const decodePath = Schema.decodeUnknownEither(pathSchema())
 
 /**
  * The id of a request this route may answer: a GET of the query's path with one plain path
- * segment after it (no `%` escape, which the router would decode) and no query string.
+ * segment after it (no `%` escape, which the router would decode), no query string, and not
+ * the name of a path of its own next to it (`taken`: `/api/v1/task/submit` is another route).
  */
-const taskIdOf = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
+const taskIdOf = (request: HttpServerRequest.HttpServerRequest, taken: ReadonlySet<string>): string | undefined => {
   if (request.method !== "GET") return undefined
   const url = request.url
   if (!url.startsWith(prefix)) return undefined
   const id = url.slice(prefix.length)
-  return id === "" || /[/?%#]/.test(id) ? undefined : id
+  return id === "" || /[/?%#]/.test(id) || taken.has(id) ? undefined : id
 }
 
 /**
- * A function that answers a request with `fallback` (HttpApi) unless it is a plain query of a
- * task that succeeds; then with the same answer HttpApi's route would give.
+ * The router's paths next to the query's (`/api/v1/task/<name>`, any method, a host's
+ * included), which the router prefers to the query's: none of them is a task id here. And
+ * whether something is mounted over the query's path, which the router tries before its
+ * routes: then this route takes nothing.
+ */
+const routerPaths = Effect.map(HttpApiBuilder.Router.router, (router) => {
+  const taken = new Set<string>()
+  Chunk.forEach(router.routes, (route) => {
+    const name = route.path.startsWith(prefix) ? route.path.slice(prefix.length) : ""
+    if (name !== "" && !/[/:*]/.test(name)) taken.add(name)
+  })
+  let mounted = false
+  Chunk.forEach(router.mounts, ([path]) => {
+    if (prefix.startsWith(`${path}/`)) mounted = true
+    else if (path.startsWith(prefix)) taken.add(path.slice(prefix.length))
+  })
+  return { mounted, taken }
+})
+
+/** How the route fails: as HttpApi's query endpoint does, each answered by the envelope's middleware. */
+export type Failure = Api.Unauthorized | Api.Forbidden | Api.NotFound | Api.ServiceUnavailable | Api.InternalServerError
+
+/**
+ * A function that answers a plain query of a task (`taskIdOf`, the endpoint's path schema)
+ * as HttpApi's route would, and every other request with `fallback` (HttpApi).
  */
 export const make: Effect.Effect<
-  <E, R>(request: HttpServerRequest.HttpServerRequest, fallback: HttpApp.Default<E, R>) => HttpApp.Default<E, R>,
+  <E, R>(request: HttpServerRequest.HttpServerRequest, fallback: HttpApp.Default<E, R>) => HttpApp.Default<E | Failure, R>,
   never,
-  TaskService | Accounts.Accounts | AdminKeys.AdminKeys
+  TaskService | Accounts.Accounts | AdminKeys.AdminKeys | HttpApiBuilder.Router
 > = Effect.gen(function*() {
   const tasks = yield* TaskService
   const authenticate = yield* Auth.authenticator
-  return <E, R>(request: HttpServerRequest.HttpServerRequest, fallback: HttpApp.Default<E, R>): HttpApp.Default<E, R> => {
-    const raw = taskIdOf(request)
+  const { mounted, taken } = yield* routerPaths
+  return <E, R>(request: HttpServerRequest.HttpServerRequest, fallback: HttpApp.Default<E, R>): HttpApp.Default<E | Failure, R> => {
+    const raw = mounted ? undefined : taskIdOf(request, taken)
     if (raw === undefined) return fallback
     const path = decodePath({ taskId: raw })
     if (Either.isLeft(path)) return fallback
-    const answer = Effect.flatMap(authenticate(request), (account) => Handlers.queryAnswer(tasks, account, path.right.taskId))
-    // A failure is answered by HttpApi from the start, with its own error and its log line;
-    // the query reads and writes nothing, so asking again changes nothing. An interruption
-    // (the client went away) ends the request as it would have ended it inside HttpApi.
-    const answered = Effect.catchAllCause(
-      // As HttpApi's router has its handlers: interruptible.
-      Effect.interruptible(answer),
-      (cause): HttpApp.Default<E, R> => Cause.isInterruptedOnly(cause) ? Effect.failCause(cause as Cause.Cause<never>) : fallback
+    // HttpApi's route: the Authorization middleware, then the handler, interruptible. Its
+    // failures are the handler's (`answerErrors`) and the middleware's; HttpApi would
+    // encode them as the envelope's middleware answers them, around this.
+    const answer = Effect.interruptible(
+      Effect.flatMap(authenticate(request), (account) => answerErrors(Handlers.queryAnswer(tasks, account, path.right.taskId)))
     )
     // As HttpApi's router does, the route's name on the request's span, when it has one.
-    return Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest>((fiber) => {
+    return Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, Failure, never>((fiber) => {
       const span = Context.getOption(fiber.currentContext, Tracer.ParentSpan)
       if (Option.isSome(span) && span.value._tag === "Span") span.value.attribute("http.route", route)
-      return answered
+      return answer
     })
   }
 })
