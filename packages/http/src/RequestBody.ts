@@ -107,6 +107,25 @@ const fromStream = (request: HttpServerRequest.HttpServerRequest, limits: Limits
     )
   })
 
+/**
+ * Whether the whole of `request`'s body is already in this process: read to its end, or its
+ * `Content-Length` bytes all in node:http's buffer (most JSON bodies come in the packet of
+ * their headers), or the message parsed whole (`complete`); and nothing holds the stream
+ * paused. Such a body is read within the next turns of the event loop whatever the client
+ * does, so it needs no deadline (`Handlers`: a body's deadline is a race of two fibers, a
+ * quarter of a submit's runtime steps). A web `Request` or another origin does not say, and
+ * is taken as still arriving.
+ */
+export const arrived = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const source = request.source
+  if (!isReadable(source)) return false
+  if (source.readableEnded) return true
+  if (source.readableFlowing === false) return false
+  const length = Number(request.headers["content-length"])
+  return (source as Readable & { readonly complete?: boolean }).complete === true ||
+    (request.headers["content-length"] !== undefined && Number.isSafeInteger(length) && source.readableLength >= length)
+}
+
 /** Reads `request`'s body within `limits`. */
 export const read = (request: HttpServerRequest.HttpServerRequest, limits: Limits): Effect.Effect<Body, Unreadable> =>
   isReadable(request.source)

@@ -8,6 +8,7 @@ import type { HttpServerRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Either, Stream } from "effect"
 import * as Http from "node:http"
+import { connect } from "node:net"
 import type { AddressInfo } from "node:net"
 import * as RequestBody from "../src/RequestBody.js"
 
@@ -131,5 +132,55 @@ describe("RequestBody.read", () => {
         const read = yield* Effect.either(RequestBody.read(requestOf({}, failing), limits))
         expect(Either.isLeft(read) && read.left._tag).toBe("Unreadable")
       }))
+  })
+})
+
+/**
+ * `arrived` as a handler sees it: in a microtask after node:http's `request` event, as a
+ * fiber the platform starts there first runs. The client sends `head` (the headers and as
+ * much of the body as it has) in one write, and `rest` only once the server has looked.
+ */
+const arrivedOverNode = (head: string, options: { readonly pause?: boolean; readonly rest?: string } = {}) =>
+  Effect.async<boolean>((resume) => {
+    const server = Http.createServer((incoming, response) => {
+      if (options.pause === true) incoming.pause()
+      void Promise.resolve().then(() => {
+        const seen = RequestBody.arrived({ source: incoming, headers: incoming.headers } as unknown as HttpServerRequest.HttpServerRequest)
+        incoming.resume()
+        incoming.on("end", () => response.end())
+        client.write(options.rest ?? "")
+        resume(Effect.succeed(seen))
+      })
+    })
+    let client: ReturnType<typeof connect>
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo
+      client = connect(port, "127.0.0.1", () => client.write(head))
+      client.on("data", () => {
+        client.end()
+        server.close()
+      })
+    })
+  })
+
+describe("RequestBody.arrived", () => {
+  const post = (headers: string, body: string) => `POST / HTTP/1.1\r\nHost: x\r\n${headers}\r\n\r\n${body}`
+
+  it.effect("a body whose Content-Length bytes came with the headers has arrived; an empty one too", () =>
+    Effect.gen(function*() {
+      expect(yield* arrivedOverNode(post("Content-Length: 7", "{\"a\":1}"))).toBe(true)
+      expect(yield* arrivedOverNode(post("Content-Length: 0", ""))).toBe(true)
+    }))
+
+  it.effect("a body with bytes still to come, by length or chunked, has not; nor one held paused", () =>
+    Effect.gen(function*() {
+      expect(yield* arrivedOverNode(post("Content-Length: 7", "{\"a\""), { rest: ":1}" })).toBe(false)
+      expect(yield* arrivedOverNode(post("Transfer-Encoding: chunked", "7\r\n{\"a\":1}\r\n"), { rest: "0\r\n\r\n" })).toBe(false)
+      expect(yield* arrivedOverNode(post("Content-Length: 7", "{\"a\":1}"), { pause: true })).toBe(false)
+    }))
+
+  it("a web Request or another origin is taken as still arriving", () => {
+    expect(RequestBody.arrived({ source: webRequest(["{}"]), headers: { "content-length": "2" } } as unknown as HttpServerRequest.HttpServerRequest)).toBe(false)
+    expect(RequestBody.arrived({ source: {}, headers: {} } as unknown as HttpServerRequest.HttpServerRequest)).toBe(false)
   })
 })
