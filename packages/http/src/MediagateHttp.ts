@@ -66,8 +66,8 @@ const heldRetryAfterSeconds = 5
 
 /**
  * The HttpApp of the API, for hosts that route requests to it themselves: HttpApi, with a
- * plain query of a task answered beside its router when it succeeds (`QueryRoute`: the same
- * answers, a fifth to a third less CPU). Before a request under /api/v1/ with a key reaches
+ * plain query of a task answered beside its router (`QueryRoute`: the same answers, a
+ * quarter to a third less CPU). Before a request under /api/v1/ with a key reaches
  * them, in this order: the limit on failed authentications from its address
  * (`AuthFailures`), the key's rate limit when there is one (`RateLimit`), and for a request
  * held open (events, `?wait=`) the caps on those (`HeldRequests`). Each refusal is 429 in
@@ -79,8 +79,8 @@ export const httpApp: Effect.Effect<
   HttpApi.Api | HttpApiBuilder.Router | HttpApiBuilder.Middleware | TaskService | Accounts.Accounts | AdminKeys.AdminKeys
 > = Effect.gen(function*() {
   const api = yield* HttpApiBuilder.httpApp
-  // A plain query that succeeds is answered beside HttpApi's router; every other request,
-  // and every query that does not succeed, by HttpApi (`QueryRoute`).
+  // A plain query (`GET /api/v1/task/{id}`, nothing more) is answered beside HttpApi's
+  // router, as HttpApi would answer it; every other request by HttpApi (`QueryRoute`).
   const query = yield* QueryRoute.make
   // Optional by nature, as before: a host that wants no rate limit provides none.
   const limit = yield* Effect.serviceOption(RateLimit.RateLimit)
