@@ -2,7 +2,7 @@
  * The task: its statuses, failure classes, result, the internal record the store keeps
  * and the wire shape the query endpoint returns (spec section 2).
  */
-import { ParseResult, Schema } from "effect"
+import { Schema } from "effect"
 import { AccountId, TaskId, UpstreamId } from "./Ids.js"
 
 /** Every status a task can be in (spec section 3). */
@@ -223,23 +223,6 @@ export class TaskRecord extends Schema.Class<TaskRecord>("TaskRecord")({
   /** The key the task was submitted with (`Account.keyId`); null where unknown (tasks from before, keys given as config). */
   keyId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
 }) {}
-
-/**
- * The check `new TaskRecord(fields)` makes (its fields' type side), compiled once: the class's
- * constructor compiles it again at every call, the larger part of a checked record's cost.
- */
-const checkFields = ParseResult.validateSync(Schema.Struct(TaskRecord.fields))
-
-/**
- * A record from fields that come from outside (a submit's request), checked as `new
- * TaskRecord(fields)` checks them, with the check compiled once; throws its ParseError.
- * Records made from records (`Transition`) skip the check.
- */
-export const checkedRecord = (fields: ConstructorParameters<typeof TaskRecord>[0]): TaskRecord => {
-  const record = new TaskRecord(fields, true)
-  checkFields(record)
-  return record
-}
 
 /** An upstream attempt as the query endpoint shows it. */
 export const WireAttempt = Schema.Struct({
