@@ -36,18 +36,14 @@ const drainBytes = 16 * maxBodyBytes
 
 /**
  * The body as text, at most `maxBodyBytes` of it kept; 413 when there is more, 408 when it
- * does not arrive within the body's deadline. A body already here whole (`RequestBody.arrived`:
- * most JSON bodies come in the packet of their headers) is read without the deadline. The
- * request's fiber starts in node:http's `request` event, before node has parsed the rest of
- * that packet; one yield to the scheduler (a microtask) later it has.
+ * does not arrive within the body's deadline (`RequestTimeouts.readRequestBody`).
  */
-const readText = (request: HttpServerRequest.HttpServerRequest) => {
-  const read = Effect.mapError(RequestBody.read(request, { keepBytes: maxBodyBytes, drainBytes }), () => badRequest("the request body could not be read"))
-  return Effect.yieldNow().pipe(
-    Effect.zipRight(Effect.suspend(() => RequestBody.arrived(request) ? read : RequestTimeouts.readBody(read, RequestTimeouts.bodyTooSlow))),
-    Effect.flatMap((body) => body.size > maxBodyBytes ? Effect.fail(tooLarge()) : Effect.succeed(decoder.decode(body.bytes)))
-  )
-}
+const readText = (request: HttpServerRequest.HttpServerRequest) =>
+  RequestTimeouts.readRequestBody(
+    request,
+    Effect.mapError(RequestBody.read(request, { keepBytes: maxBodyBytes, drainBytes }), () => badRequest("the request body could not be read")),
+    RequestTimeouts.bodyTooSlow
+  ).pipe(Effect.flatMap((body) => body.size > maxBodyBytes ? Effect.fail(tooLarge()) : Effect.succeed(decoder.decode(body.bytes))))
 
 const decoder = new TextDecoder()
 

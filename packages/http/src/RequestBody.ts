@@ -112,8 +112,8 @@ const fromStream = (request: HttpServerRequest.HttpServerRequest, limits: Limits
  * `Content-Length` bytes all in node:http's buffer (most JSON bodies come in the packet of
  * their headers), or the message parsed whole (`complete`); and nothing holds the stream
  * paused. Such a body is read within the next turns of the event loop whatever the client
- * does, so it needs no deadline (`Handlers`: a body's deadline is a race of two fibers, a
- * quarter of a submit's runtime steps). A web `Request` or another origin does not say, and
+ * does, so it needs no deadline (`RequestTimeouts.readRequestBody`: a body's deadline is a race
+ * of two fibers, a quarter of a submit's runtime steps). A web `Request` or another origin does not say, and
  * is taken as still arriving.
  */
 export const arrived = (request: HttpServerRequest.HttpServerRequest): boolean => {

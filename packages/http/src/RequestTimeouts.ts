@@ -11,9 +11,11 @@
  * envelope by `ClientErrors`; `applyTo` sets it, and sets node's `requestTimeout` a little
  * past both, as the outer bound.
  */
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Api } from "@mediagate/core"
 import { Clock, Context, Duration, Effect, Fiber, Layer } from "effect"
 import type * as Http from "node:http"
+import * as RequestBody from "./RequestBody.js"
 
 /** The two deadlines. */
 export interface Settings {
@@ -82,6 +84,20 @@ export const readBody = <A, E, E2>(read: Effect.Effect<A, E>, onTimeout: () => E
       Effect.onInterrupt(() => Fiber.interruptFork(reading))
     )
   })
+
+/**
+ * `readBody` for the reading of `request`'s own body, without the deadline when the body is
+ * already here whole (`RequestBody.arrived`: most bodies come in the packet of their
+ * headers), which no client can hold up. The request's fiber starts in node:http's `request`
+ * event, before node has parsed the rest of that packet; one yield to the scheduler (a
+ * microtask) later it has.
+ */
+export const readRequestBody = <A, E, E2>(
+  request: HttpServerRequest.HttpServerRequest,
+  read: Effect.Effect<A, E>,
+  onTimeout: () => E2
+): Effect.Effect<A, E | E2> =>
+  Effect.zipRight(Effect.yieldNow(), Effect.suspend(() => RequestBody.arrived(request) ? read : readBody(read, onTimeout)))
 
 /**
  * Runs `read` (the reading of an upload's body, which calls `progress` as its bytes arrive)

@@ -217,7 +217,7 @@ export const webhooks = HttpApiBuilder.Router.use((router) =>
       Effect.gen(function*() {
         const { provider = "", token = "" } = yield* HttpRouter.params
         const request = yield* HttpServerRequest.HttpServerRequest
-        const body = new Uint8Array(yield* RequestTimeouts.readBody(request.arrayBuffer, RequestTimeouts.bodyTooSlow))
+        const body = new Uint8Array(yield* RequestTimeouts.readRequestBody(request, request.arrayBuffer, RequestTimeouts.bodyTooSlow))
         const accepted = yield* tasks.receiveWebhook({ provider, token, headers: request.headers, body })
         return accepted ? envelope(0, "ok") : envelope(401, "the webhook's signature is not valid")
       })

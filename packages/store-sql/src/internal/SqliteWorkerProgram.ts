@@ -165,6 +165,8 @@ const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite): void => 
     const replies: Array<Reply> = []
     for (const request of requests) {
       if (request.op === "close") {
+        // The replies of the requests sent before it in the same turn, which did run.
+        if (replies.length > 0) port.postMessage(replies)
         database.close()
         port.close()
         return
