@@ -31,6 +31,7 @@
  * `BENCH_SERVER_ROOT=<checkout>` (run another checkout's standalone server, e.g. an older
  * commit), `BENCH_MEDIAGATE_MEMORY=1` (mediagate on its memory backends, the bare side on
  * the store's database: what the SQL store costs; the rows still name the store),
+ * `BENCH_THREADS=1` (each round also prints the server's CPU per task by thread, the main thread first),
  * `BENCH_WRITE=0` (do not write docs/benchmarks.md).
  *
  * `BENCH_NODES=1,2,3` (PostgreSQL only): instead of the above, N standalone servers on one
@@ -44,13 +45,13 @@
  */
 import { pgUrl as envPgUrl } from "@mediagate/store-sql/testing"
 import { type ChildProcess, spawn } from "node:child_process"
-import { readFileSync, realpathSync, writeFileSync } from "node:fs"
-import { cpuMillisOf, listeningUrl, withDatabase } from "../scripts/bench-support.js"
+import { readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
+import { cpuMillisOf, listeningUrl, threadCpuMillisOf, withDatabase } from "../scripts/bench-support.js"
 import { writeSection } from "../scripts/benchmarks-doc.js"
 import * as Http from "node:http"
 import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
-import { join } from "node:path"
+import { basename, dirname, join } from "node:path"
 import { performance } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
 
@@ -62,13 +63,18 @@ const list = (name: string, fallback: string) => env(name, fallback).split(",").
 // SQL statement counted and timed (SQLite: its execution; PostgreSQL: its round trip),
 // written to BENCH_SQL_TRACE_FILE when the process exits.
 
-const traceSql = () => {
-  const Database = createRequire(import.meta.url)("better-sqlite3")
-  const statements = new Map<string, { count: number; millis: number }>()
+type Traced = Map<string, { count: number; millis: number }>
+
+/**
+ * better-sqlite3's statements counted and timed into `statements`. It runs in the server's
+ * main thread and, as its text, in the SQLite store's worker thread (an `--import` does not
+ * reach a worker), so it names nothing but its parameters and globals.
+ */
+const traceSqlite = (Database: any, statements: Traced, pragmaList: string) => {
   const prepare = Database.prototype.prepare
   // What-if, for the store's authors: BENCH_SQLITE_PRAGMAS="temp_store = MEMORY" (`;`-separated)
   // set on each connection before its first statement.
-  const pragmas = (process.env["BENCH_SQLITE_PRAGMAS"] ?? "").split(";").map((pragma) => pragma.trim()).filter((pragma) => pragma !== "")
+  const pragmas = pragmaList.split(";").map((pragma) => pragma.trim()).filter((pragma) => pragma !== "")
   const configured = new WeakSet<object>()
   Database.prototype.prepare = function(this: { pragma: (text: string) => unknown }, sql: string, ...rest: Array<unknown>) {
     if (!configured.has(this)) {
@@ -93,8 +99,38 @@ const traceSql = () => {
     }
     return statement
   }
+}
+
+const traceSql = () => {
+  const require = createRequire(import.meta.url)
+  const file = process.env["BENCH_SQL_TRACE_FILE"]!
+  const pragmas = process.env["BENCH_SQLITE_PRAGMAS"] ?? ""
+  const statements: Traced = new Map()
+  traceSqlite(require("better-sqlite3"), statements, pragmas)
+  // The SQLite store's worker (an eval'd program given its driver's path in `workerData`):
+  // the same trace run first in it, written to a file of its own when the thread ends.
+  const threads = require("node:worker_threads")
+  const Worker = threads.Worker
+  threads.Worker = class extends Worker {
+    constructor(source: unknown, options?: { eval?: boolean; workerData?: { driver?: unknown } }) {
+      const driver = options?.workerData?.driver
+      super(
+        options?.eval === true && typeof source === "string" && typeof driver === "string"
+          ? [
+            "{ const __name = (target) => target;",
+            "const statements = new Map();",
+            `(${traceSqlite.toString()})(require(${JSON.stringify(driver)}), statements, ${JSON.stringify(pragmas)});`,
+            `process.on("exit", () => require("node:fs").writeFileSync(${JSON.stringify(file)} + ".thread-" + require("node:worker_threads").threadId, JSON.stringify([...statements]))); }`,
+            source
+          ].join("\n")
+          : source,
+        options
+      )
+    }
+  }
+  require("node:module").syncBuiltinESMExports()
   // PostgreSQL: statements counted, with their round trips (sent -> answer, so waiting included).
-  const Pg = createRequire(import.meta.url)("pg")
+  const Pg = require("pg")
   const query = Pg.Client.prototype.query
   Pg.Client.prototype.query = function(this: unknown, ...args: Array<any>) {
     const text = String(typeof args[0] === "string" ? args[0] : args[0]?.text ?? "?").replace(/\s+/g, " ").trim()
@@ -112,7 +148,7 @@ const traceSql = () => {
     }
     return query.apply(this, args)
   }
-  process.on("exit", () => writeFileSync(process.env["BENCH_SQL_TRACE_FILE"]!, JSON.stringify([...statements])))
+  process.on("exit", () => writeFileSync(file, JSON.stringify([...statements])))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -340,7 +376,15 @@ const startServer = async (
 }
 
 const printSqlTrace = (file: string, label: string) => {
-  const statements = JSON.parse(readFileSync(file, "utf8")) as Array<[string, { count: number; millis: number }]>
+  const byText = new Map<string, { count: number; millis: number }>()
+  const files = [file, ...readdirSync(dirname(file)).filter((name) => name.startsWith(`${basename(file)}.thread-`)).map((name) => join(dirname(file), name))]
+  for (const path of files) {
+    for (const [sql, entry] of JSON.parse(readFileSync(path, "utf8")) as Array<[string, { count: number; millis: number }]>) {
+      const sum = byText.get(sql) ?? { count: 0, millis: 0 }
+      byText.set(sql, { count: sum.count + entry.count, millis: sum.millis + entry.millis })
+    }
+  }
+  const statements = [...byText]
   const total = statements.reduce((sum, [, entry]) => sum + entry.millis, 0)
   console.log(`SQL statements of ${label}: ${statements.reduce((sum, [, entry]) => sum + entry.count, 0)}, ${total.toFixed(0)} ms in all`)
   for (const [sql, entry] of statements.sort((a, b) => b[1].millis - a[1].millis).slice(0, 25)) {
@@ -420,6 +464,8 @@ const measureRound = async (
     readonly ended: (taskId: string) => Promise<Arrival>
     /** CPU milliseconds the side's server processes have used so far. */
     readonly cpu: () => number
+    /** With BENCH_THREADS=1: the server's pid, whose threads' CPU is printed per round. */
+    readonly pid?: number
   },
   mode: "closed" | "burst",
   tasks: number
@@ -428,6 +474,7 @@ const measureRound = async (
   let next = 0
   let lastAck = 0
   const serverCpu = side.cpu()
+  const threadsBefore = side.pid === undefined ? undefined : threadCpuMillisOf(side.pid)
   const started = Date.now()
   const one = async (i: number) => {
     const sent = Date.now()
@@ -444,6 +491,12 @@ const measureRound = async (
     await Promise.all(waits.map((wait) => wait()))
   }
   const seconds = (Date.now() - started) / 1000
+  if (threadsBefore !== undefined && side.pid !== undefined) {
+    // The main thread first, then the others that worked (the SQLite store's worker, libuv's pool, V8's helpers).
+    const spent = [...threadCpuMillisOf(side.pid)].map(([tid, ms]) => [tid, ms - (threadsBefore.get(tid) ?? 0)] as const)
+      .filter(([tid, ms]) => tid === side.pid || ms >= tasks * 0.01).sort((a, b) => (a[0] === side.pid ? -1 : b[0] === side.pid ? 1 : b[1] - a[1]))
+    console.log(`    CPU ms/task by thread (main first): ${spent.map(([tid, ms]) => `${(ms / tasks).toFixed(2)} (+${tid - side.pid!})`).join(", ")}`)
+  }
   return {
     tasksPerSecond: tasks / seconds,
     submitsPerSecond: tasks / ((lastAck - started) / 1000),
@@ -490,7 +543,12 @@ const run = async (store: string, model: ModelName, urls: Record<SideName, { url
     console.log(idleRow)
 
     const loadRound = (side: SideName, mode: "closed" | "burst", tasks: number) =>
-      measureRound({ submit: submits[side], ended, cpu: () => cpuMillisOf(servers[side].pid) }, mode, tasks)
+      measureRound({
+        submit: submits[side],
+        ended,
+        cpu: () => cpuMillisOf(servers[side].pid),
+        ...(env("BENCH_THREADS", "0") === "1" ? { pid: servers[side].pid } : {})
+      }, mode, tasks)
     const load: Array<string> = []
     for (const tasks of loads) {
       for (const mode of modes) {

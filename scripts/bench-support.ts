@@ -5,7 +5,7 @@
 import { freshPgDatabase } from "@mediagate/store-sql/testing"
 import { Effect } from "effect"
 import { type ChildProcess, execSync } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -43,6 +43,20 @@ export const cpuMillisOf = (pid: number): number => {
   } catch {
     return Number.NaN
   }
+}
+
+/** CPU milliseconds (user + system) of each thread of a process by thread id (Linux /proc); the main thread's id is the pid. */
+export const threadCpuMillisOf = (pid: number): Map<number, number> => {
+  const threads = new Map<number, number>()
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
+      threads.set(Number(tid), ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTick)
+    }
+  } catch {
+    // The process ended.
+  }
+  return threads
 }
 
 /**
