@@ -31,6 +31,8 @@
  * `BENCH_SERVER_ROOT=<checkout>` (run another checkout's standalone server, e.g. an older
  * commit), `BENCH_MEDIAGATE_MEMORY=1` (mediagate on its memory backends, the bare side on
  * the store's database: what the SQL store costs; the rows still name the store),
+ * `BENCH_MEDIAGATE_NODE_FLAGS` (node flags for mediagate's server instead of the heap flags of
+ * its checkout's `npm start`, space-separated, empty for none: a what-if),
  * `BENCH_THREADS=1` (each round also prints the server's CPU per task by thread, the main thread first),
  * `BENCH_WRITE=0` (do not write docs/benchmarks.md).
  *
@@ -46,7 +48,7 @@
 import { pgUrl as envPgUrl } from "@mediagate/store-sql/testing"
 import { type ChildProcess, spawn } from "node:child_process"
 import { readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
-import { cpuMillisOf, listeningUrl, threadCpuMillisOf, withDatabase } from "../scripts/bench-support.js"
+import { cpuMillisOf, listeningUrl, startHeapFlags, threadCpuMillisOf, withDatabase } from "../scripts/bench-support.js"
 import { writeSection } from "../scripts/benchmarks-doc.js"
 import * as Http from "node:http"
 import { createRequire } from "node:module"
@@ -337,7 +339,11 @@ const startServer = async (
   const traceFile = join(dir, "sql-trace.json")
   const trace = process.env["BENCH_SQL_TRACE"] === "1" ? ["--import", fileURLToPath(import.meta.url)] : []
   const { cwd, entry } = entries[side]
-  const child: ChildProcess = spawn(process.execPath, [...profile, "--conditions=@mediagate/source", "--import", "tsx", ...trace, entry], {
+  // Mediagate's server with the heap flags of its checkout's `npm start`, or, as a what-if,
+  // the node flags of BENCH_MEDIAGATE_NODE_FLAGS instead (space-separated; "" for none).
+  const whatIf = process.env["BENCH_MEDIAGATE_NODE_FLAGS"]
+  const flags = side !== "mediagate" ? [] : whatIf === undefined ? startHeapFlags(serverRoot) : whatIf.split(" ").filter((flag) => flag !== "")
+  const child: ChildProcess = spawn(process.execPath, [...flags, ...profile, "--conditions=@mediagate/source", "--import", "tsx", ...trace, entry], {
     cwd,
     env: {
       ...process.env,

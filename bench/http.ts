@@ -41,7 +41,7 @@ import { createHash, randomUUID } from "node:crypto"
 import * as Http from "node:http"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
-import { cpuMillisOf, listeningUrl, withDatabase } from "../scripts/bench-support.js"
+import { cpuMillisOf, listeningUrl, startHeapFlags, withDatabase } from "../scripts/bench-support.js"
 import { writeSection } from "../scripts/benchmarks-doc.js"
 
 const env = (name: string, fallback: string) => process.env[name] ?? fallback
@@ -185,7 +185,9 @@ const startServer = async (side: SideName, databaseUrl: string, dir: string, sto
   // A folder per store: tsx's loader thread writes a profile of its own beside the main thread's (the larger file).
   const profile = side !== "mediagate" || profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, `http-${store.toLowerCase()}`)}`]
   const root = side === "mediagate" ? process.env["BENCH_SERVER_ROOT"] : undefined
-  const child: ChildProcess = spawn(process.execPath, [...profile, "--conditions=@mediagate/source", "--import", "tsx", ...entries[side]], {
+  // Mediagate's server with the heap flags of its checkout's `npm start`.
+  const heap = side === "mediagate" ? startHeapFlags(root ?? ".") : []
+  const child: ChildProcess = spawn(process.execPath, [...heap, ...profile, "--conditions=@mediagate/source", "--import", "tsx", ...entries[side]], {
     ...(root === undefined ? {} : { cwd: root }),
     env: {
       ...process.env,

@@ -21,7 +21,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { createServer } from "node:net"
 import { join, resolve } from "node:path"
 import { performance } from "node:perf_hooks"
-import { cpuMillisOf, withDatabase } from "../scripts/bench-support.js"
+import { cpuMillisOf, startHeapFlags, withDatabase } from "../scripts/bench-support.js"
 
 const env = (name: string, fallback: string) => process.env[name] ?? fallback
 const rounds = Number(env("BENCH_ROUNDS", "5"))
@@ -29,7 +29,8 @@ const serverRoot = resolve(env("BENCH_SERVER_ROOT", "."))
 const pgUrl = (process.argv.includes("--pg") ? process.argv[process.argv.indexOf("--pg") + 1] : envPgUrl) || undefined
 
 const ways = {
-  built: [join(serverRoot, "examples/standalone-server/dist/main.mjs")],
+  // With the heap flags `npm start` gives it.
+  built: [...startHeapFlags(serverRoot), join(serverRoot, "examples/standalone-server/dist/main.mjs")],
   tsx: ["--conditions=@mediagate/source", "--import", "tsx", join(serverRoot, "examples/standalone-server/src/main.ts")]
 } as const
 type Way = keyof typeof ways

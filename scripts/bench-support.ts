@@ -45,6 +45,16 @@ export const cpuMillisOf = (pid: number): number => {
   }
 }
 
+/**
+ * The V8 heap flags (`--max-semi-space-size=64` and the like) of a checkout's `npm start`,
+ * so that a benchmark runs that checkout's standalone server with the heap it is started with
+ * (none before issue 37's nursery change).
+ */
+export const startHeapFlags = (root: string): Array<string> => {
+  const start = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts?: { start?: string } }).scripts?.start ?? ""
+  return start.split(/\s+/).filter((token) => /^--(max|min)-(semi|old)-space-size=\d+$/.test(token))
+}
+
 /** CPU milliseconds (user + system) of each thread of a process by thread id (Linux /proc); the main thread's id is the pid. */
 export const threadCpuMillisOf = (pid: number): Map<number, number> => {
   const threads = new Map<number, number>()

@@ -2,7 +2,7 @@
 /**
  * npm's `prestart` and `preadmin`: makes sure `examples/standalone-server/dist/` (the
  * standalone server and its admin CLI, bundled by scripts/bundle-programs.ts) is current,
- * then `npm start` runs `node examples/standalone-server/dist/main.mjs` and `npm run admin`
+ * then `npm start` runs `node --max-semi-space-size=64 examples/standalone-server/dist/main.mjs` and `npm run admin`
  * `node examples/standalone-server/dist/admin.mjs`.
  *
  * Current means: every file the build wrote is there, and none of the repository's files it
