@@ -5,7 +5,8 @@
  * upstream call; beta-imagine/text-to-image-standard, async: submit, then poll; 1024x1024
  * both), two child processes with a database each: the standalone server from its
  * TypeScript through tsx (`npm start` runs a built bundle since issue 37; CPU is counted per
- * round, after the start) with `MEDIAGATE_SIMULATOR_PROFILE=instant` and `bench/bare/server.ts` (node:http and the
+ * round, after the start), with the heap flags of its checkout's `npm start`
+ * (`startHeapFlags`), with `MEDIAGATE_SIMULATOR_PROFILE=instant`, and `bench/bare/server.ts` (node:http and the
  * database driver, no Effect). This process is the clients of both and the one loopback
  * `node:http` callback receiver both deliver to.
  *
@@ -741,7 +742,7 @@ const write = (results: ReadonlyArray<{ idle: string; load: ReadonlyArray<string
     "",
     "Command: `npm run bench:e2e` (PostgreSQL too when `MEDIAGATE_TEST_PG_URL` is set). Two",
     "child processes per store and model, each with a database of its own: the standalone",
-    "server through tsx (instant simulator; CPU is counted per round, after the start), and the bare yardstick",
+    "server through tsx with its `npm start`'s heap flags (instant simulator; CPU is counted per round, after the start), and the bare yardstick",
     "(`bench/bare/server.ts`, no Effect; what it does and skips is in its header). This process",
     "is the clients and the one loopback callback receiver both deliver to. Every task has a",
     "`callBackUrl`; alpha-image-2 is one sync upstream call, beta-imagine an async job (submit,",

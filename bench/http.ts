@@ -387,7 +387,7 @@ const main = async () => {
       "## HTTP path: mediagate beside the bare yardstick",
       "",
       "Command: `npm run bench:http` (PostgreSQL too when `MEDIAGATE_TEST_PG_URL` is set). Per",
-      "store, two child processes with a database each: the standalone server (instant simulator,",
+      "store, two child processes with a database each: the standalone server (its `npm start`'s heap flags, instant simulator,",
       "rate limit off) and the bare yardstick (`bench/bare/server.ts`, no Effect; what it does and",
       "skips is in its header). On SQLite a third, the platform floor: the bare yardstick's request",
       "work (account lookup kept 5 s, the task by id and owner, or the credit hold and the task row",

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import Sqlite from "better-sqlite3"
 import { execFileSync, spawn, spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
-import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { nodeArgs } from "./programs.js"
@@ -127,6 +127,18 @@ describe("npm start", () => {
     expect(ensure().stderr).toBe("")
   })
 
+  /** The command lines of the processes of a process group (Linux /proc), arguments joined by spaces. */
+  const groupCommands = (group: number) =>
+    readdirSync("/proc").filter((name) => /^\d+$/.test(name)).flatMap((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
+        if (Number(stat[2]) !== group) return []
+        return [readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter((arg) => arg !== "").join(" ")]
+      } catch {
+        return [] // gone meanwhile
+      }
+    })
+
   // Containers and process managers signal the process they started: `npm start` must be
   // that process's whole tree, not a shell or a tsx parent left behind with the server.
   it("SIGTERM to the npm start process drains the server and exits", { timeout: 60_000 }, async () => {
@@ -158,6 +170,10 @@ describe("npm start", () => {
         void exited.then((code) => reject(new Error(`npm start exited (${code}) before listening: ${output}`)))
       })
       expect((await fetch(`${url}/healthz`)).status).toBe(200)
+      // The server is the built one, with the young generation the docs give it
+      // (docs/operations.md, "Node's young generation").
+      const server = groupCommands(child.pid!).find((command) => command.includes("examples/standalone-server/dist/main.mjs"))
+      expect(server, groupCommands(child.pid!).join("\n")).toMatch(/^node --max-semi-space-size=64 /)
       child.kill("SIGTERM")
       expect(await exited, output).toBe(0)
       expect(output).toContain("mediagate: SIGTERM: stopping")
