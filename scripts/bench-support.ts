@@ -35,11 +35,16 @@ export const listeningUrl = (child: ChildProcess) =>
     child.once("exit", (code) => reject(new Error(`exited (${code}) before it listened: ${output}`)))
   })
 
+/** User + system CPU milliseconds of a /proc `stat` file (a process's, or one of its threads'). */
+const statCpuMillis = (path: string): number => {
+  const fields = readFileSync(path, "utf8").replace(/^.*\) /, "").split(" ")
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTick
+}
+
 /** CPU milliseconds a process has used so far (Linux), or NaN elsewhere. */
 export const cpuMillisOf = (pid: number): number => {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTick
+    return statCpuMillis(`/proc/${pid}/stat`)
   } catch {
     return Number.NaN
   }
@@ -59,10 +64,7 @@ export const startHeapFlags = (root: string): Array<string> => {
 export const threadCpuMillisOf = (pid: number): Map<number, number> => {
   const threads = new Map<number, number>()
   try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
-      threads.set(Number(tid), ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTick)
-    }
+    for (const tid of readdirSync(`/proc/${pid}/task`)) threads.set(Number(tid), statCpuMillis(`/proc/${pid}/task/${tid}/stat`))
   } catch {
     // The process ended.
   }
