@@ -297,7 +297,7 @@ for (const backend of backends) {
     it.effect("a provider at its limit holds its waiting tasks while other providers' work starts", () =>
       withStore((store) =>
         Effect.gen(function*() {
-          const limits = { running: 100, perAccount: 100, perProvider: (provider: string) => (provider === "fal" ? 2 : 100) }
+          const limits = { running: 100, perAccount: 100, perProvider: { fal: 2, "*": 100 } }
           const running = record({ status: "PROCESSING", upstreamId: "up-1", dueAt: 9_000, provider: "fal" })
           const fal = Array.from({ length: 3 }, (_, i) => record({ dueAt: i, provider: "fal" }))
           const replicate = record({ dueAt: 10, provider: "replicate" })
@@ -317,7 +317,7 @@ for (const backend of backends) {
     it.effect("a full provider's tasks do not hide the same owner's later tasks on other providers", () =>
       withStore((store) =>
         Effect.gen(function*() {
-          const limits = { running: 100, perAccount: 100, perProvider: (provider: string) => (provider === "fal" ? 1 : 100) }
+          const limits = { running: 100, perAccount: 100, perProvider: { fal: 1, "*": 100 } }
           yield* store.create(record({ status: "SUBMITTED", upstreamId: "up-1", dueAt: 9_000, provider: "fal" }))
           for (let i = 0; i < 5; i++) yield* store.create(record({ dueAt: i, provider: "fal" }))
           const later = record({ dueAt: 50, provider: "replicate" })
@@ -331,7 +331,7 @@ for (const backend of backends) {
       withStore((store) =>
         Effect.gen(function*() {
           const target = "fal:fal-ai/flux/dev"
-          const perProvider = (provider: string) => (provider === target ? 2 : provider === "fal" ? 3 : 100)
+          const perProvider = { [target]: 2, fal: 3, "*": 100 }
           const limits = { running: 100, perAccount: 100, perProvider, within: { [target]: "fal" } }
           yield* store.create(record({ status: "PROCESSING", upstreamId: "up-1", dueAt: 9_000, provider: target }))
           yield* store.create(record({ status: "PROCESSING", upstreamId: "up-2", dueAt: 9_000, provider: "fal" }))
@@ -344,7 +344,7 @@ for (const backend of backends) {
           expect(claimed.map((t) => t.id)).toEqual([onTarget[0]!.id, replicate.id])
           // With fal full, the target's tasks wait though the target itself has room (1 of 2).
           yield* store.create(record({ dueAt: 60, provider: "replicate" }))
-          const more = yield* store.claimDue({ now: 1_000, limit: 1, worker: "w", leaseUntil: 2_000, limits: { ...limits, perProvider: (p: string) => (p === target ? 3 : perProvider(p)) } })
+          const more = yield* store.claimDue({ now: 1_000, limit: 1, worker: "w", leaseUntil: 2_000, limits: { ...limits, perProvider: { ...perProvider, [target]: 3 } } })
           expect(more.map((t) => t.provider)).toEqual(["replicate"])
         })
       ))

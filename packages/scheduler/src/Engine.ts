@@ -76,8 +76,11 @@ export const make = (options: Options = {}) =>
     const limits = {
       running: settings.maxRunning,
       perAccount: settings.maxRunningPerAccount,
-      perProvider: (provider: string) =>
-        targets[provider]?.maxRunning ?? perProvider[provider] ?? perProvider["*"] ?? Number.POSITIVE_INFINITY,
+      // A target's own limit first, then its name's in the settings, then theirs for "*".
+      perProvider: {
+        ...perProvider,
+        ...Object.fromEntries(Object.entries(targets).map(([target, { maxRunning }]) => [target, maxRunning]))
+      },
       within: Object.fromEntries(Object.entries(targets).map(([target, { provider }]) => [target, provider]))
     }
 

@@ -248,11 +248,13 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
         const under = new Map<string, Array<string>>()
         for (const [target, provider] of Object.entries(within)) under.set(provider, [...(under.get(provider) ?? []), target])
         const onProvider = (provider: string) => (under.get(provider) ?? []).reduce((n, target) => n + named(target), named(provider))
-        const hasRoom = (provider: string, perProvider: (provider: string) => number) => onProvider(provider) < perProvider(provider)
+        const perProvider = limits?.perProvider
+        const limitOf = (provider: string) =>
+          perProvider === undefined ? Infinity : Object.hasOwn(perProvider, provider) ? perProvider[provider]! : perProvider["*"] ?? Infinity
+        const hasRoom = (provider: string) => onProvider(provider) < limitOf(provider)
         /** Whether a provider (and the provider a target counts against too) has room for one more task. */
         const roomOn = (provider: string | null) =>
-          provider === null || limits?.perProvider === undefined ||
-          (hasRoom(provider, limits.perProvider) && (within[provider] === undefined || hasRoom(within[provider], limits.perProvider)))
+          provider === null || perProvider === undefined || (hasRoom(provider) && (within[provider] === undefined || hasRoom(within[provider])))
         /** The head of an owner's line if it is due, dropping entries of older versions. */
         const head = (owner: string) => {
           const waiting = lines.get(owner)!

@@ -20,7 +20,7 @@ import * as Batch from "./internal/Batch.js"
 import * as Exclusive from "./internal/Exclusive.js"
 import * as Mutex from "./internal/Mutex.js"
 import type { Row } from "./internal/Rows.js"
-import { type Operation, type Reply, type Request, source, type WorkerData } from "./internal/SqliteWorkerProgram.js"
+import { type Operation, type ProcedureName, type Reply, type Request, source, type WorkerData } from "./internal/SqliteWorkerProgram.js"
 
 /** Settings of `make`. */
 export interface Options {
@@ -208,6 +208,17 @@ export const make = (options: Options): Effect.Effect<SqlClient.SqlClient, SqlEr
           (error) => ({ index: error.index ?? 0, error: sqlError(error) })
         ))
     Object.defineProperty(held, Batch.TypeId, { value: batch })
+    // A transaction sent whole (BEGIN to COMMIT) once no transaction holds the lock, without
+    // taking it: the worker leaves no transaction open after it (SqliteWorkerProgram), so the
+    // next request runs after it as after a statement on its own. Holding the lock across
+    // its round trip kept every other transaction waiting for the busy main thread to read
+    // the answer (docs/decisions.md, "Issue 37, part whole transactions").
+    const whole: Batch.Batch = (statements) =>
+      Effect.flatMap(SqlClient.SafeIntegers, (safe) =>
+        Effect.mapError(
+          worker.callWhenFree(lock)("transaction", "", statements, safe) as Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, NonNullable<Reply["error"]>>,
+          (error) => ({ index: error.index ?? 0, error: sqlError(error) })
+        ))
     // A statement through the client (`sql\`...\``) runs on its own; a transaction
     // (`sql.withTransaction`, `sql.reserve`) holds the lock from its BEGIN to its COMMIT.
     const acquirer = Effect.succeed(free)
@@ -230,7 +241,12 @@ export const make = (options: Options): Effect.Effect<SqlClient.SqlClient, SqlEr
       spanAttributes: [["db.system.name", "sqlite"]]
     })
     // Not enumerable: the task store's executor takes the lock itself (internal/Exclusive.ts).
-    Object.defineProperty(client, Exclusive.TypeId, { value: { connection: held, free, withLock: lock.withLock } satisfies Exclusive.Exclusive })
+    // A procedure of the worker's (SqliteWorkerProgram), sent as a whole transaction is.
+    const procedure = (name: ProcedureName, input: unknown) =>
+      Effect.flatMap(SqlClient.SafeIntegers, (safe) => Effect.mapError(worker.callWhenFree(lock)("procedure", name, [input], safe), sqlError))
+    Object.defineProperty(client, Exclusive.TypeId, {
+      value: { connection: held, free, whole, procedure, withLock: lock.withLock, acquire: lock.acquire, release: lock.release } satisfies Exclusive.Exclusive
+    })
     return client
   })
 

@@ -6,7 +6,29 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Worker } from "node:worker_threads"
+import * as Exclusive from "../src/internal/Exclusive.js"
+import * as Executor from "../src/internal/Executor.js"
 import * as SqliteWorker from "../src/SqliteWorker.js"
+
+/** Counts the messages sent to workers until the scope closes. */
+const countMessages = Effect.gen(function*() {
+  const post = Worker.prototype.postMessage
+  const count = { messages: 0 }
+  Worker.prototype.postMessage = function(this: Worker, ...args: Parameters<Worker["postMessage"]>) {
+    count.messages++
+    return post.apply(this, args)
+  }
+  yield* Effect.addFinalizer(() => Effect.sync(() => (Worker.prototype.postMessage = post)))
+  return count
+})
+
+/** A client on a fresh file in a folder removed with the scope. */
+const fresh = (name: string) =>
+  Effect.gen(function*() {
+    const dir = mkdtempSync(join(tmpdir(), "mediagate-sqlite-worker-"))
+    yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+    return yield* client(join(dir, name))
+  })
 
 /** The client of a `SqliteWorker.layer`, built in the scope. */
 const client = (filename: string, options: Omit<SqliteWorker.Options, "filename"> = {}) =>
@@ -95,5 +117,76 @@ describe("SqliteWorker", () => {
       expect(mixed.map((answer) => answer._tag === "Right" ? answer.right[0]?.name : "failed")).toEqual(["one", "failed", "two"])
       const failed = mixed[1]!
       expect(failed._tag === "Left" ? String((failed.left.cause as Error).message) : "").toMatch(/could not be cloned/)
+    }), { timeout: 30_000 })
+
+  it.scoped("a transaction sent whole is rolled back where it runs when a statement fails, or when it does not end; the connection is free after it", () =>
+    Effect.gen(function*() {
+      const sql = yield* fresh("whole.db")
+      const { whole } = Exclusive.of(sql)!
+      yield* sql.unsafe("CREATE TABLE items (id INTEGER PRIMARY KEY)")
+      const failed = yield* Effect.flip(whole([["BEGIN IMMEDIATE", []], ["INSERT INTO items VALUES (1)", []], ["INSERT INTO items VALUES (1)", []], ["COMMIT", []]]))
+      expect(failed.index).toBe(2)
+      expect(String((failed.error.cause as Error).message)).toMatch(/UNIQUE/)
+      const unended = yield* Effect.flip(whole([["BEGIN IMMEDIATE", []], ["INSERT INTO items VALUES (2)", []]]))
+      expect(unended.error.message).toBe("Failed to execute statement")
+      expect(String((unended.error.cause as Error).message)).toBe("a transaction sent whole did not end")
+      // Neither left a transaction open (a BEGIN would fail inside one) nor a row behind.
+      yield* sql.withTransaction(sql.unsafe("INSERT INTO items VALUES (3)"))
+      expect(yield* sql.unsafe("SELECT id FROM items")).toEqual([{ id: 3 }])
+    }), { timeout: 30_000 })
+
+  it.scoped("transactions sent whole do not hold the connection across their round trip: several go to the worker in one message, beside a statement", () =>
+    Effect.gen(function*() {
+      const sql = yield* fresh("together.db")
+      yield* sql.unsafe("CREATE TABLE items (id INTEGER PRIMARY KEY)")
+      const executor = yield* Executor.make(sql, false)
+      const count = yield* countMessages
+      const insert = (id: number) => executor.atOnce!([["INSERT INTO items VALUES (?)", [id]]])
+      // Only writes queued for the COMMIT: sent whole too, not holding the connection.
+      const queued = (id: number) => executor.transaction((run) => Executor.later(run)("INSERT INTO items VALUES (?)", [id]))
+      const answers = yield* Effect.all([insert(1), insert(2), queued(3), queued(4), sql.unsafe<{ n: number }>("SELECT count(*) AS n FROM items")], {
+        concurrency: "unbounded"
+      })
+      // Before, each waited for the answer to the one before it: four messages and a fifth.
+      expect(count.messages).toBe(1)
+      expect(answers[0]._tag).toBe("Committed")
+      // The worker runs them in the order they were sent: the count after the four.
+      expect(answers[4]).toEqual([{ n: 4 }])
+      expect(yield* sql.unsafe("SELECT id FROM items ORDER BY id")).toEqual([{ id: 1 }, { id: 2 }, { id: 3 }, { id: 4 }])
+      // A transaction that reads its answers takes the connection: what comes after it waits.
+      count.messages = 0
+      const [read] = yield* Effect.all([
+        executor.transaction((run) => Effect.flatMap(run("SELECT count(*) AS n FROM items", []), (rows) => run("INSERT INTO items VALUES (?)", [Number(rows[0]!["n"]) + 10]))),
+        insert(5)
+      ], { concurrency: "unbounded" })
+      expect(read).toEqual([])
+      // BEGIN with the count, the insert, the COMMIT; then the one sent whole.
+      expect(count.messages).toBe(4)
+      expect(yield* sql.unsafe("SELECT id FROM items ORDER BY id")).toEqual([{ id: 1 }, { id: 2 }, { id: 3 }, { id: 4 }, { id: 5 }, { id: 14 }])
+    }), { timeout: 30_000 })
+
+  it.scoped("a procedure that fails halfway is rolled back where it runs, and the connection is free after it", () =>
+    Effect.gen(function*() {
+      const sql = yield* fresh("procedure.db")
+      yield* sql.unsafe("CREATE TABLE leased (a TEXT, b INTEGER, c INTEGER, d INTEGER, e INTEGER)")
+      const statements = {
+        anyDue: "SELECT 1 AS found WHERE ? AND ?",
+        anyInFlight: "SELECT 1 AS found WHERE ? AND ?",
+        waitingOwners: "SELECT 'owner' AS owner_id WHERE ? AND ?",
+        runningByOwner: "SELECT 'owner' AS owner_id, NULL AS provider, 0 AS n WHERE ? < 0",
+        // A write that the failure after it must take back.
+        claimInFlight: "INSERT INTO leased VALUES (?, ?, ?, ?, ?) RETURNING *",
+        line: "SELECT 'task' AS id, 'owner' AS owner_id, 1 AS due_at, NULL AS provider WHERE ? IS NOT NULL AND ? AND ? AND ? IS NOT NULL AND ?",
+        lease: "UPDATE no_such_table SET x = 1"
+      }
+      const input = { now: 1, limit: 4, worker: "w", leaseUntil: 2, statements }
+      const failed = yield* Effect.flip(Exclusive.of(sql)!.procedure("claim", input))
+      expect(String((failed.cause as Error).message)).toMatch(/no such table/)
+      expect(yield* sql.unsafe("SELECT count(*) AS n FROM leased")).toEqual([{ n: 0 }])
+      yield* sql.withTransaction(sql.unsafe("INSERT INTO leased VALUES ('x', 1, 1, 1, 1)"))
+      // The same claim with a lease that works commits what it did.
+      const done = yield* Exclusive.of(sql)!.procedure("claim", { ...input, statements: { ...statements, lease: "SELECT ? AS worker, ? AS lease_until, ? AS now, ? AS ids" } })
+      expect(done).toEqual({ inFlight: [{ a: "w", b: 2, c: 1, d: 1, e: 4 }], leased: [{ worker: "w", lease_until: 2, now: 1, ids: "[\"task\"]" }] })
+      expect(yield* sql.unsafe("SELECT count(*) AS n FROM leased")).toEqual([{ n: 2 }])
     }), { timeout: 30_000 })
 })

@@ -19,15 +19,17 @@ export interface ClaimOptions {
    * Limits on starting new work. A task is running from its claim out of PENDING until it
    * ends: SUBMITTED, PROCESSING, or PENDING under a live lease. A PENDING task is claimed
    * only while fewer than `running` tasks run in all and fewer than `perAccount` of its
-   * owner's, and, for a task with a `provider`, fewer than `perProvider(provider)` of those
-   * with the same provider (default: no such limit), and, for a provider named in `within`,
-   * fewer than `perProvider(within[provider])` of those counted under that one. Work in
-   * flight (polls, a task whose worker died) is claimed regardless. Default: no limits.
+   * owner's, and, for a task with a `provider`, fewer than `perProvider[provider]` of those
+   * with the same provider (`perProvider["*"]` for a provider not named; default: no such
+   * limit), and, for a provider named in `within`, fewer than the limit of
+   * `within[provider]` of those counted under that one. Work in flight (polls, a task whose
+   * worker died) is claimed regardless. Default: no limits. Data, not functions, so that a
+   * store can plan the claim where its database is (the SQLite worker does).
    */
   readonly limits?: {
     readonly running: number
     readonly perAccount: number
-    readonly perProvider?: (provider: string) => number
+    readonly perProvider?: Readonly<Record<string, number>>
     /**
      * Names that count against a second limit as well as their own: a route target with a
      * limit of its own (`fal:fal-ai/flux/dev`) to its provider (`fal`). A task whose

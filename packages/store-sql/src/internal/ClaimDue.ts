@@ -9,6 +9,7 @@ import type { SqlError } from "@effect/sql"
 import type { Task, TaskStore } from "@mediagate/core"
 import { Effect } from "effect"
 import type { Prepared } from "../Database.js"
+import * as ClaimInWorker from "./ClaimInWorker.js"
 import * as Plan from "./ClaimPlan.js"
 import type * as Executor from "./Executor.js"
 import { records, type Row } from "./Rows.js"
@@ -145,6 +146,34 @@ export const make = (
       const [leased] = yield* many([[leaseOf(chosen.length), [worker, leaseUntil, now, ...chosen]]], "commit")
       return [...inFlight, ...(yield* records(leased!)).sort(byDue)]
     })
+
+  // The SQLite worker: the whole claim in one call where the connection is (ClaimInWorker).
+  const inWorker: ClaimInWorker.Statements = {
+    anyDue,
+    anyInFlight,
+    waitingOwners,
+    runningByOwner,
+    claimInFlight,
+    line: compile(
+      `SELECT id, owner_id, due_at, provider FROM ${tasks} WHERE status = 'PENDING' AND owner_id = ? AND due_at <= ? AND ${free()}
+         AND (provider IS NULL OR provider NOT IN (SELECT value FROM json_each(?)))
+       ORDER BY due_at, id LIMIT ?`
+    ),
+    lease: compile(
+      `UPDATE ${tasks} SET lease_owner = ?, lease_until = ?, version = version + 1
+         WHERE status = 'PENDING' AND ${free()} AND id IN (SELECT value FROM json_each(?))
+         RETURNING *`
+    )
+  }
+  const procedure = executor.procedure
+  if (procedure !== undefined) {
+    return (options) =>
+      Effect.gen(function*() {
+        const input: ClaimInWorker.Input = { ...options, statements: inWorker }
+        const { inFlight, leased } = (yield* procedure("claim", input)) as ClaimInWorker.Output
+        return [...(yield* records(inFlight)).sort(byDue), ...(yield* records(leased)).sort(byDue)]
+      })
+  }
 
   return (options) =>
     // On SQLite without batches, look first (see `anyDue`); with them the look begins the claim.

@@ -3,9 +3,12 @@
  * owner's line to read, which providers are full, and which of the lines' tasks to lease,
  * places served in order across the lines, so owners alternate and the least busy goes
  * first. Pure: the statements around it are ClaimDue's.
+ *
+ * `make` uses no name from outside itself, not even an import: the SQLite worker runs it
+ * from its text, planning a claim where the connection is (`ClaimInWorker`).
  */
 import type { TaskStore } from "@mediagate/core"
-import { num, type Row, strOrNull } from "./Rows.js"
+import type { Row } from "./Rows.js"
 
 /** A waiting task at its place in its owner's line (its owner's running tasks first). */
 export interface Place {
@@ -33,12 +36,13 @@ export interface Plan {
  * (rows of `owner_id`, `provider`, `n`) and the claim's limits.
  */
 export const make = (running: ReadonlyArray<Row>, limits: TaskStore.ClaimOptions["limits"], room: number): Plan => {
+  const text = (value: unknown) => (value === null || value === undefined ? null : String(value))
   const busy = new Map<string, number>()
   const onProvider = new Map<string, number>()
   for (const row of running) {
-    busy.set(String(row["owner_id"]), (busy.get(String(row["owner_id"])) ?? 0) + num(row["n"]))
-    const provider = strOrNull(row["provider"])
-    if (provider !== null) onProvider.set(provider, (onProvider.get(provider) ?? 0) + num(row["n"]))
+    busy.set(String(row["owner_id"]), (busy.get(String(row["owner_id"])) ?? 0) + Number(row["n"]))
+    const provider = text(row["provider"])
+    if (provider !== null) onProvider.set(provider, (onProvider.get(provider) ?? 0) + Number(row["n"]))
   }
   if (limits !== undefined) {
     room = Math.min(room, limits.running - [...busy.values()].reduce((a, b) => a + b, 0))
@@ -51,7 +55,9 @@ export const make = (running: ReadonlyArray<Row>, limits: TaskStore.ClaimOptions
     const n = onProvider.get(target) ?? 0
     if (n > 0) onProvider.set(provider, (onProvider.get(provider) ?? 0) + n)
   }
-  const hasRoom = (provider: string, limit: (provider: string) => number) => (onProvider.get(provider) ?? 0) < limit(provider)
+  const limitOf = (provider: string, limits: Readonly<Record<string, number>>) =>
+    Object.hasOwn(limits, provider) ? limits[provider]! : limits["*"] ?? Number.POSITIVE_INFINITY
+  const hasRoom = (provider: string, limits: Readonly<Record<string, number>>) => (onProvider.get(provider) ?? 0) < limitOf(provider, limits)
   /** Whether a provider (and the provider a target counts against too) has room for one more task. */
   const roomOn = (provider: string | null) =>
     provider === null || perProvider === undefined ||
@@ -69,7 +75,7 @@ export const make = (running: ReadonlyArray<Row>, limits: TaskStore.ClaimOptions
     take: (owner) => Math.min(room, cap - (busy.get(owner) ?? 0)),
     places: (owner, rows) => {
       const running = busy.get(owner) ?? 0
-      return rows.map((row, i) => ({ id: String(row["id"]), place: running + i + 1, due: num(row["due_at"]), provider: strOrNull(row["provider"]) }))
+      return rows.map((row, i) => ({ id: String(row["id"]), place: running + i + 1, due: Number(row["due_at"]), provider: text(row["provider"]) }))
     },
     narrow: (most) => (room = Math.min(room, most)),
     choose: (places) => {

@@ -6,8 +6,10 @@
  * more CPU (docs/benchmarks.md, "Issue 37: statements per task on PostgreSQL, one SQLite
  * connection").
  */
-import type { SqlConnection } from "@effect/sql"
+import type { SqlConnection, SqlError } from "@effect/sql"
 import type { Effect } from "effect"
+import type * as Batch from "./Batch.js"
+import type { ProcedureName } from "./SqliteWorkerProgram.js"
 
 export const TypeId: unique symbol = Symbol.for("@mediagate/store-sql/Exclusive")
 
@@ -16,8 +18,21 @@ export interface Exclusive {
   readonly connection: SqlConnection.Connection
   /** The connection for a statement on its own: sent once no holder has the lock, without taking it. */
   readonly free: SqlConnection.Connection
+  /**
+   * A transaction sent whole, its BEGIN first and its COMMIT last, in one round trip: sent once
+   * no holder has the lock, without taking it. Whatever happens, it leaves no transaction open
+   * (one that fails is rolled back where it runs). A caller interrupted stops waiting, in
+   * line or for the answer: once sent, the transaction runs all the same, as a caller's
+   * interrupted after its COMMIT was sent does (a stalled file must not hold the caller).
+   */
+  readonly whole: Batch.Batch
+  /** One of the worker's procedures with its input, sent as `whole` sends a transaction; its answer. */
+  readonly procedure: (name: ProcedureName, input: unknown) => Effect.Effect<unknown, SqlError.SqlError>
   /** Runs `self` holding the connection; a caller interrupted while it waits stops waiting. */
   readonly withLock: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** Takes the connection (as `withLock` does), until `release`; a caller interrupted while it waits stops waiting. */
+  readonly acquire: Effect.Effect<void>
+  readonly release: Effect.Effect<void>
 }
 
 /** The connection and lock of `client`, when it carries them. */

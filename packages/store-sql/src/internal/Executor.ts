@@ -9,6 +9,7 @@ import { Effect, Exit } from "effect"
 import * as Batch from "./Batch.js"
 import * as Exclusive from "./Exclusive.js"
 import type { Row } from "./Rows.js"
+import type { ProcedureName } from "./SqliteWorkerProgram.js"
 
 /**
  * Runs one compiled statement with its parameters. In a transaction on the SQLite worker it
@@ -39,12 +40,18 @@ export interface Executor {
   readonly transaction: <A, E>(body: (run: Run) => Effect.Effect<A, E>) => Effect.Effect<A, E | SqlError.SqlError>
   /**
    * The SQLite worker: a write transaction whose statements need no answer before the next,
-   * sent whole (BEGIN IMMEDIATE, the statements, COMMIT) in one round trip, so the connection
-   * is held for that one answer. A statement marked "guard" that answers no rows stops it,
+   * sent whole (BEGIN IMMEDIATE, the statements, COMMIT) in one round trip, once no other
+   * transaction holds the connection, without holding it across the round trip: the worker
+   * runs it alone and rolls it back itself when it fails. A statement marked "guard" that answers no rows stops it,
    * rolled back: the answer is then `stoppedAt`, that statement's index, and the caller takes
    * the longer way. Absent elsewhere.
    */
   readonly atOnce?: (statements: Batch.Statements) => Effect.Effect<AtOnce, SqlError.SqlError>
+  /**
+   * The SQLite worker: one of its procedures, a whole transaction run where the connection is
+   * (`SqliteWorkerProgram`), sent as `atOnce` sends one. Absent elsewhere.
+   */
+  readonly procedure?: (name: ProcedureName, input: unknown) => Effect.Effect<unknown, SqlError.SqlError>
 }
 
 /** What `atOnce` did: committed, each statement's rows; or stopped by the guard at `stoppedAt`, rolled back. */
@@ -77,17 +84,32 @@ const transaction = <A, E>(
  * answer, as it was without batches. A body that ran no statement and queued none sends
  * nothing; one that ended the transaction itself (`many`'s guard or its `commit`) is not
  * committed again.
+ *
+ * With `lazily` (the SQLite worker's own client), the connection is taken only when the body
+ * sends its first statement, and a body that only queued writes (`later`) sends them whole
+ * (`Exclusive.whole`), not holding the connection across the round trip at all.
  */
 const batched = <A, E>(
   connection: SqlConnection.Connection,
   batch: Batch.Batch,
   begin: string,
-  body: (run: Run) => Effect.Effect<A, E>
+  body: (run: Run) => Effect.Effect<A, E>,
+  lazily?: Pick<Exclusive.Exclusive, "acquire" | "release" | "whole">
 ): Effect.Effect<A, E | SqlError.SqlError> =>
   Effect.uninterruptibleMask((restore) => {
     let begun = false
     let ended = false
+    let holding = lazily === undefined
     let queued: Array<readonly [string, ReadonlyArray<unknown>]> = []
+    /**
+     * Takes the connection before the first statement goes (lazily), in line: interruptible
+     * while it waits, and once taken, known to be held (for its release) before anything else.
+     */
+    const hold = lazily === undefined
+      ? Effect.void
+      : Effect.suspend(() =>
+        holding ? Effect.void : Effect.uninterruptibleMask((waiting) => Effect.map(waiting(lazily.acquire), () => void (holding = true)))
+      )
     /** Sends the queue and `statements` (BEGIN first, if not yet sent); the rows of `statements`. */
     const send = (statements: Batch.Statements) =>
       Effect.suspend(() => {
@@ -112,25 +134,33 @@ const batched = <A, E>(
       })
     const run: Run = Object.assign(
       (text: string, params: ReadonlyArray<unknown>) =>
-        send([[text, params]]).pipe(Effect.map((results) => results[0]!), Effect.mapError(({ failure }) => failure.error)),
+        Effect.zipRight(hold, send([[text, params]])).pipe(Effect.map((results) => results[0]!), Effect.mapError(({ failure }) => failure.error)),
       {
         later: (text: string, params: ReadonlyArray<unknown>) => Effect.sync(() => void queued.push([text, params])),
         many: (statements: Batch.Statements, commit?: "commit") =>
-          send(commit === undefined ? statements : [...statements, ["COMMIT", []]]).pipe(
+          Effect.zipRight(hold, send(commit === undefined ? statements : [...statements, ["COMMIT", []]])).pipe(
             Effect.map((results) => results.slice(0, statements.length)),
             Effect.mapError(({ failure }) => failure.error)
           )
       }
     )
     const rollback = Effect.suspend(() => (begun && !ended ? Effect.asVoid(connection.execute("ROLLBACK", [], undefined)) : Effect.void))
-    return Effect.flatMap(Effect.exit(restore(body(run))), (exit) => {
+    const ran = Effect.flatMap(Effect.exit(restore(body(run))), (exit) => {
       if (Exit.isFailure(exit)) return Effect.zipRight(rollback, exit)
       if (ended || (!begun && queued.length === 0)) return exit
+      // Only queued writes, the connection not taken: the whole transaction in one go.
+      if (!holding && lazily !== undefined) {
+        return lazily.whole([[begin, []], ...queued, ["COMMIT", []]]).pipe(
+          Effect.mapError((failure) => failure.error),
+          Effect.zipRight(exit)
+        )
+      }
       return send([["COMMIT", []]]).pipe(
         Effect.catchAll(({ commit, failure }) => commit ? Effect.fail(failure.error) : Effect.zipRight(rollback, Effect.fail(failure.error))),
         Effect.zipRight(exit)
       )
     })
+    return lazily === undefined ? ran : Effect.ensuring(ran, Effect.suspend(() => holding ? lazily.release : Effect.void))
   })
 
 /**
@@ -156,30 +186,25 @@ const sqlite = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlE
     const reserved = <A, E>(use: (connection: SqlConnection.Connection) => Effect.Effect<A, E>) =>
       exclusive === undefined ? Effect.scoped(Effect.flatMap(sql.reserve, use)) : exclusive.withLock(use(exclusive.connection))
     const batch = exclusive === undefined ? undefined : Batch.of(exclusive.connection)
-    const atOnce = exclusive === undefined || batch === undefined ? undefined : (statements: Batch.Statements) =>
-      exclusive.withLock(Effect.uninterruptible(
-        batch([["BEGIN IMMEDIATE", []], ...statements, ["COMMIT", []]]).pipe(
-          Effect.map((results): AtOnce =>
-            results.length < statements.length + 2
-              ? { _tag: "Stopped", stoppedAt: results.length - 2 }
-              : { _tag: "Committed", rows: results.slice(1, -1) }
-          ),
-          // A failure after BEGIN leaves the transaction open (SQLite ends it itself on some
-          // errors; the worker answers a ROLLBACK with none open with nothing).
-          Effect.catchAll((failure) =>
-            (failure.index > 0 ? Effect.ignore(exclusive.connection.execute("ROLLBACK", [], undefined)) : Effect.void).pipe(
-              Effect.zipRight(Effect.fail(failure.error))
-            )
-          )
-        )
-      ))
+    const atOnce = exclusive === undefined ? undefined : (statements: Batch.Statements) =>
+      exclusive.whole([["BEGIN IMMEDIATE", []], ...statements, ["COMMIT", []]]).pipe(
+        Effect.map((results): AtOnce =>
+          results.length < statements.length + 2
+            ? { _tag: "Stopped", stoppedAt: results.length - 2 }
+            : { _tag: "Committed", rows: results.slice(1, -1) }
+        ),
+        Effect.mapError((failure) => failure.error)
+      )
     const executor: Executor = {
       ...(atOnce === undefined ? {} : { atOnce }),
+      ...(exclusive === undefined ? {} : { procedure: exclusive.procedure }),
       // A statement on its own waits for no other's answer: only for an open transaction to end.
       run: exclusive === undefined
         ? (text, params) => reserved((connection) => connection.execute(text, params, undefined))
         : (text, params) => exclusive.free.execute(text, params, undefined),
-      transaction: (body) => reserved((connection) => transaction(connection, "BEGIN IMMEDIATE", body))
+      transaction: exclusive === undefined || batch === undefined
+        ? (body) => reserved((connection) => transaction(connection, "BEGIN IMMEDIATE", body))
+        : (body) => batched(exclusive.connection, batch, "BEGIN IMMEDIATE", body, exclusive)
     }
     yield* executor.run("PRAGMA busy_timeout = 5000", [])
     return executor

@@ -4,8 +4,21 @@
  */
 import type Sqlite from "better-sqlite3"
 import type * as Threads from "node:worker_threads"
+import * as ClaimInWorker from "./ClaimInWorker.js"
+import * as ClaimPlan from "./ClaimPlan.js"
 
-export type Operation = "rows" | "raw" | "values" | "unprepared" | "batch" | "close"
+export type Operation = "rows" | "raw" | "values" | "unprepared" | "batch" | "transaction" | "procedure" | "close"
+
+/**
+ * What the worker can run in one call, by name: a function of a statement runner and its
+ * input, run from its text (it uses no other name). It takes the write lock itself
+ * (`BEGIN IMMEDIATE`) and ends its transaction; one it leaves open, by failing or not, is
+ * rolled back, as a `transaction` is.
+ */
+export type Procedure = (execute: (sql: string, params: ReadonlyArray<unknown>) => ReadonlyArray<Record<string, unknown>>, input: any) => unknown
+
+/** The procedures, by the name a `procedure` request gives as its `sql`. */
+export type ProcedureName = "claim"
 
 /** What the main thread sends: one statement (or `close`), numbered so its answer finds its caller. */
 export interface Request {
@@ -43,7 +56,7 @@ export interface WorkerData {
  * transpiler that keeps names (tsx does) wraps its named inner functions in `__name(...)`,
  * esbuild's helper, which `source` defines.
  */
-const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite): void => {
+const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite, procedures: Record<ProcedureName, Procedure>): void => {
   const port = threads.parentPort!
   const data = threads.workerData as WorkerData
   const fail = (id: number, stage: "open" | "prepare" | "execute", cause: unknown): Reply => ({
@@ -135,14 +148,32 @@ const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite): void => 
       throw { stage: "execute", cause }
     }
   }
-  /** The reply to one request (not `close`). */
+  /**
+   * The reply to one request (not `close`).
+   *
+   * A batch: its statements in order, each one's rows, up to the first that fails (its index on
+   * the error). A statement marked "guard" that answers no rows stops it there: the open
+   * transaction is rolled back and the rows answered so far are the answer, the guard's last.
+   *
+   * A transaction is a batch from its BEGIN to its COMMIT that leaves no transaction open
+   * whatever happens: one that fails, or that did not end itself, is rolled back here. So the
+   * main thread need not hold the connection across its round trip: the next request runs
+   * after it, as after a statement on its own.
+   */
   const answer = (request: Request): Reply => {
-    // A batch: its statements in order, each one's rows, up to the first that fails (its index
-    // on the error). A statement marked "guard" that answers no rows stops it there: the open
-    // transaction is rolled back and the rows answered so far are the answer, the guard's last.
-    const batch = request.op === "batch" ? request.params as ReadonlyArray<readonly [string, ReadonlyArray<unknown>, "guard"?]> : undefined
+    const batch = request.op === "batch" || request.op === "transaction"
+      ? request.params as ReadonlyArray<readonly [string, ReadonlyArray<unknown>, "guard"?]>
+      : undefined
     const results: Array<unknown> = []
     try {
+      if (request.op === "procedure") {
+        const rows = procedures[request.sql as ProcedureName]((sql, params) => execute("rows", sql, params, request.safeIntegers) as ReadonlyArray<Record<string, unknown>>, request.params[0])
+        if (database.inTransaction) {
+          database.exec("ROLLBACK")
+          return { id: request.id, error: { message: `the procedure ${request.sql} did not end its transaction`, code: undefined, stage: "execute" } }
+        }
+        return { id: request.id, rows }
+      }
       if (batch === undefined) return { id: request.id, rows: execute(request.op, request.sql, request.params, request.safeIntegers) }
       for (const [sql, params, guard] of batch) {
         const rows = execute("rows", sql, params, request.safeIntegers)
@@ -152,10 +183,18 @@ const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite): void => 
           break
         }
       }
+      if (request.op === "transaction" && database.inTransaction) {
+        database.exec("ROLLBACK")
+        return { id: request.id, error: { message: "a transaction sent whole did not end", code: undefined, stage: "execute", index: results.length } }
+      }
       return { id: request.id, rows: results }
     } catch (failure) {
-      const { cause, stage } = failure as { readonly stage: "prepare" | "execute"; readonly cause: unknown }
+      // A statement's failure carries its stage; anything else a procedure threw is its own.
+      const { cause, stage } = typeof failure === "object" && failure !== null && "stage" in failure
+        ? failure as { readonly stage: "prepare" | "execute"; readonly cause: unknown }
+        : { stage: "execute" as const, cause: failure }
       const reply = fail(request.id, stage, cause)
+      if ((request.op === "transaction" || request.op === "procedure") && database.inTransaction) database.exec("ROLLBACK")
       return batch === undefined ? reply : { id: request.id, error: { ...reply.error!, index: results.length } }
     }
   }
@@ -178,11 +217,14 @@ const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite): void => 
 }
 
 /**
- * What the worker evaluates: the program's text called with its two modules, after a
- * `__name` that leaves a function as it is (see `workerProgram`).
+ * What the worker evaluates: the program's text called with its two modules and its
+ * procedures (each from its own text, as the program), after a `__name` that leaves a
+ * function as it is (see `workerProgram`).
  */
 export const source = [
   "const __name = (target) => target;",
   "const threads = require(\"node:worker_threads\");",
-  `(${workerProgram.toString()})(threads, require(threads.workerData.driver));`
+  `const makePlan = (${ClaimPlan.make.toString()});`,
+  `const procedures = { claim: (execute, input) => (${ClaimInWorker.claim.toString()})(execute, input, makePlan) };`,
+  `(${workerProgram.toString()})(threads, require(threads.workerData.driver), procedures);`
 ].join("\n")
