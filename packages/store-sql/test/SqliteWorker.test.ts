@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import Sqlite from "better-sqlite3"
-import { Cause, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
+import { Cause, Duration, Effect, Either, Exit, Fiber, Layer, Option } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -188,5 +188,33 @@ describe("SqliteWorker", () => {
       const done = yield* Exclusive.of(sql)!.procedure("claim", { ...input, statements: { ...statements, lease: "SELECT ? AS worker, ? AS lease_until, ? AS now, ? AS ids" } })
       expect(done).toEqual({ inFlight: [{ a: "w", b: 2, c: 1, d: 1, e: 4 }], leased: [{ worker: "w", lease_until: 2, now: 1, ids: "[\"task\"]" }] })
       expect(yield* sql.unsafe("SELECT count(*) AS n FROM leased")).toEqual([{ n: 2 }])
+    }), { timeout: 30_000 })
+
+  it.scoped("transactions sent whole that arrive together commit together, each still all or nothing: a failure or a guard rolls back that one alone", () =>
+    Effect.gen(function*() {
+      const sql = yield* fresh("together.db")
+      const { whole } = Exclusive.of(sql)!
+      yield* sql.unsafe("CREATE TABLE items (id INTEGER PRIMARY KEY)")
+      const count = yield* countMessages
+      const insert = (id: number) => ["INSERT INTO items VALUES (?) RETURNING id", [id]] as const
+      const sent = (statements: ReadonlyArray<readonly [string, ReadonlyArray<unknown>, "guard"?]>) =>
+        Effect.either(whole([["BEGIN IMMEDIATE", []], ...statements, ["COMMIT", []]]))
+      const [first, failed, stopped, last] = yield* Effect.all([
+        sent([insert(1)]),
+        // Its second insert breaks the key: its first is rolled back with it.
+        sent([insert(2), insert(1)]),
+        // The guard answers no rows: rolled back, the answer stops there.
+        sent([insert(3), ["SELECT id FROM items WHERE id = 99", [], "guard"]]),
+        sent([insert(4)])
+      ], { concurrency: "unbounded" })
+      expect(count.messages).toBe(1)
+      expect(first).toEqual(Either.right([[], [{ id: 1 }], []]))
+      expect(Either.isLeft(failed) && failed.left.index).toBe(2)
+      expect(stopped).toEqual(Either.right([[], [{ id: 3 }], []]))
+      expect(last).toEqual(Either.right([[], [{ id: 4 }], []]))
+      expect(yield* sql.unsafe("SELECT id FROM items ORDER BY id")).toEqual([{ id: 1 }, { id: 4 }])
+      // Nothing is left open: a transaction of the client's own commits.
+      yield* sql.withTransaction(sql.unsafe("INSERT INTO items VALUES (5)"))
+      expect(yield* sql.unsafe("SELECT count(*) AS n FROM items")).toEqual([{ n: 3 }])
     }), { timeout: 30_000 })
 })

@@ -198,17 +198,99 @@ const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite, procedure
       return batch === undefined ? reply : { id: request.id, error: { ...reply.error!, index: results.length } }
     }
   }
+  type Statements = ReadonlyArray<readonly [string, ReadonlyArray<unknown>, "guard"?]>
+  /** A transaction sent whole as the executor sends it: BEGIN, statements that do not end it, COMMIT. */
+  const groupable = (request: Request) => {
+    if (request.op !== "transaction") return false
+    const statements = request.params as Statements
+    if (statements.length < 2 || !/^\s*BEGIN\b/i.test(statements[0]![0]) || !/^\s*COMMIT\s*;?\s*$/i.test(statements[statements.length - 1]![0])) return false
+    for (let i = 1; i < statements.length - 1; i++) if (/^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE)\b/i.test(statements[i]![0])) return false
+    return true
+  }
+  /**
+   * Transactions sent whole that arrive together, committed together: one BEGIN IMMEDIATE and
+   * one COMMIT (one sync of the WAL) for all of them, each in a savepoint of its own, so each
+   * is still all or nothing: a guard that stops one, or a statement that fails, rolls back that
+   * one alone. Their replies go after the COMMIT, so none is answered before it is durable; a
+   * COMMIT that fails fails them all. Where SQLite itself ended the transaction on a failure
+   * (a full disk, an I/O error), the ones before it are lost with it and answered with that
+   * error; the rest run alone.
+   */
+  const together = (members: ReadonlyArray<Request>): Array<Reply> => {
+    try {
+      execute("rows", "BEGIN IMMEDIATE", [], false)
+    } catch (failure) {
+      // As each would have failed at its own BEGIN.
+      const { cause, stage } = failure as { readonly stage: "prepare" | "execute"; readonly cause: unknown }
+      return members.map((member) => ({ id: member.id, error: { ...fail(member.id, stage, cause).error!, index: 0 } }))
+    }
+    const replies: Array<Reply> = []
+    for (let m = 0; m < members.length; m++) {
+      const member = members[m]!
+      const statements = member.params as Statements
+      const results: Array<unknown> = [[]]
+      database.exec("SAVEPOINT mediagate_member")
+      try {
+        let stopped = false
+        for (let i = 1; i < statements.length - 1 && !stopped; i++) {
+          const [sql, params, guard] = statements[i]!
+          const rows = execute("rows", sql, params, member.safeIntegers) as ReadonlyArray<unknown>
+          results.push(rows)
+          stopped = guard === "guard" && rows.length === 0
+        }
+        if (stopped) database.exec("ROLLBACK TO mediagate_member")
+        else results.push([])
+        database.exec("RELEASE mediagate_member")
+        replies.push({ id: member.id, rows: results })
+      } catch (failure) {
+        const { cause, stage } = failure as { readonly stage: "prepare" | "execute"; readonly cause: unknown }
+        const error = { ...fail(member.id, stage, cause).error!, index: results.length }
+        if (database.inTransaction) {
+          database.exec("ROLLBACK TO mediagate_member")
+          database.exec("RELEASE mediagate_member")
+          replies.push({ id: member.id, error })
+          continue
+        }
+        // The ones that were to commit: as if their COMMIT had failed.
+        const lost = replies.map((reply, n) => {
+          const length = (members[n]!.params as Statements).length
+          return reply.error === undefined && (reply.rows as ReadonlyArray<unknown>).length === length ? { id: reply.id, error: { ...error, index: length - 1 } } : reply
+        })
+        return [...lost, { id: member.id, error }, ...members.slice(m + 1).map(answer)]
+      }
+    }
+    try {
+      database.exec("COMMIT")
+      return replies
+    } catch (cause) {
+      if (database.inTransaction) database.exec("ROLLBACK")
+      return replies.map((reply, n) => {
+        const length = (members[n]!.params as Statements).length
+        return reply.error === undefined && (reply.rows as ReadonlyArray<unknown>).length === length
+          ? { id: reply.id, error: { ...fail(reply.id, "execute", cause).error!, index: length - 1 } }
+          : reply
+      })
+    }
+  }
   // A message is the requests the main thread sent in one turn of its event loop, run in
   // order; their replies go back together in one message.
   port.on("message", (requests: ReadonlyArray<Request>) => {
     const replies: Array<Reply> = []
-    for (const request of requests) {
+    for (let r = 0; r < requests.length; r++) {
+      const request = requests[r]!
       if (request.op === "close") {
         // The replies of the requests sent before it in the same turn, which did run.
         if (replies.length > 0) port.postMessage(replies)
         database.close()
         port.close()
         return
+      }
+      let end = r
+      while (end < requests.length && groupable(requests[end]!)) end++
+      if (end - r >= 2) {
+        replies.push(...together(requests.slice(r, end)))
+        r = end - 1
+        continue
       }
       replies.push(answer(request))
     }
