@@ -253,6 +253,10 @@ export const make = (options: Options = {}): Effect.Effect<
           ? Effect.flatMap(executor.run(updateTask, params), checked)
           : isPg
           ? Effect.flatMap(executor.run(updateWithCallbacks(callbacks.length), [...params, ...HeldAtOnce.callbackValues(callbacks)]), checked)
+          : executor.atOnce !== undefined
+          // The SQLite worker: in one go, the update's version check the guard (stopped there: a conflict).
+          ? Effect.flatMap(executor.atOnce([[updateTask, params, "guard"], ...callbackStatements(callbacks)]), (done) =>
+            done._tag === "Committed" ? Effect.void : Effect.fail(conflict(next, expectedVersion)))
           : executor.transaction((run) => updatedThen(run, next, params, expectedVersion, callbacks))).pipe(refail("update"))
       },
 
