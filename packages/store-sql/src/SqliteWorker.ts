@@ -198,27 +198,25 @@ export const make = (options: Options): Effect.Effect<SqlClient.SqlClient, SqlEr
       }
       return connection
     }
+    const whenFree = worker.callWhenFree(lock)
     const held = connectionOf(worker.call)
-    const free = connectionOf(worker.callWhenFree(lock))
-    // Not enumerable, so the connection's shape is as @effect/sql-sqlite-node's.
-    const batch: Batch.Batch = (statements) =>
+    const free = connectionOf(whenFree)
+    /** Statements in one request through `call` (`op` "batch" or "transaction"), each one's rows back. */
+    const batchThrough = (call: Call, op: "batch" | "transaction"): Batch.Batch => (statements) =>
       Effect.flatMap(SqlClient.SafeIntegers, (safe) =>
         Effect.mapError(
-          worker.call("batch", "", statements, safe) as Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, NonNullable<Reply["error"]>>,
+          call(op, "", statements, safe) as Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, NonNullable<Reply["error"]>>,
           (error) => ({ index: error.index ?? 0, error: sqlError(error) })
         ))
+    const batch = batchThrough(worker.call, "batch")
+    // Not enumerable, so the connection's shape is as @effect/sql-sqlite-node's.
     Object.defineProperty(held, Batch.TypeId, { value: batch })
     // A transaction sent whole (BEGIN to COMMIT) once no transaction holds the lock, without
     // taking it: the worker leaves no transaction open after it (SqliteWorkerProgram), so the
     // next request runs after it as after a statement on its own. Holding the lock across
     // its round trip kept every other transaction waiting for the busy main thread to read
     // the answer (docs/decisions.md, "Issue 37, part whole transactions").
-    const whole: Batch.Batch = (statements) =>
-      Effect.flatMap(SqlClient.SafeIntegers, (safe) =>
-        Effect.mapError(
-          worker.callWhenFree(lock)("transaction", "", statements, safe) as Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, NonNullable<Reply["error"]>>,
-          (error) => ({ index: error.index ?? 0, error: sqlError(error) })
-        ))
+    const whole = batchThrough(whenFree, "transaction")
     // A statement through the client (`sql\`...\``) runs on its own; a transaction
     // (`sql.withTransaction`, `sql.reserve`) holds the lock from its BEGIN to its COMMIT.
     const acquirer = Effect.succeed(free)
@@ -243,9 +241,9 @@ export const make = (options: Options): Effect.Effect<SqlClient.SqlClient, SqlEr
     // Not enumerable: the task store's executor takes the lock itself (internal/Exclusive.ts).
     // A procedure of the worker's (SqliteWorkerProgram), sent as a whole transaction is.
     const procedure = (name: ProcedureName, input: unknown) =>
-      Effect.flatMap(SqlClient.SafeIntegers, (safe) => Effect.mapError(worker.callWhenFree(lock)("procedure", name, [input], safe), sqlError))
+      Effect.flatMap(SqlClient.SafeIntegers, (safe) => Effect.mapError(whenFree("procedure", name, [input], safe), sqlError))
     Object.defineProperty(client, Exclusive.TypeId, {
-      value: { connection: held, free, whole, procedure, withLock: lock.withLock, acquire: lock.acquire, release: lock.release } satisfies Exclusive.Exclusive
+      value: { connection: held, batch, free, whole, procedure, acquire: lock.acquire, release: lock.release } satisfies Exclusive.Exclusive
     })
     return client
   })

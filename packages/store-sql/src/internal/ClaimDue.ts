@@ -12,7 +12,7 @@ import type { Prepared } from "../Database.js"
 import * as ClaimInWorker from "./ClaimInWorker.js"
 import * as Plan from "./ClaimPlan.js"
 import type * as Executor from "./Executor.js"
-import { records, type Row } from "./Rows.js"
+import { records } from "./Rows.js"
 
 /** The claim of due work, its statements compiled once, for the store's `claimDue`. */
 export const make = (
@@ -83,7 +83,7 @@ export const make = (
 
   /**
    * One statement at a time: PostgreSQL (each a round trip, and the claims' lock taken only
-   * when there is waiting work), and a SQLite client that does not batch.
+   * when there is waiting work), and a SQLite client other than the worker's.
    */
   const stepByStep = (run: Executor.Run, { leaseUntil, limit, limits, now, worker }: TaskStore.ClaimOptions) =>
     Effect.gen(function*() {
@@ -107,78 +107,35 @@ export const make = (
       return [...inFlight, ...waiting.sort(byDue)]
     })
 
-  /**
-   * The SQLite worker: the claim in three round trips at most. The first begins, stops at once
-   * (rolled back) when nothing is due, and reads the work in flight, the waiting owners and
-   * what runs; the second claims the work in flight and reads the owners' lines (as long as
-   * the limits allow, before the work in flight is counted: what is too much is not chosen);
-   * the third leases the chosen and commits. Claiming the work in flight changes only leases
-   * of tasks out of PENDING, so the counts read before it still hold. Each round trip costs
-   * more than SQLite takes to answer its statements (docs/benchmarks.md).
-   */
-  const inRoundTrips = (
-    many: NonNullable<Executor.Run["many"]>,
-    { leaseUntil, limit, limits, now, worker }: TaskStore.ClaimOptions
-  ) =>
-    Effect.gen(function*() {
-      const first = yield* many([[anyDue, [now, now], "guard"], [anyInFlight, [now, now]], [waitingOwners, [now, now]], [runningByOwner, [now]]])
-      if (first.length < 4) return []
-      const [, flying, waitingRows, running] = first as [unknown, ReadonlyArray<Row>, ReadonlyArray<Row>, ReadonlyArray<Row>]
-      const owners = waitingRows.map((row) => String(row["owner_id"]))
-      const claimsInFlight = flying.length > 0
-      const plan = Plan.make(running, limits, limit)
-      const line = lineOf(plan.full.length)
-      const asked = owners.flatMap((owner) => {
-        const take = plan.take(owner)
-        return take > 0 ? [{ owner, statement: [line, [owner, now, now, ...plan.full, take]] as const }] : []
-      })
-      if (!claimsInFlight && asked.length === 0) return []
-      const second = yield* many(
-        [...(claimsInFlight ? [[claimInFlight, [worker, leaseUntil, now, now, limit]] as const] : []), ...asked.map((line) => line.statement)],
-        asked.length === 0 ? "commit" : undefined
-      )
-      const inFlight = claimsInFlight ? (yield* records(second[0]!)).sort(byDue) : []
-      if (asked.length === 0) return inFlight
-      const lines = claimsInFlight ? second.slice(1) : second
-      const room = plan.narrow(limit - inFlight.length)
-      const chosen = room <= 0 ? [] : plan.choose(asked.flatMap(({ owner }, i) => plan.places(owner, lines[i]!)))
-      if (chosen.length === 0) return inFlight
-      const [leased] = yield* many([[leaseOf(chosen.length), [worker, leaseUntil, now, ...chosen]]], "commit")
-      return [...inFlight, ...(yield* records(leased!)).sort(byDue)]
-    })
-
   // The SQLite worker: the whole claim in one call where the connection is (ClaimInWorker).
-  const inWorker: ClaimInWorker.Statements = {
-    anyDue,
-    anyInFlight,
-    waitingOwners,
-    runningByOwner,
-    claimInFlight,
-    line: compile(
-      `SELECT id, owner_id, due_at, provider FROM ${tasks} WHERE status = 'PENDING' AND owner_id = ? AND due_at <= ? AND ${free()}
-         AND (provider IS NULL OR provider NOT IN (SELECT value FROM json_each(?)))
-       ORDER BY due_at, id LIMIT ?`
-    ),
-    lease: compile(
-      `UPDATE ${tasks} SET lease_owner = ?, lease_until = ?, version = version + 1
-         WHERE status = 'PENDING' AND ${free()} AND id IN (SELECT value FROM json_each(?))
-         RETURNING *`
-    )
-  }
   const procedure = executor.procedure
   if (procedure !== undefined) {
+    const statements: ClaimInWorker.Statements = {
+      anyDue,
+      anyInFlight,
+      waitingOwners,
+      runningByOwner,
+      claimInFlight,
+      line: compile(
+        `SELECT id, owner_id, due_at, provider FROM ${tasks} WHERE status = 'PENDING' AND owner_id = ? AND due_at <= ? AND ${free()}
+           AND (provider IS NULL OR provider NOT IN (SELECT value FROM json_each(?)))
+         ORDER BY due_at, id LIMIT ?`
+      ),
+      lease: compile(
+        `UPDATE ${tasks} SET lease_owner = ?, lease_until = ?, version = version + 1
+           WHERE status = 'PENDING' AND ${free()} AND id IN (SELECT value FROM json_each(?))
+           RETURNING *`
+      )
+    }
     return (options) =>
       Effect.gen(function*() {
-        const input: ClaimInWorker.Input = { ...options, statements: inWorker }
-        const { inFlight, leased } = (yield* procedure("claim", input)) as ClaimInWorker.Output
+        const { inFlight, leased } = (yield* procedure("claim", { ...options, statements } satisfies ClaimInWorker.Input)) as ClaimInWorker.Output
         return [...(yield* records(inFlight)).sort(byDue), ...(yield* records(leased)).sort(byDue)]
       })
   }
 
   return (options) =>
-    // On SQLite without batches, look first (see `anyDue`); with them the look begins the claim.
-    Effect.flatMap(isPg || executor.atOnce !== undefined ? Effect.succeed([{}]) : executor.run(anyDue, [options.now, options.now]), (due) =>
-      due.length === 0
-        ? Effect.succeed([])
-        : executor.transaction((run) => run.many === undefined ? stepByStep(run, options) : inRoundTrips(run.many, options)))
+    // On SQLite, look first (see `anyDue`).
+    Effect.flatMap(isPg ? Effect.succeed([{}]) : executor.run(anyDue, [options.now, options.now]), (due) =>
+      due.length === 0 ? Effect.succeed([]) : executor.transaction((run) => stepByStep(run, options)))
 }

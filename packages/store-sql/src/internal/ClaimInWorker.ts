@@ -1,11 +1,11 @@
 /**
  * The claim of due work as the SQLite worker runs it (`SqliteWorkerProgram`'s procedures):
  * the whole transaction, from `BEGIN IMMEDIATE` to `COMMIT`, in one synchronous call where
- * the connection is, the plan (`ClaimPlan.make`) made between the statements as
- * `ClaimDue.inRoundTrips` makes it between its round trips. One message each way, and no
- * transaction left open across a round trip: the claim took three, holding the connection
- * for all of them, and under load every other write waited for each of those answers to be
- * read by the busy main thread (docs/decisions.md, "Issue 37, part whole transactions").
+ * the connection is, the plan (`ClaimPlan.make`) made between the statements. One message
+ * each way, and no transaction left open across a round trip: the claim took three,
+ * holding the connection for all of them, and under load every other write waited for each
+ * of those answers to be read by the busy main thread (docs/decisions.md, "Issue 37, part
+ * whole transactions").
  *
  * `claim` uses no name from outside itself: the worker runs it from its text.
  */
@@ -60,7 +60,7 @@ export const claim = (
   const owners = execute(statements.waitingOwners, [now, now]).map((row) => String(row["owner_id"]))
   const plan = makePlan(execute(statements.runningByOwner, [now]), limits, limit)
   const full = JSON.stringify(plan.full)
-  // The lines are read for the room before the work in flight is counted, as in round trips.
+  // The lines are read for the room before the work in flight is counted: what is too much is not chosen.
   const asked = owners.flatMap((owner) => {
     const take = plan.take(owner)
     return take > 0 ? [{ owner, take }] : []

@@ -14,8 +14,10 @@ import type { ProcedureName } from "./SqliteWorkerProgram.js"
 export const TypeId: unique symbol = Symbol.for("@mediagate/store-sql/Exclusive")
 
 export interface Exclusive {
-  /** The connection for a holder of the lock (`withLock`). */
+  /** The connection for a holder of the lock (`acquire`). */
   readonly connection: SqlConnection.Connection
+  /** Statements in one round trip on `connection`, for a holder of the lock. */
+  readonly batch: Batch.Batch
   /** The connection for a statement on its own: sent once no holder has the lock, without taking it. */
   readonly free: SqlConnection.Connection
   /**
@@ -28,9 +30,7 @@ export interface Exclusive {
   readonly whole: Batch.Batch
   /** One of the worker's procedures with its input, sent as `whole` sends a transaction; its answer. */
   readonly procedure: (name: ProcedureName, input: unknown) => Effect.Effect<unknown, SqlError.SqlError>
-  /** Runs `self` holding the connection; a caller interrupted while it waits stops waiting. */
-  readonly withLock: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  /** Takes the connection (as `withLock` does), until `release`; a caller interrupted while it waits stops waiting. */
+  /** Takes the connection until `release`; a caller interrupted while it waits stops waiting. */
   readonly acquire: Effect.Effect<void>
   readonly release: Effect.Effect<void>
 }

@@ -183,9 +183,7 @@ const sqlite = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlE
     // The SQLite worker's client hands over its connection and lock (`Exclusive`); another
     // client (@effect/sql-sqlite-node's, a host's) is reserved through its `reserve`.
     const exclusive = Exclusive.of(sql)
-    const reserved = <A, E>(use: (connection: SqlConnection.Connection) => Effect.Effect<A, E>) =>
-      exclusive === undefined ? Effect.scoped(Effect.flatMap(sql.reserve, use)) : exclusive.withLock(use(exclusive.connection))
-    const batch = exclusive === undefined ? undefined : Batch.of(exclusive.connection)
+    const reserved = <A, E>(use: (connection: SqlConnection.Connection) => Effect.Effect<A, E>) => Effect.scoped(Effect.flatMap(sql.reserve, use))
     const atOnce = exclusive === undefined ? undefined : (statements: Batch.Statements) =>
       exclusive.whole([["BEGIN IMMEDIATE", []], ...statements, ["COMMIT", []]]).pipe(
         Effect.map((results): AtOnce =>
@@ -202,9 +200,9 @@ const sqlite = (sql: SqlClient.SqlClient): Effect.Effect<Executor, SqlError.SqlE
       run: exclusive === undefined
         ? (text, params) => reserved((connection) => connection.execute(text, params, undefined))
         : (text, params) => exclusive.free.execute(text, params, undefined),
-      transaction: exclusive === undefined || batch === undefined
+      transaction: exclusive === undefined
         ? (body) => reserved((connection) => transaction(connection, "BEGIN IMMEDIATE", body))
-        : (body) => batched(exclusive.connection, batch, "BEGIN IMMEDIATE", body, exclusive)
+        : (body) => batched(exclusive.connection, exclusive.batch, "BEGIN IMMEDIATE", body, exclusive)
     }
     yield* executor.run("PRAGMA busy_timeout = 5000", [])
     return executor

@@ -207,6 +207,14 @@ const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite, procedure
     for (let i = 1; i < statements.length - 1; i++) if (/^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE)\b/i.test(statements[i]![0])) return false
     return true
   }
+  /** The replies (of `members`, in order) of those that were to commit, made `error` at their COMMIT: they did not. */
+  const uncommitted = (members: ReadonlyArray<Request>, replies: ReadonlyArray<Reply>, error: (id: number) => NonNullable<Reply["error"]>) =>
+    replies.map((reply, n) => {
+      const length = (members[n]!.params as Statements).length
+      return reply.error === undefined && (reply.rows as ReadonlyArray<unknown>).length === length
+        ? { id: reply.id, error: { ...error(reply.id), index: length - 1 } }
+        : reply
+    })
   /**
    * Transactions sent whole that arrive together, committed together: one BEGIN IMMEDIATE and
    * one COMMIT (one sync of the WAL) for all of them, each in a savepoint of its own, so each
@@ -251,12 +259,7 @@ const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite, procedure
           replies.push({ id: member.id, error })
           continue
         }
-        // The ones that were to commit: as if their COMMIT had failed.
-        const lost = replies.map((reply, n) => {
-          const length = (members[n]!.params as Statements).length
-          return reply.error === undefined && (reply.rows as ReadonlyArray<unknown>).length === length ? { id: reply.id, error: { ...error, index: length - 1 } } : reply
-        })
-        return [...lost, { id: member.id, error }, ...members.slice(m + 1).map(answer)]
+        return [...uncommitted(members, replies, () => error), { id: member.id, error }, ...members.slice(m + 1).map(answer)]
       }
     }
     try {
@@ -264,12 +267,7 @@ const workerProgram = (threads: typeof Threads, Driver: typeof Sqlite, procedure
       return replies
     } catch (cause) {
       if (database.inTransaction) database.exec("ROLLBACK")
-      return replies.map((reply, n) => {
-        const length = (members[n]!.params as Statements).length
-        return reply.error === undefined && (reply.rows as ReadonlyArray<unknown>).length === length
-          ? { id: reply.id, error: { ...fail(reply.id, "execute", cause).error!, index: length - 1 } }
-          : reply
-      })
+      return uncommitted(members, replies, (id) => fail(id, "execute", cause).error!)
     }
   }
   // A message is the requests the main thread sent in one turn of its event loop, run in
