@@ -460,6 +460,17 @@ interface Round {
   readonly serverCpuPerTask: number
 }
 
+
+/**
+ * A process's CPU per task by thread since `before`: the main thread first, then the others
+ * that worked (the SQLite store's worker, libuv's pool, V8's helpers), each named by its
+ * offset from the process id.
+ */
+const byThread = (pid: number, before: ReadonlyMap<number, number>, tasks: number) =>
+  [...threadCpuMillisOf(pid)].map(([tid, ms]) => [tid, ms - (before.get(tid) ?? 0)] as const)
+    .filter(([tid, ms]) => tid === pid || ms >= tasks * 0.01)
+    .sort((a, b) => (a[0] === pid ? -1 : b[0] === pid ? 1 : b[1] - a[1]))
+    .map(([tid, ms]) => `${(ms / tasks).toFixed(2)} (+${tid - pid})`).join(", ")
 /**
  * One load round on one side: `closed`, `clients` clients each submitting its next task when
  * its last one's callback arrived; `burst`, every task submitted at once (the agent holds
@@ -499,10 +510,7 @@ const measureRound = async (
   }
   const seconds = (Date.now() - started) / 1000
   if (threadsBefore !== undefined && side.pid !== undefined) {
-    // The main thread first, then the others that worked (the SQLite store's worker, libuv's pool, V8's helpers).
-    const spent = [...threadCpuMillisOf(side.pid)].map(([tid, ms]) => [tid, ms - (threadsBefore.get(tid) ?? 0)] as const)
-      .filter(([tid, ms]) => tid === side.pid || ms >= tasks * 0.01).sort((a, b) => (a[0] === side.pid ? -1 : b[0] === side.pid ? 1 : b[1] - a[1]))
-    console.log(`    CPU ms/task by thread (main first): ${spent.map(([tid, ms]) => `${(ms / tasks).toFixed(2)} (+${tid - side.pid!})`).join(", ")}`)
+    console.log(`    CPU ms/task by thread (main first): ${byThread(side.pid, threadsBefore, tasks)}`)
   }
   return {
     tasksPerSecond: tasks / seconds,
@@ -531,6 +539,7 @@ const run = async (store: string, model: ModelName, urls: Record<SideName, { url
     for (const side of sides) for (let i = 0; i < warmupTasks; i++) await ended(await submits[side](i))
     // Idle: one task at a time, the sides taking turns task by task.
     const idle = { mediagate: { toUpstream: [] as Array<number>, toSuccess: [] as Array<number>, toCallback: [] as Array<number>, total: [] as Array<number> }, bare: { total: [] as Array<number> } }
+    const idleThreads = { mediagate: threadCpuMillisOf(servers.mediagate.pid), bare: threadCpuMillisOf(servers.bare.pid) }
     for (let i = 0; i < idleTasks; i++) {
       for (const side of sides) {
         const sent = Date.now()
@@ -548,6 +557,11 @@ const run = async (store: string, model: ModelName, urls: Record<SideName, { url
       figure(idle.mediagate.toSuccess)
     } | ${figure(idle.mediagate.toCallback)} |`
     console.log(idleRow)
+    if (env("BENCH_THREADS", "0") === "1") {
+      for (const side of sides) {
+        console.log(`    ${side}, idle CPU ms/task by thread (main first): ${byThread(servers[side].pid, idleThreads[side], idleTasks)}`)
+      }
+    }
 
     const loadRound = (side: SideName, mode: "closed" | "burst", tasks: number) =>
       measureRound({

@@ -8,7 +8,7 @@
  */
 import type { StoreError } from "@mediagate/core"
 import { Accounts, Api, Metrics, Outbound, RetryAfter, spanned, Task, TaskEvents, TaskStore } from "@mediagate/core"
-import { Clock, Deferred, Duration, Effect, FiberSet, Layer, Option, Queue, Random, Redacted, Ref } from "effect"
+import { Clock, Deferred, Duration, Effect, FiberSet, Layer, Option, Queue, Random, Redacted } from "effect"
 import * as LoopWait from "./LoopWait.js"
 import * as Loops from "./Loops.js"
 import * as Webhooks from "./Webhooks.js"
@@ -247,26 +247,36 @@ export const make = (options: Options = {}) =>
     // While a backlog waits (the last claim was full), slots are refilled a quarter of them at
     // a time, not one claim per finished callback; otherwise any free slot claims at once, so
     // a lone callback never waits.
+    //
+    // A freed slot wakes the loop only while a backlog waits. Otherwise the last claim took
+    // every callback due, and a callback owed since has woken the loop itself: looking again
+    // would find nothing (one transaction per callback when idle). Every slot is taken only
+    // after a claim that filled the last of them, which is a backlog.
     const wait = yield* LoopWait.make()
-    const inflight = yield* Ref.make(0)
     const sending = yield* FiberSet.make<void>()
     const refill = Math.max(1, Math.floor(concurrency / 4))
+    // Plain variables: only this deliverer's fibers touch them, each change in one step.
+    let inflight = 0
     let backlog = false
+    const freed = Effect.suspend(() => {
+      inflight--
+      return backlog ? wait.wake : Effect.void
+    })
     const round = Effect.gen(function*() {
-      const free = concurrency - (yield* Ref.get(inflight))
+      const free = concurrency - inflight
       if (free < (backlog ? refill : 1)) return 0
       const now = yield* Loops.currentMillis
       const due = yield* store.claimCallbacks({ now, limit: free, leaseUntil: now + leaseMillis })
       backlog = due.length === free
       for (const callback of due) {
-        yield* Ref.update(inflight, (n) => n + 1)
-        yield* FiberSet.run(sending, deliver(callback, now).pipe(Effect.ensuring(Ref.update(inflight, (n) => n - 1).pipe(Effect.zipRight(wait.wake)))))
+        inflight++
+        yield* FiberSet.run(sending, deliver(callback, now).pipe(Effect.ensuring(freed)))
       }
       return due.length === free ? 1 : 0
     }).pipe(Effect.catchTag("StoreError", (error) => Effect.logError("deliverer: claiming callbacks failed", error).pipe(Effect.as(0))))
 
-    // A full claim: go again at once; otherwise wait for a wake-up (a callback was just owed
-    // or a slot freed) or, as the safety net for retries coming due and other nodes'
+    // A full claim: go again at once; otherwise wait for a wake-up (a callback was just owed,
+    // or a slot freed while a backlog waits) or, as the safety net for retries coming due and other nodes'
     // callbacks, the next periodic scan. A wake-up claims in the event loop's next turn
     // (LoopWait), so the callbacks owed and the slots freed together are claimed in one round.
     const pollMillis = Duration.toMillis(Duration.decode(options.pollInterval ?? "1 second"))

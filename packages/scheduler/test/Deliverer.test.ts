@@ -480,3 +480,64 @@ describe("Deliverer: leases", () => {
       expect((yield* tasks.callbackAttempts("msg_slow")).map((a) => [a.at, a.outcome._tag])).toEqual([[30_000, "Delivered"]])
     }))
 })
+
+describe("Deliverer: claims", () => {
+  /** A deliverer over the memory store whose callbacks each take 10 s to answer (on the TestClock); its claims counted. */
+  const slowNode = (concurrency: number) =>
+    Effect.gen(function*() {
+      const posts: Array<readonly [string, number]> = []
+      const outbound = Layer.succeed(Outbound.Outbound, {
+        post: (request) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            posts.push([request.headers["webhook-id"]!, now])
+            return Effect.as(Effect.sleep("10 seconds"), { status: 204 })
+          })
+      })
+      const built = Context.get(yield* Layer.build(MemoryTaskStore.layer), TaskStore.TaskStore)
+      const { service, settle } = counted(built)
+      const claims = { count: 0 }
+      const tasks: TaskStore.TaskStore["Type"] = {
+        ...service,
+        claimCallbacks: (options) => Effect.zipRight(Effect.sync(() => claims.count++), service.claimCallbacks(options))
+      }
+      const owe = (i: number) => {
+        const task = Testing.record({ id: `0190c8a4-0000-7000-8000-00000000cl${String(i).padStart(2, "0")}`, status: "SUCCESS", dueAt: null, callBackUrl: "https://hooks.example/x" })
+        return tasks.create(task, [{ id: `msg_cl${i}`, taskId: task.id, url: "https://hooks.example/x", createdAt: 0 }])
+      }
+      const accounts = MemoryAccounts.layer([{ id: "acct_test", name: "t", apiKey: Redacted.make("k"), webhookSecret: Redacted.make(secret) }])
+      const start = Layer.build(
+        Deliverer.layer({ pollInterval: "1 hour", concurrency }).pipe(Layer.provide([outbound, accounts, Layer.succeed(TaskStore.TaskStore, tasks)]))
+      )
+      return { posts, claims, owe, start, settle, tasks }
+    })
+
+  it.scoped("a slot freed with nothing waiting claims nothing: the last claim took every callback due", () =>
+    Effect.gen(function*() {
+      const { claims, owe, posts, settle, start, tasks } = yield* slowNode(4)
+      yield* owe(1)
+      yield* start
+      yield* settle
+      expect(posts).toEqual([["msg_cl1", 0]])
+      expect(claims.count).toBe(1)
+      yield* TestClock.adjust("10 seconds")
+      yield* settle
+      expect((yield* tasks.callbackAttempts("msg_cl1")).map((a) => a.outcome._tag)).toEqual(["Delivered"])
+      // The freed slot did not look again; the next look is the scan, an hour away.
+      expect(claims.count).toBe(1)
+    }))
+
+  it.scoped("a backlog is claimed as its slots free, not at the next scan", () =>
+    Effect.gen(function*() {
+      const { claims, owe, posts, settle, start } = yield* slowNode(1)
+      yield* owe(1)
+      yield* owe(2)
+      yield* start
+      yield* settle
+      expect(posts).toEqual([["msg_cl1", 0]])
+      yield* TestClock.adjust("10 seconds")
+      yield* settle
+      // The claim that filled the only slot was full: the freed slot claims the next at once.
+      expect(posts).toEqual([["msg_cl1", 0], ["msg_cl2", 10_000]])
+      expect(claims.count).toBeGreaterThanOrEqual(2)
+    }))
+})
