@@ -438,6 +438,30 @@ for (const backend of backends) {
         })
       ))
 
+    it.effect("a callback written leased (a hand-off to the writer's deliverer) is claimed by nobody until its lease ends", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const task = record()
+          const handed = { id: `msg_h_${randomBytes(4).toString("hex")}`, taskId: task.id, url: "https://example.com/hook", createdAt: 100, leaseUntil: 2_000 }
+          yield* store.create(task)
+          const ended = withVersion(task, { status: "SUCCESS", dueAt: null, updatedAt: 100 })
+          yield* store.update(ended, task.version, [handed])
+          expect(yield* store.claimCallbacks({ now: 1_999, limit: 10, leaseUntil: 5_000 })).toEqual([])
+          // The row reads back as any other: the lease is the delivery's, not the row's.
+          const { leaseUntil: _, ...row } = handed
+          expect(yield* store.callbacks(task.id)).toEqual([{ ...row, attempts: 0, status: "pending", nextAttemptAt: 100 }])
+          // The lease ended with the callback unsent (its writer stopped): it is owed as any other.
+          expect(yield* store.claimCallbacks({ now: 2_000, limit: 10, leaseUntil: 5_000 })).toEqual([{ ...row, attempts: 0, roundStart: 0, task: ended }])
+          yield* store.recordCallbackAttempt({ callbackId: handed.id, attempt: 1, at: 2_100, status: 204, error: null, durationMs: 5, outcome: { _tag: "Delivered" } })
+          // Sent by its writer within the lease, it is done.
+          const other = record()
+          const sent = { id: `msg_s_${randomBytes(4).toString("hex")}`, taskId: other.id, url: "https://example.com/hook", createdAt: 100, leaseUntil: 2_000 }
+          yield* store.create(other, [sent])
+          yield* store.recordCallbackAttempt({ callbackId: sent.id, attempt: 1, at: 150, status: 204, error: null, durationMs: 5, outcome: { _tag: "Delivered" } })
+          expect(yield* store.claimCallbacks({ now: 9_000, limit: 10, leaseUntil: 10_000 })).toEqual([])
+        })
+      ))
+
     it.effect("attempts of several callbacks recorded in one write each take effect, as one by one", () =>
       withStore((store) =>
         Effect.gen(function*() {

@@ -248,23 +248,43 @@ export const make = (options: Options = {}) =>
     // a time, not one claim per finished callback; otherwise any free slot claims at once, so
     // a lone callback never waits.
     //
-    // A freed slot wakes the loop only while a backlog waits. Otherwise the last claim took
+    // A freed slot wakes the loop only when a callback may wait for one: a backlog (the last
+    // claim was full), or a wake-up that found every slot taken (`starved`; slots handed
+    // callbacks by the write path are taken without a claim). Otherwise the last claim took
     // every callback due, and a callback owed since has woken the loop itself: looking again
-    // would find nothing (one transaction per callback when idle). Every slot is taken only
-    // after a claim that filled the last of them, which is a backlog.
+    // would find nothing (one transaction per callback when idle).
     const wait = yield* LoopWait.make()
     const sending = yield* FiberSet.make<void>()
     const refill = Math.max(1, Math.floor(concurrency / 4))
     // Plain variables: only this deliverer's fibers touch them, each change in one step.
     let inflight = 0
     let backlog = false
+    let starved = false
     const freed = Effect.suspend(() => {
       inflight--
-      return backlog ? wait.wake : Effect.void
+      return backlog || starved ? wait.wake : Effect.void
+    })
+    // A callback the write path hands over (`CallbackWakeup.reserve`): a slot taken before it
+    // is written, leased to this deliverer from the start, and sent once written, with no
+    // claim. Behind a backlog it waits its turn in the store's line instead. Its fiber runs
+    // in this deliverer's runtime, not the writer's.
+    const runHere = yield* FiberSet.runtime(sending)<never>()
+    const reserve = Effect.map(Loops.currentMillis, (now): TaskEvents.CallbackSlot | undefined => {
+      if (backlog || inflight >= concurrency) return undefined
+      inflight++
+      return {
+        leaseUntil: now + leaseMillis,
+        deliver: (callback) => Effect.sync(() => void runHere(deliver(callback, now).pipe(Effect.ensuring(freed)))),
+        release: freed
+      }
     })
     const round = Effect.gen(function*() {
       const free = concurrency - inflight
-      if (free < (backlog ? refill : 1)) return 0
+      if (free < (backlog ? refill : 1)) {
+        starved = true
+        return 0
+      }
+      starved = false
       const now = yield* Loops.currentMillis
       const due = yield* store.claimCallbacks({ now, limit: free, leaseUntil: now + leaseMillis })
       backlog = due.length === free
@@ -290,7 +310,7 @@ export const make = (options: Options = {}) =>
       Effect.forkScoped,
       Effect.interruptible
     )
-    return { wake: wait.wake }
+    return { wake: wait.wake, reserve }
   })
 
 /** The deliverer running in the background for the layer's lifetime; provides its wake-up to the write path. */

@@ -508,7 +508,18 @@ describe("Deliverer: claims", () => {
       const start = Layer.build(
         Deliverer.layer({ pollInterval: "1 hour", concurrency }).pipe(Layer.provide([outbound, accounts, Layer.succeed(TaskStore.TaskStore, tasks)]))
       )
-      return { posts, claims, owe, start, settle, tasks }
+      /** The write path over this store, handing callbacks to the deliverer `start` built. */
+      const writesOf = (node: Context.Context<TaskEvents.CallbackWakeup>) =>
+        TaskWrites.make.pipe(
+          Effect.provide([
+            Ledger.layerUnbilled,
+            TaskChanges.layer,
+            Ids.layerTest,
+            Layer.succeed(TaskStore.TaskStore, tasks),
+            Layer.succeed(TaskEvents.CallbackWakeup, Context.get(node, TaskEvents.CallbackWakeup))
+          ])
+        )
+      return { posts, claims, owe, start, settle, tasks, built, writesOf }
     })
 
   it.scoped("a slot freed with nothing waiting claims nothing: the last claim took every callback due", () =>
@@ -539,5 +550,71 @@ describe("Deliverer: claims", () => {
       // The claim that filled the only slot was full: the freed slot claims the next at once.
       expect(posts).toEqual([["msg_cl1", 0], ["msg_cl2", 10_000]])
       expect(claims.count).toBeGreaterThanOrEqual(2)
+    }))
+
+  /** A task running, owing the spec's one callback when it ends. */
+  const running = (i: number) =>
+    Testing.record({ id: `0190c8a4-0000-7000-8000-00000000ho${String(i).padStart(2, "0")}`, status: "PROCESSING", callBackUrl: "https://hooks.example/x" })
+
+  it.scoped("a callback owed with a slot free is handed to the deliverer: written leased to it and sent without a claim", () =>
+    Effect.gen(function*() {
+      const { built, claims, posts, settle, start, tasks, writesOf } = yield* slowNode(4)
+      const writes = yield* writesOf(yield* start)
+      yield* settle
+      expect(claims.count).toBe(1)
+      const task = running(1)
+      yield* tasks.create(task)
+      yield* writes.apply(task, { to: "FAILURE", reason: null, message: "x" }, 0)
+      yield* settle
+      const [callback] = yield* tasks.callbacks(task.id)
+      expect(posts).toEqual([[callback!.id, 0]])
+      // Leased to this deliverer: another node's claim does not take it while it is sent.
+      expect(yield* built.claimCallbacks({ now: 5_000, limit: 10, leaseUntil: 60_000 })).toEqual([])
+      yield* TestClock.adjust("10 seconds")
+      yield* settle
+      expect((yield* tasks.callbackAttempts(callback!.id)).map((a) => a.outcome._tag)).toEqual(["Delivered"])
+      // No claim of this node looked for it, before or after.
+      expect(claims.count).toBe(1)
+    }))
+
+  it.scoped("with every slot taken a callback is written for a claim, and claimed as soon as a slot frees", () =>
+    Effect.gen(function*() {
+      const { built, claims, posts, settle, start, tasks, writesOf } = yield* slowNode(1)
+      const writes = yield* writesOf(yield* start)
+      yield* settle
+      const [first, second] = [running(2), running(3)]
+      yield* tasks.create(first)
+      yield* tasks.create(second)
+      // The first takes the only slot without a claim; the second finds none.
+      yield* writes.apply(first, { to: "FAILURE", reason: null, message: "x" }, 0)
+      yield* settle
+      yield* writes.apply(second, { to: "FAILURE", reason: null, message: "x" }, 0)
+      yield* settle
+      const [owed] = yield* tasks.callbacks(second.id)
+      expect(posts.map(([id]) => id)).not.toContain(owed!.id)
+      // Not leased: any node's claim may take it.
+      expect((yield* built.claimCallbacks({ now: 0, limit: 10, leaseUntil: 1 })).map((c) => c.id)).toEqual([owed!.id])
+      // The first's slot frees at 10 s: the second is claimed then (its lease above ended at 1 ms), not at the scan an hour away.
+      yield* TestClock.adjust("10 seconds")
+      yield* settle
+      expect(posts.at(-1)).toEqual([owed!.id, 10_000])
+      expect(claims.count).toBeGreaterThanOrEqual(2)
+    }))
+
+  it.scoped("a hand-off whose write fails gives its slot back", () =>
+    Effect.gen(function*() {
+      const { claims, posts, settle, start, tasks, writesOf } = yield* slowNode(1)
+      const writes = yield* writesOf(yield* start)
+      yield* settle
+      const task = running(4)
+      yield* tasks.create(task)
+      // A stale version: the write fails, and the slot it took is free again.
+      const stale = Testing.record({ ...task, version: task.version - 1 })
+      expect((yield* Effect.either(writes.apply(stale, { to: "FAILURE", reason: null, message: "x" }, 0)))._tag).toBe("Left")
+      yield* writes.apply(task, { to: "FAILURE", reason: null, message: "x" }, 0)
+      yield* settle
+      const [callback] = yield* tasks.callbacks(task.id)
+      expect(posts).toEqual([[callback!.id, 0]])
+      expect(claims.count).toBe(1)
     }))
 })

@@ -158,10 +158,10 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
   const duplicate = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
     callbacks.find((row, i) => outbox.has(row.id) || callbacks.findIndex((other) => other.id === row.id) !== i)
   const record = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
-    callbacks.forEach(({ dueAt, ...row }) => {
-      // The first due time is the delivery's next attempt, not part of the row read back.
+    callbacks.forEach(({ dueAt, leaseUntil, ...row }) => {
+      // The first due time and a lease from the start (a hand-off) are the delivery's, not part of the row read back.
       outbox.set(row.id, row)
-      delivery.set(row.id, { attempts: 0, roundStart: 0, nextAttemptAt: dueAt ?? row.createdAt, leaseUntil: null, status: "pending" })
+      delivery.set(row.id, { attempts: 0, roundStart: 0, nextAttemptAt: dueAt ?? row.createdAt, leaseUntil: leaseUntil ?? null, status: "pending" })
       owed.add(row.id)
     })
   const recordAttempt = (attempt: TaskStore.CallbackAttempt) => {

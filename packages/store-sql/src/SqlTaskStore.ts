@@ -83,7 +83,7 @@ export const make = (options: Options = {}): Effect.Effect<
       return text
     }
     const insertCallback = compile(
-      `INSERT INTO "${t.callbacks}" (id, task_id, url, created_at, attempts, next_attempt_at, event) VALUES (?, ?, ?, ?, 0, ?, ?)`
+      `INSERT INTO "${t.callbacks}" (id, task_id, url, created_at, attempts, next_attempt_at, event, lease_until) VALUES (?, ?, ?, ?, 0, ?, ?, ?)`
     )
     const selectById = compile(`SELECT * FROM ${tasks} WHERE id = ?`)
     const selectByIdOwner = compile(`SELECT * FROM ${tasks} WHERE id = ? AND owner_id = ?`)
@@ -181,7 +181,7 @@ export const make = (options: Options = {}): Effect.Effect<
       return event === "started" || event === "progress" || event === "completed" ? { event } : {}
     }
 
-    const callbackParams = (row: TaskStore.CallbackRow) => [row.id, row.taskId, row.url, row.createdAt, row.dueAt ?? row.createdAt, row.event ?? null]
+    const callbackParams = HeldAtOnce.callbackRowValues
     const writeCallbacks = (run: Executor.Run, callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
       Effect.forEach(callbacks, (row) => Executor.later(run)(insertCallback, callbackParams(row)), { discard: true })
     const callbackStatements = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) => callbacks.map((row) => [insertCallback, callbackParams(row)] as const)

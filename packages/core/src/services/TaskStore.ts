@@ -56,6 +56,12 @@ export interface CallbackRow {
   readonly event?: CallbackEvent | undefined
   /** When its first attempt is due, if not at once (`createdAt`): a throttled progress callback. */
   readonly dueAt?: number | undefined
+  /**
+   * Written leased until then: handed to the deliverer of the process that writes it
+   * (`CallbackWakeup.reserve`), which sends it without a claim. No claim takes it before
+   * then; after, it is owed as any other (the process stopped before sending it).
+   */
+  readonly leaseUntil?: number | undefined
 }
 
 /** A callback due for delivery, as a deliverer claims it. */

@@ -10,10 +10,11 @@
  * background when the ledger fails, and a crash between the two is finished by the
  * settlement sweep. The API (submit, cancel) and the
  * engine write through the one `TaskWrites` of their composition; each write is published to
- * the task's waiters (`TaskChanges`) and wakes the deliverer when it owes a callback.
+ * the task's waiters (`TaskChanges`) and wakes the deliverer when it owes a callback, or hands
+ * the callback to it, written leased to it, when it has a slot free.
  */
 import * as Metrics from "../services/Metrics.js"
-import { Context, Effect, Either, Layer, Option } from "effect"
+import { Context, Effect, Either, Exit, Layer, Option } from "effect"
 import * as Credits from "./Credits.js"
 import type { IllegalTransition, StoreError, TaskConflict } from "../domain/Errors.js"
 import type { HoldRefused } from "../services/Ledger.js"
@@ -122,6 +123,33 @@ export const make: Effect.Effect<TaskWrites["Type"], never, TaskStore | Ids | Le
   const changes = yield* TaskChanges
   /** After a callback row is written: the deliverer sends it now rather than at its next scan. */
   const owed = (callbacks: ReadonlyArray<CallbackRow>) => (callbacks.length > 0 ? deliverer.wake : Effect.void)
+  const reserve = deliverer.reserve
+  /**
+   * `write` of a record with the callbacks it owes. The spec's one callback (a task that did
+   * not ask for callback events) goes to this process's deliverer when it has a slot free
+   * (`CallbackWakeup.reserve`): written leased to it, then handed to it with the record, so
+   * that it is sent without a claim (a round trip to the store, and the claim's statements).
+   * Otherwise, once written, the deliverer is woken to claim what is owed: a task's events
+   * are claimed, so that the claim that takes its `completed` one also takes a throttled
+   * `progress` one due with it.
+   */
+  const withCallbacks = <A, E>(
+    record: TaskRecord,
+    callbacks: ReadonlyArray<CallbackRow>,
+    now: number,
+    write: (callbacks: ReadonlyArray<CallbackRow>) => Effect.Effect<A, E>
+  ): Effect.Effect<A, E> => {
+    const woken = Effect.tap(write(callbacks), () => owed(callbacks))
+    const lone = callbacks.length === 1 && record.callbackEvents == null ? callbacks[0]! : undefined
+    if (reserve === undefined || lone === undefined || (lone.dueAt !== undefined && lone.dueAt > now)) return woken
+    return Effect.flatMap(reserve, (slot) => {
+      if (slot === undefined) return woken
+      const leased = { ...lone, leaseUntil: slot.leaseUntil }
+      return write([leased]).pipe(
+        Effect.onExit((exit) => Exit.isSuccess(exit) ? slot.deliver({ ...leased, attempts: 0, roundStart: 0, task: record }) : slot.release)
+      )
+    })
+  }
   const noCallbacks: ReadonlyArray<CallbackRow> = []
 
   /**
@@ -215,8 +243,9 @@ export const make: Effect.Effect<TaskWrites["Type"], never, TaskStore | Ids | Le
     const kind = isTerminal(current.status) ? undefined : Credits.settlementOf(record.status)
     const updateSettled = store.updateSettled
     return kind === undefined || updateSettled === undefined || !Credits.sharesDatabase(ledger, store)
-      ? Effect.as(store.update(record, current.version, callbacks), false)
-      : Effect.flatMap(Credits.entryId(ids), (id) => Effect.as(updateSettled(record, current.version, callbacks, { id, at: now, kind }), true))
+      ? withCallbacks(record, callbacks, now, (callbacks) => Effect.as(store.update(record, current.version, callbacks), false))
+      : Effect.flatMap(Credits.entryId(ids), (id) =>
+        withCallbacks(record, callbacks, now, (callbacks) => Effect.as(updateSettled(record, current.version, callbacks, { id, at: now, kind }), true)))
   }
 
   const write = (current: TaskRecord, next: Either.Either<TaskRecord, IllegalTransition>, now: number) =>
@@ -227,16 +256,14 @@ export const make: Effect.Effect<TaskWrites["Type"], never, TaskStore | Ids | Le
           Effect.tap(() => changes.publish(record, current)),
           Effect.flatMap((settledWithIt) => settledWithIt ? Effect.void : settled(current.status, record, now)),
           Effect.zipRight(!isTerminal(current.status) && isTerminal(record.status) ? Metrics.taskEnded(record) : Effect.void),
-          Effect.zipRight(owed(callbacks)),
           Effect.as(record)
         )))
 
   /** A new task stored by `store` with the callbacks it owes. */
   const created = <E>(proposed: TaskRecord, store: (record: TaskRecord, callbacks: ReadonlyArray<CallbackRow>) => Effect.Effect<void, E>) =>
     Effect.flatMap(callbacksOwed(null, proposed), ({ callbacks, record }) =>
-      store(record, callbacks).pipe(
-        Effect.zipRight(Metrics.taskSubmitted(record)),
-        Effect.zipRight(owed(callbacks))
+      withCallbacks(record, callbacks, record.createdAt, (callbacks) => store(record, callbacks)).pipe(
+        Effect.zipRight(Metrics.taskSubmitted(record))
       ))
 
   return {

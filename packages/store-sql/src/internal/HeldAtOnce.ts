@@ -22,12 +22,22 @@ import * as TaskRow from "../TaskRow.js"
 export const callbackInserts = (table: string, from: string, count: number): string =>
   Array.from({ length: count }, (_, n) =>
     `, callback${n} AS (
-       INSERT INTO "${table}" (id, task_id, url, created_at, attempts, next_attempt_at, event) SELECT ?, ?, ?, ?, 0, ?, ? FROM ${from} RETURNING id
+       INSERT INTO "${table}" (id, task_id, url, created_at, attempts, next_attempt_at, event, lease_until) SELECT ?, ?, ?, ?, 0, ?, ?, ? FROM ${from} RETURNING id
      )`).join("")
 
+/** A callback row's values: id, task, URL, creation, first attempt's due time, event, lease (a hand-off's). */
+export const callbackRowValues = (row: TaskStore.CallbackRow): Array<unknown> => [
+  row.id,
+  row.taskId,
+  row.url,
+  row.createdAt,
+  row.dueAt ?? row.createdAt,
+  row.event ?? null,
+  row.leaseUntil ?? null
+]
+
 /** The parameters of `callbackInserts`, in order. */
-export const callbackValues = (callbacks: ReadonlyArray<TaskStore.CallbackRow>): Array<unknown> =>
-  callbacks.flatMap((row) => [row.id, row.taskId, row.url, row.createdAt, row.dueAt ?? row.createdAt, row.event ?? null])
+export const callbackValues = (callbacks: ReadonlyArray<TaskStore.CallbackRow>): Array<unknown> => callbacks.flatMap(callbackRowValues)
 
 /**
  * PostgreSQL: a hold's three CTEs, each only where the one before wrote its row: the sums'
