@@ -557,7 +557,7 @@ const run = async (store: string, model: ModelName, urls: Record<SideName, { url
       figure(idle.mediagate.toSuccess)
     } | ${figure(idle.mediagate.toCallback)} |`
     console.log(idleRow)
-    if (env("BENCH_THREADS", "0") === "1") {
+    if (env("BENCH_THREADS", "0") === "1" && idleTasks > 0) {
       for (const side of sides) {
         console.log(`    ${side}, idle CPU ms/task by thread (main first): ${byThread(servers[side].pid, idleThreads[side], idleTasks)}`)
       }
