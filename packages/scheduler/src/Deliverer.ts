@@ -296,9 +296,10 @@ export const make = (options: Options = {}) =>
     }).pipe(Effect.catchTag("StoreError", (error) => Effect.logError("deliverer: claiming callbacks failed", error).pipe(Effect.as(0))))
 
     // A full claim: go again at once; otherwise wait for a wake-up (a callback was just owed,
-    // or a slot freed while a backlog waits) or, as the safety net for retries coming due and other nodes'
-    // callbacks, the next periodic scan. A wake-up claims in the event loop's next turn
-    // (LoopWait), so the callbacks owed and the slots freed together are claimed in one round.
+    // or a slot freed that one may wait for) or, as the safety net for retries coming due and
+    // other nodes' callbacks, the next periodic scan. A wake-up claims in the event loop's next
+    // turn (LoopWait), so the callbacks owed and the slots freed together are claimed in one
+    // round.
     const pollMillis = Duration.toMillis(Duration.decode(options.pollInterval ?? "1 second"))
     yield* round.pipe(
       Effect.flatMap((full) =>

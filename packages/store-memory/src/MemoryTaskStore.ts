@@ -159,7 +159,8 @@ export const make: Effect.Effect<Context.Tag.Service<TaskStore.TaskStore>> = Eff
     callbacks.find((row, i) => outbox.has(row.id) || callbacks.findIndex((other) => other.id === row.id) !== i)
   const record = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
     callbacks.forEach(({ dueAt, leaseUntil, ...row }) => {
-      // The first due time and a lease from the start (a hand-off) are the delivery's, not part of the row read back.
+      // The first due time, and a lease from the start (a hand-off to the writer's deliverer),
+      // are the delivery's, not part of the row read back.
       outbox.set(row.id, row)
       delivery.set(row.id, { attempts: 0, roundStart: 0, nextAttemptAt: dueAt ?? row.createdAt, leaseUntil: leaseUntil ?? null, status: "pending" })
       owed.add(row.id)
