@@ -504,9 +504,8 @@ describe("Deliverer: claims", () => {
         const task = Testing.record({ id: `0190c8a4-0000-7000-8000-00000000cl${String(i).padStart(2, "0")}`, status: "SUCCESS", dueAt: null, callBackUrl: "https://hooks.example/x" })
         return tasks.create(task, [{ id: `msg_cl${i}`, taskId: task.id, url: "https://hooks.example/x", createdAt: 0 }])
       }
-      const accounts = MemoryAccounts.layer([{ id: "acct_test", name: "t", apiKey: Redacted.make("k"), webhookSecret: Redacted.make(secret) }])
       const start = Layer.build(
-        Deliverer.layer({ pollInterval: "1 hour", concurrency }).pipe(Layer.provide([outbound, accounts, Layer.succeed(TaskStore.TaskStore, tasks)]))
+        Deliverer.layer({ pollInterval: "1 hour", concurrency }).pipe(Layer.provide([outbound, accountsLayer, Layer.succeed(TaskStore.TaskStore, tasks)]))
       )
       /** The write path over this store, handing callbacks to the deliverer `start` built. */
       const writesOf = (node: Context.Context<TaskEvents.CallbackWakeup>) =>

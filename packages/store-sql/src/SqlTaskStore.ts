@@ -181,10 +181,9 @@ export const make = (options: Options = {}): Effect.Effect<
       return event === "started" || event === "progress" || event === "completed" ? { event } : {}
     }
 
-    const callbackParams = HeldAtOnce.callbackRowValues
     const writeCallbacks = (run: Executor.Run, callbacks: ReadonlyArray<TaskStore.CallbackRow>) =>
-      Effect.forEach(callbacks, (row) => Executor.later(run)(insertCallback, callbackParams(row)), { discard: true })
-    const callbackStatements = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) => callbacks.map((row) => [insertCallback, callbackParams(row)] as const)
+      Effect.forEach(callbacks, (row) => Executor.later(run)(insertCallback, HeldAtOnce.callbackRowValues(row)), { discard: true })
+    const callbackStatements = (callbacks: ReadonlyArray<TaskStore.CallbackRow>) => callbacks.map((row) => [insertCallback, HeldAtOnce.callbackRowValues(row)] as const)
 
     const updateParams = (next: Task.TaskRecord, expectedVersion: number) => {
       const row = TaskRow.toRow(next)

@@ -121,8 +121,6 @@ export const make: Effect.Effect<TaskWrites["Type"], never, TaskStore | Ids | Le
   const deliverer = yield* CallbackWakeup
   const ledger = yield* Ledger
   const changes = yield* TaskChanges
-  /** After a callback row is written: the deliverer sends it now rather than at its next scan. */
-  const owed = (callbacks: ReadonlyArray<CallbackRow>) => (callbacks.length > 0 ? deliverer.wake : Effect.void)
   const reserve = deliverer.reserve
   /**
    * `write` of a record with the callbacks it owes. The spec's one callback (a task that did
@@ -139,7 +137,9 @@ export const make: Effect.Effect<TaskWrites["Type"], never, TaskStore | Ids | Le
     now: number,
     write: (callbacks: ReadonlyArray<CallbackRow>) => Effect.Effect<A, E>
   ): Effect.Effect<A, E> => {
-    const woken = Effect.tap(write(callbacks), () => owed(callbacks))
+    if (callbacks.length === 0) return write(callbacks)
+    // Once written, the deliverer sends them now rather than at its next scan.
+    const woken = Effect.tap(write(callbacks), () => deliverer.wake)
     const lone = callbacks.length === 1 && record.callbackEvents == null ? callbacks[0]! : undefined
     if (reserve === undefined || lone === undefined || (lone.dueAt !== undefined && lone.dueAt > now)) return woken
     return Effect.flatMap(reserve, (slot) => {
