@@ -9,6 +9,7 @@ import { Clock, Duration, Effect, Layer, Option, Stream } from "effect"
 import { createReadStream } from "node:fs"
 import { mkdir, readFile, rename, stat, unlink, utimes, writeFile } from "node:fs/promises"
 import { join } from "node:path"
+import * as NodeDigest from "./internal/NodeDigest.js"
 import { deleteStale, discard, spool, sweepLeftovers } from "./Spool.js"
 
 /** Options of the file media store. */
@@ -82,7 +83,7 @@ export const make = (options: Options): Effect.Effect<Context.Tag.Service<MediaS
     return {
       put: ({ bytes, extension }) =>
         Effect.gen(function*() {
-          const key = yield* MediaStore.keyOf(bytes, extension)
+          const key = yield* MediaStore.keyOf(bytes, extension, NodeDigest.sha256)
           const path = join(directory, key)
           // The file's time is when it was last stored, from the Clock: the retention counts
           // from the latest put, so a URL just handed out is never already expiring.

@@ -22,6 +22,7 @@ import { MediaError, MediaStore } from "@mediagate/core"
 import type { Context, Scope } from "effect"
 import { Clock, Duration, Effect, Layer, Option, Stream } from "effect"
 import type { ClientOptions, Location } from "./S3Location.js"
+import * as NodeDigest from "./internal/NodeDigest.js"
 import { describe, isMissing, send, warn } from "./S3Send.js"
 import { streamUploads, sweepSpool } from "./S3Upload.js"
 
@@ -198,7 +199,7 @@ export const makeWith = (
   return {
     put: ({ bytes, extension }) =>
       Effect.gen(function*() {
-        const key = yield* MediaStore.keyOf(bytes, extension)
+        const key = yield* MediaStore.keyOf(bytes, extension, NodeDigest.sha256)
         const url = `${base}/${key}`
         return yield* Effect.gen(function*() {
           const found = yield* head(key)

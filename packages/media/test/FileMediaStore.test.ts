@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, wr
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { FileMediaStore } from "../src/index.js"
+import * as NodeDigest from "../src/internal/NodeDigest.js"
 
 const root = mkdtempSync(join(tmpdir(), "mediagate-media-"))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
@@ -57,6 +58,22 @@ describe("FileMediaStore", () => {
         expect(yield* media.put({ bytes: bytesOf(10), contentType: "image/png", extension: "png" })).toBe(url)
         expect(keyOfUrl(url)).toBe(`${sha256(bytesOf(10)).slice(0, 32)}.png`)
         expect(readdirSync(directory)).toEqual([keyOfUrl(url)])
+      })
+    ))
+
+  it.effect("files are named as MediaStore.keyOf names them: hashed at once up to the limit, in the thread pool above it", () =>
+    withStore((media) =>
+      Effect.gen(function*() {
+        for (const length of [0, 1, NodeDigest.syncLimit, NodeDigest.syncLimit + 1]) {
+          const bytes = bytesOf(length, length)
+          const url = yield* media.put({ bytes, contentType: "image/png", extension: "png" })
+          // The key every store gives these bytes (WebCrypto's SHA-256, core's default).
+          expect(keyOfUrl(url)).toBe(yield* MediaStore.keyOf(bytes, "png"))
+          expect(keyOfUrl(url)).toBe(`${sha256(bytes).slice(0, 32)}.png`)
+          // runSync refuses an effect that waits for the thread pool.
+          const atOnce = Exit.isSuccess(Effect.runSyncExit(NodeDigest.sha256(bytes)))
+          expect(atOnce).toBe(length <= NodeDigest.syncLimit)
+        }
       })
     ))
 

@@ -66,16 +66,27 @@ export const parseKey = (key: string): Option.Option<{ readonly hash: string; re
 
 const hex = (byte: number) => byte.toString(16).padStart(2, "0")
 
-/** The key of `bytes` stored with `extension`; fails for an extension that is not served. */
-export const keyOf = (bytes: Uint8Array, extension: string): Effect.Effect<string, MediaError> => {
+/** A file's SHA-256, for `keyOf`. */
+export type Digest = (bytes: Uint8Array) => Effect.Effect<Uint8Array, MediaError>
+
+/** SHA-256 by WebCrypto, on any platform: the hashing runs off the calling thread (on Node, in its thread pool). */
+export const webDigest: Digest = (bytes) =>
+  Effect.tryPromise({
+    try: () => globalThis.crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
+    catch: (cause) => new MediaError({ message: "cannot hash the file", cause })
+  }).pipe(Effect.map((digest) => new Uint8Array(digest)))
+
+/**
+ * The key of `bytes` stored with `extension`; fails for an extension that is not served.
+ * `digest` is the SHA-256 to use (WebCrypto's unless a store on a platform with a faster one
+ * for its files passes that): every store names the same bytes alike.
+ */
+export const keyOf = (bytes: Uint8Array, extension: string, digest: Digest = webDigest): Effect.Effect<string, MediaError> => {
   const normalized = extension.toLowerCase()
   if (contentTypes[normalized] === undefined) {
     return Effect.fail(new MediaError({ message: `files with the extension '${extension}' are not served` }))
   }
-  return Effect.tryPromise({
-    try: () => globalThis.crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
-    catch: (cause) => new MediaError({ message: "cannot hash the file", cause })
-  }).pipe(Effect.map((digest) => `${Array.from(new Uint8Array(digest, 0, 16), hex).join("")}.${normalized}`))
+  return Effect.map(digest(bytes), (hash) => `${Array.from(hash.subarray(0, 16), hex).join("")}.${normalized}`)
 }
 
 /**
