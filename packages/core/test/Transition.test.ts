@@ -265,3 +265,23 @@ describe("Transition.reschedule", () => {
     expect([once.version, twice.version, twice.dueAt]).toEqual([8, 9, 10_000])
   })
 })
+
+describe("Task.checkedRecord", () => {
+  const fields = () => {
+    const { attempts: _attempts, progress: _progress, ...rest } = record("PENDING")
+    return rest
+  }
+
+  it("is the record the class's constructor makes, its defaults filled in", () => {
+    expect(Task.checkedRecord(fields())).toEqual(new Task.TaskRecord(fields()))
+    expect(Task.checkedRecord(fields())).toBeInstanceOf(Task.TaskRecord)
+  })
+
+  it("refuses, as the constructor does, a field that does not fit its schema, in the job too", () => {
+    for (const bad of [{ version: 1.5 }, { status: "WAITING" }, { job: { ...job, n: 0.5 } }, { job: { ...job, priceMicroUsd: 0.1 } }]) {
+      const wrong = { ...fields(), ...bad } as unknown as ConstructorParameters<typeof Task.TaskRecord>[0]
+      expect(() => new Task.TaskRecord(wrong)).toThrow()
+      expect(() => Task.checkedRecord(wrong)).toThrow()
+    }
+  })
+})

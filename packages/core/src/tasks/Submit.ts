@@ -28,7 +28,7 @@ import * as Pricing from "../models/Pricing.js"
 import { Prices } from "../models/Pricing.js"
 import type { TaskInput, UpstreamJob } from "../domain/Task.js"
 import * as Transition from "../domain/Transition.js"
-import { CallbackEvent, TaskRecord } from "../domain/Task.js"
+import { CallbackEvent, checkedRecord } from "../domain/Task.js"
 import { TaskWakeup } from "../services/TaskEvents.js"
 import { Upstream } from "../services/Upstream.js"
 import { TaskWrites } from "./TaskWrites.js"
@@ -208,7 +208,7 @@ export const make = Effect.gen(function*() {
 
     const now = yield* Clock.currentTimeMillis
     const taskId = given ?? (yield* ids.taskId)
-    const pending = new TaskRecord({
+    const pending = checkedRecord({
         id: taskId,
         ownerId: account.id,
         status: "PENDING",
