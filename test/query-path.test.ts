@@ -10,31 +10,24 @@
 import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { AdminKeys, Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@mediagate/core"
+import { Moderation } from "@mediagate/core"
 import { MediagateHttp } from "@mediagate/http"
-import { MemoryAccounts, MemoryLedger, MemoryMediaStore, MemoryTaskStore } from "@mediagate/store-memory"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import * as Envelope from "../packages/http/src/EnvelopeMiddleware.js"
 import * as QueryRoute from "../packages/http/src/QueryRoute.js"
-import { memoryAdmin } from "./support.js"
+import { memoryApiServices } from "./support.js"
 
 const key = "query-path-key"
 const otherKey = "query-path-other"
 const adminKey = "query-path-admin-key"
-const services = Layer.mergeAll(
-  TaskServiceAlone.layer.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, Moderation.layerAllowAll, TaskServiceAlone.noUpstream])),
-  MemoryAccounts.layer([
+const services = memoryApiServices(
+  [
     { id: "acct_a", name: "a", apiKey: Redacted.make(key) },
     { id: "acct_b", name: "b", apiKey: Redacted.make(otherKey) }
-  ]),
-  MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" }),
-  MemoryLedger.layer,
-  ModelCatalog.layer
-).pipe(Layer.provide(Ids.layerTest), (services) =>
-  // The admin API's services in memory, on the same store and ids (layers are memoised by reference).
-  Layer.provideMerge(memoryAdmin.pipe(Layer.provide([MemoryTaskStore.layer, Ids.layerTest])), services)).pipe(
-    (services) => Layer.provideMerge(AdminKeys.layerWithGiven(Redacted.make(adminKey)), services)
-  )
+  ],
+  Moderation.layerAllowAll,
+  adminKey
+)
 
 /** A host's own route next to the query's, which the query's route must leave to the router. */
 const hostRoute = HttpApiBuilder.Router.use((router) => router.get("/api/v1/task/stats", Effect.succeed(HttpServerResponse.text("the host's"))))

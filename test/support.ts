@@ -4,7 +4,7 @@
 import type { Headers, HttpMethod } from "@effect/platform"
 import { FetchHttpClient, HttpBody, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { AdminOperations, Api, Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@mediagate/core"
+import { AdminKeys, AdminOperations, Api, Ids, ModelCatalog, Moderation, TaskServiceAlone } from "@mediagate/core"
 import type { Engine } from "@mediagate/scheduler"
 import { MemoryAccounts, MemoryAdminKeys, MemoryAuditLog, MemoryLedger, MemoryMediaStore, MemoryTaskStore, MemoryUploads, MemoryUsage } from "@mediagate/store-memory"
 import { Health, MediagateHttp, Prometheus } from "@mediagate/http"
@@ -74,6 +74,29 @@ export const memoryAdmin = Layer.merge(
   AdminOperations.layer.pipe(Layer.provideMerge(Layer.mergeAll(MemoryAdminKeys.layer, MemoryAuditLog.layer))),
   MemoryUsage.layer.pipe(Layer.provide(MemoryUploads.layer))
 )
+
+/**
+ * The use cases and backends of the API in memory, with no engine (a task stays PENDING):
+ * `accounts`, `moderation`, and the admin API's services on the same store and ids, with
+ * `adminKey` as its given key. For suites that serve `MediagateHttp`'s apps themselves.
+ */
+export const memoryApiServices = (
+  accounts: ReadonlyArray<MemoryAccounts.AccountWithKey>,
+  moderation: Layer.Layer<Moderation.Moderation>,
+  adminKey: string
+) =>
+  Layer.mergeAll(
+    TaskServiceAlone.layer.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, moderation, TaskServiceAlone.noUpstream])),
+    MemoryAccounts.layer(accounts),
+    MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" }),
+    MemoryLedger.layer,
+    ModelCatalog.layer
+  ).pipe(
+    Layer.provide(Ids.layerTest),
+    // The same store and ids (layers are memoised by reference).
+    (services) => Layer.provideMerge(memoryAdmin.pipe(Layer.provide([MemoryTaskStore.layer, Ids.layerTest])), services),
+    (services) => Layer.provideMerge(AdminKeys.layerWithGiven(Redacted.make(adminKey)), services)
+  )
 
 /** The API without an engine, on a loopback test server: a task stays PENDING until a request changes it. */
 export const idleServer = MediagateHttp.serve.pipe(

@@ -132,8 +132,9 @@ const statusHeaders = (response: HttpServerResponse.HttpServerResponse): HttpSer
 const isErrorEnvelope = (error: unknown): error is { readonly code: number; readonly msg: string; readonly data?: unknown } =>
   error instanceof Api.BadRequest || error instanceof Api.Unauthorized || error instanceof Api.Forbidden || error instanceof Api.NotFound ||
   error instanceof Api.MethodNotAllowed || error instanceof Api.PayloadTooLarge || error instanceof Api.RequestTimeout ||
-  error instanceof Api.ServiceUnavailable ||
-  error instanceof Api.InternalServerError
+  error instanceof Api.ServiceUnavailable || error instanceof Api.InternalServerError ||
+  // A submit's own refusals (SubmitRoute), answered as HttpApi's endpoint encodes them.
+  error instanceof Api.ModerationRejectedResponse || error instanceof Api.Conflict || error instanceof Api.UnprocessableEntity
 
 /** 405 with the methods the path takes. */
 export const methodNotAllowed = (method: string, allowed: ReadonlyArray<string>) =>

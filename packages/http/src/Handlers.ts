@@ -93,6 +93,21 @@ export const queryAnswer = (tasks: TaskService, account: Accounts.Account, taskI
   Effect.map(queryTask(tasks, account, taskId, params), (task) => jsonAnswer(Api.WireJson.taskResponse(task)))
 
 /**
+ * The submit's answer: the body read and decoded, the task submitted (once per
+ * `idempotencyKey`, when given), its id in the envelope; HttpApi's route and `SubmitRoute`
+ * both answer with it.
+ */
+export const submitAnswer = (tasks: TaskService, account: Accounts.Account, request: HttpServerRequest.HttpServerRequest, idempotencyKey: string | undefined) =>
+  Effect.gen(function*() {
+    const body = yield* readJsonBody(request)
+    const submit = yield* Api.decodeSubmitRequest(body)
+    const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, fingerprint: yield* IdempotencyKeys.fingerprint(body) }
+    const { replayed, taskId } = yield* tasks.submit(account, submit, { idempotency })
+    // The same answer as the first time; the header says it is a replay (as Stripe's does).
+    return jsonAnswer(Api.WireJson.submitResponse(taskId), replayed ? replayedHeaders : undefined)
+  }).pipe(Effect.catchTag("KeyScopeRefused", (error) => Effect.fail(keyScopeRefused(error))), Effect.mapError(idempotencyError), answerErrors)
+
+/**
  * HttpApi's decode failures as the contract's 400 (`Api.decodeFailure`: the field and its
  * rule), never the framework's `{issues, message, _tag}`. Runs inside HttpApi, before it
  * encodes the failure into an answer.
@@ -132,16 +147,7 @@ export const layer: Layer.Layer<
       // Raw: the body is read here (size and depth limits, broken JSON is a 400; HttpApi would
       // take an unreadable body for a defect), then decoded with the endpoint's SubmitRequest.
       .handleRaw("submit", ({ headers, request }) =>
-        Effect.gen(function*() {
-          const account = yield* Accounts.CurrentAccount
-          const body = yield* readJsonBody(request)
-          const submit = yield* Api.decodeSubmitRequest(body)
-          const key = headers["idempotency-key"]
-          const idempotency = key === undefined ? undefined : { key, fingerprint: yield* IdempotencyKeys.fingerprint(body) }
-          const { replayed, taskId } = yield* tasks.submit(account, submit, { idempotency })
-          // The same answer as the first time; the header says it is a replay (as Stripe's does).
-          return jsonAnswer(Api.WireJson.submitResponse(taskId), replayed ? replayedHeaders : undefined)
-        }).pipe(Effect.catchTag("KeyScopeRefused", (error) => Effect.fail(keyScopeRefused(error))), Effect.mapError(idempotencyError), answerErrors))
+        Effect.flatMap(Accounts.CurrentAccount, (account) => submitAnswer(tasks, account, request, headers["idempotency-key"])))
       // Raw for the same reason as submit; the same body, read and decoded the same way.
       .handleRaw("estimate", ({ request }) =>
         Effect.gen(function*() {

@@ -28,6 +28,7 @@ import { isAdminPath, isApiPath } from "./Paths.js"
 import * as QueryRoute from "./QueryRoute.js"
 import * as RateLimit from "./RateLimit.js"
 import * as Routes from "./Routes.js"
+import * as SubmitRoute from "./SubmitRoute.js"
 import * as UsageHandlers from "./UsageHandlers.js"
 
 /**
@@ -67,7 +68,7 @@ const heldRetryAfterSeconds = 5
 /**
  * The HttpApp of the API, for hosts that route requests to it themselves: HttpApi, with a
  * plain query of a task answered beside its router (`QueryRoute`: the same answers, a
- * quarter to a third less CPU). Before a request under /api/v1/ with a key reaches
+ * quarter to a third less CPU), and so is a submit without an Idempotency-Key (`SubmitRoute`). Before a request under /api/v1/ with a key reaches
  * them, in this order: the limit on failed authentications from its address
  * (`AuthFailures`), the key's rate limit when there is one (`RateLimit`), and for a request
  * held open (events, `?wait=`) the caps on those (`HeldRequests`). Each refusal is 429 in
@@ -82,6 +83,8 @@ export const httpApp: Effect.Effect<
   // A plain query (`GET /api/v1/task/{id}`, nothing more) is answered beside HttpApi's
   // router, as HttpApi would answer it; every other request by HttpApi (`QueryRoute`).
   const query = yield* QueryRoute.make
+  // So is a plain submit (no Idempotency-Key: `SubmitRoute`).
+  const submit = yield* SubmitRoute.make
   // Optional by nature, as before: a host that wants no rate limit provides none.
   const limit = yield* Effect.serviceOption(RateLimit.RateLimit)
   const failures = Option.map(yield* AuthFailures.Settings, AuthFailures.make)
@@ -136,7 +139,7 @@ export const httpApp: Effect.Effect<
             return yield* tooMany(`too many requests held open on this server (at most ${heldLimits.total}); try again later`, heldRetryAfterSeconds)
           }
         }
-        return yield* answerRecorded(query(request, api), limited, address, digest)
+        return yield* answerRecorded(submit(request, query(request, api)), limited, address, digest)
       }))
   )
 })

@@ -15,15 +15,12 @@
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
-import type * as HttpApp from "@effect/platform/HttpApp"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import type { Accounts, AdminKeys } from "@mediagate/core"
-import { Api, TaskService } from "@mediagate/core"
-import { Chunk, Context, Effect, Either, Option, Schema, Tracer } from "effect"
-import * as Auth from "./Auth.js"
+import { Api } from "@mediagate/core"
+import { Chunk, Effect, Either, Option, Schema } from "effect"
 import { answerErrors } from "./EnvelopeMiddleware.js"
 import * as Handlers from "./Handlers.js"
+import * as OwnRoute from "./OwnRoute.js"
 import { apiPrefix } from "./Paths.js"
 
 /** The query's path as HttpApi's router has it (the span's `http.route`). */
@@ -78,30 +75,12 @@ export type Failure = Api.Unauthorized | Api.Forbidden | Api.NotFound | Api.Serv
  * A function that answers a plain query of a task (`taskIdOf`, the endpoint's path schema)
  * as HttpApi's route would, and every other request with `fallback` (HttpApi).
  */
-export const make: Effect.Effect<
-  <E, R>(request: HttpServerRequest.HttpServerRequest, fallback: HttpApp.Default<E, R>) => HttpApp.Default<E | Failure, R>,
-  never,
-  TaskService | Accounts.Accounts | AdminKeys.AdminKeys | HttpApiBuilder.Router
-> = Effect.gen(function*() {
-  const tasks = yield* TaskService
-  const authenticate = yield* Auth.authenticator
-  const { mounted, taken } = yield* routerPaths
-  return <E, R>(request: HttpServerRequest.HttpServerRequest, fallback: HttpApp.Default<E, R>): HttpApp.Default<E | Failure, R> => {
+export const make = OwnRoute.make<Failure>(({ authenticate, tasks }) =>
+  Effect.map(routerPaths, ({ mounted, taken }) => (request, fallback) => {
     const raw = mounted ? undefined : taskIdOf(request, taken)
     if (raw === undefined) return fallback
     const path = decodePath({ taskId: raw })
     if (Either.isLeft(path)) return fallback
-    // HttpApi's route: the Authorization middleware, then the handler, interruptible. Its
-    // failures are the handler's (`answerErrors`) and the middleware's; HttpApi would
-    // encode them as the envelope's middleware answers them, around this.
-    const answer = Effect.interruptible(
-      Effect.flatMap(authenticate(request), (account) => answerErrors(Handlers.queryAnswer(tasks, account, path.right.taskId)))
-    )
-    // As HttpApi's router does, the route's name on the request's span, when it has one.
-    return Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, Failure, never>((fiber) => {
-      const span = Context.getOption(fiber.currentContext, Tracer.ParentSpan)
-      if (Option.isSome(span) && span.value._tag === "Span") span.value.attribute("http.route", route)
-      return answer
-    })
-  }
-})
+    return OwnRoute.run<Failure>(route, authenticate(request), (account) => answerErrors(Handlers.queryAnswer(tasks, account, path.right.taskId)))
+  })
+)
