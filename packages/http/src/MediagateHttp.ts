@@ -68,11 +68,12 @@ const heldRetryAfterSeconds = 5
 /**
  * The HttpApp of the API, for hosts that route requests to it themselves: HttpApi, with a
  * plain query of a task answered beside its router (`QueryRoute`: the same answers, a
- * quarter to a third less CPU), and so is a submit without an Idempotency-Key (`SubmitRoute`). Before a request under /api/v1/ with a key reaches
- * them, in this order: the limit on failed authentications from its address
- * (`AuthFailures`), the key's rate limit when there is one (`RateLimit`), and for a request
- * held open (events, `?wait=`) the caps on those (`HeldRequests`). Each refusal is 429 in
- * the envelope with Retry-After. Keys are only ever kept as fixed-size digests.
+ * quarter to a third less CPU), and a submit without an Idempotency-Key too
+ * (`SubmitRoute`). Before a request under /api/v1/ with a key reaches them, in this order:
+ * the limit on failed authentications from its address (`AuthFailures`), the key's rate
+ * limit when there is one (`RateLimit`), and for a request held open (events, `?wait=`) the
+ * caps on those (`HeldRequests`). Each refusal is 429 in the envelope with Retry-After. Keys
+ * are only ever kept as fixed-size digests.
  */
 export const httpApp: Effect.Effect<
   HttpApp.Default<never, Accounts.Accounts | AdminKeys.AdminKeys | HttpRouter.HttpRouter.DefaultServices | Scope.Scope>,
