@@ -279,19 +279,26 @@ describe("the playground page", () => {
       const estimated: Array<unknown> = []
       yield* Effect.promise(() =>
         page.route(`${base}/api/v1/task/estimate`, (route) => {
-          estimated.push(route.request().postDataJSON())
+          const asked = route.request().postDataJSON() as { model: string; input: Record<string, unknown> }
+          estimated.push(asked)
+          // The canned price only for the request as it will be submitted: an estimate asked
+          // earlier (the first model, before the typing) is priced otherwise, so the page
+          // showing $0.042 means it showed the last one's answer.
+          const typed = asked.model === "beta-imagine/text-to-video" && asked.input["prompt"] === "waves at night"
           return route.fulfill({
             json: {
               code: 0,
               msg: "ok",
-              data: {
-                model: "beta-imagine/text-to-video",
-                input: { model: "beta-imagine/text-to-video", prompt: "waves at night" },
-                adjustments: [{ field: "duration", requested: 7, applied: 6, reason: "rounded to a supported duration" }],
-                priceMicroUsd: 42_000,
-                priceUsd: "0.042000",
-                rejection: null
-              }
+              data: typed
+                ? {
+                  model: "beta-imagine/text-to-video",
+                  input: { model: "beta-imagine/text-to-video", prompt: "waves at night" },
+                  adjustments: [{ field: "duration", requested: 7, applied: 6, reason: "rounded to a supported duration" }],
+                  priceMicroUsd: 42_000,
+                  priceUsd: "0.042000",
+                  rejection: null
+                }
+                : { model: asked.model, input: { model: asked.model, ...asked.input }, adjustments: [], priceMicroUsd: 1_000, priceUsd: "0.001000", rejection: null }
             } satisfies typeof Api.EstimateResponse.Encoded
           })
         })

@@ -42,8 +42,11 @@ export interface Pieces {
   readonly authenticate: Effect.Effect.Success<typeof Auth.authenticator>
 }
 
+/** What making a route needs: the use cases, the accounts and admin keys (authentication), and the router, which it reads. */
+export type Requirements = TaskService | Accounts.Accounts | AdminKeys.AdminKeys | HttpApiBuilder.Router
+
 /** A route made by `build` from the use cases and the Authorization middleware's function (`Pieces`), and what it reads of the router. */
 export const make = <Failure>(
   build: (pieces: Pieces) => Effect.Effect<OwnRoute<Failure>, never, HttpApiBuilder.Router>
-): Effect.Effect<OwnRoute<Failure>, never, TaskService | Accounts.Accounts | AdminKeys.AdminKeys | HttpApiBuilder.Router> =>
+): Effect.Effect<OwnRoute<Failure>, never, Requirements> =>
   Effect.flatMap(Effect.all({ tasks: TaskService, authenticate: Auth.authenticator }), build)

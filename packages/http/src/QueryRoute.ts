@@ -75,7 +75,7 @@ export type Failure = Api.Unauthorized | Api.Forbidden | Api.NotFound | Api.Serv
  * A function that answers a plain query of a task (`taskIdOf`, the endpoint's path schema)
  * as HttpApi's route would, and every other request with `fallback` (HttpApi).
  */
-export const make = OwnRoute.make<Failure>(({ authenticate, tasks }) =>
+export const make: Effect.Effect<OwnRoute.OwnRoute<Failure>, never, OwnRoute.Requirements> = OwnRoute.make<Failure>(({ authenticate, tasks }) =>
   Effect.map(routerPaths, ({ mounted, taken }) => (request, fallback) => {
     const raw = mounted ? undefined : taskIdOf(request, taken)
     if (raw === undefined) return fallback

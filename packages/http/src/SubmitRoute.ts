@@ -56,7 +56,7 @@ export type Failure =
  * A function that answers a plain submit as HttpApi's route would, and every other request
  * with `fallback`.
  */
-export const make = OwnRoute.make<Failure>(({ authenticate, tasks }) =>
+export const make: Effect.Effect<OwnRoute.OwnRoute<Failure>, never, OwnRoute.Requirements> = OwnRoute.make<Failure>(({ authenticate, tasks }) =>
   Effect.map(routerLeavesIt, (takes) => (request, fallback) =>
     // With no Idempotency-Key, the endpoint's header schema has nothing to decode.
     !takes || request.method !== "POST" || request.url !== path || request.headers["idempotency-key"] !== undefined
