@@ -78,12 +78,12 @@ export const memoryAdmin = Layer.merge(
 /**
  * The use cases and backends of the API in memory, with no engine (a task stays PENDING):
  * `accounts`, `moderation`, and the admin API's services on the same store and ids, with
- * `adminKey` as its given key. For suites that serve `MediagateHttp`'s apps themselves.
+ * `adminKey`, when given, as its given key.
  */
 export const memoryApiServices = (
   accounts: ReadonlyArray<MemoryAccounts.AccountWithKey>,
   moderation: Layer.Layer<Moderation.Moderation>,
-  adminKey: string
+  adminKey?: string
 ) =>
   Layer.mergeAll(
     TaskServiceAlone.layer.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, moderation, TaskServiceAlone.noUpstream])),
@@ -95,24 +95,19 @@ export const memoryApiServices = (
     Layer.provide(Ids.layerTest),
     // The same store and ids (layers are memoised by reference).
     (services) => Layer.provideMerge(memoryAdmin.pipe(Layer.provide([MemoryTaskStore.layer, Ids.layerTest])), services),
-    (services) => Layer.provideMerge(AdminKeys.layerWithGiven(Redacted.make(adminKey)), services)
+    (services) => adminKey === undefined ? services : Layer.provideMerge(AdminKeys.layerWithGiven(Redacted.make(adminKey)), services)
   )
 
 /** The API without an engine, on a loopback test server: a task stays PENDING until a request changes it. */
 export const idleServer = MediagateHttp.serve.pipe(
-  // The same store and ids as below (layers are memoised by reference).
-  Layer.provide(memoryAdmin.pipe(Layer.provide([MemoryTaskStore.layer, Ids.layerTest]))),
   Layer.provide(
-    Layer.mergeAll(
-      TaskServiceAlone.layer.pipe(Layer.provide([MemoryTaskStore.layer, ModelCatalog.layer, Moderation.layerAllowAll, TaskServiceAlone.noUpstream])),
-      MemoryAccounts.layer([
+    memoryApiServices(
+      [
         { id: "acct_a", name: "a", apiKey: Redacted.make(apiKey) },
         { id: "acct_b", name: "b", apiKey: Redacted.make(otherApiKey) }
-      ]),
-      MemoryLedger.layer,
-      MemoryMediaStore.layer({ baseUrl: "http://127.0.0.1/media" }),
-      ModelCatalog.layer
-    ).pipe(Layer.provide(Ids.layerTest))
+      ],
+      Moderation.layerAllowAll
+    )
   ),
   Layer.provideMerge(NodeHttpServer.layerTest)
 )

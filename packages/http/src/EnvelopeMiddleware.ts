@@ -129,12 +129,26 @@ const statusHeaders = (response: HttpServerResponse.HttpServerResponse): HttpSer
     ? HttpServerResponse.setHeader(response, "connection", "close")
     : response
 
+/** Every error class of the contract's envelope (`Api`), answered as HttpApi encodes it: `{code, msg, data?}`. */
+const envelopeErrors = [
+  Api.BadRequest,
+  Api.ModerationRejectedResponse,
+  Api.Unauthorized,
+  Api.Forbidden,
+  Api.NotFound,
+  Api.MethodNotAllowed,
+  Api.Conflict,
+  Api.UnprocessableEntity,
+  Api.ServiceUnavailable,
+  Api.RequestTimeout,
+  Api.UnsupportedMediaType,
+  Api.PayloadTooLarge,
+  Api.TooManyRequests,
+  Api.InternalServerError
+]
+
 const isErrorEnvelope = (error: unknown): error is { readonly code: number; readonly msg: string; readonly data?: unknown } =>
-  error instanceof Api.BadRequest || error instanceof Api.Unauthorized || error instanceof Api.Forbidden || error instanceof Api.NotFound ||
-  error instanceof Api.MethodNotAllowed || error instanceof Api.PayloadTooLarge || error instanceof Api.RequestTimeout ||
-  error instanceof Api.ServiceUnavailable || error instanceof Api.InternalServerError ||
-  // A submit's own refusals (SubmitRoute), answered as HttpApi's endpoint encodes them.
-  error instanceof Api.ModerationRejectedResponse || error instanceof Api.Conflict || error instanceof Api.UnprocessableEntity
+  envelopeErrors.some((envelopeError) => error instanceof envelopeError)
 
 /** 405 with the methods the path takes. */
 export const methodNotAllowed = (method: string, allowed: ReadonlyArray<string>) =>
