@@ -458,6 +458,8 @@ interface Round {
   readonly submitsPerSecond: number
   readonly latencies: ReadonlyArray<number>
   readonly serverCpuPerTask: number
+  /** With BENCH_THREADS=1: the server's CPU per task by thread (`byThread`), printed under the round's line. */
+  readonly threads?: string
 }
 
 
@@ -509,14 +511,12 @@ const measureRound = async (
     await Promise.all(waits.map((wait) => wait()))
   }
   const seconds = (Date.now() - started) / 1000
-  if (threadsBefore !== undefined && side.pid !== undefined) {
-    console.log(`    CPU ms/task by thread (main first): ${byThread(side.pid, threadsBefore, tasks)}`)
-  }
   return {
     tasksPerSecond: tasks / seconds,
     submitsPerSecond: tasks / ((lastAck - started) / 1000),
     latencies,
-    serverCpuPerTask: (side.cpu() - serverCpu) / tasks
+    serverCpuPerTask: (side.cpu() - serverCpu) / tasks,
+    ...(threadsBefore !== undefined && side.pid !== undefined ? { threads: byThread(side.pid, threadsBefore, tasks) } : {})
   }
 }
 
@@ -579,6 +579,7 @@ const run = async (store: string, model: ModelName, urls: Record<SideName, { url
             const result = await loadRound(side, mode, tasks)
             results[side].push(result)
             console.log(`  ${store} ${model} ${mode} ${tasks} round ${round + 1} ${side}: ${result.tasksPerSecond.toFixed(0)} tasks/s, ${result.submitsPerSecond.toFixed(0)} submits/s`)
+            if (result.threads !== undefined) console.log(`    CPU ms/task by thread (main first): ${result.threads}`)
           }
         }
         // The better round of each side, by tasks/s.
