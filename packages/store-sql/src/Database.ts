@@ -9,6 +9,7 @@ import { StoreError } from "@mediagate/core"
 import { Cause, Effect, Either, Layer, Redacted } from "effect"
 import { existsSync } from "node:fs"
 import { dirname } from "node:path"
+import * as PgPool from "./internal/PgPool.js"
 import { migrate, tables } from "./Schema.js"
 import * as SqliteWorker from "./SqliteWorker.js"
 
@@ -60,9 +61,10 @@ export const layerSqlite = (filename: string): Layer.Layer<SqlClient.SqlClient, 
 
 /** PostgreSQL at `url`. */
 export const layerPg = (url: Redacted.Redacted<string>): Layer.Layer<SqlClient.SqlClient, StoreError> =>
-  // @effect/sql-pg (and pg) imported here, not at the top: a process on SQLite never loads them.
-  Layer.unwrapEffect(Effect.promise(() => import("@effect/sql-pg")).pipe(
-    Effect.map(({ PgClient }) => PgClient.layer({ url, maxConnections: 10 }))
+  // @effect/sql-pg and pg imported here, not at the top: a process on SQLite never loads them.
+  // The pool is ours (`PgPool`): a connection whose session the server ended leaves it.
+  Layer.unwrapEffect(Effect.promise(() => Promise.all([import("@effect/sql-pg"), import("pg")])).pipe(
+    Effect.map(([{ PgClient }, { default: pg }]) => PgClient.layerFromPool({ acquire: PgPool.make(pg, { url, maxConnections: 10 }) }))
   )).pipe(
     Layer.catchAllCause((cause) => {
       const safe = Redacted.value(url).replace(/\/\/[^@/]*@/, "//***@")
