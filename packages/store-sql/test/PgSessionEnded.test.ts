@@ -12,7 +12,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Redacted } from "effect"
+import { Context, Effect, Exit, Layer, Redacted } from "effect"
 import { Database } from "../src/index.js"
 import { freshPgDatabase, pgSkipReason, pgUrl } from "../src/TestDatabases.js"
 
@@ -22,7 +22,7 @@ describe.skipIf(pgUrl === undefined)(`a PostgreSQL session the server ends${pgSk
   it.live("leaves the pool with its statement's error: the next statement, at once, runs on a live connection", () =>
     Effect.gen(function*() {
       const url = yield* freshPgDatabase(pgUrl!, "session_ended")
-      const sql = yield* Layer.build(Database.layerPg(Redacted.make(url))).pipe(Effect.map((context) => context.unsafeMap.get(SqlClient.SqlClient.key) as SqlClient.SqlClient))
+      const sql = Context.get(yield* Layer.build(Database.layerPg(Redacted.make(url))), SqlClient.SqlClient)
       const endOwnSession = "SELECT pg_terminate_backend(pg_backend_pid())"
       const ways: ReadonlyArray<readonly [string, Effect.Effect<unknown, unknown>]> = [
         ["the query builder", sql.unsafe(endOwnSession)],

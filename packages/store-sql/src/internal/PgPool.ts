@@ -22,39 +22,29 @@ import type pg from "pg"
  * terminated, cannot connect now, idle session timeout), 08* (connection exceptions),
  * 25P03 (idle in transaction timeout).
  */
-export const endsSession = (error: unknown): boolean => {
+const endsSession = (error: unknown): boolean => {
   if (typeof error !== "object" || error === null) return false
   const { code, severity } = error as { readonly code?: unknown; readonly severity?: unknown }
   return severity === "FATAL" || severity === "PANIC" ||
     (typeof code === "string" && (code.startsWith("57P") || code.startsWith("08") || code === "25P03"))
 }
 
-/** pg's Client, ending itself when a statement's error says the server ended its session. */
+/**
+ * pg's Client, ending itself when a statement's error says the server ended its session.
+ * Only the callback form: @effect/sql-pg's statements and pg-pool's query use it. A
+ * cursor (@effect/sql-pg's streams, which mediagate does not use) is passed through as it is.
+ */
 const clientClass = (Client: typeof pg.Client): typeof pg.Client =>
   class SessionClient extends Client {
-    private leaveIfEnded(error: unknown) {
-      if (endsSession(error)) this.end().catch(() => undefined)
-    }
-
-    // pg's overloads: a callback last, a promise without one, or a submittable (a cursor:
-    // its errors reach its own reader, which releases the client with the error).
     override query(...args: Array<any>): any {
-      const last = args.length - 1
-      const callback = args[last]
+      const callback = args[args.length - 1]
       if (typeof callback === "function") {
-        args[last] = (error: unknown, result: unknown) => {
-          if (error) this.leaveIfEnded(error)
+        args[args.length - 1] = (error: unknown, result: unknown) => {
+          if (endsSession(error)) this.end().catch(() => undefined)
           return callback(error, result)
         }
-        return (super.query as (...args: Array<any>) => any)(...args)
       }
-      const answer = (super.query as (...args: Array<any>) => any)(...args)
-      return typeof args[0]?.submit !== "function" && typeof answer?.then === "function"
-        ? answer.then(undefined, (error: unknown) => {
-          this.leaveIfEnded(error)
-          throw error
-        })
-        : answer
+      return (super.query as (...args: Array<any>) => any)(...args)
     }
   }
 
